@@ -2,4 +2,8 @@
 //!
 //! The pure core (`api`, `catalog`, `resolve`, `plan`, `csv`, `certs`) never talks to a
 //! cluster; the thin shell (`reconcile`, `controller`, `sandbox`) reads, calls the core and
-//! writes. See `STYLE` in the repository's shared notes and the README's architecture picture.
+//! writes. The README's architecture picture shows how they fit.
+
+pub mod controller;
+pub mod health;
+pub mod telemetry;

@@ -1,11 +1,17 @@
 //! Subcommands. Each lives in its own file; this one only routes.
 
+mod run;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "olm-rs", version, about = "Operator Lifecycle Manager, re-built in Rust")]
+#[command(
+    name = "olm-rs",
+    version,
+    about = "Operator Lifecycle Manager, re-built in Rust"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -13,12 +19,15 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the controller against the cluster in KUBECONFIG (or in-cluster credentials).
+    Run(run::RunArgs),
     /// Print the olm-rs version.
     Version,
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Run(args) => run::run(args),
         Command::Version => {
             println!("olm-rs {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

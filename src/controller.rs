@@ -1,0 +1,159 @@
+//! Wiring of the controller process (`olm-rs run`): preflight checks, probes, the reconcilers and
+//! graceful shutdown. No decisions are taken here; they live in the pure modules.
+
+use std::net::SocketAddr;
+
+use kube::Client;
+
+use crate::health::{self, Readiness};
+
+/// The API group every OLM kind lives in.
+pub const OLM_GROUP: &str = "operators.coreos.com";
+
+/// Kinds the controller cannot work without, with the CRD a user must install for each.
+pub const REQUIRED_KINDS: [(&str, &str); 5] = [
+    (
+        "ClusterServiceVersion",
+        "clusterserviceversions.operators.coreos.com",
+    ),
+    ("OperatorGroup", "operatorgroups.operators.coreos.com"),
+    ("Subscription", "subscriptions.operators.coreos.com"),
+    ("InstallPlan", "installplans.operators.coreos.com"),
+    ("CatalogSource", "catalogsources.operators.coreos.com"),
+];
+
+/// Options of `olm-rs run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Where `/healthz` and `/readyz` are served.
+    pub probe_addr: SocketAddr,
+    /// Catalogs in this namespace are visible from every namespace (OLM's `olm`).
+    pub global_catalog_namespace: String,
+}
+
+/// Why the controller process could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot reach the Kubernetes API server: {0}")]
+    ApiUnreachable(#[source] kube::Error),
+    #[error(
+        "the cluster does not serve {missing}: install olm-rs's CRDs first \
+         (`olm-rs crds | kubectl apply --server-side -f -`)"
+    )]
+    CrdsMissing { missing: String },
+    #[error("cannot serve probes on {addr}: {source}")]
+    Probes {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs until `shutdown` resolves. Probes start first so the kubelet sees a live process while
+/// the preflight checks run; readiness turns green only once they pass.
+pub async fn run(
+    client: Client,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let readiness = Readiness::default();
+    readiness.register("api-server", "not contacted yet");
+    readiness.register("crds", "not checked yet");
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let probe_addr = options.probe_addr;
+    let probes = tokio::spawn(health::serve(
+        probe_addr,
+        health::router(readiness.clone()),
+        wait_for(stop_rx.clone()),
+    ));
+
+    let outcome = preflight(&client, &readiness).await;
+    if outcome.is_ok() {
+        tracing::info!(
+            global_catalog_namespace = %options.global_catalog_namespace,
+            "olm-rs controller ready"
+        );
+        shutdown.await;
+        tracing::info!("shutdown requested; stopping");
+    }
+
+    let _ = stop_tx.send(true);
+    let probe_result = probes.await;
+    outcome?;
+    match probe_result {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(source)) => Err(RunError::Probes {
+            addr: probe_addr,
+            source,
+        }),
+        // The probe task only ends by returning; a JoinError means it panicked, which the
+        // runtime already reported. Treat it as a stopped probe server.
+        Err(join) => Err(RunError::Probes {
+            addr: probe_addr,
+            source: std::io::Error::other(join.to_string()),
+        }),
+    }
+}
+
+/// Checks the API server answers and serves every OLM kind, naming what is missing.
+async fn preflight(client: &Client, readiness: &Readiness) -> Result<(), RunError> {
+    let version = client
+        .apiserver_version()
+        .await
+        .map_err(RunError::ApiUnreachable)?;
+    tracing::info!(git_version = %version.git_version, "connected to the API server");
+    readiness.set_ready("api-server");
+
+    let served = match kube::discovery::oneshot::group(client, OLM_GROUP).await {
+        Ok(group) => group
+            .recommended_resources()
+            .into_iter()
+            .map(|(resource, _)| resource.kind)
+            .collect::<Vec<_>>(),
+        Err(kube::Error::Discovery(_)) => Vec::new(),
+        Err(other) => return Err(RunError::ApiUnreachable(other)),
+    };
+    let missing = missing_crds(&served);
+    if !missing.is_empty() {
+        let missing = missing.join(", ");
+        readiness.set_not_ready("crds", format!("missing {missing}"));
+        return Err(RunError::CrdsMissing { missing });
+    }
+    readiness.set_ready("crds");
+    Ok(())
+}
+
+/// The CRD names of required kinds absent from `served_kinds`.
+pub fn missing_crds(served_kinds: &[String]) -> Vec<&'static str> {
+    REQUIRED_KINDS
+        .iter()
+        .filter(|(kind, _)| !served_kinds.iter().any(|k| k == kind))
+        .map(|(_, crd)| *crd)
+        .collect()
+}
+
+async fn wait_for(mut stop: tokio::sync::watch::Receiver<bool>) {
+    // An error means the sender is gone, which also means "stop".
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_crds_names_each_absent_kind_by_crd_name() {
+        let served = vec!["Subscription".to_owned(), "CatalogSource".to_owned()];
+        assert_eq!(
+            missing_crds(&served),
+            vec![
+                "clusterserviceversions.operators.coreos.com",
+                "operatorgroups.operators.coreos.com",
+                "installplans.operators.coreos.com",
+            ]
+        );
+        let all: Vec<String> = REQUIRED_KINDS.iter().map(|(k, _)| k.to_string()).collect();
+        assert!(missing_crds(&all).is_empty());
+    }
+}
