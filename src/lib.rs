@@ -6,4 +6,5 @@
 
 pub mod controller;
 pub mod health;
+pub mod k8s;
 pub mod telemetry;
