@@ -3,9 +3,14 @@
 
 use std::net::SocketAddr;
 
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 use kube::Client;
 
 use crate::health::{self, Readiness};
+use crate::k8s::clock::SystemClock;
+use crate::reconcile::{Context, ControllerOptions};
 
 /// The API group every OLM kind lives in.
 pub const OLM_GROUP: &str = "operators.coreos.com";
@@ -27,8 +32,8 @@ pub const REQUIRED_KINDS: [(&str, &str); 5] = [
 pub struct RunOptions {
     /// Where `/healthz` and `/readyz` are served.
     pub probe_addr: SocketAddr,
-    /// Catalogs in this namespace are visible from every namespace (OLM's `olm`).
-    pub global_catalog_namespace: String,
+    /// What the reconcilers share.
+    pub controller: ControllerOptions,
 }
 
 /// Why the controller process could not start or stopped.
@@ -70,12 +75,19 @@ pub async fn run(
 
     let outcome = preflight(&client, &readiness).await;
     if outcome.is_ok() {
+        let ctx = Arc::new(Context::new(
+            client,
+            Arc::new(SystemClock),
+            options.controller.clone(),
+        ));
         tracing::info!(
-            global_catalog_namespace = %options.global_catalog_namespace,
+            global_catalog_namespace = %options.controller.global_catalog_namespace,
             "olm-rs controller ready"
         );
-        shutdown.await;
-        tracing::info!("shutdown requested; stopping");
+        tokio::select! {
+            () = shutdown => tracing::info!("shutdown requested; stopping"),
+            () = run_reconcilers(ctx) => tracing::warn!("all reconcilers stopped"),
+        }
     }
 
     let _ = stop_tx.send(true);
@@ -94,6 +106,21 @@ pub async fn run(
             source: std::io::Error::other(join.to_string()),
         }),
     }
+}
+
+/// Every reconciler of the process; each runs until the process stops.
+fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
+    let _ = ctx;
+    Vec::new()
+}
+
+async fn run_reconcilers(ctx: Arc<Context>) {
+    let all = reconcilers(&ctx);
+    if all.is_empty() {
+        // Nothing to run yet: stay up until shutdown rather than exiting early.
+        std::future::pending::<()>().await;
+    }
+    futures::future::join_all(all).await;
 }
 
 /// Checks the API server answers and serves every OLM kind, naming what is missing.

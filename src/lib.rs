@@ -7,4 +7,5 @@
 pub mod controller;
 pub mod health;
 pub mod k8s;
+pub mod reconcile;
 pub mod telemetry;

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use olm_rs::controller::{self, RunOptions};
+use olm_rs::reconcile::ControllerOptions;
 use olm_rs::telemetry::{self, LogFormat};
 
 #[derive(Debug, Args)]
@@ -34,7 +35,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .context("loading Kubernetes credentials (in-cluster service account or KUBECONFIG)")?;
         let options = RunOptions {
             probe_addr: args.probe_addr,
-            global_catalog_namespace: args.global_catalog_namespace,
+            controller: ControllerOptions {
+                global_catalog_namespace: args.global_catalog_namespace,
+            },
         };
         controller::run(client, options, shutdown_signal()).await?;
         Ok(ExitCode::SUCCESS)
