@@ -1,0 +1,1 @@
+//! placeholder while olm_hash builds
