@@ -112,8 +112,8 @@ fn service_account(permission: &Value) -> &str {
         .as_object()
         .and_then(|map| {
             map.iter()
-                .filter(|(k, _)| k.eq_ignore_ascii_case("serviceAccountName"))
-                .last()
+                .rev()
+                .find(|(k, _)| k.eq_ignore_ascii_case("serviceAccountName"))
         })
         .and_then(|(_, v)| v.as_str())
         .unwrap_or("")

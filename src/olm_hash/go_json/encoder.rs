@@ -197,8 +197,8 @@ fn write_raw(out: &mut String, value: &Value) {
 /// matching key in the input wins.
 fn member<'v>(map: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
     map.iter()
-        .filter(|(key, _)| key.as_str() == name || key.eq_ignore_ascii_case(name))
-        .last()
+        .rev()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
         .map(|(_, v)| v)
         .filter(|v| !v.is_null())
 }

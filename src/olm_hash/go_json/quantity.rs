@@ -3,7 +3,9 @@
 //! writes. The arithmetic is exact (big integers), like Go's `inf.Dec`.
 //!
 //! Two Go details are kept on purpose because they change bytes:
-//! * a string already in canonical form is echoed verbatim (so `+1` stays `+1`);
+//! * input that passes Go's quick "already canonical" test (int64 path, exponent a multiple of
+//!   3, digits neither starting with `0` nor ending in `000`) is echoed verbatim, so `+1`, `01`
+//!   and `1.` come back unchanged;
 //! * a DecimalSI exponent above 18 has no suffix and is dropped (`1000E` → `1`), the v0.32
 //!   behaviour fixed only in later apimachinery releases.
 
