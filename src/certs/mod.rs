@@ -2,7 +2,7 @@
 //! of each cert deployment, the Secret that carries them, and the decision to reuse or
 //! re-issue that Secret.
 //!
-//! Pure apart from key generation and serial numbers, which need randomness (see [`issue`]);
+//! Pure apart from key generation and serial numbers, which need randomness (issue.rs);
 //! the clock always comes in as a `now: jiff::Timestamp` argument.
 
 mod error;
