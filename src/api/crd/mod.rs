@@ -1,0 +1,1 @@
+//! The CustomResourceDefinitions olm-rs installs.
