@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod crds;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "olm-rs",
@@ -19,6 +21,11 @@ pub struct Cli {
 pub enum Command {
     /// Print the olm-rs version.
     Version,
+    /// Print the CustomResourceDefinitions (OLM's five kinds and OLMConfig) as one YAML stream.
+    ///
+    /// The ClusterServiceVersion CRD is too large for client-side apply; use
+    /// `olm-rs crds | kubectl apply --server-side -f -`.
+    Crds,
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -27,5 +34,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("olm-rs {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Crds => crds::run(),
     }
 }
