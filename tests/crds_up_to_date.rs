@@ -13,8 +13,10 @@ const UPDATE_VAR: &str = "OLM_RS_UPDATE_CRDS";
 /// File name → content for one directory.
 fn expected() -> (BTreeMap<String, String>, BTreeMap<String, String>) {
     let crds = crd::all().expect("CRDs generate");
-    let files: BTreeMap<String, String> =
-        crds.iter().map(|c| (crd::file_name(c), crd::to_yaml(c).expect("CRD renders"))).collect();
+    let files: BTreeMap<String, String> = crds
+        .iter()
+        .map(|c| (crd::file_name(c), crd::to_yaml(c).expect("CRD renders")))
+        .collect();
     let mut config = files.clone();
     config.insert("kustomization.yaml".into(), crd::kustomization(&crds));
     (files, config)
@@ -46,7 +48,10 @@ fn compare(dir: &Path, want: &BTreeMap<String, String>, update: bool) -> Vec<Str
             if update {
                 std::fs::remove_file(entry.path()).expect("remove stale file");
             } else {
-                problems.push(format!("stale {} (no longer generated)", entry.path().display()));
+                problems.push(format!(
+                    "stale {} (no longer generated)",
+                    entry.path().display()
+                ));
             }
         }
     }

@@ -74,6 +74,7 @@ pub const DEFAULT_REGISTRY_POLL_INTERVAL: &str = "15m";
 #[serde(rename_all = "camelCase")]
 pub struct CatalogSourceSpec {
     /// grpc, configmap or internal (deprecated alias of configmap).
+    #[serde(default)]
     pub source_type: SourceType,
     /// Higher is preferred when choosing dependency providers across catalogs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,6 +148,7 @@ pub struct GrpcPodConfig {
 #[serde(rename_all = "camelCase")]
 pub struct ExtractContentConfig {
     /// Directory of the file-based catalog inside the image.
+    #[serde(default)]
     pub catalog_dir: String,
     /// Directory of the pre-built cache inside the image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,8 +172,10 @@ pub struct RegistryPoll {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CatalogIcon {
     #[serde(rename = "base64data")]
+    #[serde(default)]
     pub base64_data: String,
     #[serde(rename = "mediatype")]
+    #[serde(default)]
     pub media_type: String,
 }
 
@@ -203,7 +207,9 @@ pub struct CatalogSourceStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigMapResourceReference {
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub namespace: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
@@ -247,6 +253,7 @@ impl RegistryServiceStatus {
 pub struct GrpcConnectionState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    #[serde(default)]
     pub last_observed_state: ConnectionState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_connect: Option<Time>,

@@ -45,6 +45,7 @@ pub const INSTALL_STRATEGY_DEPLOYMENT: &str = "deployment";
 #[serde(rename_all = "camelCase")]
 pub struct ClusterServiceVersionSpec {
     /// How to run the operator.
+    #[serde(default)]
     pub install: NamedInstallStrategy,
     /// Semantic version of the operator (a leading `v` and a missing minor/patch are tolerated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +89,7 @@ pub struct ClusterServiceVersionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_kube_version: Option<String>,
     /// Human-readable name.
+    #[serde(default)]
     pub display_name: String,
     /// Markdown description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +148,7 @@ fn release_rules() -> serde_json::Value {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NamedInstallStrategy {
     /// Strategy name; only `deployment` is understood.
+    #[serde(default)]
     pub strategy: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<StrategyDetailsDeployment>,
@@ -156,6 +159,7 @@ pub struct NamedInstallStrategy {
 #[serde(rename_all = "camelCase")]
 pub struct StrategyDetailsDeployment {
     /// Deployments OLM creates in the CSV namespace (may be empty).
+    #[serde(default)]
     pub deployments: Vec<StrategyDeploymentSpec>,
     /// Namespaced rules granted in the CSV namespace (and target namespaces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,8 +173,10 @@ pub struct StrategyDetailsDeployment {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StrategyDeploymentSpec {
     /// Name of the Deployment.
+    #[serde(default)]
     pub name: String,
     /// The Deployment's spec.
+    #[serde(default)]
     pub spec: DeploymentSpec,
     /// Labels of the Deployment object (singular JSON name, as OLM spells it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,7 +188,9 @@ pub struct StrategyDeploymentSpec {
 #[serde(rename_all = "camelCase")]
 pub struct StrategyDeploymentPermissions {
     /// ServiceAccount in the CSV namespace.
+    #[serde(default)]
     pub service_account_name: String,
+    #[serde(default)]
     pub rules: Vec<PolicyRule>,
 }
 
@@ -200,7 +208,9 @@ string_enum! {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InstallMode {
     #[serde(rename = "type")]
+    #[serde(default)]
     pub type_: InstallModeType,
+    #[serde(default)]
     pub supported: bool,
 }
 
@@ -209,8 +219,11 @@ pub struct InstallMode {
     Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 pub struct GroupVersionKind {
+    #[serde(default)]
     pub group: String,
+    #[serde(default)]
     pub version: String,
+    #[serde(default)]
     pub kind: String,
 }
 
@@ -233,19 +246,24 @@ pub struct AppLink {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Icon {
     #[serde(rename = "base64data")]
+    #[serde(default)]
     pub base64_data: String,
     #[serde(rename = "mediatype")]
+    #[serde(default)]
     pub media_type: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CleanupSpec {
+    #[serde(default)]
     pub enabled: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RelatedImage {
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub image: String,
 }
 

@@ -32,9 +32,12 @@ pub struct ApiServiceDefinitions {
 #[serde(rename_all = "camelCase")]
 pub struct CrdDescription {
     /// Full CRD name `<plural>.<group>`.
+    #[serde(default)]
     pub name: String,
     /// The CRD version the operator uses.
+    #[serde(default)]
     pub version: String,
+    #[serde(default)]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
@@ -62,9 +65,13 @@ impl CrdDescription {
 #[serde(rename_all = "camelCase")]
 pub struct ApiServiceDescription {
     /// Plural resource name served (not the APIService name).
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub group: String,
+    #[serde(default)]
     pub version: String,
+    #[serde(default)]
     pub kind: String,
     /// Deployment (of the install strategy) that serves the API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,8 +103,11 @@ impl ApiServiceDescription {
 /// A Kubernetes resource type used by a custom resource (UI only).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiResourceReference {
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub kind: String,
+    #[serde(default)]
     pub version: String,
 }
 
@@ -105,6 +115,7 @@ pub struct ApiResourceReference {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
+    #[serde(default)]
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
@@ -160,8 +171,10 @@ pub const DEFAULT_WEBHOOK_PORT: i32 = 443;
 pub struct WebhookDescription {
     /// Webhook name inside the configuration; with `-` appended, the configuration's
     /// `metadata.generateName`.
+    #[serde(default)]
     pub generate_name: String,
     #[serde(rename = "type")]
+    #[serde(default)]
     pub type_: WebhookAdmissionType,
     /// Deployment that serves the webhook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -181,9 +194,11 @@ pub struct WebhookDescription {
     pub match_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_selector: Option<LabelSelector>,
+    #[serde(default)]
     pub side_effects: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<i32>,
+    #[serde(default)]
     pub admission_review_versions: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reinvocation_policy: Option<String>,

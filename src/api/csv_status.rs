@@ -128,12 +128,18 @@ pub struct CsvCondition {
 /// Result of checking one requirement (a CRD, APIService, ServiceAccount, ...).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequirementStatus {
+    #[serde(default)]
     pub group: String,
+    #[serde(default)]
     pub version: String,
+    #[serde(default)]
     pub kind: String,
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub status: RequirementStatusReason,
     /// Always written, possibly empty.
+    #[serde(default)]
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
@@ -144,9 +150,13 @@ pub struct RequirementStatus {
 /// Status of a dependent requirement (one PolicyRule of a ServiceAccount).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DependentStatus {
+    #[serde(default)]
     pub group: String,
+    #[serde(default)]
     pub version: String,
+    #[serde(default)]
     pub kind: String,
+    #[serde(default)]
     pub status: RequirementStatusReason,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
@@ -165,13 +175,17 @@ pub struct CleanupStatus {
 /// Custom resources of one group/kind that block deletion.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceList {
+    #[serde(default)]
     pub group: String,
+    #[serde(default)]
     pub kind: String,
+    #[serde(default)]
     pub instances: Vec<ResourceInstance>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceInstance {
+    #[serde(default)]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,

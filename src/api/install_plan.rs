@@ -36,10 +36,13 @@ pub struct InstallPlanSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_namespace: Option<String>,
     /// Names of the CSV steps, in step order.
+    #[serde(default)]
     pub cluster_service_version_names: Vec<String>,
     /// Automatic or Manual.
+    #[serde(default)]
     pub approval: Approval,
     /// Whether the plan may run; flipped by the user for Manual plans.
+    #[serde(default)]
     pub approved: bool,
     /// Monotonic per-namespace counter (not metadata.generation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,10 +118,12 @@ pub mod bundle_lookup_reason {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallPlanStatus {
+    #[serde(default)]
     pub phase: InstallPlanPhase,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<InstallPlanCondition>>,
     /// Distinct CatalogSource names (no namespaces) referenced by steps.
+    #[serde(default)]
     pub catalog_sources: Vec<String>,
     /// Ordered steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,14 +139,6 @@ pub struct InstallPlanStatus {
     pub start_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-}
-
-// The enum comes from `string_enum!`, which cannot mark a `#[default]` variant.
-#[allow(clippy::derivable_impls)]
-impl Default for InstallPlanPhase {
-    fn default() -> Self {
-        Self::None
-    }
 }
 
 /// InstallPlanCondition: every field is optional on the wire.
@@ -199,10 +196,13 @@ impl StatusCondition for InstallPlanCondition {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Step {
     /// Name of the CSV the step belongs to.
+    #[serde(default)]
     pub resolving: String,
+    #[serde(default)]
     pub resource: StepResource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optional: Option<bool>,
+    #[serde(default)]
     pub status: StepStatus,
 }
 
@@ -210,12 +210,18 @@ pub struct Step {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepResource {
+    #[serde(default)]
     pub source_name: String,
+    #[serde(default)]
     pub source_namespace: String,
     /// `""` for core kinds.
+    #[serde(default)]
     pub group: String,
+    #[serde(default)]
     pub version: String,
+    #[serde(default)]
     pub kind: String,
+    #[serde(default)]
     pub name: String,
     /// Full JSON of the object, or a JSON reference to an unpacked-bundle ConfigMap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,11 +233,15 @@ pub struct StepResource {
 #[serde(rename_all = "camelCase")]
 pub struct BundleLookup {
     /// Bundle image reference.
+    #[serde(default)]
     pub path: String,
     /// CSV name.
+    #[serde(default)]
     pub identifier: String,
     /// CSV being replaced (may be empty).
+    #[serde(default)]
     pub replaces: String,
+    #[serde(default)]
     pub catalog_source_ref: ObjectReference,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<BundleLookupCondition>>,
@@ -244,7 +254,9 @@ pub struct BundleLookup {
 #[serde(rename_all = "camelCase")]
 pub struct BundleLookupCondition {
     #[serde(rename = "type")]
+    #[serde(default)]
     pub type_: BundleLookupConditionType,
+    #[serde(default)]
     pub status: ConditionStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -53,6 +53,13 @@ macro_rules! string_enum {
             }
         }
 
+        /// The empty string, as Go's zero value (`None` where OLM names it, else `Other("")`).
+        impl Default for $name {
+            fn default() -> Self {
+                Self::from_wire("")
+            }
+        }
+
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())

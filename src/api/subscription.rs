@@ -45,10 +45,13 @@ string_enum! {
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionSpec {
     /// Name of the CatalogSource.
+    #[serde(default)]
     pub source: String,
     /// Namespace of the CatalogSource.
+    #[serde(default)]
     pub source_namespace: String,
     /// Package name.
+    #[serde(default)]
     pub name: String,
     /// Channel; empty means the package's default channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -234,9 +237,13 @@ impl SubscriptionStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallPlanReference {
+    #[serde(default)]
     pub api_version: String,
+    #[serde(default)]
     pub kind: String,
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub uuid: String,
 }
 
@@ -244,8 +251,10 @@ pub struct InstallPlanReference {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionCatalogHealth {
+    #[serde(default)]
     pub catalog_source_ref: ObjectReference,
     pub last_updated: Time,
+    #[serde(default)]
     pub healthy: bool,
 }
 
@@ -255,7 +264,9 @@ pub struct SubscriptionCatalogHealth {
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionCondition {
     #[serde(rename = "type")]
+    #[serde(default)]
     pub type_: SubscriptionConditionType,
+    #[serde(default)]
     pub status: ConditionStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -91,13 +91,17 @@ fn kubernetes_defaults() -> Vec<(&'static str, &'static str, Value)> {
 
 /// The structural schema of `T`, fully inlined and normalised.
 pub fn structural_schema_for<T: schemars::JsonSchema>() -> Result<Value, CrdError> {
+    // The serialize contract makes exactly the fields we always write (Go: no `omitempty`)
+    // required, whatever `#[serde(default)]` lets us tolerate when reading.
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| {
             s.meta_schema = None;
             s.inline_subschemas = false;
+            s.contract = schemars::generate::Contract::Serialize;
         })
         .into_generator();
     let mut root = generator.into_root_schema_for::<T>().to_value();
+    strip_zero_defaults(&mut root);
     let defs = match root.as_object_mut().and_then(|o| o.remove("$defs")) {
         Some(Value::Object(defs)) => defs,
         _ => Map::new(),
@@ -105,6 +109,33 @@ pub fn structural_schema_for<T: schemars::JsonSchema>() -> Result<Value, CrdErro
     let mut inlined = inline(&root, &defs, &mut Vec::new())?;
     normalise(&mut inlined);
     Ok(inlined)
+}
+
+/// schemars records the value of every `#[serde(default)]` field as a schema `default`. Ours are
+/// Go zero values that only make reading tolerant; they are not API defaults (OLM's CRDs have
+/// none), so they go. Deliberate defaults (`containerPort: 443`, …) are never zero values.
+fn strip_zero_defaults(node: &mut Value) {
+    match node {
+        Value::Object(map) => {
+            if map.get("default").is_some_and(is_zero_value) {
+                map.remove("default");
+            }
+            map.values_mut().for_each(strip_zero_defaults);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_zero_defaults),
+        _ => {}
+    }
+}
+
+fn is_zero_value(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.values().all(is_zero_value),
+    }
 }
 
 /// Replaces every `$ref` by the (overridden) definition it names; keys written next to the
@@ -352,14 +383,20 @@ pub(crate) fn for_each_subschema(map: &mut Map<String, Value>, mut f: impl FnMut
 mod tests {
     use super::*;
 
-    #[derive(schemars::JsonSchema)]
+    #[derive(schemars::JsonSchema, serde::Serialize)]
     #[allow(dead_code)]
     struct Sample {
         /// The name.
+        #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
         template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
+        #[serde(skip_serializing_if = "Option::is_none")]
         memory: Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+        /// Always written, so required (a Go field without `omitempty`).
+        #[serde(default)]
         port: k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        #[serde(skip_serializing_if = "Option::is_none")]
         labels: Option<std::collections::BTreeMap<String, String>>,
     }
 

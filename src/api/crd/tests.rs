@@ -48,6 +48,14 @@ fn every_generated_schema_is_structural() {
     }
 }
 
+/// (kind, short names, scope, [(version, served, storage)])
+type KindSummary = (
+    String,
+    Option<Vec<String>>,
+    String,
+    Vec<(String, bool, bool)>,
+);
+
 #[test]
 fn crd_level_facts_are_olms() {
     let crds = all().unwrap();
@@ -66,12 +74,7 @@ fn crd_level_facts_are_olms() {
             "subscriptions.operators.coreos.com",
         ]
     );
-    let facts: Vec<(
-        String,
-        Option<Vec<String>>,
-        String,
-        Vec<(String, bool, bool)>,
-    )> = crds
+    let facts: Vec<KindSummary> = crds
         .iter()
         .map(|c| {
             assert_eq!(c.spec.group, "operators.coreos.com");

@@ -33,27 +33,70 @@ impl Report {
 
 /// Prunes, defaults and validates `value` against `schema` in place.
 pub fn admit(schema: &Value, value: &mut Value) -> Report {
-    let mut report = Report::default();
-    walk(schema, value, "", &mut report);
-    report
+    Admission::new(schema).run(value)
 }
 
 /// Like [`admit`] for a whole object: root `metadata` is not handled by the CRD schema (which
 /// only says `type: object`) but, as by the API server, as an ObjectMeta — pruned and
 /// validated against `object_meta` when given, kept as is otherwise.
 pub fn admit_object(schema: &Value, object_meta: Option<&Value>, value: &mut Value) -> Report {
-    let mut report = Report::default();
-    let metadata = value.as_object_mut().and_then(|o| o.remove("metadata"));
-    walk(schema, value, "", &mut report);
-    if let Some(mut metadata) = metadata {
-        if let Some(meta_schema) = object_meta {
-            walk(meta_schema, &mut metadata, ".metadata", &mut report);
-        }
-        if let Some(object) = value.as_object_mut() {
-            object.insert("metadata".into(), metadata);
+    Admission {
+        whole_object: true,
+        object_meta,
+        ..Admission::new(schema)
+    }
+    .run(value)
+}
+
+/// How to admit an object; [`admit`] and [`admit_object`] cover the common cases.
+#[derive(Debug, Clone, Copy)]
+pub struct Admission<'a> {
+    /// The version's `openAPIV3Schema`.
+    pub schema: &'a Value,
+    /// The value is a whole object: its root `metadata` is not admitted against the CRD schema
+    /// (which only says `type: object`) but against `object_meta`, or kept as is without one.
+    pub whole_object: bool,
+    /// ObjectMeta schema for root `metadata` of a whole object.
+    pub object_meta: Option<&'a Value>,
+    /// Apply schema defaults (the API server does; turn off to see only what pruning does).
+    pub apply_defaults: bool,
+}
+
+impl<'a> Admission<'a> {
+    /// Admission of a plain value: defaults applied, no ObjectMeta handling.
+    pub fn new(schema: &'a Value) -> Self {
+        Self {
+            schema,
+            whole_object: false,
+            object_meta: None,
+            apply_defaults: true,
         }
     }
-    report
+
+    /// Prunes, (optionally) defaults and validates `value` in place.
+    pub fn run(&self, value: &mut Value) -> Report {
+        let mut walker = Walker {
+            apply_defaults: self.apply_defaults,
+            report: Report::default(),
+        };
+        // Root metadata is set aside (an empty stand-in keeps `required: [metadata]` honest).
+        let metadata = match (self.whole_object, value.as_object_mut()) {
+            (true, Some(object)) if object.contains_key("metadata") => {
+                object.insert("metadata".into(), Value::Object(Map::new()))
+            }
+            _ => None,
+        };
+        walk(self.schema, value, "", &mut walker);
+        if let Some(mut metadata) = metadata {
+            if let Some(meta_schema) = self.object_meta {
+                walk(meta_schema, &mut metadata, ".metadata", &mut walker);
+            }
+            if let Some(object) = value.as_object_mut() {
+                object.insert("metadata".into(), metadata);
+            }
+        }
+        walker.report
+    }
 }
 
 /// Whether `value` has the JSON-schema `type` (no type accepts anything).
@@ -74,7 +117,12 @@ fn is_integer(value: &Value) -> bool {
     value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
 }
 
-fn walk(schema: &Value, value: &mut Value, path: &str, report: &mut Report) {
+struct Walker {
+    apply_defaults: bool,
+    report: Report,
+}
+
+fn walk(schema: &Value, value: &mut Value, path: &str, ctx: &mut Walker) {
     let Some(schema) = schema.as_object() else {
         return;
     };
@@ -82,14 +130,14 @@ fn walk(schema: &Value, value: &mut Value, path: &str, report: &mut Report) {
     let type_ = schema.get("type").and_then(Value::as_str);
     if int_or_string {
         if !(value.is_string() || is_integer(value)) {
-            report.violations.push(format!(
+            ctx.report.violations.push(format!(
                 "{path}: expected integer or string, got {}",
                 kind_of(value)
             ));
             return;
         }
     } else if !has_type(value, type_) {
-        report.violations.push(format!(
+        ctx.report.violations.push(format!(
             "{path}: expected {}, got {}",
             type_.unwrap_or("?"),
             kind_of(value)
@@ -97,18 +145,18 @@ fn walk(schema: &Value, value: &mut Value, path: &str, report: &mut Report) {
         return;
     }
     match value {
-        Value::Object(map) => walk_object(schema, map, path, report),
-        Value::Array(items) => walk_array(schema, items, path, report),
+        Value::Object(map) => walk_object(schema, map, path, ctx),
+        Value::Array(items) => walk_array(schema, items, path, ctx),
         _ => {}
     }
-    validate_scalar(schema, value, path, report);
+    validate_scalar(schema, value, path, &mut ctx.report);
 }
 
 fn walk_object(
     schema: &Map<String, Value>,
     map: &mut Map<String, Value>,
     path: &str,
-    report: &mut Report,
+    ctx: &mut Walker,
 ) {
     let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
     let props = schema.get("properties").and_then(Value::as_object);
@@ -121,7 +169,7 @@ fn walk_object(
         .collect();
     for key in nulls {
         map.shift_remove(&key);
-        report.nulls_dropped.push(format!("{path}.{key}"));
+        ctx.report.nulls_dropped.push(format!("{path}.{key}"));
     }
     if !preserve && additional.is_none() {
         let unknown: Vec<String> = map
@@ -131,29 +179,30 @@ fn walk_object(
             .collect();
         for key in unknown {
             map.shift_remove(&key);
-            report.pruned.push(format!("{path}.{key}"));
+            ctx.report.pruned.push(format!("{path}.{key}"));
         }
     }
     if let Some(props) = props {
         for (name, prop) in props {
-            if !map.contains_key(name)
+            if ctx.apply_defaults
+                && !map.contains_key(name)
                 && let Some(default) = prop.get("default")
             {
                 map.insert(name.clone(), default.clone());
-                report.defaulted.push(format!("{path}.{name}"));
+                ctx.report.defaulted.push(format!("{path}.{name}"));
             }
         }
     }
     for (key, child) in map.iter_mut() {
         let child_schema = props.and_then(|p| p.get(key)).or(additional);
         if let Some(child_schema) = child_schema {
-            walk(child_schema, child, &format!("{path}.{key}"), report);
+            walk(child_schema, child, &format!("{path}.{key}"), ctx);
         }
     }
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for name in required.iter().filter_map(Value::as_str) {
             if !map.contains_key(name) {
-                report
+                ctx.report
                     .violations
                     .push(format!("{path}.{name}: required field is missing"));
             }
@@ -165,30 +214,37 @@ fn walk_object(
         "maxProperties",
         map.len(),
         path,
-        report,
+        &mut ctx.report,
     );
 }
 
-fn walk_array(schema: &Map<String, Value>, items: &mut [Value], path: &str, report: &mut Report) {
+fn walk_array(schema: &Map<String, Value>, items: &mut [Value], path: &str, ctx: &mut Walker) {
     if let Some(item_schema) = schema.get("items") {
         for (i, item) in items.iter_mut().enumerate() {
             let item_path = format!("{path}[{i}]");
             if item.is_null() {
-                report
+                ctx.report
                     .violations
                     .push(format!("{item_path}: null list item"));
                 continue;
             }
-            walk(item_schema, item, &item_path, report);
+            walk(item_schema, item, &item_path, ctx);
         }
     }
-    check_count(schema, "minItems", "maxItems", items.len(), path, report);
+    check_count(
+        schema,
+        "minItems",
+        "maxItems",
+        items.len(),
+        path,
+        &mut ctx.report,
+    );
     match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("set") => {
             let mut seen = HashSet::new();
             for item in items.iter() {
                 if !seen.insert(item.to_string()) {
-                    report
+                    ctx.report
                         .violations
                         .push(format!("{path}: duplicate entry {item} in a set"));
                 }
@@ -207,7 +263,7 @@ fn walk_array(schema: &Map<String, Value>, items: &mut [Value], path: &str, repo
                     .map(|k| item.get(*k).map(Value::to_string).unwrap_or_default())
                     .collect();
                 if !seen.insert(key.clone()) {
-                    report.violations.push(format!(
+                    ctx.report.violations.push(format!(
                         "{path}: duplicate entry for keys {keys:?} = {key:?}"
                     ));
                 }
