@@ -71,3 +71,24 @@ fn crd_manifests_match_the_generator() {
         problems.join("\n  ")
     );
 }
+
+#[test]
+fn olm_rs_crds_prints_the_same_stream() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+        .arg("crds")
+        .output()
+        .expect("olm-rs runs");
+    assert!(
+        output.status.success(),
+        "olm-rs crds failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let crds = crd::all().expect("CRDs generate");
+    let want = crd::to_yaml_stream(&crds).expect("CRDs render");
+    assert!(
+        String::from_utf8_lossy(&output.stdout) == want,
+        "olm-rs crds output differs from the generator"
+    );
+    let documents = want.matches("\nkind: CustomResourceDefinition\n").count();
+    assert_eq!(documents, 6);
+}

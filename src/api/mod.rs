@@ -3,6 +3,15 @@
 //! One file per kind; [`conditions`] holds the shared condition helper, [`keys`] the OLM
 //! annotation and label keys, [`crd`] the CustomResourceDefinitions olm-rs installs.
 //! Enum-like fields use open string enums (see `string_enum.rs` for why).
+//!
+//! Field shapes follow OLM's Go types, so objects read and write as OLM's do:
+//! * a field Go always writes (no `omitempty`) is a plain value with `#[serde(default)]`: an
+//!   absent one reads as the zero value (as in Go), it is always written, and the CRD schema
+//!   requires it;
+//! * a field Go omits when empty is an `Option`, never sent when `None` — so a server-side
+//!   apply never touches a field we did not set.
+//!
+//! Read untrusted documents with [`decode`], whose errors name the object and the field.
 
 mod string_enum;
 
@@ -12,6 +21,7 @@ pub mod conditions;
 pub mod crd;
 pub mod csv_definitions;
 pub mod csv_status;
+pub mod decode;
 pub mod error;
 pub mod install_plan;
 pub mod keys;
@@ -28,6 +38,7 @@ pub use conditions::{
 };
 pub use csv_definitions::*;
 pub use csv_status::*;
+pub use decode::{DecodeError, decode};
 pub use error::ApiError;
 pub use install_plan::*;
 pub use olm_config::*;

@@ -35,18 +35,7 @@ pub struct Kinds {
 }
 
 fn round_trip<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Value, String> {
-    let typed: T = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        format!(
-            "{}: {}",
-            if path == "." {
-                String::new()
-            } else {
-                format!(".{path}")
-            },
-            e.into_inner()
-        )
-    })?;
+    let typed: T = olm_rs::api::decode(value).map_err(|e| format!("{}: {}", e.path, e.message))?;
     serde_json::to_value(&typed).map_err(|e| format!("serialising: {e}"))
 }
 
