@@ -1,0 +1,3 @@
+//! The in-process Kubernetes API server used by tests and `olm-rs sandbox`.
+
+pub mod patch;
