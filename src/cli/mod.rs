@@ -5,7 +5,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "olm-rs", version, about = "Operator Lifecycle Manager, re-built in Rust")]
+#[command(
+    name = "olm-rs",
+    version,
+    about = "Operator Lifecycle Manager, re-built in Rust"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
