@@ -12,6 +12,7 @@ pub fn find<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
 }
 
+#[cfg(test)]
 pub fn status_of<'a>(obj: &'a Value, type_: &str) -> Option<&'a str> {
     find(obj, type_)?.get("status")?.as_str()
 }
@@ -21,9 +22,10 @@ pub fn set(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &s
     let now = meta::now_rfc3339();
     let previous = find(obj, type_).cloned();
     let transition = match &previous {
-        Some(p) if p.get("status").and_then(Value::as_str) == Some(status) => {
-            p.get("lastTransitionTime").cloned().unwrap_or_else(|| json!(now))
-        }
+        Some(p) if p.get("status").and_then(Value::as_str) == Some(status) => p
+            .get("lastTransitionTime")
+            .cloned()
+            .unwrap_or_else(|| json!(now)),
         _ => json!(now),
     };
     let cond = json!({
@@ -41,7 +43,10 @@ pub fn set(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &s
         *conds = json!([]);
     }
     if let Some(list) = conds.as_array_mut() {
-        match list.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some(type_)) {
+        match list
+            .iter_mut()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+        {
             Some(slot) => *slot = cond,
             None => list.push(cond),
         }
@@ -58,10 +63,16 @@ mod tests {
             {"type": "Ready", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "A", "message": ""}
         ]}});
         set(&mut o, "Ready", "True", "B", "m");
-        assert_eq!(find(&o, "Ready").unwrap()["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_eq!(
+            find(&o, "Ready").unwrap()["lastTransitionTime"],
+            "2020-01-01T00:00:00Z"
+        );
         assert_eq!(find(&o, "Ready").unwrap()["reason"], "B");
         set(&mut o, "Ready", "False", "C", "m");
-        assert_ne!(find(&o, "Ready").unwrap()["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_ne!(
+            find(&o, "Ready").unwrap()["lastTransitionTime"],
+            "2020-01-01T00:00:00Z"
+        );
         set(&mut o, "Other", "True", "D", "");
         assert_eq!(o["status"]["conditions"].as_array().unwrap().len(), 2);
     }

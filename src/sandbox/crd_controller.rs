@@ -11,7 +11,11 @@ use super::objects::{self, DeleteOptions, Part, WriteOptions};
 use super::state::{State, crds_gr};
 
 pub fn sweep(state: &mut State) {
-    let crds: Vec<Value> = state.store.list(&crds_gr(), None).map(|c| (**c).clone()).collect();
+    let crds: Vec<Value> = state
+        .store
+        .list(&crds_gr(), None)
+        .map(|c| (**c).clone())
+        .collect();
     for crd in crds {
         if meta::is_deleting(&crd) {
             cleanup(state, &crd);
@@ -26,25 +30,57 @@ fn establish(state: &mut State, crd: Value) {
     let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
     let mut accepted = names.clone();
     if let Some(kind) = names["kind"].as_str() {
-        accepted["singular"] = json!(names["singular"].as_str().map(str::to_string).unwrap_or_else(|| kind.to_ascii_lowercase()));
-        accepted["listKind"] = json!(names["listKind"].as_str().map(str::to_string).unwrap_or_else(|| format!("{kind}List")));
+        accepted["singular"] = json!(
+            names["singular"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| kind.to_ascii_lowercase())
+        );
+        accepted["listKind"] = json!(
+            names["listKind"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{kind}List"))
+        );
     }
     if !next.get("status").is_some_and(Value::is_object) {
         next["status"] = json!({});
     }
     next["status"]["acceptedNames"] = accepted;
-    let mut stored: Vec<Value> = next.pointer("/status/storedVersions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let storage = crd.pointer("/spec/versions").and_then(Value::as_array).and_then(|vs| {
-        vs.iter().find(|v| v["storage"].as_bool() == Some(true)).and_then(|v| v["name"].as_str()).map(str::to_string)
-    });
+    let mut stored: Vec<Value> = next
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v["storage"].as_bool() == Some(true))
+                .and_then(|v| v["name"].as_str())
+                .map(str::to_string)
+        });
     if let Some(s) = storage
         && !stored.iter().any(|v| v.as_str() == Some(&s))
     {
         stored.push(json!(s));
     }
     next["status"]["storedVersions"] = json!(stored);
-    conditions::set(&mut next, "NamesAccepted", "True", "NoConflicts", "no conflicts found");
-    conditions::set(&mut next, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted");
+    conditions::set(
+        &mut next,
+        "NamesAccepted",
+        "True",
+        "NoConflicts",
+        "no conflicts found",
+    );
+    conditions::set(
+        &mut next,
+        "Established",
+        "True",
+        "InitialNamesAccepted",
+        "the initial names have been accepted",
+    );
     if next == crd {
         return;
     }
@@ -52,9 +88,19 @@ fn establish(state: &mut State, crd: Value) {
 }
 
 fn write_status(state: &mut State, crd: Value) {
-    let Some(res) = state.storage_info(&crds_gr()) else { return };
+    let Some(res) = state.storage_info(&crds_gr()) else {
+        return;
+    };
     let name = meta::name(&crd).unwrap_or_default().to_string();
-    if let Err(err) = objects::update(state, &res, None, &name, crd, Part::Status, &WriteOptions::default()) {
+    if let Err(err) = objects::update(
+        state,
+        &res,
+        None,
+        &name,
+        crd,
+        Part::Status,
+        &WriteOptions::default(),
+    ) {
         tracing::debug!(%err, crd = %name, "sandbox: CRD status update failed");
     }
 }
@@ -64,14 +110,22 @@ fn cleanup(state: &mut State, crd: &Value) {
     if !meta::finalizers(crd).iter().any(|f| f == CLEANUP_FINALIZER) {
         return;
     }
-    let Some(gr) = super::crd_registry::served_versions(crd).first().map(|r| r.group_resource()) else {
+    let Some(gr) = super::crd_registry::served_versions(crd)
+        .first()
+        .map(|r| r.group_resource())
+    else {
         return;
     };
     let targets: Vec<(String, String)> = state
         .store
         .list(&gr, None)
         .filter(|o| !meta::is_deleting(o))
-        .map(|o| (meta::namespace(o).unwrap_or_default().to_string(), meta::name(o).unwrap_or_default().to_string()))
+        .map(|o| {
+            (
+                meta::namespace(o).unwrap_or_default().to_string(),
+                meta::name(o).unwrap_or_default().to_string(),
+            )
+        })
         .collect();
     if let Some(res) = state.storage_info(&gr) {
         for (ns, name) in targets {
@@ -80,16 +134,35 @@ fn cleanup(state: &mut State, crd: &Value) {
     }
     if state.store.list(&gr, None).next().is_some() {
         let mut next = crd.clone();
-        conditions::set(&mut next, "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress");
+        conditions::set(
+            &mut next,
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+        );
         if next != *crd {
             write_status(state, next);
         }
         return;
     }
-    let Some(res) = state.storage_info(&crds_gr()) else { return };
+    let Some(res) = state.storage_info(&crds_gr()) else {
+        return;
+    };
     let mut next = crd.clone();
-    let fins: Vec<String> = meta::finalizers(crd).into_iter().filter(|f| f != CLEANUP_FINALIZER).collect();
+    let fins: Vec<String> = meta::finalizers(crd)
+        .into_iter()
+        .filter(|f| f != CLEANUP_FINALIZER)
+        .collect();
     meta::set_finalizers(&mut next, &fins);
     let name = meta::name(crd).unwrap_or_default().to_string();
-    let _ = objects::update(state, &res, None, &name, next, Part::Main, &WriteOptions::default());
+    let _ = objects::update(
+        state,
+        &res,
+        None,
+        &name,
+        next,
+        Part::Main,
+        &WriteOptions::default(),
+    );
 }

@@ -20,7 +20,6 @@ pub struct CrdRegistry {
 
 #[derive(Debug, Clone)]
 pub struct ServedCrd {
-    pub crd_name: String,
     pub versions: Vec<Arc<ResourceInfo>>,
     pub storage_version: String,
     /// The CRD has a deletionTimestamp: reads still work, creates are refused.
@@ -36,8 +35,8 @@ impl CrdRegistry {
                 Some((
                     first.group_resource(),
                     ServedCrd {
-                        crd_name: super::meta::name(crd).unwrap_or_default().to_string(),
-                        storage_version: storage_version(crd).unwrap_or_else(|| first.version.clone()),
+                        storage_version: storage_version(crd)
+                            .unwrap_or_else(|| first.version.clone()),
                         versions,
                         terminating: super::meta::is_deleting(crd),
                     },
@@ -56,7 +55,12 @@ impl CrdRegistry {
             group: group.into(),
             resource: plural.into(),
         };
-        self.served.get(&key)?.versions.iter().find(|r| r.version == version).cloned()
+        self.served
+            .get(&key)?
+            .versions
+            .iter()
+            .find(|r| r.version == version)
+            .cloned()
     }
 
     pub fn get(&self, gr: &GroupResource) -> Option<&ServedCrd> {
@@ -76,7 +80,11 @@ fn storage_version(crd: &Value) -> Option<String> {
 
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -91,7 +99,10 @@ pub fn served_versions(crd: &Value) -> Vec<Arc<ResourceInfo>> {
     ) else {
         return Vec::new();
     };
-    let singular = names["singular"].as_str().map(str::to_string).unwrap_or_else(|| kind.to_ascii_lowercase());
+    let singular = names["singular"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| kind.to_ascii_lowercase());
     let namespaced = spec["scope"].as_str() != Some("Cluster");
     let Some(versions) = spec["versions"].as_array() else {
         return Vec::new();
@@ -140,7 +151,10 @@ fn printer_columns(version: &Value) -> Vec<PrinterColumn> {
 pub fn validate(crd: &Value) -> Result<(), (String, String)> {
     let spec = &crd["spec"];
     let required = |field: &str| (field.to_string(), "Required value".to_string());
-    let group = spec["group"].as_str().filter(|s| !s.is_empty()).ok_or_else(|| required("spec.group"))?;
+    let group = spec["group"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| required("spec.group"))?;
     let plural = spec["names"]["plural"]
         .as_str()
         .filter(|s| !s.is_empty())
@@ -161,16 +175,26 @@ pub fn validate(crd: &Value) -> Result<(), (String, String)> {
         other => {
             return Err((
                 "spec.scope".into(),
-                format!("Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""),
+                format!(
+                    "Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+                ),
             ));
         }
     }
-    let versions = spec["versions"].as_array().filter(|v| !v.is_empty()).ok_or_else(|| required("spec.versions"))?;
-    let storage = versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).count();
+    let versions = spec["versions"]
+        .as_array()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| required("spec.versions"))?;
+    let storage = versions
+        .iter()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .count();
     if storage != 1 {
         return Err((
             "spec.versions".into(),
-            format!("Invalid value: must have exactly one version marked as storage version, found {storage}"),
+            format!(
+                "Invalid value: must have exactly one version marked as storage version, found {storage}"
+            ),
         ));
     }
     for (i, v) in versions.iter().enumerate() {
@@ -206,7 +230,10 @@ mod tests {
     #[test]
     fn serves_only_served_versions_with_their_subresources() {
         let v = served_versions(&crd());
-        assert_eq!(v.iter().map(|r| r.version.as_str()).collect::<Vec<_>>(), ["v1", "v1beta1"]);
+        assert_eq!(
+            v.iter().map(|r| r.version.as_str()).collect::<Vec<_>>(),
+            ["v1", "v1beta1"]
+        );
         assert!(v[0].status_subresource && !v[1].status_subresource);
         assert_eq!(v[0].columns[0].json_path, ".spec.size");
         assert_eq!(v[0].short_names, ["wd"]);
@@ -219,7 +246,10 @@ mod tests {
         let reg = CrdRegistry::rebuild([&c].into_iter());
         assert!(reg.find("example.com", "v1beta1", "widgets").is_some());
         assert!(reg.find("example.com", "v1alpha1", "widgets").is_none());
-        let gr = GroupResource { group: "example.com".into(), resource: "widgets".into() };
+        let gr = GroupResource {
+            group: "example.com".into(),
+            resource: "widgets".into(),
+        };
         assert_eq!(reg.get(&gr).unwrap().storage_version, "v1");
     }
 

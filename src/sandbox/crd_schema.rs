@@ -118,19 +118,22 @@ mod tests {
             "status": {"whatever": 1}
         });
         apply(&mut o, &schema());
-        assert_eq!(o, json!({
-            "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "x": 1},
-            "spec": {
-                "mode": "fast",
-                "free": {"anything": {"goes": 1}},
-                "labels": {"a": "b"},
-                "items": [{"a": "x"}],
-                "port": "http",
-                "opaque": {},
-                "size": 3
-            },
-            "status": {"whatever": 1}
-        }));
+        assert_eq!(
+            o,
+            json!({
+                "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "x": 1},
+                "spec": {
+                    "mode": "fast",
+                    "free": {"anything": {"goes": 1}},
+                    "labels": {"a": "b"},
+                    "items": [{"a": "x"}],
+                    "port": "http",
+                    "opaque": {},
+                    "size": 3
+                },
+                "status": {"whatever": 1}
+            })
+        );
     }
 
     #[test]

@@ -8,7 +8,16 @@ use serde_json::{Value, json};
 
 use super::resources::{ResourceInfo, version_priority};
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// Served versions per group, groups in first-served order, versions by Kubernetes priority.
 fn groups(resources: &[Arc<ResourceInfo>]) -> Vec<(String, Vec<String>)> {
@@ -63,7 +72,9 @@ pub fn group_list(resources: &[Arc<ResourceInfo>]) -> Value {
 
 /// `/apis/{group}`; `None` when the group is not served.
 pub fn group(resources: &[Arc<ResourceInfo>], name: &str) -> Option<Value> {
-    let (_, vs) = groups(resources).into_iter().find(|(g, _)| g == name && !g.is_empty())?;
+    let (_, vs) = groups(resources)
+        .into_iter()
+        .find(|(g, _)| g == name && !g.is_empty())?;
     let mut doc = group_json(name, &vs);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
@@ -105,12 +116,18 @@ fn resource_json(r: &ResourceInfo) -> Vec<Value> {
 
 /// `/api/v1`, `/apis/{group}/{version}`; `None` when nothing is served there.
 pub fn resource_list(resources: &[Arc<ResourceInfo>], group: &str, version: &str) -> Option<Value> {
-    let served: Vec<&Arc<ResourceInfo>> =
-        resources.iter().filter(|r| r.group == group && r.version == version).collect();
+    let served: Vec<&Arc<ResourceInfo>> = resources
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .collect();
     if served.is_empty() {
         return None;
     }
-    let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -119,7 +136,8 @@ pub fn resource_list(resources: &[Arc<ResourceInfo>], group: &str, version: &str
     }))
 }
 
-pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Aggregated discovery for `/api` (`core == true`) or `/apis`.
 pub fn aggregated(resources: &[Arc<ResourceInfo>], core: bool) -> Value {
@@ -197,20 +215,34 @@ mod tests {
     fn core_and_group_documents() {
         let all = builtins();
         let core = resource_list(&all, "", "v1").unwrap();
-        let names: Vec<_> = core["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        let names: Vec<_> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
         assert!(names.contains(&"namespaces/status") && names.contains(&"configmaps"));
         let apps = group(&all, "apps").unwrap();
         assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
         assert!(group(&all, "").is_none());
         let list = group_list(&all);
-        assert!(list["groups"].as_array().unwrap().iter().all(|g| g["name"] != ""));
+        assert!(
+            list["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|g| g["name"] != "")
+        );
         assert!(resource_list(&all, "apps", "v2").is_none());
     }
 
     #[test]
     fn version_document_splits_git_version() {
         let v = version("v1.31.2");
-        assert_eq!((v["major"].as_str(), v["minor"].as_str()), (Some("1"), Some("31")));
+        assert_eq!(
+            (v["major"].as_str(), v["minor"].as_str()),
+            (Some("1"), Some("31"))
+        );
     }
 
     #[test]
@@ -219,6 +251,12 @@ mod tests {
         let core = aggregated(&all, true);
         assert_eq!(core["items"].as_array().unwrap().len(), 1);
         let apis = aggregated(&all, false);
-        assert!(apis["items"].as_array().unwrap().iter().any(|g| g["metadata"]["name"] == "apps"));
+        assert!(
+            apis["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["metadata"]["name"] == "apps")
+        );
     }
 }

@@ -54,19 +54,31 @@ impl ApiError {
     pub fn not_found(res: &ResourceInfo, name: &str) -> Self {
         ApiError {
             details: details(res, name),
-            ..Self::plain(404, "NotFound", format!("{} \"{name}\" not found", qualified(res)))
+            ..Self::plain(
+                404,
+                "NotFound",
+                format!("{} \"{name}\" not found", qualified(res)),
+            )
         }
     }
 
     /// 404 for a URL that names no resource at all.
     pub fn no_route(path: &str) -> Self {
-        Self::plain(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+        Self::plain(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
     }
 
     pub fn already_exists(res: &ResourceInfo, name: &str) -> Self {
         ApiError {
             details: details(res, name),
-            ..Self::plain(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(res)))
+            ..Self::plain(
+                409,
+                "AlreadyExists",
+                format!("{} \"{name}\" already exists", qualified(res)),
+            )
         }
     }
 
@@ -77,7 +89,10 @@ impl ApiError {
             ..Self::plain(
                 409,
                 "Conflict",
-                format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(res)),
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                    qualified(res)
+                ),
             )
         }
     }
@@ -94,7 +109,11 @@ impl ApiError {
     pub fn invalid(res: &ResourceInfo, name: &str, field: &str, why: &str) -> Self {
         ApiError {
             details: details(res, name),
-            ..Self::plain(422, "Invalid", format!("{} \"{name}\" is invalid: {field}: {why}", res.kind))
+            ..Self::plain(
+                422,
+                "Invalid",
+                format!("{} \"{name}\" is invalid: {field}: {why}", res.kind),
+            )
         }
     }
 

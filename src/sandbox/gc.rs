@@ -65,7 +65,11 @@ fn owner_state(state: &State, dependent_ns: &str, uid: &str) -> OwnerState {
     if namespaced && meta::namespace(owner).unwrap_or_default() != dependent_ns {
         return OwnerState::Absent;
     }
-    if meta::is_deleting(owner) && meta::finalizers(owner).iter().any(|f| f == FOREGROUND_FINALIZER) {
+    if meta::is_deleting(owner)
+        && meta::finalizers(owner)
+            .iter()
+            .any(|f| f == FOREGROUND_FINALIZER)
+    {
         OwnerState::WaitingForDependents
     } else {
         OwnerState::Present
@@ -89,7 +93,10 @@ fn plan(state: &State) -> Vec<Action> {
             let mut waiting = false;
             let mut gone = Vec::new();
             for r in &refs {
-                dependents.entry(r.uid.clone()).or_default().push(here.clone());
+                dependents
+                    .entry(r.uid.clone())
+                    .or_default()
+                    .push(here.clone());
                 if r.block_owner_deletion {
                     blocking.insert(r.uid.clone(), true);
                 }
@@ -104,7 +111,11 @@ fn plan(state: &State) -> Vec<Action> {
                     actions.push(Action::DropOwnerRefs(here, gone));
                 }
             } else if !meta::is_deleting(obj) {
-                let policy = if waiting { Propagation::Foreground } else { Propagation::Background };
+                let policy = if waiting {
+                    Propagation::Foreground
+                } else {
+                    Propagation::Background
+                };
                 actions.push(Action::Delete(here, policy));
             }
         }
@@ -119,7 +130,8 @@ fn plan(state: &State) -> Vec<Action> {
                     actions.push(Action::DropOwnerRefs(dep.clone(), vec![uid.clone()]));
                 }
                 actions.push(Action::DropFinalizer(loc(&gr, obj), ORPHAN_FINALIZER));
-            } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) && !blocking.contains_key(&uid) {
+            } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) && !blocking.contains_key(&uid)
+            {
                 actions.push(Action::DropFinalizer(loc(&gr, obj), FOREGROUND_FINALIZER));
             }
         }
@@ -129,10 +141,20 @@ fn plan(state: &State) -> Vec<Action> {
 
 fn apply(state: &mut State, action: Action) {
     let target = match &action {
-        Action::Delete(l, _) | Action::DropOwnerRefs(l, _) | Action::DropFinalizer(l, _) => l.clone(),
+        Action::Delete(l, _) | Action::DropOwnerRefs(l, _) | Action::DropFinalizer(l, _) => {
+            l.clone()
+        }
     };
-    let Some(res) = state.storage_info(&target.gr) else { return };
-    let Some(current) = state.store.get(&target.gr, &target.ns, &target.name).cloned() else { return };
+    let Some(res) = state.storage_info(&target.gr) else {
+        return;
+    };
+    let Some(current) = state
+        .store
+        .get(&target.gr, &target.ns, &target.name)
+        .cloned()
+    else {
+        return;
+    };
     let ns = Some(target.ns.as_str()).filter(|n| !n.is_empty());
     let result = match action {
         Action::Delete(_, policy) => {
@@ -146,13 +168,34 @@ fn apply(state: &mut State, action: Action) {
             let mut next = (*current).clone();
             let uids: Vec<&str> = uids.iter().map(String::as_str).collect();
             meta::remove_owner_refs(&mut next, &uids);
-            objects::update(state, &res, ns, &target.name, next, Part::Main, &WriteOptions::default()).map(|_| ())
+            objects::update(
+                state,
+                &res,
+                ns,
+                &target.name,
+                next,
+                Part::Main,
+                &WriteOptions::default(),
+            )
+            .map(|_| ())
         }
         Action::DropFinalizer(_, finalizer) => {
             let mut next = (*current).clone();
-            let fins: Vec<String> = meta::finalizers(&next).into_iter().filter(|f| f != finalizer).collect();
+            let fins: Vec<String> = meta::finalizers(&next)
+                .into_iter()
+                .filter(|f| f != finalizer)
+                .collect();
             meta::set_finalizers(&mut next, &fins);
-            objects::update(state, &res, ns, &target.name, next, Part::Main, &WriteOptions::default()).map(|_| ())
+            objects::update(
+                state,
+                &res,
+                ns,
+                &target.name,
+                next,
+                Part::Main,
+                &WriteOptions::default(),
+            )
+            .map(|_| ())
         }
     };
     if let Err(err) = result {

@@ -31,7 +31,10 @@ mod tests {
     fn kubeconfig_is_valid_yaml_with_the_server() {
         let y = super::kubeconfig_yaml("http://127.0.0.1:1234", "default");
         let v: serde_json::Value = serde_yaml_ng::from_str(&y).unwrap();
-        assert_eq!(v["clusters"][0]["cluster"]["server"], "http://127.0.0.1:1234");
+        assert_eq!(
+            v["clusters"][0]["cluster"]["server"],
+            "http://127.0.0.1:1234"
+        );
         assert_eq!(v["current-context"], "olm-rs-sandbox");
     }
 }

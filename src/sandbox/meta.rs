@@ -17,7 +17,9 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     let Value::Object(root) = obj else {
         unreachable!("replaced by an object above")
     };
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
@@ -28,7 +30,10 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 pub fn str_field<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    metadata(obj)?.get(field)?.as_str().filter(|s| !s.is_empty())
+    metadata(obj)?
+        .get(field)?
+        .as_str()
+        .filter(|s| !s.is_empty())
 }
 
 pub fn name(obj: &Value) -> Option<&str> {
@@ -63,19 +68,6 @@ pub fn set_str(obj: &mut Value, field: &str, value: &str) {
     metadata_mut(obj).insert(field.to_string(), Value::String(value.to_string()));
 }
 
-pub fn remove(obj: &mut Value, field: &str) {
-    metadata_mut(obj).remove(field);
-}
-
-/// A string map in metadata (`labels`, `annotations`); empty when missing.
-pub fn string_map<'a>(obj: &'a Value, field: &str) -> Vec<(&'a str, &'a str)> {
-    metadata(obj)
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
-        .unwrap_or_default()
-}
-
 pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     metadata(obj)?.get("labels")?.get(key)?.as_str()
 }
@@ -84,7 +76,11 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     metadata(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -107,16 +103,30 @@ pub struct OwnerRef {
 }
 
 pub fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
-    let Some(refs) = metadata(obj).and_then(|m| m.get("ownerReferences")).and_then(Value::as_array) else {
+    let Some(refs) = metadata(obj)
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+    else {
         return Vec::new();
     };
     refs.iter()
         .filter_map(|r| {
             Some(OwnerRef {
                 uid: r.get("uid")?.as_str()?.to_string(),
-                kind: r.get("kind").and_then(Value::as_str).unwrap_or_default().to_string(),
-                name: r.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                block_owner_deletion: r.get("blockOwnerDeletion").and_then(Value::as_bool).unwrap_or(false),
+                kind: r
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                name: r
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                block_owner_deletion: r
+                    .get("blockOwnerDeletion")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
             })
         })
         .collect()
@@ -128,7 +138,11 @@ pub fn remove_owner_refs(obj: &mut Value, uids: &[&str]) {
     let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") else {
         return;
     };
-    refs.retain(|r| !r.get("uid").and_then(Value::as_str).is_some_and(|u| uids.contains(&u)));
+    refs.retain(|r| {
+        !r.get("uid")
+            .and_then(Value::as_str)
+            .is_some_and(|u| uids.contains(&u))
+    });
     if refs.is_empty() {
         meta.remove("ownerReferences");
     }
@@ -149,7 +163,14 @@ pub fn new_uid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// The five-character suffix the API server appends to `generateName` (its alphabet avoids
@@ -176,7 +197,8 @@ mod tests {
 
     #[test]
     fn removing_owner_refs_drops_empty_field() {
-        let mut o = json!({"metadata": {"ownerReferences": [{"uid": "a", "kind": "K", "name": "n"}]}});
+        let mut o =
+            json!({"metadata": {"ownerReferences": [{"uid": "a", "kind": "K", "name": "n"}]}});
         assert_eq!(owner_refs(&o).len(), 1);
         remove_owner_refs(&mut o, &["a"]);
         assert!(o["metadata"].get("ownerReferences").is_none());

@@ -18,7 +18,11 @@ fn serviceaccounts_gr() -> GroupResource {
 }
 
 pub fn sweep(state: &mut State) {
-    let namespaces: Vec<Value> = state.store.list(&namespaces_gr(), None).map(|n| (**n).clone()).collect();
+    let namespaces: Vec<Value> = state
+        .store
+        .list(&namespaces_gr(), None)
+        .map(|n| (**n).clone())
+        .collect();
     for ns in namespaces {
         let name = meta::name(&ns).unwrap_or_default().to_string();
         if meta::is_deleting(&ns) {
@@ -57,7 +61,10 @@ fn empty_and_finalize(state: &mut State, ns_obj: &Value, ns: &str) {
             continue;
         };
         for name in names {
-            let deleting = state.store.get(&gr, ns, &name).is_some_and(|o| meta::is_deleting(o));
+            let deleting = state
+                .store
+                .get(&gr, ns, &name)
+                .is_some_and(|o| meta::is_deleting(o));
             if !deleting {
                 let _ = objects::delete(state, &res, Some(ns), &name, &DeleteOptions::default());
             }
@@ -66,23 +73,44 @@ fn empty_and_finalize(state: &mut State, ns_obj: &Value, ns: &str) {
     if !content(state, ns).is_empty() {
         return;
     }
-    let Some(res) = state.storage_info(&namespaces_gr()) else { return };
+    let Some(res) = state.storage_info(&namespaces_gr()) else {
+        return;
+    };
     let fins: Vec<Value> = ns_obj
         .pointer("/spec/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter(|f| f.as_str() != Some("kubernetes")).cloned().collect())
+        .map(|a| {
+            a.iter()
+                .filter(|f| f.as_str() != Some("kubernetes"))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let next = json!({"metadata": {"name": ns}, "spec": {"finalizers": fins}});
-    if let Err(err) = objects::update(state, &res, None, ns, next, Part::Finalize, &WriteOptions::default()) {
+    if let Err(err) = objects::update(
+        state,
+        &res,
+        None,
+        ns,
+        next,
+        Part::Finalize,
+        &WriteOptions::default(),
+    ) {
         tracing::debug!(%err, namespace = ns, "sandbox namespace controller: finalize failed");
     }
 }
 
 fn ensure_default_service_account(state: &mut State, ns: &str) {
-    if state.store.get(&serviceaccounts_gr(), ns, "default").is_some() {
+    if state
+        .store
+        .get(&serviceaccounts_gr(), ns, "default")
+        .is_some()
+    {
         return;
     }
-    let Some(res) = state.storage_info(&serviceaccounts_gr()) else { return };
+    let Some(res) = state.storage_info(&serviceaccounts_gr()) else {
+        return;
+    };
     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}});
     if let Err(err) = objects::create(state, &res, Some(ns), sa, &WriteOptions::default()) {
         tracing::debug!(%err, namespace = ns, "sandbox: creating the default ServiceAccount failed");

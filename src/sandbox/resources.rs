@@ -106,44 +106,204 @@ const fn b(
 
 /// The built-in kinds OLM reads or writes (plus the kinds a bundle may carry).
 const BUILTINS: &[Builtin] = &[
-    b("", "v1", "Namespace", "namespaces", STATUS, &["ns"], &[("Status", "string", ".status.phase")]),
-    b("", "v1", "ServiceAccount", "serviceaccounts", NS, &["sa"], &[]),
-    b("", "v1", "Secret", "secrets", NS, &[], &[("Type", "string", ".type")]),
+    b(
+        "",
+        "v1",
+        "Namespace",
+        "namespaces",
+        STATUS,
+        &["ns"],
+        &[("Status", "string", ".status.phase")],
+    ),
+    b(
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        NS,
+        &["sa"],
+        &[],
+    ),
+    b(
+        "",
+        "v1",
+        "Secret",
+        "secrets",
+        NS,
+        &[],
+        &[("Type", "string", ".type")],
+    ),
     b("", "v1", "ConfigMap", "configmaps", NS, &["cm"], &[]),
-    b("", "v1", "Service", "services", NS | STATUS, &["svc"], &[
-        ("Type", "string", ".spec.type"),
-        ("Cluster-IP", "string", ".spec.clusterIP"),
-    ]),
-    b("", "v1", "Pod", "pods", NS | STATUS, &["po"], &[("Status", "string", ".status.phase")]),
-    b("", "v1", "Event", "events", NS, &["ev"], &[
-        ("Type", "string", ".type"),
-        ("Reason", "string", ".reason"),
-        ("Message", "string", ".message"),
-    ]),
-    b("apps", "v1", "Deployment", "deployments", NS | STATUS | GEN, &["deploy"], &[
-        ("Up-to-date", "integer", ".status.updatedReplicas"),
-        ("Available", "integer", ".status.availableReplicas"),
-    ]),
-    b("apps", "v1", "ReplicaSet", "replicasets", NS | STATUS | GEN, &["rs"], &[]),
-    b("rbac.authorization.k8s.io", "v1", "Role", "roles", NS, &[], &[]),
-    b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", NS, &[], &[]),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", 0, &[], &[]),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", 0, &[], &[]),
-    b("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", STATUS | GEN, &["crd", "crds"], &[]),
-    b("apiregistration.k8s.io", "v1", "APIService", "apiservices", STATUS | GEN, &[], &[
-        ("Service", "string", ".spec.service.name"),
-        ("Available", "string", ".status.conditions[0].status"),
-    ]),
-    b("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", GEN, &[], &[]),
-    b("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", GEN, &[], &[]),
-    b("coordination.k8s.io", "v1", "Lease", "leases", NS, &[], &[("Holder", "string", ".spec.holderIdentity")]),
-    b("events.k8s.io", "v1", "Event", "events", NS, &["ev"], &[
-        ("Type", "string", ".type"),
-        ("Reason", "string", ".reason"),
-        ("Note", "string", ".note"),
-    ]),
-    b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", NS | STATUS | GEN, &["pdb"], &[]),
-    b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", 0, &["pc"], &[("Value", "integer", ".value")]),
+    b(
+        "",
+        "v1",
+        "Service",
+        "services",
+        NS | STATUS,
+        &["svc"],
+        &[
+            ("Type", "string", ".spec.type"),
+            ("Cluster-IP", "string", ".spec.clusterIP"),
+        ],
+    ),
+    b(
+        "",
+        "v1",
+        "Pod",
+        "pods",
+        NS | STATUS,
+        &["po"],
+        &[("Status", "string", ".status.phase")],
+    ),
+    b(
+        "",
+        "v1",
+        "Event",
+        "events",
+        NS,
+        &["ev"],
+        &[
+            ("Type", "string", ".type"),
+            ("Reason", "string", ".reason"),
+            ("Message", "string", ".message"),
+        ],
+    ),
+    b(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        NS | STATUS | GEN,
+        &["deploy"],
+        &[
+            ("Up-to-date", "integer", ".status.updatedReplicas"),
+            ("Available", "integer", ".status.availableReplicas"),
+        ],
+    ),
+    b(
+        "apps",
+        "v1",
+        "ReplicaSet",
+        "replicasets",
+        NS | STATUS | GEN,
+        &["rs"],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        "roles",
+        NS,
+        &[],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        NS,
+        &[],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        0,
+        &[],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        0,
+        &[],
+        &[],
+    ),
+    b(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        STATUS | GEN,
+        &["crd", "crds"],
+        &[],
+    ),
+    b(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+        STATUS | GEN,
+        &[],
+        &[
+            ("Service", "string", ".spec.service.name"),
+            ("Available", "string", ".status.conditions[0].status"),
+        ],
+    ),
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        GEN,
+        &[],
+        &[],
+    ),
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        GEN,
+        &[],
+        &[],
+    ),
+    b(
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        NS,
+        &[],
+        &[("Holder", "string", ".spec.holderIdentity")],
+    ),
+    b(
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        NS,
+        &["ev"],
+        &[
+            ("Type", "string", ".type"),
+            ("Reason", "string", ".reason"),
+            ("Note", "string", ".note"),
+        ],
+    ),
+    b(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        NS | STATUS | GEN,
+        &["pdb"],
+        &[],
+    ),
+    b(
+        "scheduling.k8s.io",
+        "v1",
+        "PriorityClass",
+        "priorityclasses",
+        0,
+        &["pc"],
+        &[("Value", "integer", ".value")],
+    ),
 ];
 
 /// The built-in resources, in discovery order.
@@ -216,13 +376,23 @@ mod tests {
     fn versions_sort_ga_beta_alpha_then_other() {
         let mut v = vec!["v1alpha1", "foo", "v1beta1", "v2", "v1", "v1beta2", "v10"];
         v.sort_by(|a, b| version_priority(a, b));
-        assert_eq!(v, ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]);
+        assert_eq!(
+            v,
+            ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+        );
     }
 
     #[test]
     fn builtin_table_has_the_kinds_olm_touches() {
         let all = builtins();
-        for kind in ["Namespace", "Deployment", "CustomResourceDefinition", "APIService", "Lease", "Event"] {
+        for kind in [
+            "Namespace",
+            "Deployment",
+            "CustomResourceDefinition",
+            "APIService",
+            "Lease",
+            "Event",
+        ] {
             assert!(all.iter().any(|r| r.kind == kind), "{kind} missing");
         }
         let deploy = all.iter().find(|r| r.kind == "Deployment").unwrap();

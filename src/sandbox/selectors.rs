@@ -43,7 +43,8 @@ fn split_top_level(s: &str) -> Vec<&str> {
 
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
 fn value_set(rest: &str, req: &str) -> Result<Vec<String>, String> {
@@ -52,7 +53,11 @@ fn value_set(rest: &str, req: &str) -> Result<Vec<String>, String> {
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
         .ok_or_else(|| format!("unable to parse requirement: {req:?}: expected ( values )"))?;
-    Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 fn parse_requirement(req: &str) -> Result<Requirement, String> {
@@ -60,7 +65,9 @@ fn parse_requirement(req: &str) -> Result<Requirement, String> {
     let bad = || format!("unable to parse requirement: {r:?}");
     if let Some(key) = r.strip_prefix('!') {
         let key = key.trim();
-        return valid_key(key).then(|| Requirement::NotExists(key.into())).ok_or_else(bad);
+        return valid_key(key)
+            .then(|| Requirement::NotExists(key.into()))
+            .ok_or_else(bad);
     }
     for (op, ctor) in [("!=", 0), ("==", 1), ("=", 1), (">", 2), ("<", 3)] {
         if let Some((k, v)) = r.split_once(op) {
@@ -99,7 +106,11 @@ impl LabelSelector {
         if s.trim().is_empty() {
             return Ok(Self::default());
         }
-        split_top_level(s).into_iter().map(parse_requirement).collect::<Result<_, _>>().map(LabelSelector)
+        split_top_level(s)
+            .into_iter()
+            .map(parse_requirement)
+            .collect::<Result<_, _>>()
+            .map(LabelSelector)
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
@@ -112,8 +123,12 @@ impl LabelSelector {
                 Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
                 Requirement::In(k, vs) => get(k).is_some_and(|l| vs.iter().any(|v| v == l)),
                 Requirement::NotIn(k, vs) => get(k).is_none_or(|l| vs.iter().all(|v| v != l)),
-                Requirement::GreaterThan(k, n) => get(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l > *n),
-                Requirement::LessThan(k, n) => get(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l < *n),
+                Requirement::GreaterThan(k, n) => get(k)
+                    .and_then(|l| l.parse::<i64>().ok())
+                    .is_some_and(|l| l > *n),
+                Requirement::LessThan(k, n) => get(k)
+                    .and_then(|l| l.parse::<i64>().ok())
+                    .is_some_and(|l| l < *n),
             }
         })
     }
@@ -184,10 +199,13 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(format!("invalid selector: '{s}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                ));
             };
             let field = field.trim();
-            let known = matches!(field, "metadata.name" | "metadata.namespace") || extra_fields(res).contains(&field);
+            let known = matches!(field, "metadata.name" | "metadata.namespace")
+                || extra_fields(res).contains(&field);
             if !known {
                 return Err(format!("field label not supported: {field}"));
             }
@@ -197,7 +215,9 @@ impl FieldSelector {
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(field, eq, value)| (field_value(obj, field) == *value) == *eq)
+        self.0
+            .iter()
+            .all(|(field, eq, value)| (field_value(obj, field) == *value) == *eq)
     }
 }
 
@@ -229,7 +249,11 @@ mod tests {
             ("n>5", false),
         ];
         for (sel, want) in cases {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&o),
+                want,
+                "{sel}"
+            );
         }
     }
 
@@ -242,12 +266,30 @@ mod tests {
 
     #[test]
     fn field_selectors_on_name_namespace_and_kind_fields() {
-        let pods = crate::sandbox::resources::builtins().into_iter().find(|r| r.kind == "Pod").unwrap();
-        let cms = crate::sandbox::resources::builtins().into_iter().find(|r| r.kind == "ConfigMap").unwrap();
+        let pods = crate::sandbox::resources::builtins()
+            .into_iter()
+            .find(|r| r.kind == "Pod")
+            .unwrap();
+        let cms = crate::sandbox::resources::builtins()
+            .into_iter()
+            .find(|r| r.kind == "ConfigMap")
+            .unwrap();
         let o = obj(json!({}));
-        assert!(FieldSelector::parse("metadata.name=a,metadata.namespace==ns1", &cms).unwrap().matches(&o));
-        assert!(!FieldSelector::parse("metadata.name!=a", &cms).unwrap().matches(&o));
-        assert!(FieldSelector::parse("status.phase=Running", &pods).unwrap().matches(&o));
+        assert!(
+            FieldSelector::parse("metadata.name=a,metadata.namespace==ns1", &cms)
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.name!=a", &cms)
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            FieldSelector::parse("status.phase=Running", &pods)
+                .unwrap()
+                .matches(&o)
+        );
         assert_eq!(
             FieldSelector::parse("status.phase=Running", &cms).unwrap_err(),
             "field label not supported: status.phase"

@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     state: Mutex<State>,
     /// The store's latest resourceVersion; every write publishes it to wake watchers.
     changes: watch::Sender<u64>,
+    /// Bumped to close every open watch (see [`ApiServer::restart_watches`]).
+    watch_epoch: watch::Sender<u64>,
     pub(crate) opts: ApiServerOptions,
     simulator: WorkloadSimulator,
     background_started: AtomicBool,
@@ -61,7 +63,9 @@ impl Default for ApiServer {
 
 impl std::fmt::Debug for ApiServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiServer").field("opts", &self.inner.opts).finish_non_exhaustive()
+        f.debug_struct("ApiServer")
+            .field("opts", &self.inner.opts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -79,6 +83,7 @@ impl ApiServer {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
                 changes,
+                watch_epoch: watch::channel(0).0,
                 opts,
                 simulator,
                 background_started: AtomicBool::new(false),
@@ -101,7 +106,10 @@ impl ApiServer {
     }
 
     /// Serves the API over plain HTTP on `addr` (use port 0 for a free port).
-    pub async fn serve(&self, addr: std::net::SocketAddr) -> std::io::Result<super::tcp::ServingHandle> {
+    pub async fn serve(
+        &self,
+        addr: std::net::SocketAddr,
+    ) -> std::io::Result<super::tcp::ServingHandle> {
         self.start_background();
         super::tcp::serve(self.clone(), addr).await
     }
@@ -142,6 +150,18 @@ impl ApiServer {
     /// A receiver that wakes on every change to the store.
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.inner.changes.subscribe()
+    }
+
+    /// Closes every open watch and forgets the change history, as an API server restart after
+    /// etcd compaction does: watchers reconnect, get `410 Gone` for their old version, and
+    /// re-list. For testing that controllers recover.
+    pub fn restart_watches(&self) {
+        self.lock().store.compact();
+        self.inner.watch_epoch.send_modify(|e| *e += 1);
+    }
+
+    pub(crate) fn watch_epoch(&self) -> watch::Receiver<u64> {
+        self.inner.watch_epoch.subscribe()
     }
 
     /// Starts the built-in controllers once a tokio runtime is available.

@@ -67,18 +67,23 @@ impl WorkloadSimulator {
 
     /// Makes the Deployment `namespace/name` (now or once it exists) report a failed rollout.
     pub fn fail_deployment(&self, namespace: &str, name: &str) {
-        self.failing_set().insert((namespace.to_string(), name.to_string()));
+        self.failing_set()
+            .insert((namespace.to_string(), name.to_string()));
         self.shared.wake.notify_one();
     }
 
     /// Undoes [`fail_deployment`](Self::fail_deployment): the Deployment becomes Available.
     pub fn heal_deployment(&self, namespace: &str, name: &str) {
-        self.failing_set().remove(&(namespace.to_string(), name.to_string()));
+        self.failing_set()
+            .remove(&(namespace.to_string(), name.to_string()));
         self.shared.wake.notify_one();
     }
 
     fn failing_set(&self) -> std::sync::MutexGuard<'_, BTreeSet<(String, String)>> {
-        self.shared.failing.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared
+            .failing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn delay(&self) -> Duration {
@@ -132,14 +137,19 @@ fn apiservices_gr() -> GroupResource {
 /// Brings every Deployment's and APIService's status to what the simulated cluster reports.
 pub(crate) fn sweep(state: &mut State, failing: &BTreeSet<(String, String)>) {
     for gr in [deployments_gr(), apiservices_gr()] {
-        let Some(res) = state.storage_info(&gr) else { continue };
+        let Some(res) = state.storage_info(&gr) else {
+            continue;
+        };
         let objs: Vec<Value> = state.store.list(&gr, None).map(|o| (**o).clone()).collect();
         for obj in objs {
             if meta::is_deleting(&obj) {
                 continue;
             }
             let next = if gr == deployments_gr() {
-                let key = (meta::namespace(&obj).unwrap_or_default().to_string(), meta::name(&obj).unwrap_or_default().to_string());
+                let key = (
+                    meta::namespace(&obj).unwrap_or_default().to_string(),
+                    meta::name(&obj).unwrap_or_default().to_string(),
+                );
                 deployment_status(&obj, failing.contains(&key))
             } else {
                 apiservice_status(state, &obj)
@@ -149,7 +159,15 @@ pub(crate) fn sweep(state: &mut State, failing: &BTreeSet<(String, String)>) {
             }
             let ns = meta::namespace(&obj).map(str::to_string);
             let name = meta::name(&obj).unwrap_or_default().to_string();
-            if let Err(err) = objects::update(state, &res, ns.as_deref(), &name, next, Part::Status, &WriteOptions::default()) {
+            if let Err(err) = objects::update(
+                state,
+                &res,
+                ns.as_deref(),
+                &name,
+                next,
+                Part::Status,
+                &WriteOptions::default(),
+            ) {
                 tracing::debug!(%err, object = %name, "sandbox simulator: status write failed");
             }
         }
@@ -159,9 +177,16 @@ pub(crate) fn sweep(state: &mut State, failing: &BTreeSet<(String, String)>) {
 /// The ReplicaSet name a Deployment controller would derive from the pod template.
 fn replica_set_name(dep: &Value) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let template = dep.pointer("/spec/template").map(Value::to_string).unwrap_or_default();
+    let template = dep
+        .pointer("/spec/template")
+        .map(Value::to_string)
+        .unwrap_or_default();
     let digest = Sha256::digest(template.as_bytes());
-    let hash: String = digest.iter().take(10).map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect();
+    let hash: String = digest
+        .iter()
+        .take(10)
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect();
     format!("{}-{hash}", meta::name(dep).unwrap_or_default())
 }
 
@@ -178,7 +203,10 @@ fn set_count(status: &mut Value, key: &str, n: i64) {
 
 pub(crate) fn deployment_status(dep: &Value, failing: bool) -> Value {
     let mut next = dep.clone();
-    let replicas = dep.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let replicas = dep
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     if !next.get("status").is_some_and(Value::is_object) {
         next["status"] = json!({});
     }
@@ -191,14 +219,38 @@ pub(crate) fn deployment_status(dep: &Value, failing: bool) -> Value {
         set_count(status, "readyReplicas", 0);
         set_count(status, "availableReplicas", 0);
         set_count(status, "unavailableReplicas", replicas);
-        conditions::set(&mut next, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.");
-        conditions::set(&mut next, "Progressing", "False", "ProgressDeadlineExceeded", &format!("ReplicaSet \"{rs}\" has timed out progressing."));
+        conditions::set(
+            &mut next,
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+        );
+        conditions::set(
+            &mut next,
+            "Progressing",
+            "False",
+            "ProgressDeadlineExceeded",
+            &format!("ReplicaSet \"{rs}\" has timed out progressing."),
+        );
     } else {
         set_count(status, "readyReplicas", replicas);
         set_count(status, "availableReplicas", replicas);
         set_count(status, "unavailableReplicas", 0);
-        conditions::set(&mut next, "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.");
-        conditions::set(&mut next, "Progressing", "True", "NewReplicaSetAvailable", &format!("ReplicaSet \"{rs}\" has successfully progressed."));
+        conditions::set(
+            &mut next,
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+        );
+        conditions::set(
+            &mut next,
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable",
+            &format!("ReplicaSet \"{rs}\" has successfully progressed."),
+        );
     }
     next
 }
@@ -206,7 +258,11 @@ pub(crate) fn deployment_status(dep: &Value, failing: bool) -> Value {
 fn apiservice_status(state: &State, svc: &Value) -> Value {
     let mut next = svc.clone();
     let (status, reason, message) = match svc.pointer("/spec/service") {
-        None | Some(Value::Null) => ("True", "Local", "Local APIServices are always available".to_string()),
+        None | Some(Value::Null) => (
+            "True",
+            "Local",
+            "Local APIServices are always available".to_string(),
+        ),
         Some(target) => {
             let ns = target["namespace"].as_str().unwrap_or_default();
             let name = target["name"].as_str().unwrap_or_default();
@@ -217,7 +273,11 @@ fn apiservice_status(state: &State, svc: &Value) -> Value {
             if state.store.get(&services, ns, name).is_some() {
                 ("True", "Passed", "all checks passed".to_string())
             } else {
-                ("False", "ServiceNotFound", format!("service/{name} in \"{ns}\" is not present"))
+                (
+                    "False",
+                    "ServiceNotFound",
+                    format!("service/{name} in \"{ns}\" is not present"),
+                )
             }
         }
     };
@@ -236,11 +296,21 @@ mod tests {
         assert_eq!(ok["status"]["observedGeneration"], 3);
         assert_eq!(ok["status"]["availableReplicas"], 2);
         assert_eq!(conditions::status_of(&ok, "Available"), Some("True"));
-        assert_eq!(conditions::find(&ok, "Progressing").unwrap()["reason"], "NewReplicaSetAvailable");
-        assert_eq!(deployment_status(&ok, false), ok, "settled status is stable");
+        assert_eq!(
+            conditions::find(&ok, "Progressing").unwrap()["reason"],
+            "NewReplicaSetAvailable"
+        );
+        assert_eq!(
+            deployment_status(&ok, false),
+            ok,
+            "settled status is stable"
+        );
         let bad = deployment_status(&ok, true);
         assert_eq!(conditions::status_of(&bad, "Available"), Some("False"));
-        assert_eq!(conditions::find(&bad, "Progressing").unwrap()["reason"], "ProgressDeadlineExceeded");
+        assert_eq!(
+            conditions::find(&bad, "Progressing").unwrap()["reason"],
+            "ProgressDeadlineExceeded"
+        );
         assert!(bad["status"].get("availableReplicas").is_none());
     }
 }

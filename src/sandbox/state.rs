@@ -69,13 +69,21 @@ impl State {
 
     /// Every served resource version (discovery).
     pub fn all_resources(&self) -> Vec<Arc<ResourceInfo>> {
-        self.builtins.iter().chain(self.crds.resources()).cloned().collect()
+        self.builtins
+            .iter()
+            .chain(self.crds.resources())
+            .cloned()
+            .collect()
     }
 
     /// The version whose rules apply to stored objects of `gr` (built-in, or the CRD's storage
     /// version); `None` once the resource is no longer served.
     pub fn storage_info(&self, gr: &GroupResource) -> Option<Arc<ResourceInfo>> {
-        if let Some(b) = self.builtins.iter().find(|r| r.group == gr.group && r.plural == gr.resource) {
+        if let Some(b) = self
+            .builtins
+            .iter()
+            .find(|r| r.group == gr.group && r.plural == gr.resource)
+        {
             return Some(b.clone());
         }
         let served = self.crds.get(gr)?;

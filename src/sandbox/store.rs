@@ -17,16 +17,6 @@ pub enum EventKind {
     Deleted,
 }
 
-impl EventKind {
-    pub fn wire_name(self) -> &'static str {
-        match self {
-            EventKind::Added => "ADDED",
-            EventKind::Modified => "MODIFIED",
-            EventKind::Deleted => "DELETED",
-        }
-    }
-}
-
 /// One change, as a watch replays it. `previous` lets a watch with a selector turn a change
 /// that moves an object out of the selection into a `DELETED` event, as the real server does.
 #[derive(Debug)]
@@ -79,11 +69,17 @@ impl Store {
     }
 
     pub fn get(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<&Arc<Value>> {
-        self.objects.get(gr)?.get(&(ns.to_string(), name.to_string()))
+        self.objects
+            .get(gr)?
+            .get(&(ns.to_string(), name.to_string()))
     }
 
     /// Objects of one resource in key order, all namespaces when `ns` is `None`.
-    pub fn list<'a>(&'a self, gr: &GroupResource, ns: Option<&'a str>) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
+    pub fn list<'a>(
+        &'a self,
+        gr: &GroupResource,
+        ns: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
         self.objects
             .get(gr)
             .into_iter()
@@ -110,7 +106,11 @@ impl Store {
 
     /// Every resource that currently holds objects.
     pub fn resources(&self) -> Vec<GroupResource> {
-        self.objects.iter().filter(|(_, m)| !m.is_empty()).map(|(gr, _)| gr.clone()).collect()
+        self.objects
+            .iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(gr, _)| gr.clone())
+            .collect()
     }
 
     pub fn by_uid(&self, uid: &str) -> Option<(&GroupResource, &Arc<Value>)> {
@@ -146,25 +146,35 @@ impl Store {
         if let Some(uid) = meta::uid(&obj) {
             self.uids.insert(uid.to_string(), (gr.clone(), key.clone()));
         }
-        let previous = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
+        let previous = self
+            .objects
+            .entry(gr.clone())
+            .or_default()
+            .insert(key, obj.clone());
         let kind = if previous.is_some() {
             EventKind::Modified
         } else {
             EventKind::Added
         };
-        self.record(gr, StoredEvent {
-            rv,
-            kind,
-            object: obj.clone(),
-            previous,
-        });
+        self.record(
+            gr,
+            StoredEvent {
+                rv,
+                kind,
+                object: obj.clone(),
+                previous,
+            },
+        );
         obj
     }
 
     /// Removes an object; its last state, with the deletion's `resourceVersion`, is returned and
     /// sent to watches.
     pub fn remove(&mut self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
-        let previous = self.objects.get_mut(gr)?.remove(&(ns.to_string(), name.to_string()))?;
+        let previous = self
+            .objects
+            .get_mut(gr)?
+            .remove(&(ns.to_string(), name.to_string()))?;
         if let Some(uid) = meta::uid(&previous) {
             self.uids.remove(uid);
         }
@@ -172,17 +182,37 @@ impl Store {
         let mut last = (*previous).clone();
         meta::set_str(&mut last, "resourceVersion", &rv.to_string());
         let last = Arc::new(last);
-        self.record(gr, StoredEvent {
-            rv,
-            kind: EventKind::Deleted,
-            object: last.clone(),
-            previous: Some(previous),
-        });
+        self.record(
+            gr,
+            StoredEvent {
+                rv,
+                kind: EventKind::Deleted,
+                object: last.clone(),
+                previous: Some(previous),
+            },
+        );
         Some(last)
     }
 
+    /// Forgets every kept change, as etcd compaction does: watches resuming from any earlier
+    /// version get `410 Gone`.
+    pub fn compact(&mut self) {
+        let rv = self.rv;
+        for log in self.logs.values_mut() {
+            log.events.clear();
+            log.evicted_upto = rv;
+        }
+        for gr in self.objects.keys() {
+            self.logs.entry(gr.clone()).or_default().evicted_upto = rv;
+        }
+    }
+
     /// Changes of `gr` after `rv`, oldest first; `TooOld` when some were already dropped.
-    pub fn events_after(&self, gr: &GroupResource, rv: u64) -> Result<Vec<Arc<StoredEvent>>, TooOld> {
+    pub fn events_after(
+        &self,
+        gr: &GroupResource,
+        rv: u64,
+    ) -> Result<Vec<Arc<StoredEvent>>, TooOld> {
         let Some(log) = self.logs.get(gr) else {
             return Ok(Vec::new());
         };
@@ -203,7 +233,10 @@ mod tests {
     use serde_json::json;
 
     fn gr() -> GroupResource {
-        GroupResource { group: "".into(), resource: "configmaps".into() }
+        GroupResource {
+            group: "".into(),
+            resource: "configmaps".into(),
+        }
     }
 
     fn cm(name: &str) -> Value {
@@ -214,7 +247,10 @@ mod tests {
     fn resource_versions_increase_across_the_store() {
         let mut s = Store::new(10);
         let a = s.put(&gr(), cm("a"));
-        let other = GroupResource { group: "".into(), resource: "secrets".into() };
+        let other = GroupResource {
+            group: "".into(),
+            resource: "secrets".into(),
+        };
         let b = s.put(&other, cm("b"));
         let a2 = s.put(&gr(), cm("a"));
         let rv = |o: &Value| meta::resource_version(o).unwrap().parse::<u64>().unwrap();
@@ -228,12 +264,22 @@ mod tests {
         let first = s.put(&gr(), cm("a"));
         let start: u64 = meta::resource_version(&first).unwrap().parse().unwrap();
         s.put(&gr(), cm("b"));
-        let kinds: Vec<_> = s.events_after(&gr(), start).unwrap().iter().map(|e| e.kind).collect();
+        let kinds: Vec<_> = s
+            .events_after(&gr(), start)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind)
+            .collect();
         assert_eq!(kinds, [EventKind::Added]);
         s.put(&gr(), cm("a"));
         s.remove(&gr(), "default", "b");
         assert!(s.events_after(&gr(), start).is_err());
-        let kinds: Vec<_> = s.events_after(&gr(), start + 1).unwrap().iter().map(|e| e.kind).collect();
+        let kinds: Vec<_> = s
+            .events_after(&gr(), start + 1)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind)
+            .collect();
         assert_eq!(kinds, [EventKind::Modified, EventKind::Deleted]);
     }
 

@@ -81,7 +81,12 @@ pub fn row(res: &ResourceInfo, obj: &Value, include: IncludeObject, now: jiff::T
     row
 }
 
-pub fn table(res: &ResourceInfo, rows: Vec<Value>, resource_version: &str, with_columns: bool) -> Value {
+pub fn table(
+    res: &ResourceInfo,
+    rows: Vec<Value>,
+    resource_version: &str,
+    with_columns: bool,
+) -> Value {
     let mut t = json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
@@ -124,7 +129,11 @@ pub fn human_duration(seconds: i64) -> String {
     let minutes = seconds / 60;
     if minutes < 10 {
         let s = seconds % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
     }
     if minutes < 180 {
         return format!("{minutes}m");
@@ -132,21 +141,33 @@ pub fn human_duration(seconds: i64) -> String {
     let hours = seconds / 3600;
     if hours < 8 {
         let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
         let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
     }
     if hours < 24 * 365 * 8 {
         let dy = (hours / 24) % 365;
-        return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{dy}d", hours / 24 / 365) };
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{dy}d", hours / 24 / 365)
+        };
     }
     format!("{}y", hours / 24 / 365)
 }
@@ -154,7 +175,11 @@ pub fn human_duration(seconds: i64) -> String {
 /// The JSONPath subset printer columns use: `.a.b`, `.list[0]`, `['dotted.key']`, and
 /// `[?(@.type=="Ready")]` filters. Returns the first match.
 pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    let path = path
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim_start_matches('$');
     let mut cur = obj.clone();
     let mut rest = path;
     while !rest.is_empty() {
@@ -214,15 +239,29 @@ mod tests {
         assert_eq!(eval_json_path(&o, ".spec.version"), Some(json!("1.0")));
         assert_eq!(eval_json_path(&o, ".spec.list[1]"), Some(json!("b")));
         assert_eq!(eval_json_path(&o, ".spec.m['x.y']"), Some(json!(1)));
-        assert_eq!(eval_json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"), Some(json!("True")));
+        assert_eq!(
+            eval_json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"),
+            Some(json!("True"))
+        );
         assert_eq!(eval_json_path(&o, "{.spec.version}"), Some(json!("1.0")));
         assert_eq!(eval_json_path(&o, ".spec.missing"), None);
     }
 
     #[test]
     fn ages_print_like_kubectl() {
-        for (s, want) in [(5, "5s"), (119, "119s"), (200, "3m20s"), (600, "10m"), (3 * 3600, "3h"), (3 * 3600 + 60, "3h1m"),
-                          (30 * 3600, "30h"), (3 * 86400, "3d"), (3 * 86400 + 3600, "3d1h"), (100 * 86400, "100d"), (800 * 86400, "2y70d")] {
+        for (s, want) in [
+            (5, "5s"),
+            (119, "119s"),
+            (200, "3m20s"),
+            (600, "10m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 60, "3h1m"),
+            (30 * 3600, "30h"),
+            (3 * 86400, "3d"),
+            (3 * 86400 + 3600, "3d1h"),
+            (100 * 86400, "100d"),
+            (800 * 86400, "2y70d"),
+        ] {
             assert_eq!(human_duration(s), want, "{s}");
         }
     }
@@ -231,16 +270,32 @@ mod tests {
     fn crd_columns_replace_age_builtins_keep_it() {
         let crd_res = ResourceInfo {
             custom: true,
-            columns: vec![PrinterColumn { name: "Phase".into(), type_: "string".into(), json_path: ".status.phase".into(), description: String::new(), priority: 0 }],
+            columns: vec![PrinterColumn {
+                name: "Phase".into(),
+                type_: "string".into(),
+                json_path: ".status.phase".into(),
+                description: String::new(),
+                priority: 0,
+            }],
             ..(*crate::sandbox::resources::builtins()[0]).clone()
         };
         let defs = column_definitions(&crd_res);
-        let names: Vec<_> = defs.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+        let names: Vec<_> = defs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["Name", "Phase"]);
         let now: jiff::Timestamp = "2024-01-01T00:01:00Z".parse().unwrap();
         let obj = json!({"metadata": {"name": "x", "creationTimestamp": "2024-01-01T00:00:00Z"}, "status": {"phase": "Succeeded"}});
-        let r = row(&crate::sandbox::resources::builtins()[0], &obj, IncludeObject::None, now);
-        assert_eq!(r["cells"], json!(["x", null, "60s"]));
+        let r = row(
+            &crate::sandbox::resources::builtins()[0],
+            &obj,
+            IncludeObject::None,
+            now,
+        );
+        assert_eq!(r["cells"], json!(["x", "Succeeded", "60s"]));
         let r = row(&crd_res, &obj, IncludeObject::Metadata, now);
         assert_eq!(r["cells"], json!(["x", "Succeeded"]));
         assert_eq!(r["object"]["kind"], "PartialObjectMetadata");

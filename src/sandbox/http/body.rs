@@ -21,9 +21,11 @@ pub async fn read(body: Body) -> Result<bytes::Bytes, ApiError> {
 pub fn decode(bytes: &[u8], content_type: Option<&str>) -> Result<Value, ApiError> {
     let yaml = content_type.is_some_and(|c| c.contains("yaml"));
     if yaml {
-        serde_yaml_ng::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
+        serde_yaml_ng::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
     } else {
-        serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+        serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
     }
 }
 
@@ -36,7 +38,9 @@ fn dry_run(q: &Query, body: Option<&Value>) -> bool {
 }
 
 pub fn write_options(q: &Query) -> WriteOptions {
-    WriteOptions { dry_run: dry_run(q, None) }
+    WriteOptions {
+        dry_run: dry_run(q, None),
+    }
 }
 
 /// DeleteOptions from the query string and/or the JSON body kube and kubectl send.
@@ -46,10 +50,12 @@ pub fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError>
     } else {
         Some(decode(body, None)?)
     };
-    let policy = q
-        .get("propagationPolicy")
-        .map(str::to_string)
-        .or_else(|| body.as_ref()?.get("propagationPolicy")?.as_str().map(str::to_string));
+    let policy = q.get("propagationPolicy").map(str::to_string).or_else(|| {
+        body.as_ref()?
+            .get("propagationPolicy")?
+            .as_str()
+            .map(str::to_string)
+    });
     let mut propagation = match policy {
         Some(p) => Some(Propagation::parse(&p).ok_or_else(|| {
             ApiError::bad_request(format!(
@@ -58,12 +64,19 @@ pub fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError>
         })?),
         None => None,
     };
-    let orphan = q.get("orphanDependents").map(|v| v == "true").or_else(|| body.as_ref()?.get("orphanDependents")?.as_bool());
+    let orphan = q
+        .get("orphanDependents")
+        .map(|v| v == "true")
+        .or_else(|| body.as_ref()?.get("orphanDependents")?.as_bool());
     if propagation.is_none() && orphan == Some(true) {
         propagation = Some(Propagation::Orphan);
     }
     let pre = body.as_ref().and_then(|b| b.get("preconditions"));
-    let pre_str = |k: &str| pre.and_then(|p| p.get(k)).and_then(Value::as_str).map(str::to_string);
+    let pre_str = |k: &str| {
+        pre.and_then(|p| p.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     Ok(DeleteOptions {
         propagation,
         precondition_uid: pre_str("uid"),
@@ -88,7 +101,12 @@ mod tests {
         assert_eq!(o.propagation, Some(Propagation::Orphan));
         assert_eq!(o.precondition_uid.as_deref(), Some("u"));
         assert!(o.write.dry_run);
-        assert_eq!(delete_options(&Query::parse(Some("propagationPolicy=Later")), b"").unwrap_err().code, 400);
+        assert_eq!(
+            delete_options(&Query::parse(Some("propagationPolicy=Later")), b"")
+                .unwrap_err()
+                .code,
+            400
+        );
     }
 
     #[test]

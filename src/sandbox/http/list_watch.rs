@@ -33,16 +33,25 @@ impl Filter {
     fn from(ctx: &Ctx, name: Option<String>) -> Result<Self, ApiError> {
         Ok(Filter {
             namespace: ctx.namespace.clone(),
-            labels: LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or_default()).map_err(ApiError::bad_request)?,
-            fields: FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or_default(), &ctx.res)
+            labels: LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or_default())
                 .map_err(ApiError::bad_request)?,
+            fields: FieldSelector::parse(
+                ctx.query.get("fieldSelector").unwrap_or_default(),
+                &ctx.res,
+            )
+            .map_err(ApiError::bad_request)?,
             name,
         })
     }
 
     fn matches(&self, obj: &Value) -> bool {
-        self.namespace.as_deref().is_none_or(|ns| meta::namespace(obj) == Some(ns))
-            && self.name.as_deref().is_none_or(|n| meta::name(obj) == Some(n))
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| meta::namespace(obj) == Some(ns))
+            && self
+                .name
+                .as_deref()
+                .is_none_or(|n| meta::name(obj) == Some(n))
             && self.labels.matches(obj)
             && self.fields.matches(obj)
     }
@@ -55,7 +64,9 @@ fn encode_continue(rv: u64, key: &ObjectKey) -> String {
 
 fn decode_continue(token: &str) -> Result<(u64, ObjectKey), ApiError> {
     let bad = || ApiError::bad_request(format!("continue key is not valid: {token}"));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
     let rv = v["rv"].as_u64().ok_or_else(bad)?;
     let ns = v["ns"].as_str().ok_or_else(bad)?.to_string();
@@ -65,14 +76,24 @@ fn decode_continue(token: &str) -> Result<(u64, ObjectKey), ApiError> {
 
 pub fn list(ctx: &Ctx) -> Result<Response, ApiError> {
     let filter = Filter::from(ctx, None)?;
-    let limit = ctx.query.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0);
+    let limit = ctx
+        .query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
     let cont = ctx.query.get("continue").map(decode_continue).transpose()?;
     let gr = ctx.res.group_resource();
     let (items, list_meta) = ctx.server.read(|s| {
         // Continued pages report the first page's version; later changes may show up in them
         // (the sandbox keeps no snapshots).
-        let rv = cont.as_ref().map(|(rv, _)| *rv).unwrap_or_else(|| s.store.current_rv());
-        let mut matching = s.store.list_from(&gr, cont.map(|(_, k)| k)).filter(|(_, o)| filter.matches(o));
+        let rv = cont
+            .as_ref()
+            .map(|(rv, _)| *rv)
+            .unwrap_or_else(|| s.store.current_rv());
+        let mut matching = s
+            .store
+            .list_from(&gr, cont.map(|(_, k)| k))
+            .filter(|(_, o)| filter.matches(o));
         let mut items: Vec<Arc<Value>> = Vec::new();
         let mut last_key = None;
         for (key, obj) in matching.by_ref() {
@@ -111,7 +132,8 @@ pub fn watch(ctx: Ctx, name: Option<String>) -> Result<Response, ApiError> {
         (_, Some(true)) | (None | Some("0"), None) => Start::CurrentState,
         (None | Some("0"), Some(false)) => Start::After(ctx.server.read(|s| s.store.current_rv())),
         (Some(v), _) => Start::After(
-            v.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v}")))?,
+            v.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v}")))?,
         ),
     };
     let bookmarks = ctx.query.flag("allowWatchBookmarks") && ctx.render.format != Format::Table;
@@ -128,10 +150,19 @@ pub fn watch(ctx: Ctx, name: Option<String>) -> Result<Response, ApiError> {
         tx,
         columns_sent: false,
     };
-    tokio::spawn(watcher.run(start, send_initial == Some(true) && bookmarks, bookmarks, timeout));
-    let mut resp = Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)));
-    resp.headers_mut()
-        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    tokio::spawn(watcher.run(
+        start,
+        send_initial == Some(true) && bookmarks,
+        bookmarks,
+        timeout,
+    ));
+    let mut resp = Response::new(Body::from_stream(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    ));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     Ok(resp)
 }
 
@@ -164,7 +195,12 @@ impl Watcher {
 
     fn initial(&mut self, state: &State) -> Batch {
         let gr = self.ctx.res.group_resource();
-        let objs: Vec<Arc<Value>> = state.store.list(&gr, None).filter(|o| self.filter.matches(o)).cloned().collect();
+        let objs: Vec<Arc<Value>> = state
+            .store
+            .list(&gr, None)
+            .filter(|o| self.filter.matches(o))
+            .cloned()
+            .collect();
         let lines = objs.iter().map(|o| self.event("ADDED", o)).collect();
         Batch {
             lines,
@@ -194,7 +230,10 @@ impl Watcher {
         let mut lines = Vec::new();
         for ev in events {
             let now = self.filter.matches(&ev.object);
-            let before = ev.previous.as_deref().is_some_and(|p| self.filter.matches(p));
+            let before = ev
+                .previous
+                .as_deref()
+                .is_some_and(|p| self.filter.matches(p));
             let kind = match ev.kind {
                 EventKind::Added if now => "ADDED",
                 EventKind::Modified if now && before => "MODIFIED",
@@ -212,10 +251,17 @@ impl Watcher {
         }
     }
 
-    async fn run(mut self, start: Start, mark_initial_end: bool, bookmarks: bool, timeout: Duration) {
+    async fn run(
+        mut self,
+        start: Start,
+        mark_initial_end: bool,
+        bookmarks: bool,
+        timeout: Duration,
+    ) {
         let server = self.ctx.server.clone();
         // Subscribe before reading so no change between the read and the wait is missed.
         let mut changes = server.subscribe();
+        let mut epoch = server.watch_epoch();
         let first = server.read(|s| match start {
             Start::CurrentState => self.initial(s),
             Start::After(rv) => self.changes(s, rv),
@@ -240,6 +286,7 @@ impl Watcher {
             let bookmark_due = tokio::select! {
                 _ = &mut deadline => break,
                 _ = self.tx.closed() => return,
+                _ = epoch.changed() => return,
                 changed = changes.changed() => {
                     if changed.is_err() {
                         break;

@@ -9,9 +9,9 @@ mod render;
 mod response;
 mod route;
 
+use axum::Router;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use axum::Router;
 use http::header;
 
 use super::discovery;
@@ -27,7 +27,13 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
-    let header_str = |name: header::HeaderName| parts.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let header_str = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
     let format = route::format(header_str(header::ACCEPT).as_deref());
     let content_type = header_str(header::CONTENT_TYPE);
     let Some(route) = route::parse(&path) else {
@@ -38,7 +44,10 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
         Route::Version => response::json(200, &discovery::version(&server.options().git_version)),
         Route::Health => {
             let mut resp = Response::new(axum::body::Body::from("ok"));
-            resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain"));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/plain"),
+            );
             resp
         }
         Route::OpenApi => response::error(&ApiError::no_route(&path)),
@@ -58,10 +67,12 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
             Some(doc) => response::json(200, &doc),
             None => response::error(&ApiError::no_route(&path)),
         },
-        Route::GroupVersion { group, version } => match discovery::resource_list(&resources(), &group, &version) {
-            Some(doc) => response::json(200, &doc),
-            None => response::error(&ApiError::no_route(&path)),
-        },
+        Route::GroupVersion { group, version } => {
+            match discovery::resource_list(&resources(), &group, &version) {
+                Some(doc) => response::json(200, &doc),
+                None => response::error(&ApiError::no_route(&path)),
+            }
+        }
         Route::Resource(target) => {
             let req = objects::Req {
                 method: parts.method,
@@ -69,6 +80,7 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
                 query,
                 format,
                 content_type,
+                user_agent: header_str(header::USER_AGENT),
                 path,
             };
             objects::handle(server, req, body).await

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::response::Response;
 use http::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::body;
 use super::list_watch;
@@ -17,6 +17,7 @@ use super::route::{Format, Query, ResourcePath};
 use crate::sandbox::error::ApiError;
 use crate::sandbox::meta;
 use crate::sandbox::objects::{self, Part};
+use crate::sandbox::patch as patch_semantics;
 use crate::sandbox::resources::ResourceInfo;
 use crate::sandbox::selectors::{FieldSelector, LabelSelector};
 use crate::sandbox::server::ApiServer;
@@ -28,6 +29,7 @@ pub struct Req {
     pub query: Query,
     pub format: Format,
     pub content_type: Option<String>,
+    pub user_agent: Option<String>,
     pub path: String,
 }
 
@@ -39,6 +41,21 @@ pub struct Ctx {
     pub query: Query,
     pub render: Renderer,
     pub content_type: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// The field manager of a non-apply write: `?fieldManager=`, else the client's User-Agent up to
+/// the first `/` (as the real server derives it), else `unknown`.
+pub fn field_manager(ctx: &Ctx) -> String {
+    if let Some(m) = ctx.query.get("fieldManager") {
+        return m.to_string();
+    }
+    ctx.user_agent
+        .as_deref()
+        .and_then(|ua| ua.split('/').next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("unknown")
+        .to_string()
 }
 
 pub async fn handle(server: ApiServer, req: Req, body: Body) -> Response {
@@ -74,6 +91,7 @@ async fn dispatch(server: ApiServer, req: Req, body: Body) -> Result<Response, A
         namespace: t.namespace.clone(),
         query: req.query.clone(),
         content_type: req.content_type.clone(),
+        user_agent: req.user_agent.clone(),
     };
     let name = t.name.clone();
     match (&req.method, name) {
@@ -103,8 +121,9 @@ fn get(ctx: &Ctx, name: &str) -> Result<Response, ApiError> {
 }
 
 async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
-    let obj = body::decode(&body::read(body).await?, ctx.content_type.as_deref())?;
+    let mut obj = body::decode(&body::read(body).await?, ctx.content_type.as_deref())?;
     let opts = body::write_options(&ctx.query);
+    patch_semantics::record_update(None, &mut obj, &field_manager(ctx), &meta::now_rfc3339());
     let created = ctx
         .server
         .write(|s| objects::create(s, &ctx.res, ctx.namespace.as_deref(), obj, &opts))?;
@@ -112,11 +131,20 @@ async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
 }
 
 async fn update(ctx: &Ctx, name: &str, part: Part, body: Body) -> Result<Response, ApiError> {
-    let obj = body::decode(&body::read(body).await?, ctx.content_type.as_deref())?;
+    let mut obj = body::decode(&body::read(body).await?, ctx.content_type.as_deref())?;
     let opts = body::write_options(&ctx.query);
-    let updated = ctx
-        .server
-        .write(|s| objects::update(s, &ctx.res, ctx.namespace.as_deref(), name, obj, part, &opts))?;
+    let manager = field_manager(ctx);
+    let ns = ctx.namespace.as_deref();
+    let updated = ctx.server.write(|s| {
+        let old = s
+            .store
+            .get(&ctx.res.group_resource(), ns.unwrap_or_default(), name)
+            .map(|o| objects::present(o, &ctx.res));
+        if old.is_some() {
+            patch_semantics::record_update(old.as_ref(), &mut obj, &manager, &meta::now_rfc3339());
+        }
+        objects::update(s, &ctx.res, ns, name, obj, part, &opts)
+    })?;
     Ok(response::json(200, &ctx.render.object(&updated, true)))
 }
 
@@ -126,26 +154,39 @@ async fn delete(ctx: &Ctx, name: &str, body: Body) -> Result<Response, ApiError>
     let ns = ctx.namespace.as_deref();
     let (obj, still_there) = ctx.server.write(|s| {
         let obj = objects::delete(s, &ctx.res, ns, name, &opts)?;
-        let still_there = s.store.get(&ctx.res.group_resource(), ns.unwrap_or_default(), name).is_some();
+        let still_there = s
+            .store
+            .get(&ctx.res.group_resource(), ns.unwrap_or_default(), name)
+            .is_some();
         Ok::<_, ApiError>((obj, still_there))
     })?;
-    let code = if still_there && !opts.write.dry_run { 202 } else { 200 };
+    let code = if still_there && !opts.write.dry_run {
+        202
+    } else {
+        200
+    };
     Ok(response::json(code, &ctx.render.object(&obj, true)))
 }
 
 /// Deletes every object the selectors match; answers with the list of what was deleted.
 async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let opts = body::delete_options(&ctx.query, &body::read(body).await?)?;
-    let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or_default()).map_err(ApiError::bad_request)?;
-    let fields =
-        FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or_default(), &ctx.res).map_err(ApiError::bad_request)?;
+    let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or_default())
+        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or_default(), &ctx.res)
+        .map_err(ApiError::bad_request)?;
     let gr = ctx.res.group_resource();
     let deleted = ctx.server.write(|s| {
         let targets: Vec<(String, String)> = s
             .store
             .list(&gr, ctx.namespace.as_deref())
             .filter(|o| labels.matches(o) && fields.matches(o))
-            .map(|o| (meta::namespace(o).unwrap_or_default().to_string(), meta::name(o).unwrap_or_default().to_string()))
+            .map(|o| {
+                (
+                    meta::namespace(o).unwrap_or_default().to_string(),
+                    meta::name(o).unwrap_or_default().to_string(),
+                )
+            })
             .collect();
         let mut deleted = Vec::new();
         for (ns, name) in targets {
@@ -155,12 +196,8 @@ async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiError> 
         Ok::<_, ApiError>((deleted, rv))
     });
     let (deleted, rv) = deleted?;
-    let list = ctx.render.list(&deleted, json!({"resourceVersion": rv.to_string()}));
+    let list = ctx
+        .render
+        .list(&deleted, json!({"resourceVersion": rv.to_string()}));
     Ok(response::json(200, &list))
-}
-
-/// Used by patch: the stored object, if any.
-pub fn current(ctx: &Ctx, name: &str) -> Option<Arc<Value>> {
-    let ns = ctx.namespace.as_deref().unwrap_or_default();
-    ctx.server.read(|s| s.store.get(&ctx.res.group_resource(), ns, name).cloned())
 }

@@ -46,7 +46,10 @@ impl Renderer {
         let now = jiff::Timestamp::now();
         match self.format {
             Format::Table => {
-                let rows = objs.iter().map(|o| table::row(&self.res, &present(o, &self.res), self.include, now)).collect();
+                let rows = objs
+                    .iter()
+                    .map(|o| table::row(&self.res, &present(o, &self.res), self.include, now))
+                    .collect();
                 let mut t = table::table(&self.res, rows, "", true);
                 t["metadata"] = list_meta;
                 t

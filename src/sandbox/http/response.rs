@@ -12,18 +12,15 @@ pub fn json(code: u16, body: &Value) -> Response {
 }
 
 pub fn json_with_type(code: u16, body: &Value, content_type: &'static str) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes());
+    let bytes =
+        serde_json::to_vec(body).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes());
     let mut resp = Response::new(Body::from(bytes));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
 pub fn error(err: &ApiError) -> Response {
     json(err.code, &err.to_status())
-}
-
-/// The `Status` a successful delete-collection or similar call returns.
-pub fn success_status() -> Value {
-    serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
 }

@@ -27,7 +27,10 @@ pub enum Route {
     /// `/apis/{group}`
     Group(String),
     /// `/api/v1` or `/apis/{group}/{version}`
-    GroupVersion { group: String, version: String },
+    GroupVersion {
+        group: String,
+        version: String,
+    },
     /// `/openapi/v2`, `/openapi/v3…`: not served (clients fall back to no schema).
     OpenApi,
     Resource(ResourcePath),
@@ -66,7 +69,9 @@ fn resource(group: &str, version: &str, rest: &[&str]) -> Option<Route> {
     let (namespace, plural, name, subresource) = match rest {
         // `/namespaces/{name}/status|finalize` address the Namespace itself, not a resource
         // named "status" inside it (no resource has that name).
-        ["namespaces", ns, sub @ ("status" | "finalize")] => (None, "namespaces", Some(s(ns)), Some(s(sub))),
+        ["namespaces", ns, sub @ ("status" | "finalize")] => {
+            (None, "namespaces", Some(s(ns)), Some(s(sub)))
+        }
         ["namespaces", ns, plural, tail @ ..] => {
             let name = tail.first().map(s);
             let sub = tail.get(1).map(s);
@@ -112,7 +117,10 @@ impl Query {
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str).filter(|v| !v.is_empty())
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 
     pub fn flag(&self, key: &str) -> bool {
@@ -129,7 +137,9 @@ fn decode(s: &str) -> String {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 match hex {
                     Some(b) => {
                         out.push(b);
@@ -158,7 +168,9 @@ pub enum Format {
 }
 
 pub fn format(accept: Option<&str>) -> Format {
-    let Some(accept) = accept else { return Format::Object };
+    let Some(accept) = accept else {
+        return Format::Object;
+    };
     // The first acceptable media type wins; kubectl lists Table first, then plain JSON.
     for media in accept.split(',') {
         if media.contains("as=Table") {
@@ -167,7 +179,10 @@ pub fn format(accept: Option<&str>) -> Format {
         if media.contains("as=PartialObjectMetadata") {
             return Format::Metadata;
         }
-        if media.contains("as=APIGroupDiscoveryList") && media.contains("v=v2") && !media.contains("v2beta1") {
+        if media.contains("as=APIGroupDiscoveryList")
+            && media.contains("v=v2")
+            && !media.contains("v2beta1")
+        {
             return Format::AggregatedDiscovery;
         }
         if media.contains("application/json") || media.contains("*/*") {
@@ -192,15 +207,36 @@ mod tests {
     fn resource_paths() {
         let r = res("/apis/apps/v1/namespaces/ns1/deployments/web/status");
         assert_eq!(
-            (r.group.as_str(), r.namespace.as_deref(), r.plural.as_str(), r.name.as_deref(), r.subresource.as_deref()),
-            ("apps", Some("ns1"), "deployments", Some("web"), Some("status"))
+            (
+                r.group.as_str(),
+                r.namespace.as_deref(),
+                r.plural.as_str(),
+                r.name.as_deref(),
+                r.subresource.as_deref()
+            ),
+            (
+                "apps",
+                Some("ns1"),
+                "deployments",
+                Some("web"),
+                Some("status")
+            )
         );
         let r = res("/api/v1/namespaces/ns1");
-        assert_eq!((r.namespace, r.plural.as_str(), r.name.as_deref()), (None, "namespaces", Some("ns1")));
+        assert_eq!(
+            (r.namespace, r.plural.as_str(), r.name.as_deref()),
+            (None, "namespaces", Some("ns1"))
+        );
         let r = res("/api/v1/namespaces/ns1/status");
-        assert_eq!((r.plural.as_str(), r.subresource.as_deref()), ("namespaces", Some("status")));
+        assert_eq!(
+            (r.plural.as_str(), r.subresource.as_deref()),
+            ("namespaces", Some("status"))
+        );
         let r = res("/api/v1/namespaces/ns1/configmaps");
-        assert_eq!((r.namespace.as_deref(), r.plural.as_str(), r.name), (Some("ns1"), "configmaps", None));
+        assert_eq!(
+            (r.namespace.as_deref(), r.plural.as_str(), r.name),
+            (Some("ns1"), "configmaps", None)
+        );
         let r = res("/api/v1/watch/namespaces/ns1/pods");
         assert!(r.watch_prefix);
         let r = res("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/a.b");
@@ -211,7 +247,9 @@ mod tests {
 
     #[test]
     fn query_decoding() {
-        let q = Query::parse(Some("labelSelector=app%20in%20(a%2Cb)&watch=true&x=a+b&empty="));
+        let q = Query::parse(Some(
+            "labelSelector=app%20in%20(a%2Cb)&watch=true&x=a+b&empty=",
+        ));
         assert_eq!(q.get("labelSelector"), Some("app in (a,b)"));
         assert!(q.flag("watch"));
         assert_eq!(q.get("x"), Some("a b"));
@@ -220,10 +258,17 @@ mod tests {
 
     #[test]
     fn accept_header_formats() {
-        assert_eq!(format(Some("application/json;as=Table;v=v1;g=meta.k8s.io,application/json")), Format::Table);
+        assert_eq!(
+            format(Some(
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+            )),
+            Format::Table
+        );
         assert_eq!(format(Some("application/json")), Format::Object);
         assert_eq!(
-            format(Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")),
+            format(Some(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+            )),
             Format::AggregatedDiscovery
         );
         assert_eq!(format(None), Format::Object);

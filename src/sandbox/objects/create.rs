@@ -38,7 +38,10 @@ pub fn create(
         namespace_accepts_content(state, &ns)?;
     }
     if res.custom
-        && state.crds.get(&res.group_resource()).is_some_and(|c| c.terminating)
+        && state
+            .crds
+            .get(&res.group_resource())
+            .is_some_and(|c| c.terminating)
     {
         return Err(ApiError::method_not_allowed(format!(
             "create not allowed while custom resource definition is terminating ({}.{})",
@@ -60,7 +63,10 @@ pub fn create(
         m.shift_remove("namespace");
     }
     m.insert("uid".into(), Value::String(meta::new_uid()));
-    m.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
+    m.insert(
+        "creationTimestamp".into(),
+        Value::String(meta::now_rfc3339()),
+    );
     if res.tracks_generation {
         m.insert("generation".into(), Value::from(1));
     }
@@ -81,12 +87,17 @@ pub fn create(
 /// Kind-specific validation the real server does and OLM would notice when it is missing.
 pub(super) fn validate_kind(res: &ResourceInfo, obj: &Value, name: &str) -> Result<(), ApiError> {
     if res.group == "apiextensions.k8s.io" && res.kind == "CustomResourceDefinition" {
-        crd_registry::validate(obj).map_err(|(field, why)| ApiError::invalid(res, name, &field, &why))?;
+        crd_registry::validate(obj)
+            .map_err(|(field, why)| ApiError::invalid(res, name, &field, &why))?;
     }
     Ok(())
 }
 
-fn target_namespace(res: &ResourceInfo, path_ns: Option<&str>, obj: &Value) -> Result<String, ApiError> {
+fn target_namespace(
+    res: &ResourceInfo,
+    path_ns: Option<&str>,
+    obj: &Value,
+) -> Result<String, ApiError> {
     if !res.namespaced {
         return Ok(String::new());
     }

@@ -86,7 +86,9 @@ pub fn on_crd_delete(crd: &mut Value) {
 
 fn service(state: &mut State, obj: &mut Value, old: Option<&Value>) {
     let old_spec = old.and_then(|o| o.get("spec"));
-    let Some(spec) = obj_mut(obj, "spec") else { return };
+    let Some(spec) = obj_mut(obj, "spec") else {
+        return;
+    };
     default_field(spec, "type", json!("ClusterIP"));
     default_field(spec, "sessionAffinity", json!("None"));
     let headless_or_external = spec.get("type").and_then(Value::as_str) == Some("ExternalName");
@@ -115,7 +117,9 @@ fn service(state: &mut State, obj: &mut Value, old: Option<&Value>) {
 }
 
 fn deployment(obj: &mut Value) {
-    let Some(spec) = obj_mut(obj, "spec") else { return };
+    let Some(spec) = obj_mut(obj, "spec") else {
+        return;
+    };
     default_field(spec, "replicas", json!(1));
     default_field(spec, "revisionHistoryLimit", json!(10));
     default_field(spec, "progressDeadlineSeconds", json!(600));

@@ -50,7 +50,11 @@ pub fn delete(
     name: &str,
     opts: &DeleteOptions,
 ) -> Result<Arc<Value>, ApiError> {
-    let ns = if res.namespaced { path_ns.unwrap_or_default() } else { "" };
+    let ns = if res.namespaced {
+        path_ns.unwrap_or_default()
+    } else {
+        ""
+    };
     let Some(current) = state.store.get(&res.group_resource(), ns, name).cloned() else {
         return Err(ApiError::not_found(res, name));
     };
@@ -109,7 +113,10 @@ pub fn delete(
         defaults::on_crd_delete(&mut next);
     }
     let m = meta::metadata_mut(&mut next);
-    m.insert("deletionTimestamp".into(), Value::String(meta::now_rfc3339()));
+    m.insert(
+        "deletionTimestamp".into(),
+        Value::String(meta::now_rfc3339()),
+    );
     m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
     if res.tracks_generation
         && let Some(g) = m.get("generation").and_then(Value::as_i64)

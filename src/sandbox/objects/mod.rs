@@ -3,8 +3,8 @@
 //! metadata the server owns (`uid`, `resourceVersion`, `generation`, timestamps).
 
 pub mod create;
-pub mod delete;
 mod defaults;
+pub mod delete;
 pub mod update;
 mod validate;
 
@@ -58,13 +58,18 @@ pub fn present(obj: &Value, res: &ResourceInfo) -> Value {
 fn spec_finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/spec/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// Deleting, and nothing holds it any more: the object goes away now.
 fn ready_to_remove(obj: &Value, res: &ResourceInfo) -> bool {
-    let namespace_held = res.group.is_empty() && res.kind == "Namespace" && !spec_finalizers(obj).is_empty();
+    let namespace_held =
+        res.group.is_empty() && res.kind == "Namespace" && !spec_finalizers(obj).is_empty();
     meta::is_deleting(obj) && meta::finalizers(obj).is_empty() && !namespace_held
 }
 
@@ -78,7 +83,10 @@ fn commit(state: &mut State, res: &ResourceInfo, obj: Value, opts: &WriteOptions
     let stored = if ready_to_remove(&obj, res) {
         let ns = meta::namespace(&obj).unwrap_or_default().to_string();
         let name = meta::name(&obj).unwrap_or_default().to_string();
-        state.store.remove(&gr, &ns, &name).unwrap_or_else(|| Arc::new(obj))
+        state
+            .store
+            .remove(&gr, &ns, &name)
+            .unwrap_or_else(|| Arc::new(obj))
     } else {
         state.store.put(&gr, obj)
     };
@@ -89,7 +97,10 @@ fn commit(state: &mut State, res: &ResourceInfo, obj: Value, opts: &WriteOptions
 /// `apiVersion`/`kind` in a request body must name the resource it is sent to.
 fn check_type(obj: &Value, res: &ResourceInfo) -> Result<(), ApiError> {
     if !obj.is_object() {
-        return Err(ApiError::bad_request(format!("the body of a {} request must be a JSON object", res.kind)));
+        return Err(ApiError::bad_request(format!(
+            "the body of a {} request must be a JSON object",
+            res.kind
+        )));
     }
     if let Some(kind) = obj.get("kind").and_then(Value::as_str)
         && kind != res.kind
@@ -140,8 +151,14 @@ mod tests {
 
     #[test]
     fn present_puts_type_first_and_rewrites_version() {
-        let res = crate::sandbox::resources::builtins().into_iter().find(|r| r.kind == "Deployment").unwrap();
-        let out = present(&json!({"metadata": {"name": "x"}, "apiVersion": "apps/v1beta1"}), &res);
+        let res = crate::sandbox::resources::builtins()
+            .into_iter()
+            .find(|r| r.kind == "Deployment")
+            .unwrap();
+        let out = present(
+            &json!({"metadata": {"name": "x"}, "apiVersion": "apps/v1beta1"}),
+            &res,
+        );
         let keys: Vec<_> = out.as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["apiVersion", "kind", "metadata"]);
         assert_eq!(out["apiVersion"], "apps/v1");

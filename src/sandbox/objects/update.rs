@@ -34,7 +34,11 @@ pub fn update(
     opts: &WriteOptions,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(&new, res)?;
-    let ns = if res.namespaced { path_ns.unwrap_or_default() } else { "" };
+    let ns = if res.namespaced {
+        path_ns.unwrap_or_default()
+    } else {
+        ""
+    };
     if let Some(body_name) = meta::name(&new)
         && body_name != name
     {
@@ -99,7 +103,10 @@ fn merge_part(current: &Value, mut new: Value, part: Part, res: &ResourceInfo) -
         }
         Part::Finalize => {
             let mut next = current.clone();
-            let fins = new.pointer("/spec/finalizers").cloned().unwrap_or(Value::Array(Vec::new()));
+            let fins = new
+                .pointer("/spec/finalizers")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new()));
             if !next.get("spec").is_some_and(Value::is_object) {
                 next["spec"] = serde_json::json!({});
             }
@@ -158,12 +165,20 @@ fn carry_managed_fields(from: &Value, to: &mut Value) {
 }
 
 /// No finalizer may be added once deletion has started.
-fn check_finalizers(current: &Value, next: &Value, res: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+fn check_finalizers(
+    current: &Value,
+    next: &Value,
+    res: &ResourceInfo,
+    name: &str,
+) -> Result<(), ApiError> {
     if !meta::is_deleting(current) {
         return Ok(());
     }
     let old = meta::finalizers(current);
-    let added: Vec<String> = meta::finalizers(next).into_iter().filter(|f| !old.contains(f)).collect();
+    let added: Vec<String> = meta::finalizers(next)
+        .into_iter()
+        .filter(|f| !old.contains(f))
+        .collect();
     if added.is_empty() {
         return Ok(());
     }
@@ -171,6 +186,8 @@ fn check_finalizers(current: &Value, next: &Value, res: &ResourceInfo, name: &st
         res,
         name,
         "metadata.finalizers",
-        &format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+        &format!(
+            "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+        ),
     ))
 }

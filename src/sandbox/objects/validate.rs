@@ -5,7 +5,8 @@ use crate::sandbox::resources::ResourceInfo;
 
 fn dns_label(s: &str) -> bool {
     (1..=63).contains(&s.len())
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -18,19 +19,34 @@ fn dns_subdomain(s: &str) -> bool {
 /// everything else a DNS subdomain.
 pub fn name(res: &ResourceInfo, name: &str) -> Result<(), ApiError> {
     let (ok, rule) = if res.group.is_empty() && res.kind == "Namespace" {
-        (dns_label(name), "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character")
+        (
+            dns_label(name),
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+        )
     } else if res.group == "rbac.authorization.k8s.io" {
         (
-            !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('%'),
+            !name.is_empty()
+                && name != "."
+                && name != ".."
+                && !name.contains('/')
+                && !name.contains('%'),
             "may not be '.' or '..' and may not contain '/' or '%'",
         )
     } else {
-        (dns_subdomain(name), "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")
+        (
+            dns_subdomain(name),
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+        )
     };
     if ok {
         Ok(())
     } else {
-        Err(ApiError::invalid(res, name, "metadata.name", &format!("Invalid value: \"{name}\": {rule}")))
+        Err(ApiError::invalid(
+            res,
+            name,
+            "metadata.name",
+            &format!("Invalid value: \"{name}\": {rule}"),
+        ))
     }
 }
 
