@@ -5,8 +5,8 @@ mod apiserver_common;
 
 use apiserver_common::{code, eventually, status};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::Resource;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use olm_rs::sandbox::ApiServer;
 use serde_json::json;
 
@@ -24,7 +24,10 @@ async fn gone<K>(api: &Api<K>, name: &str)
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    eventually(&format!("{name} deleted"), || async { (code(api.get(name).await) == 404).then_some(()) }).await;
+    eventually(&format!("{name} deleted"), || async {
+        (code(api.get(name).await) == 404).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -36,17 +39,26 @@ async fn finalizers_hold_an_object_until_removed() {
     cms.create(&PostParams::default(), &held).await.unwrap();
 
     let deleted = cms.delete("held", &DeleteParams::default()).await.unwrap();
-    let pending = deleted.left().expect("the object comes back while it is held");
+    let pending = deleted
+        .left()
+        .expect("the object comes back while it is held");
     assert!(pending.metadata.deletion_timestamp.is_some());
     let still = cms.get("held").await.unwrap();
     assert!(still.metadata.deletion_timestamp.is_some());
 
     // No new finalizers once deletion started.
-    let add = Patch::Merge(json!({"metadata": {"finalizers": ["example.com/cleanup", "example.com/more"]}}));
-    assert_eq!(code(cms.patch("held", &PatchParams::default(), &add).await), 422);
+    let add = Patch::Merge(
+        json!({"metadata": {"finalizers": ["example.com/cleanup", "example.com/more"]}}),
+    );
+    assert_eq!(
+        code(cms.patch("held", &PatchParams::default(), &add).await),
+        422
+    );
 
     let clear = Patch::Merge(json!({"metadata": {"finalizers": null}}));
-    cms.patch("held", &PatchParams::default(), &clear).await.unwrap();
+    cms.patch("held", &PatchParams::default(), &clear)
+        .await
+        .unwrap();
     assert_eq!(code(cms.get("held").await), 404);
 }
 
@@ -56,12 +68,19 @@ async fn delete_preconditions_guard_against_races() {
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
     cms.create(&PostParams::default(), &cm("a")).await.unwrap();
     let dp = DeleteParams {
-        preconditions: Some(kube::api::Preconditions { uid: Some("not-the-uid".into()), resource_version: None }),
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("not-the-uid".into()),
+            resource_version: None,
+        }),
         ..Default::default()
     };
     let err = status(cms.delete("a", &dp).await);
     assert_eq!(err.code, 409);
-    assert!(err.message.contains("Precondition failed"), "{}", err.message);
+    assert!(
+        err.message.contains("Precondition failed"),
+        "{}",
+        err.message
+    );
 }
 
 #[tokio::test]
@@ -70,17 +89,36 @@ async fn background_deletion_removes_dependents_after_the_owner() {
     let client = server.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let secrets: Api<Secret> = Api::default_namespaced(client.clone());
-    let owner = cms.create(&PostParams::default(), &cm("owner")).await.unwrap();
-    let other = cms.create(&PostParams::default(), &cm("other")).await.unwrap();
-    secrets.create(&PostParams::default(), &owned_by("child", &owner, false)).await.unwrap();
+    let owner = cms
+        .create(&PostParams::default(), &cm("owner"))
+        .await
+        .unwrap();
+    let other = cms
+        .create(&PostParams::default(), &cm("other"))
+        .await
+        .unwrap();
+    secrets
+        .create(&PostParams::default(), &owned_by("child", &owner, false))
+        .await
+        .unwrap();
     // A dependent with a second, surviving owner only loses the reference.
     let mut shared = owned_by("shared", &owner, false);
     let mut second = other.controller_owner_ref(&()).unwrap();
     second.controller = Some(false);
-    shared.metadata.owner_references.as_mut().unwrap().push(second);
-    secrets.create(&PostParams::default(), &shared).await.unwrap();
+    shared
+        .metadata
+        .owner_references
+        .as_mut()
+        .unwrap()
+        .push(second);
+    secrets
+        .create(&PostParams::default(), &shared)
+        .await
+        .unwrap();
 
-    cms.delete("owner", &DeleteParams::background()).await.unwrap();
+    cms.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
     assert_eq!(code(cms.get("owner").await), 404, "the owner goes first");
     gone(&secrets, "child").await;
     let shared = eventually("dangling reference dropped", || async {
@@ -97,25 +135,49 @@ async fn foreground_deletion_waits_for_blocking_dependents() {
     let client = server.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let secrets: Api<Secret> = Api::default_namespaced(client.clone());
-    let owner = cms.create(&PostParams::default(), &cm("owner")).await.unwrap();
+    let owner = cms
+        .create(&PostParams::default(), &cm("owner"))
+        .await
+        .unwrap();
     let mut child = owned_by("child", &owner, true);
     child.metadata.finalizers = Some(vec!["example.com/slow".into()]);
-    secrets.create(&PostParams::default(), &child).await.unwrap();
+    secrets
+        .create(&PostParams::default(), &child)
+        .await
+        .unwrap();
 
-    cms.delete("owner", &DeleteParams::foreground()).await.unwrap();
+    cms.delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
     let owner = cms.get("owner").await.unwrap();
     assert!(owner.metadata.deletion_timestamp.is_some());
-    assert!(owner.metadata.finalizers.unwrap().contains(&"foregroundDeletion".to_string()));
+    assert!(
+        owner
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_string())
+    );
     let child = eventually("child marked for deletion", || async {
         let c = secrets.get("child").await.ok()?;
         c.metadata.deletion_timestamp.is_some().then_some(c)
     })
     .await;
-    assert!(cms.get("owner").await.is_ok(), "the owner waits for its blocking dependent");
+    assert!(
+        cms.get("owner").await.is_ok(),
+        "the owner waits for its blocking dependent"
+    );
 
     let mut c = child;
-    c.metadata.finalizers.as_mut().unwrap().retain(|f| f != "example.com/slow");
-    secrets.replace("child", &PostParams::default(), &c).await.unwrap();
+    c.metadata
+        .finalizers
+        .as_mut()
+        .unwrap()
+        .retain(|f| f != "example.com/slow");
+    secrets
+        .replace("child", &PostParams::default(), &c)
+        .await
+        .unwrap();
     gone(&secrets, "child").await;
     gone(&cms, "owner").await;
 }
@@ -126,9 +188,18 @@ async fn orphan_deletion_keeps_dependents_without_the_reference() {
     let client = server.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let secrets: Api<Secret> = Api::default_namespaced(client.clone());
-    let owner = cms.create(&PostParams::default(), &cm("owner")).await.unwrap();
-    secrets.create(&PostParams::default(), &owned_by("child", &owner, true)).await.unwrap();
-    let dp = DeleteParams { propagation_policy: Some(PropagationPolicy::Orphan), ..Default::default() };
+    let owner = cms
+        .create(&PostParams::default(), &cm("owner"))
+        .await
+        .unwrap();
+    secrets
+        .create(&PostParams::default(), &owned_by("child", &owner, true))
+        .await
+        .unwrap();
+    let dp = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Orphan),
+        ..Default::default()
+    };
     cms.delete("owner", &dp).await.unwrap();
     gone(&cms, "owner").await;
     let child = secrets.get("child").await.unwrap();
@@ -141,13 +212,21 @@ async fn deleting_a_namespace_deletes_its_content_then_itself() {
     let server = ApiServer::new();
     let client = server.client();
     let nss: Api<Namespace> = Api::all(client.clone());
-    nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap())
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "team");
+    eventually("default ServiceAccount", || async {
+        sas.get("default").await.ok()
+    })
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+    cms.create(&PostParams::default(), &cm("plain"))
         .await
         .unwrap();
-    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "team");
-    eventually("default ServiceAccount", || async { sas.get("default").await.ok() }).await;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
-    cms.create(&PostParams::default(), &cm("plain")).await.unwrap();
     let mut held = cm("held");
     held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     cms.create(&PostParams::default(), &held).await.unwrap();
@@ -162,14 +241,32 @@ async fn deleting_a_namespace_deletes_its_content_then_itself() {
     gone(&sas, "default").await;
     // The finalizer of the held object keeps the namespace Terminating.
     assert!(nss.get("team").await.is_ok());
-    assert!(cms.get("held").await.unwrap().metadata.deletion_timestamp.is_some());
+    assert!(
+        cms.get("held")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
 
-    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    gone(&nss, "team").await;
+    let left = Api::<ConfigMap>::all(client)
+        .list(&ListParams::default())
         .await
         .unwrap();
-    gone(&nss, "team").await;
-    let left = Api::<ConfigMap>::all(client).list(&ListParams::default()).await.unwrap();
-    assert!(left.items.iter().all(|c| c.metadata.namespace.as_deref() != Some("team")));
+    assert!(
+        left.items
+            .iter()
+            .all(|c| c.metadata.namespace.as_deref() != Some("team"))
+    );
 }
 
 #[tokio::test]
@@ -181,7 +278,19 @@ async fn delete_collection_honours_selectors() {
         c.metadata.labels = Some([("team".to_string(), team.to_string())].into());
         cms.create(&PostParams::default(), &c).await.unwrap();
     }
-    cms.delete_collection(&DeleteParams::default(), &ListParams::default().labels("team=x")).await.unwrap();
-    let left: Vec<_> = cms.list(&ListParams::default()).await.unwrap().items.into_iter().map(|c| c.metadata.name.unwrap()).collect();
+    cms.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("team=x"),
+    )
+    .await
+    .unwrap();
+    let left: Vec<_> = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|c| c.metadata.name.unwrap())
+        .collect();
     assert_eq!(left, ["c"]);
 }

@@ -34,7 +34,7 @@
 //!   request, failed) Deployment would get, and marks APIServices Available when their Service
 //!   exists; nothing is proxied to aggregated API servers;
 //! - no schema validation of objects (types, required fields, CEL), no conversion webhooks,
-//!   no OpenAPI documents (`/openapi/*` answers 404), no protobuf, no `exec`/`logs`/`proxy`.
+//!   no OpenAPI schemas (`/openapi/v3` lists PATCH operations only, `/openapi/v2` is 404), no protobuf, no `exec`/`logs`/`proxy`.
 
 mod conditions;
 mod controllers;
@@ -49,6 +49,7 @@ mod kubeconfig;
 mod meta;
 mod namespaces;
 mod objects;
+mod openapi;
 pub mod patch;
 mod resources;
 mod selectors;

@@ -72,6 +72,8 @@ impl ResourceInfo {
 const NS: u8 = 1;
 const STATUS: u8 = 2;
 const GEN: u8 = 4;
+/// In kubectl's `all` category.
+const ALL: u8 = 8;
 
 struct Builtin {
     group: &'static str,
@@ -105,205 +107,34 @@ const fn b(
 }
 
 /// The built-in kinds OLM reads or writes (plus the kinds a bundle may carry).
+#[rustfmt::skip]
 const BUILTINS: &[Builtin] = &[
-    b(
-        "",
-        "v1",
-        "Namespace",
-        "namespaces",
-        STATUS,
-        &["ns"],
-        &[("Status", "string", ".status.phase")],
-    ),
-    b(
-        "",
-        "v1",
-        "ServiceAccount",
-        "serviceaccounts",
-        NS,
-        &["sa"],
-        &[],
-    ),
-    b(
-        "",
-        "v1",
-        "Secret",
-        "secrets",
-        NS,
-        &[],
-        &[("Type", "string", ".type")],
-    ),
+    b("", "v1", "Namespace", "namespaces", STATUS, &["ns"], &[("Status", "string", ".status.phase")]),
+    b("", "v1", "ServiceAccount", "serviceaccounts", NS, &["sa"], &[]),
+    b("", "v1", "Secret", "secrets", NS, &[], &[("Type", "string", ".type")]),
     b("", "v1", "ConfigMap", "configmaps", NS, &["cm"], &[]),
-    b(
-        "",
-        "v1",
-        "Service",
-        "services",
-        NS | STATUS,
-        &["svc"],
-        &[
-            ("Type", "string", ".spec.type"),
-            ("Cluster-IP", "string", ".spec.clusterIP"),
-        ],
-    ),
-    b(
-        "",
-        "v1",
-        "Pod",
-        "pods",
-        NS | STATUS,
-        &["po"],
-        &[("Status", "string", ".status.phase")],
-    ),
-    b(
-        "",
-        "v1",
-        "Event",
-        "events",
-        NS,
-        &["ev"],
-        &[
-            ("Type", "string", ".type"),
-            ("Reason", "string", ".reason"),
-            ("Message", "string", ".message"),
-        ],
-    ),
-    b(
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        NS | STATUS | GEN,
-        &["deploy"],
-        &[
-            ("Up-to-date", "integer", ".status.updatedReplicas"),
-            ("Available", "integer", ".status.availableReplicas"),
-        ],
-    ),
-    b(
-        "apps",
-        "v1",
-        "ReplicaSet",
-        "replicasets",
-        NS | STATUS | GEN,
-        &["rs"],
-        &[],
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "Role",
-        "roles",
-        NS,
-        &[],
-        &[],
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "RoleBinding",
-        "rolebindings",
-        NS,
-        &[],
-        &[],
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRole",
-        "clusterroles",
-        0,
-        &[],
-        &[],
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        0,
-        &[],
-        &[],
-    ),
-    b(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        STATUS | GEN,
-        &["crd", "crds"],
-        &[],
-    ),
-    b(
-        "apiregistration.k8s.io",
-        "v1",
-        "APIService",
-        "apiservices",
-        STATUS | GEN,
-        &[],
-        &[
-            ("Service", "string", ".spec.service.name"),
-            ("Available", "string", ".status.conditions[0].status"),
-        ],
-    ),
-    b(
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingWebhookConfiguration",
-        "validatingwebhookconfigurations",
-        GEN,
-        &[],
-        &[],
-    ),
-    b(
-        "admissionregistration.k8s.io",
-        "v1",
-        "MutatingWebhookConfiguration",
-        "mutatingwebhookconfigurations",
-        GEN,
-        &[],
-        &[],
-    ),
-    b(
-        "coordination.k8s.io",
-        "v1",
-        "Lease",
-        "leases",
-        NS,
-        &[],
-        &[("Holder", "string", ".spec.holderIdentity")],
-    ),
-    b(
-        "events.k8s.io",
-        "v1",
-        "Event",
-        "events",
-        NS,
-        &["ev"],
-        &[
-            ("Type", "string", ".type"),
-            ("Reason", "string", ".reason"),
-            ("Note", "string", ".note"),
-        ],
-    ),
-    b(
-        "policy",
-        "v1",
-        "PodDisruptionBudget",
-        "poddisruptionbudgets",
-        NS | STATUS | GEN,
-        &["pdb"],
-        &[],
-    ),
-    b(
-        "scheduling.k8s.io",
-        "v1",
-        "PriorityClass",
-        "priorityclasses",
-        0,
-        &["pc"],
-        &[("Value", "integer", ".value")],
-    ),
+    b("", "v1", "Service", "services", NS | STATUS | ALL, &["svc"],
+      &[("Type", "string", ".spec.type"), ("Cluster-IP", "string", ".spec.clusterIP")]),
+    b("", "v1", "Pod", "pods", NS | STATUS | ALL, &["po"], &[("Status", "string", ".status.phase")]),
+    b("", "v1", "Event", "events", NS, &["ev"],
+      &[("Type", "string", ".type"), ("Reason", "string", ".reason"), ("Message", "string", ".message")]),
+    b("apps", "v1", "Deployment", "deployments", NS | STATUS | GEN | ALL, &["deploy"],
+      &[("Up-to-date", "integer", ".status.updatedReplicas"), ("Available", "integer", ".status.availableReplicas")]),
+    b("apps", "v1", "ReplicaSet", "replicasets", NS | STATUS | GEN | ALL, &["rs"], &[]),
+    b("rbac.authorization.k8s.io", "v1", "Role", "roles", NS, &[], &[]),
+    b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", NS, &[], &[]),
+    b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", 0, &[], &[]),
+    b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", 0, &[], &[]),
+    b("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", STATUS | GEN, &["crd", "crds"], &[]),
+    b("apiregistration.k8s.io", "v1", "APIService", "apiservices", STATUS | GEN, &[],
+      &[("Service", "string", ".spec.service.name"), ("Available", "string", ".status.conditions[?(@.type==\"Available\")].status")]),
+    b("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", GEN, &[], &[]),
+    b("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", GEN, &[], &[]),
+    b("coordination.k8s.io", "v1", "Lease", "leases", NS, &[], &[("Holder", "string", ".spec.holderIdentity")]),
+    b("events.k8s.io", "v1", "Event", "events", NS, &["ev"],
+      &[("Type", "string", ".type"), ("Reason", "string", ".reason"), ("Note", "string", ".note")]),
+    b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", NS | STATUS | GEN, &["pdb"], &[]),
+    b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", 0, &["pc"], &[("Value", "integer", ".value")]),
 ];
 
 /// The built-in resources, in discovery order.
@@ -321,7 +152,11 @@ pub fn builtins() -> Vec<Arc<ResourceInfo>> {
                 status_subresource: e.flags & STATUS != 0,
                 tracks_generation: e.flags & GEN != 0,
                 short_names: e.short_names.iter().map(|s| s.to_string()).collect(),
-                categories: Vec::new(),
+                categories: if e.flags & ALL != 0 {
+                    vec!["all".to_string()]
+                } else {
+                    Vec::new()
+                },
                 columns: e
                     .columns
                     .iter()

@@ -19,6 +19,12 @@ pub async fn read(body: Body) -> Result<bytes::Bytes, ApiError> {
 
 /// Decodes a JSON body, or YAML when the content type says so.
 pub fn decode(bytes: &[u8], content_type: Option<&str>) -> Result<Value, ApiError> {
+    if let Some(binary) = content_type.filter(|c| c.contains("protobuf") || c.contains("cbor")) {
+        // kubectl's `create <generator>` commands send protobuf; only `-f`/`apply` (JSON) work.
+        return Err(ApiError::unsupported_media_type(format!(
+            "the olm-rs sandbox accepts JSON and YAML request bodies only, not {binary}"
+        )));
+    }
     let yaml = content_type.is_some_and(|c| c.contains("yaml"));
     if yaml {
         serde_yaml_ng::from_slice(bytes)

@@ -14,9 +14,9 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use http::header;
 
-use super::discovery;
 use super::error::ApiError;
 use super::server::ApiServer;
+use super::{discovery, openapi};
 use route::{Format, Query, Route};
 
 pub fn router(server: ApiServer) -> Router {
@@ -50,7 +50,14 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
             );
             resp
         }
-        Route::OpenApi => response::error(&ApiError::no_route(&path)),
+        Route::OpenApiUnserved => response::error(&ApiError::no_route(&path)),
+        Route::OpenApiRoot => response::json(200, &openapi::root(&resources())),
+        Route::OpenApiGroupVersion { group, version } => {
+            match openapi::group_version(&resources(), &group, &version) {
+                Some(doc) => response::json(200, &doc),
+                None => response::error(&ApiError::no_route(&path)),
+            }
+        }
         Route::CoreVersions if format == Format::AggregatedDiscovery => response::json_with_type(
             200,
             &discovery::aggregated(&resources(), true),

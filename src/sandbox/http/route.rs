@@ -31,8 +31,15 @@ pub enum Route {
         group: String,
         version: String,
     },
-    /// `/openapi/v2`, `/openapi/v3…`: not served (clients fall back to no schema).
-    OpenApi,
+    /// `/openapi/v3`
+    OpenApiRoot,
+    /// `/openapi/v3/api/v1`, `/openapi/v3/apis/{group}/{version}`
+    OpenApiGroupVersion {
+        group: String,
+        version: String,
+    },
+    /// Any other `/openapi/…` path (v2): not served.
+    OpenApiUnserved,
     Resource(ResourcePath),
 }
 
@@ -42,7 +49,16 @@ pub fn parse(path: &str) -> Option<Route> {
     match segs.as_slice() {
         ["version"] => Some(Route::Version),
         ["healthz" | "livez" | "readyz", ..] => Some(Route::Health),
-        ["openapi", ..] => Some(Route::OpenApi),
+        ["openapi", "v3"] => Some(Route::OpenApiRoot),
+        ["openapi", "v3", "api", version] => Some(Route::OpenApiGroupVersion {
+            group: String::new(),
+            version: version.to_string(),
+        }),
+        ["openapi", "v3", "apis", group, version] => Some(Route::OpenApiGroupVersion {
+            group: group.to_string(),
+            version: version.to_string(),
+        }),
+        ["openapi", ..] => Some(Route::OpenApiUnserved),
         ["api"] => Some(Route::CoreVersions),
         ["apis"] => Some(Route::Groups),
         ["api", version] => Some(Route::GroupVersion {
