@@ -289,3 +289,45 @@ async fn wrong_kind_or_name_in_body_is_a_bad_request() {
     c.metadata.namespace = Some("default".into());
     assert_eq!(code(other_ns.create(&PostParams::default(), &c).await), 400);
 }
+
+#[tokio::test]
+async fn events_recorded_through_events_k8s_io_are_core_events_too() {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    use k8s_openapi::api::events::v1::Event;
+    let server = quiet();
+    let client = server.client();
+    let new_events: Api<Event> = Api::default_namespaced(client.clone());
+    let ev = json!({
+        "metadata": {"name": "csv.1"},
+        "eventTime": "2024-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "ClusterServiceVersion", "name": "etcd", "namespace": "default"},
+        "note": "install strategy completed", "reason": "InstallSucceeded", "type": "Normal",
+        "action": "Install", "reportingController": "olm-rs", "reportingInstance": "olm-rs-0"
+    });
+    new_events
+        .create(&PostParams::default(), &serde_json::from_value(ev).unwrap())
+        .await
+        .unwrap();
+    let core: Api<CoreEvent> = Api::default_namespaced(client);
+    let listed = core
+        .list(&ListParams::default().fields("involvedObject.name=etcd"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    let e = &listed.items[0];
+    assert_eq!(
+        (e.message.as_deref(), e.involved_object.kind.as_deref()),
+        (
+            Some("install strategy completed"),
+            Some("ClusterServiceVersion")
+        )
+    );
+    let back = new_events
+        .list(&ListParams::default().fields("regarding.name=etcd"))
+        .await
+        .unwrap();
+    assert_eq!(
+        back.items[0].note.as_deref(),
+        Some("install strategy completed")
+    );
+}

@@ -294,3 +294,13 @@ async fn delete_collection_honours_selectors() {
         .collect();
     assert_eq!(left, ["c"]);
 }
+
+#[tokio::test]
+async fn the_system_namespaces_cannot_be_deleted() {
+    let server = ApiServer::new();
+    let nss: Api<Namespace> = Api::all(server.client());
+    for ns in ["default", "kube-system", "kube-public"] {
+        let err = status(nss.delete(ns, &DeleteParams::default()).await);
+        assert_eq!(err.code, 403, "{ns}");
+    }
+}

@@ -38,6 +38,7 @@
 
 mod conditions;
 mod controllers;
+mod conversion;
 mod crd_controller;
 mod crd_registry;
 mod crd_schema;

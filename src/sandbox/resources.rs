@@ -56,11 +56,10 @@ impl ResourceInfo {
         }
     }
 
+    /// Where objects of this resource are stored (shared by all versions, and by
+    /// `events.k8s.io` Events with `v1` Events; see `conversion`).
     pub fn group_resource(&self) -> GroupResource {
-        GroupResource {
-            group: self.group.clone(),
-            resource: self.plural.clone(),
-        }
+        super::conversion::storage_key(&self.group, &self.plural)
     }
 
     pub fn list_kind(&self) -> String {

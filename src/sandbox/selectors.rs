@@ -209,7 +209,8 @@ impl FieldSelector {
             if !known {
                 return Err(format!("field label not supported: {field}"));
             }
-            reqs.push((field.to_string(), eq, value.trim().to_string()));
+            let stored = super::conversion::storage_field_path(res, field);
+            reqs.push((stored, eq, value.trim().to_string()));
         }
         Ok(FieldSelector(reqs))
     }

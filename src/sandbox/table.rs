@@ -40,7 +40,7 @@ fn age_column() -> PrinterColumn {
 /// does); everything else ends with AGE.
 fn columns(res: &ResourceInfo) -> Vec<PrinterColumn> {
     let mut cols = res.columns.clone();
-    if !(res.custom && !cols.is_empty()) {
+    if !res.custom || cols.is_empty() {
         cols.push(age_column());
     }
     cols
@@ -222,7 +222,7 @@ fn index(cur: &Value, inner: &str) -> Option<Value> {
         .find(|item| {
             eval_json_path(item, &format!(".{field}")).is_some_and(|v| match v {
                 Value::String(s) => s == want,
-                other => other.to_string() == want,
+                other => other.to_string().as_str() == want,
             })
         })
         .cloned()

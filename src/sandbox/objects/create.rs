@@ -27,10 +27,11 @@ pub fn create(
     state: &mut State,
     res: &ResourceInfo,
     path_ns: Option<&str>,
-    mut obj: Value,
+    obj: Value,
     opts: &WriteOptions,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(&obj, res)?;
+    let mut obj = crate::sandbox::conversion::to_storage(obj, res);
     let ns = target_namespace(res, path_ns, &obj)?;
     let name = pick_name(state, res, &ns, &obj)?;
     validate::name(res, &name)?;
@@ -71,8 +72,9 @@ pub fn create(
         m.insert("generation".into(), Value::from(1));
     }
     if let Value::Object(root) = &mut obj {
-        root.insert("apiVersion".into(), Value::String(res.api_version()));
-        root.insert("kind".into(), Value::String(res.kind.clone()));
+        let (api_version, kind) = crate::sandbox::conversion::storage_type(res);
+        root.insert("apiVersion".into(), Value::String(api_version));
+        root.insert("kind".into(), Value::String(kind));
         if res.status_subresource {
             root.shift_remove("status");
         }

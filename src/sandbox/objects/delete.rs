@@ -16,6 +16,8 @@ use crate::sandbox::state::State;
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 pub const ORPHAN_FINALIZER: &str = "orphan";
 
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Propagation {
     Background,
@@ -55,6 +57,13 @@ pub fn delete(
     } else {
         ""
     };
+    let is_namespace = res.group.is_empty() && res.kind == "Namespace";
+    if is_namespace && IMMORTAL_NAMESPACES.contains(&name) {
+        // The NamespaceLifecycle admission plugin's rule.
+        return Err(ApiError::forbidden(format!(
+            "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+        )));
+    }
     let Some(current) = state.store.get(&res.group_resource(), ns, name).cloned() else {
         return Err(ApiError::not_found(res, name));
     };
@@ -105,7 +114,6 @@ pub fn delete(
         return Ok(commit(state, res, next, &opts.write));
     }
 
-    let is_namespace = res.group.is_empty() && res.kind == "Namespace";
     if is_namespace {
         next["status"]["phase"] = Value::String("Terminating".into());
     }

@@ -41,7 +41,7 @@ pub enum Part {
 
 /// The object as served at `res`'s version: stored once, `apiVersion` rewritten on read.
 pub fn present(obj: &Value, res: &ResourceInfo) -> Value {
-    let mut out = obj.clone();
+    let mut out = super::conversion::from_storage(obj, res);
     if let Value::Object(map) = &mut out {
         map.shift_remove("apiVersion");
         map.shift_remove("kind");
@@ -123,15 +123,19 @@ fn check_type(obj: &Value, res: &ResourceInfo) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The parts of an object that count as its spec for `metadata.generation`.
-fn spec_part<'a>(obj: &'a Value, res: &ResourceInfo) -> Vec<(&'a String, &'a Value)> {
+/// The parts of an object that count as its spec for `metadata.generation` (compared as a map,
+/// so key order does not matter).
+fn spec_part(obj: &Value, res: &ResourceInfo) -> serde_json::Map<String, Value> {
+    let counts = |k: &str| {
+        let server_side = matches!(k, "metadata" | "apiVersion" | "kind");
+        let status = res.status_subresource && k == "status";
+        !server_side && !status
+    };
     obj.as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "apiVersion" | "kind")
-                        && !(res.status_subresource && k.as_str() == "status")
-                })
+                .filter(|(k, _)| counts(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
         .unwrap_or_default()

@@ -34,6 +34,7 @@ pub fn update(
     opts: &WriteOptions,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(&new, res)?;
+    let new = crate::sandbox::conversion::to_storage(new, res);
     let ns = if res.namespaced {
         path_ns.unwrap_or_default()
     } else {
@@ -65,8 +66,9 @@ pub fn update(
 
     let mut next = merge_part(&current, new, part, res);
     if let Value::Object(root) = &mut next {
-        root.insert("apiVersion".into(), Value::String(res.api_version()));
-        root.insert("kind".into(), Value::String(res.kind.clone()));
+        let (api_version, kind) = crate::sandbox::conversion::storage_type(res);
+        root.insert("apiVersion".into(), Value::String(api_version));
+        root.insert("kind".into(), Value::String(kind));
     }
     defaults::apply(state, res, &mut next, Some(&current));
     apply_schema(&mut next, res);
