@@ -193,3 +193,133 @@ fn check_finalizers(
         ),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::objects::create;
+    use crate::sandbox::resources::ResourceInfo;
+    use serde_json::json;
+
+    fn custom_without_status() -> ResourceInfo {
+        ResourceInfo {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Thing".into(),
+            plural: "things".into(),
+            singular: "thing".into(),
+            namespaced: true,
+            status_subresource: false,
+            tracks_generation: true,
+            short_names: vec![],
+            categories: vec![],
+            columns: vec![],
+            schema: None,
+            custom: true,
+        }
+    }
+
+    fn setup() -> (State, ResourceInfo, Arc<Value>) {
+        let mut state = State::new(100);
+        let res = custom_without_status();
+        let obj = json!({"metadata": {"name": "t"}, "spec": {"a": 1, "b": 2}});
+        let created = create(
+            &mut state,
+            &res,
+            Some("default"),
+            obj,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        (state, res, created)
+    }
+
+    #[test]
+    fn reordered_keys_are_no_change() {
+        let (mut state, res, created) = setup();
+        let mut same = (*created).clone();
+        same["spec"] = json!({"b": 2, "a": 1});
+        let out = update(
+            &mut state,
+            &res,
+            Some("default"),
+            "t",
+            same,
+            Part::Main,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            Arc::ptr_eq(&out, &created),
+            "no new resourceVersion for a no-op"
+        );
+    }
+
+    #[test]
+    fn without_a_status_subresource_status_changes_bump_generation() {
+        let (mut state, res, created) = setup();
+        let mut next = (*created).clone();
+        next["status"] = json!({"phase": "Ready"});
+        let out = update(
+            &mut state,
+            &res,
+            Some("default"),
+            "t",
+            next,
+            Part::Main,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(meta::generation(&out), Some(2));
+        assert_eq!(out["status"]["phase"], "Ready");
+    }
+
+    #[test]
+    fn removing_the_last_finalizer_of_a_deleting_object_removes_it() {
+        let (mut state, res, created) = setup();
+        let mut held = (*created).clone();
+        meta::set_finalizers(&mut held, &["x".to_string()]);
+        update(
+            &mut state,
+            &res,
+            Some("default"),
+            "t",
+            held,
+            Part::Main,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        crate::sandbox::objects::delete(
+            &mut state,
+            &res,
+            Some("default"),
+            "t",
+            &Default::default(),
+        )
+        .unwrap();
+        let deleting = state
+            .store
+            .get(&res.group_resource(), "default", "t")
+            .unwrap()
+            .clone();
+        assert!(meta::is_deleting(&deleting));
+        let mut released = (*deleting).clone();
+        meta::set_finalizers(&mut released, &[]);
+        update(
+            &mut state,
+            &res,
+            Some("default"),
+            "t",
+            released,
+            Part::Main,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            state
+                .store
+                .get(&res.group_resource(), "default", "t")
+                .is_none()
+        );
+    }
+}
