@@ -137,14 +137,6 @@ impl ApiError {
         Self::plain(415, "UnsupportedMediaType", message)
     }
 
-    pub fn not_acceptable(message: impl Into<String>) -> Self {
-        Self::plain(406, "NotAcceptable", message)
-    }
-
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::plain(500, "InternalError", message)
-    }
-
     /// The `metav1.Status` object for this error.
     pub fn to_status(&self) -> Value {
         let mut status = json!({

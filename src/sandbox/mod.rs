@@ -43,7 +43,7 @@ mod crd_controller;
 mod crd_registry;
 mod crd_schema;
 mod discovery;
-pub mod error;
+mod error;
 mod gc;
 mod http;
 mod kubeconfig;
