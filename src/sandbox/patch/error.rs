@@ -14,9 +14,9 @@ pub struct FieldConflict {
 #[derive(Debug, thiserror::Error)]
 pub enum PatchError {
     /// The patch document is malformed or cannot be applied to this object (HTTP 422/400).
-    #[error("invalid patch: {0}")]
+    #[error("{0}")]
     Invalid(String),
-    /// A server-side apply touched fields owned by other managers (HTTP 409).
+    /// A server-side apply changed fields owned by other managers (HTTP 409).
     #[error("{}", conflict_message(.conflicts))]
     Conflict {
         /// Every conflicting field with its owner.
@@ -27,20 +27,68 @@ pub enum PatchError {
     UnsupportedMediaType(String),
 }
 
-/// The API server's wording: `Apply failed with 1 conflict: conflict with "kubectl" using
-/// apps/v1: .spec.replicas`; several conflicts are listed one per line.
+/// The API server's wording: `Apply failed with 1 conflict: conflict with "kubectl":
+/// .spec.replicas`, or for several, grouped by manager in name order:
+/// `Apply failed with 2 conflicts: conflicts with "a":\n- .x\nconflicts with "b":\n- .y`.
 fn conflict_message(conflicts: &[FieldConflict]) -> String {
-    match conflicts {
-        [one] => format!(
-            "Apply failed with 1 conflict: conflict with \"{}\": {}",
+    if let [one] = conflicts {
+        return format!(
+            "Apply failed with 1 conflict: conflict with {:?}: {}",
             one.manager, one.field
-        ),
-        many => {
-            let mut msg = format!("Apply failed with {} conflicts:", many.len());
-            for c in many {
-                msg.push_str(&format!(" conflict with \"{}\": {}\n", c.manager, c.field));
-            }
-            msg
+        );
+    }
+    let mut managers: Vec<&str> = conflicts.iter().map(|c| c.manager.as_str()).collect();
+    managers.sort_unstable();
+    managers.dedup();
+    let mut lines = Vec::new();
+    for manager in managers {
+        lines.push(format!("conflicts with {manager:?}:"));
+        for c in conflicts.iter().filter(|c| c.manager == manager) {
+            lines.push(format!("- {}", c.field));
         }
+    }
+    format!(
+        "Apply failed with {} conflicts: {}",
+        conflicts.len(),
+        lines.join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conflict(manager: &str, field: &str) -> FieldConflict {
+        FieldConflict {
+            field: field.into(),
+            manager: manager.into(),
+        }
+    }
+
+    #[test]
+    fn one_conflict_reads_like_the_api_server() {
+        let err = PatchError::Conflict {
+            conflicts: vec![conflict("kubectl", ".spec.replicas")],
+        };
+        assert_eq!(
+            err.to_string(),
+            "Apply failed with 1 conflict: conflict with \"kubectl\": .spec.replicas"
+        );
+    }
+
+    #[test]
+    fn several_conflicts_are_grouped_by_manager() {
+        let err = PatchError::Conflict {
+            conflicts: vec![
+                conflict("b", ".spec.paused"),
+                conflict("a", ".spec.replicas"),
+                conflict("b", ".spec.minReadySeconds"),
+            ],
+        };
+        assert_eq!(
+            err.to_string(),
+            "Apply failed with 3 conflicts: conflicts with \"a\":\n- .spec.replicas\n\
+             conflicts with \"b\":\n- .spec.paused\n- .spec.minReadySeconds"
+        );
     }
 }

@@ -22,3 +22,29 @@ pub fn apply_merge_patch(target: &mut Value, patch: &Value) {
         }
     }
 }
+
+/// The merge patch that turns `from` into `to`: `apply_merge_patch(from, diff) == to` for
+/// every `to` without `null` values (a merge patch cannot set a value to null).
+pub fn diff_merge_patch(from: &Value, to: &Value) -> Value {
+    match (from, to) {
+        (Value::Object(f), Value::Object(t)) => {
+            let mut patch = Map::new();
+            for key in f.keys().filter(|k| !t.contains_key(*k)) {
+                patch.insert(key.clone(), Value::Null);
+            }
+            for (key, tv) in t {
+                match f.get(key) {
+                    Some(fv) if fv == tv => {}
+                    Some(fv) => {
+                        patch.insert(key.clone(), diff_merge_patch(fv, tv));
+                    }
+                    None => {
+                        patch.insert(key.clone(), tv.clone());
+                    }
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => to.clone(),
+    }
+}

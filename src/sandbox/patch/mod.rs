@@ -5,15 +5,23 @@
 
 mod apply;
 mod error;
+mod fields_v1;
 mod json;
+mod managed_fields;
 mod merge;
 mod merge_keys;
 mod strategic;
+mod typed;
 
-pub use apply::{record_update, server_side_apply};
+#[cfg(test)]
+mod tests;
+
+pub use apply::{
+    record_status_update, record_update, server_side_apply, server_side_apply_status, strip_status,
+};
 pub use error::{FieldConflict, PatchError};
 pub use json::apply_json_patch;
-pub use merge::apply_merge_patch;
+pub use merge::{apply_merge_patch, diff_merge_patch};
 pub use strategic::{UNSUPPORTED_FOR_CUSTOM_RESOURCES, apply_strategic_merge_patch};
 
 /// The group, version and kind of the object being patched; decides the list strategies.
