@@ -277,3 +277,59 @@ async fn status_patches_touch_only_status() {
         .unwrap();
     assert_eq!(d.status.unwrap().replicas, Some(2));
 }
+
+#[tokio::test]
+async fn reapplying_the_same_configuration_changes_nothing() {
+    let server = quiet();
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let pp = PatchParams::apply("olm-rs");
+    let first = cms
+        .patch("ssa", &pp, &Patch::Apply(applied(json!({"a": "1"}))))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let again = cms
+        .patch("ssa", &pp, &Patch::Apply(applied(json!({"a": "1"}))))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version, first.metadata.resource_version,
+        "no new version, no watch event"
+    );
+    // A plain update by another client takes ownership of what it changed.
+    let mut edited = again.clone();
+    edited
+        .data
+        .as_mut()
+        .unwrap()
+        .insert("a".into(), "edited".into());
+    let edited = cms
+        .replace(
+            "ssa",
+            &PostParams {
+                field_manager: Some("editor".into()),
+                ..Default::default()
+            },
+            &edited,
+        )
+        .await
+        .unwrap();
+    let managers: Vec<_> = edited
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.manager.unwrap(), m.operation.unwrap()))
+        .collect();
+    assert!(
+        managers.contains(&("editor".to_string(), "Update".to_string())),
+        "{managers:?}"
+    );
+    assert_eq!(
+        code(
+            cms.patch("ssa", &pp, &Patch::Apply(applied(json!({"a": "1"}))))
+                .await
+        ),
+        409
+    );
+}

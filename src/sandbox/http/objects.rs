@@ -140,8 +140,13 @@ async fn update(ctx: &Ctx, name: &str, part: Part, body: Body) -> Result<Respons
             .store
             .get(&ctx.res.group_resource(), ns.unwrap_or_default(), name)
             .map(|o| objects::present(o, &ctx.res));
-        if old.is_some() {
-            patch_semantics::record_update(old.as_ref(), &mut obj, &manager, &meta::now_rfc3339());
+        let now = meta::now_rfc3339();
+        match (&old, part) {
+            (None, _) => {}
+            (Some(_), Part::Status) => {
+                patch_semantics::record_status_update(old.as_ref(), &mut obj, &manager, &now)
+            }
+            (Some(_), _) => patch_semantics::record_update(old.as_ref(), &mut obj, &manager, &now),
         }
         objects::update(s, &ctx.res, ns, name, obj, part, &opts)
     })?;

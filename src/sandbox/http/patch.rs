@@ -60,6 +60,29 @@ fn patch_error(err: PatchError, ctx: &Ctx, name: &str) -> ApiError {
     }
 }
 
+/// Server-side apply of `doc` to the part of the object the request addresses. Without a
+/// status subresource `status` belongs to the main resource, so it is applied there too.
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    ctx: &Ctx,
+    live: Option<&Value>,
+    doc: &Value,
+    manager: &str,
+    force: bool,
+    gvk: &GroupVersionKindRef,
+    now: &str,
+    part: Part,
+) -> Result<Value, PatchError> {
+    if part == Part::Status {
+        return patch::server_side_apply_status(live, doc, manager, force, gvk, now);
+    }
+    let main = patch::server_side_apply(live, doc, manager, force, gvk, now)?;
+    if ctx.res.status_subresource || doc.get("status").is_none() {
+        return Ok(main);
+    }
+    patch::server_side_apply_status(Some(&main), doc, manager, force, gvk, now)
+}
+
 pub async fn patch(ctx: &Ctx, name: &str, part: Part, body: Body) -> Result<Response, ApiError> {
     let kind = patch_type(ctx.content_type.as_deref())?;
     let bytes = body::read(body).await?;
@@ -110,15 +133,13 @@ pub async fn patch(ctx: &Ctx, name: &str, part: Part, body: Body) -> Result<Resp
             if kind != PatchType::Apply || part != Part::Main {
                 return Err(ApiError::not_found(&ctx.res, name));
             }
-            let mut fresh = patch::server_side_apply(None, &doc, &manager, force, &gvk, &now)
+            let mut fresh = apply(ctx, None, &doc, &manager, force, &gvk, &now, part)
                 .map_err(|e| patch_error(e, ctx, name))?;
             meta::set_str(&mut fresh, "name", name);
             return Ok((objects::create(s, &ctx.res, ns, fresh, &opts)?, true));
         };
         let mut next = match kind {
-            PatchType::Apply => {
-                patch::server_side_apply(Some(&live), &doc, &manager, force, &gvk, &now)
-            }
+            PatchType::Apply => apply(ctx, Some(&live), &doc, &manager, force, &gvk, &now, part),
             PatchType::Merge => {
                 let mut o = live.clone();
                 patch::apply_merge_patch(&mut o, &doc);
@@ -141,7 +162,10 @@ pub async fn patch(ctx: &Ctx, name: &str, part: Part, body: Body) -> Result<Resp
         }
         .map_err(|e| patch_error(e, ctx, name))?;
         if kind != PatchType::Apply {
-            patch::record_update(Some(&live), &mut next, &manager, &now);
+            match part {
+                Part::Status => patch::record_status_update(Some(&live), &mut next, &manager, &now),
+                _ => patch::record_update(Some(&live), &mut next, &manager, &now),
+            }
         }
         Ok((
             objects::update(s, &ctx.res, ns, name, next, part, &opts)?,

@@ -80,7 +80,9 @@ pub fn update(
     if let Some(rv) = meta::resource_version(&current) {
         meta::set_str(&mut next, "resourceVersion", rv);
     }
-    if next == *current {
+    if same_but_manager_times(&next, &current) {
+        // As the real server: a write whose only effect would be newer `managedFields`
+        // timestamps stores nothing (no new resourceVersion, no watch event).
         return Ok(current);
     }
     validate_kind(res, &next, name)?;
@@ -146,6 +148,20 @@ fn merge_part(current: &Value, mut new: Value, part: Part, res: &ResourceInfo) -
             new
         }
     }
+}
+
+fn without_manager_times(obj: &Value) -> Value {
+    let mut out = obj.clone();
+    if let Some(Value::Array(entries)) = out.pointer_mut("/metadata/managedFields") {
+        for e in entries.iter_mut().filter_map(Value::as_object_mut) {
+            e.shift_remove("time");
+        }
+    }
+    out
+}
+
+fn same_but_manager_times(a: &Value, b: &Value) -> bool {
+    a == b || without_manager_times(a) == without_manager_times(b)
 }
 
 fn keep_from(current: &Value, next: &mut Value, key: &str) {
@@ -253,6 +269,37 @@ mod tests {
             Arc::ptr_eq(&out, &created),
             "no new resourceVersion for a no-op"
         );
+    }
+
+    #[test]
+    fn a_write_that_only_moves_manager_timestamps_is_no_change() {
+        let (mut state, res, created) = setup();
+        let mut stamped = (*created).clone();
+        stamped["metadata"]["managedFields"] =
+            json!([{"manager": "m", "operation": "Update", "time": "2020-01-01T00:00:00Z"}]);
+        let first = update(
+            &mut state,
+            &res,
+            Some("default"),
+            "t",
+            stamped.clone(),
+            Part::Main,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        stamped["metadata"]["resourceVersion"] = first["metadata"]["resourceVersion"].clone();
+        stamped["metadata"]["managedFields"][0]["time"] = json!("2030-01-01T00:00:00Z");
+        let second = update(
+            &mut state,
+            &res,
+            Some("default"),
+            "t",
+            stamped,
+            Part::Main,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
     }
 
     #[test]
