@@ -33,8 +33,27 @@
 //!   simulator ([`WorkloadSimulator`], on by default) only writes the status a healthy (or, on
 //!   request, failed) Deployment would get, and marks APIServices Available when their Service
 //!   exists; nothing is proxied to aggregated API servers;
-//! - no schema validation of objects (types, required fields, CEL), no conversion webhooks,
-//!   no OpenAPI schemas (`/openapi/v3` lists PATCH operations only, `/openapi/v2` is 404), no protobuf, no `exec`/`logs`/`proxy`.
+//! - no schema validation of objects (types, required fields, CEL; `fieldValidation=Strict` is
+//!   accepted and ignored), no conversion webhooks, no OpenAPI schemas (`/openapi/v3` lists
+//!   PATCH operations only, `/openapi/v2` is 404), no protobuf or CBOR bodies (so
+//!   `kubectl create <kind> …` generators fail with 415; `kubectl apply/create -f` work), no
+//!   `exec`/`logs`/`proxy`/`scale`, no snapshot reads (`resourceVersionMatch=Exact` and paged
+//!   lists see the current state);
+//! - CRDs are served as soon as they are stored; their `Established` condition follows a moment
+//!   later, written by the built-in CRD controller, as on a real cluster.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use olm_rs::sandbox::{ApiServer, ApiServerOptions};
+//!
+//! let server = ApiServer::with_options(ApiServerOptions { simulate_workloads: false, ..Default::default() });
+//! let cms: kube::Api<ConfigMap> = kube::Api::default_namespaced(server.client());
+//! let listed = cms.list(&Default::default()).await?;
+//! let http = server.serve("127.0.0.1:0".parse()?).await?; // for kubectl
+//! std::fs::write("sandbox.kubeconfig", http.kubeconfig_yaml())?;
+//! # Ok(()) }
+//! ```
 
 mod conditions;
 mod controllers;
