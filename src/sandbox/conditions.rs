@@ -12,7 +12,6 @@ pub fn find<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
 }
 
-#[cfg(test)]
 pub fn status_of<'a>(obj: &'a Value, type_: &str) -> Option<&'a str> {
     find(obj, type_)?.get("status")?.as_str()
 }

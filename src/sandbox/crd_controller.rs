@@ -2,6 +2,8 @@
 //! `Established` (recording `storedVersions`), and on deletion remove all its objects before
 //! the CRD itself goes.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::conditions;
@@ -11,80 +13,83 @@ use super::objects::{self, DeleteOptions, Part, WriteOptions};
 use super::state::{State, crds_gr};
 
 pub fn sweep(state: &mut State) {
-    let crds: Vec<Value> = state
-        .store
-        .list(&crds_gr(), None)
-        .map(|c| (**c).clone())
-        .collect();
+    let crds: Vec<Arc<Value>> = state.store.list(&crds_gr(), None).cloned().collect();
     for crd in crds {
         if meta::is_deleting(&crd) {
             cleanup(state, &crd);
-        } else {
-            establish(state, crd);
+        } else if !established(&crd) {
+            establish(state, (*crd).clone());
         }
     }
 }
 
-fn establish(state: &mut State, crd: Value) {
-    let mut next = crd.clone();
+/// `spec.names` as accepted: singular and listKind filled in.
+fn accepted_names(crd: &Value) -> Value {
     let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
     let mut accepted = names.clone();
     if let Some(kind) = names["kind"].as_str() {
-        accepted["singular"] = json!(
-            names["singular"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| kind.to_ascii_lowercase())
-        );
-        accepted["listKind"] = json!(
-            names["listKind"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("{kind}List"))
-        );
+        let singular = names["singular"].as_str().map(str::to_string);
+        accepted["singular"] = json!(singular.unwrap_or_else(|| kind.to_ascii_lowercase()));
+        let list_kind = names["listKind"].as_str().map(str::to_string);
+        accepted["listKind"] = json!(list_kind.unwrap_or_else(|| format!("{kind}List")));
     }
-    if !next.get("status").is_some_and(Value::is_object) {
-        next["status"] = json!({});
+    accepted
+}
+
+fn storage_version(crd: &Value) -> Option<&str> {
+    crd.pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v["storage"].as_bool() == Some(true))?["name"]
+        .as_str()
+}
+
+/// Nothing for the controller to do (checked without copying the CRD, which can be large).
+fn established(crd: &Value) -> bool {
+    let stored = crd
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array);
+    let storage_recorded = storage_version(crd)
+        .is_none_or(|s| stored.is_some_and(|vs| vs.iter().any(|v| v.as_str() == Some(s))));
+    conditions::status_of(crd, "Established") == Some("True")
+        && conditions::status_of(crd, "NamesAccepted") == Some("True")
+        && crd.pointer("/status/acceptedNames") == Some(&accepted_names(crd))
+        && storage_recorded
+}
+
+fn establish(state: &mut State, mut crd: Value) {
+    let accepted = accepted_names(&crd);
+    let storage = storage_version(&crd).map(str::to_string);
+    if !crd.get("status").is_some_and(Value::is_object) {
+        crd["status"] = json!({});
     }
-    next["status"]["acceptedNames"] = accepted;
-    let mut stored: Vec<Value> = next
+    crd["status"]["acceptedNames"] = accepted;
+    let mut stored: Vec<Value> = crd
         .pointer("/status/storedVersions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let storage = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .and_then(|vs| {
-            vs.iter()
-                .find(|v| v["storage"].as_bool() == Some(true))
-                .and_then(|v| v["name"].as_str())
-                .map(str::to_string)
-        });
     if let Some(s) = storage
         && !stored.iter().any(|v| v.as_str() == Some(&s))
     {
         stored.push(json!(s));
     }
-    next["status"]["storedVersions"] = json!(stored);
+    crd["status"]["storedVersions"] = json!(stored);
     conditions::set(
-        &mut next,
+        &mut crd,
         "NamesAccepted",
         "True",
         "NoConflicts",
         "no conflicts found",
     );
     conditions::set(
-        &mut next,
+        &mut crd,
         "Established",
         "True",
         "InitialNamesAccepted",
         "the initial names have been accepted",
     );
-    if next == crd {
-        return;
-    }
-    write_status(state, next);
+    write_status(state, crd);
 }
 
 fn write_status(state: &mut State, crd: Value) {

@@ -12,10 +12,12 @@ use super::resources::{GroupResource, PrinterColumn, ResourceInfo};
 /// resource of the CRD is gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
-/// Served versions of every stored CRD, rebuilt whenever a CRD is written.
+/// Served versions of every stored CRD, updated whenever a CRD is written.
 #[derive(Debug, Default, Clone)]
 pub struct CrdRegistry {
     served: BTreeMap<GroupResource, ServedCrd>,
+    /// CRD name → the resource it serves.
+    by_name: BTreeMap<String, GroupResource>,
 }
 
 #[derive(Debug, Clone)]
@@ -27,23 +29,33 @@ pub struct ServedCrd {
 }
 
 impl CrdRegistry {
+    #[cfg(test)]
     pub fn rebuild<'a>(crds: impl Iterator<Item = &'a Value>) -> Self {
-        let served = crds
-            .filter_map(|crd| {
-                let versions = served_versions(crd);
-                let first = versions.first()?;
-                Some((
-                    first.group_resource(),
-                    ServedCrd {
-                        storage_version: storage_version(crd)
-                            .unwrap_or_else(|| first.version.clone()),
-                        versions,
-                        terminating: super::meta::is_deleting(crd),
-                    },
-                ))
-            })
-            .collect();
-        CrdRegistry { served }
+        let mut reg = CrdRegistry::default();
+        for crd in crds {
+            reg.update(super::meta::name(crd).unwrap_or_default(), Some(crd));
+        }
+        reg
+    }
+
+    /// Serves what CRD `name` now says; `None` when it is gone.
+    pub fn update(&mut self, name: &str, crd: Option<&Value>) {
+        if let Some(gr) = self.by_name.remove(name) {
+            self.served.remove(&gr);
+        }
+        let Some(crd) = crd else { return };
+        let versions = served_versions(crd);
+        let Some(first) = versions.first() else {
+            return;
+        };
+        let gr = first.group_resource();
+        let served = ServedCrd {
+            storage_version: storage_version(crd).unwrap_or_else(|| first.version.clone()),
+            versions,
+            terminating: super::meta::is_deleting(crd),
+        };
+        self.by_name.insert(name.to_string(), gr.clone());
+        self.served.insert(gr, served);
     }
 
     pub fn resources(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {

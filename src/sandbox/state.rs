@@ -96,9 +96,10 @@ impl State {
     }
 
     /// Called after every write so that CRD changes are served at once.
-    pub fn after_write(&mut self, gr: &GroupResource) {
+    pub fn after_write(&mut self, gr: &GroupResource, name: &str) {
         if *gr == crds_gr() {
-            self.crds = CrdRegistry::rebuild(self.store.list(gr, None).map(|o| o.as_ref()));
+            let crd = self.store.get(gr, "", name).cloned();
+            self.crds.update(name, crd.as_deref());
         }
     }
 

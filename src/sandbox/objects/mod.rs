@@ -80,9 +80,9 @@ fn commit(state: &mut State, res: &ResourceInfo, obj: Value, opts: &WriteOptions
         return Arc::new(obj);
     }
     let gr = res.group_resource();
+    let name = meta::name(&obj).unwrap_or_default().to_string();
     let stored = if ready_to_remove(&obj, res) {
         let ns = meta::namespace(&obj).unwrap_or_default().to_string();
-        let name = meta::name(&obj).unwrap_or_default().to_string();
         state
             .store
             .remove(&gr, &ns, &name)
@@ -90,7 +90,7 @@ fn commit(state: &mut State, res: &ResourceInfo, obj: Value, opts: &WriteOptions
     } else {
         state.store.put(&gr, obj)
     };
-    state.after_write(&gr);
+    state.after_write(&gr, &name);
     stored
 }
 
@@ -123,22 +123,57 @@ fn check_type(obj: &Value, res: &ResourceInfo) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The parts of an object that count as its spec for `metadata.generation` (compared as a map,
-/// so key order does not matter).
-fn spec_part(obj: &Value, res: &ResourceInfo) -> serde_json::Map<String, Value> {
+/// Whether anything that counts as spec for `metadata.generation` differs (everything but
+/// type, metadata and a subresource status). Compared in place: objects can be large (CRDs).
+fn spec_changed(a: &Value, b: &Value, res: &ResourceInfo) -> bool {
     let counts = |k: &str| {
         let server_side = matches!(k, "metadata" | "apiVersion" | "kind");
         let status = res.status_subresource && k == "status";
         !server_side && !status
     };
-    obj.as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| counts(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a != b;
+    };
+    let keys = a.keys().chain(b.keys()).filter(|k| counts(k));
+    keys.into_iter().any(|k| a.get(k) != b.get(k))
+}
+
+/// Equal, or different only in `metadata.managedFields[].time`. Compared in place.
+fn same_but_manager_times(a: &Value, b: &Value) -> bool {
+    fn entry_eq(x: &Value, y: &Value) -> bool {
+        match (x.as_object(), y.as_object()) {
+            (Some(x), Some(y)) => {
+                let keys = x.keys().chain(y.keys()).filter(|k| k.as_str() != "time");
+                keys.into_iter().all(|k| x.get(k) == y.get(k))
+            }
+            _ => x == y,
+        }
+    }
+    fn meta_eq(x: &Value, y: &Value) -> bool {
+        let (Some(x), Some(y)) = (x.as_object(), y.as_object()) else {
+            return x == y;
+        };
+        x.keys()
+            .chain(y.keys())
+            .all(|k| match (x.get(k), y.get(k)) {
+                (Some(Value::Array(xs)), Some(Value::Array(ys))) if k == "managedFields" => {
+                    xs.len() == ys.len() && xs.iter().zip(ys).all(|(p, q)| entry_eq(p, q))
+                }
+                (p, q) => p == q,
+            })
+    }
+    if a == b {
+        return true;
+    }
+    let (Some(x), Some(y)) = (a.as_object(), b.as_object()) else {
+        return false;
+    };
+    x.keys()
+        .chain(y.keys())
+        .all(|k| match (x.get(k), y.get(k)) {
+            (Some(p), Some(q)) if k == "metadata" => meta_eq(p, q),
+            (p, q) => p == q,
         })
-        .unwrap_or_default()
 }
 
 /// Applies the CRD's structural schema (prune + defaults) to a custom resource.

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::create::validate_kind;
-use super::{Part, WriteOptions, apply_schema, check_type, commit, defaults, spec_part};
+use super::{
+    Part, WriteOptions, apply_schema, check_type, commit, defaults, same_but_manager_times,
+    spec_changed,
+};
 use crate::sandbox::error::ApiError;
 use crate::sandbox::meta;
 use crate::sandbox::resources::ResourceInfo;
@@ -73,7 +76,7 @@ pub fn update(
     defaults::apply(state, res, &mut next, Some(&current));
     apply_schema(&mut next, res);
     check_finalizers(&current, &next, res, name)?;
-    if res.tracks_generation && spec_part(&next, res) != spec_part(&current, res) {
+    if res.tracks_generation && spec_changed(&next, &current, res) {
         let generation = meta::generation(&current).unwrap_or(0) + 1;
         meta::metadata_mut(&mut next).insert("generation".into(), Value::from(generation));
     }
@@ -148,20 +151,6 @@ fn merge_part(current: &Value, mut new: Value, part: Part, res: &ResourceInfo) -
             new
         }
     }
-}
-
-fn without_manager_times(obj: &Value) -> Value {
-    let mut out = obj.clone();
-    if let Some(Value::Array(entries)) = out.pointer_mut("/metadata/managedFields") {
-        for e in entries.iter_mut().filter_map(Value::as_object_mut) {
-            e.shift_remove("time");
-        }
-    }
-    out
-}
-
-fn same_but_manager_times(a: &Value, b: &Value) -> bool {
-    a == b || without_manager_times(a) == without_manager_times(b)
 }
 
 fn keep_from(current: &Value, next: &mut Value, key: &str) {
