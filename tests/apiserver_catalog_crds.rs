@@ -6,7 +6,7 @@
 mod apiserver_common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use apiserver_common::{eventually, shared_dir};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
@@ -39,7 +39,7 @@ fn newest_bundles() -> Vec<PathBuf> {
     out
 }
 
-fn manifests(bundle: &PathBuf) -> Vec<Value> {
+fn manifests(bundle: &Path) -> Vec<Value> {
     let mut docs = Vec::new();
     for f in std::fs::read_dir(bundle.join("manifests"))
         .unwrap()
