@@ -8,19 +8,47 @@ fn merge_patch_follows_rfc_7386() {
     // Cases from RFC 7386 appendix A plus a nested one.
     let cases = [
         (json!({"a": "b"}), json!({"a": "c"}), json!({"a": "c"})),
-        (json!({"a": "b"}), json!({"b": "c"}), json!({"a": "b", "b": "c"})),
+        (
+            json!({"a": "b"}),
+            json!({"b": "c"}),
+            json!({"a": "b", "b": "c"}),
+        ),
         (json!({"a": "b"}), json!({"a": null}), json!({})),
-        (json!({"a": "b", "b": "c"}), json!({"a": null}), json!({"b": "c"})),
+        (
+            json!({"a": "b", "b": "c"}),
+            json!({"a": null}),
+            json!({"b": "c"}),
+        ),
         (json!({"a": ["b"]}), json!({"a": "c"}), json!({"a": "c"})),
         (json!({"a": "c"}), json!({"a": ["b"]}), json!({"a": ["b"]})),
-        (json!({"a": {"b": "c"}}), json!({"a": {"b": "d", "c": null}}), json!({"a": {"b": "d"}})),
-        (json!({"a": [{"b": "c"}]}), json!({"a": [1]}), json!({"a": [1]})),
+        (
+            json!({"a": {"b": "c"}}),
+            json!({"a": {"b": "d", "c": null}}),
+            json!({"a": {"b": "d"}}),
+        ),
+        (
+            json!({"a": [{"b": "c"}]}),
+            json!({"a": [1]}),
+            json!({"a": [1]}),
+        ),
         (json!(["a", "b"]), json!(["c", "d"]), json!(["c", "d"])),
         (json!({"a": "b"}), json!(["c"]), json!(["c"])),
         (json!({"a": "foo"}), json!(null), json!(null)),
-        (json!({"e": null}), json!({"a": 1}), json!({"e": null, "a": 1})),
-        (json!([1, 2]), json!({"a": "b", "c": null}), json!({"a": "b"})),
-        (json!({}), json!({"a": {"bb": {"ccc": null}}}), json!({"a": {"bb": {}}})),
+        (
+            json!({"e": null}),
+            json!({"a": 1}),
+            json!({"e": null, "a": 1}),
+        ),
+        (
+            json!([1, 2]),
+            json!({"a": "b", "c": null}),
+            json!({"a": "b"}),
+        ),
+        (
+            json!({}),
+            json!({"a": {"bb": {"ccc": null}}}),
+            json!({"a": {"bb": {}}}),
+        ),
     ];
     for (target, patch, expected) in cases {
         let mut doc = target.clone();
@@ -31,9 +59,13 @@ fn merge_patch_follows_rfc_7386() {
 
 #[test]
 fn merge_patch_null_removes_a_label_and_keeps_the_others() {
-    let mut cm = json!({"metadata": {"name": "c", "labels": {"a": "1", "b": "2"}}, "data": {"k": "v"}});
+    let mut cm =
+        json!({"metadata": {"name": "c", "labels": {"a": "1", "b": "2"}}, "data": {"k": "v"}});
     apply_merge_patch(&mut cm, &json!({"metadata": {"labels": {"a": null}}}));
-    assert_eq!(cm, json!({"metadata": {"name": "c", "labels": {"b": "2"}}, "data": {"k": "v"}}));
+    assert_eq!(
+        cm,
+        json!({"metadata": {"name": "c", "labels": {"b": "2"}}, "data": {"k": "v"}})
+    );
 }
 
 #[test]
@@ -41,7 +73,10 @@ fn diff_merge_patch_reproduces_the_target() {
     let from = json!({"a": 1, "b": {"c": [1, 2], "d": "x"}, "gone": true});
     let to = json!({"a": 2, "b": {"c": [3], "d": "x", "e": {}}, "new": "y"});
     let patch = diff_merge_patch(&from, &to);
-    assert_eq!(patch, json!({"gone": null, "a": 2, "b": {"c": [3], "e": {}}, "new": "y"}));
+    assert_eq!(
+        patch,
+        json!({"gone": null, "a": 2, "b": {"c": [3], "e": {}}, "new": "y"})
+    );
     let mut doc = from;
     apply_merge_patch(&mut doc, &patch);
     assert_eq!(doc, to);
@@ -75,7 +110,10 @@ fn json_patch_test_failure_leaves_the_object_unchanged() {
         {"op": "test", "path": "/metadata/resourceVersion", "value": "6"}
     ]);
     let err = apply_json_patch(&mut doc, &patch).unwrap_err();
-    assert!(matches!(err, PatchError::Invalid(ref m) if m.contains("operation '/1'")), "{err}");
+    assert!(
+        matches!(err, PatchError::Invalid(ref m) if m.contains("operation '/1'")),
+        "{err}"
+    );
     assert_eq!(doc, original);
 }
 
@@ -88,7 +126,13 @@ fn json_patch_rejects_malformed_documents_and_bad_paths() {
         json!([{"op": "add", "path": "/missing/child", "value": 1}]),
         json!([{"op": "remove", "path": "/nope"}]),
     ] {
-        assert!(matches!(apply_json_patch(&mut doc, &patch), Err(PatchError::Invalid(_))), "{patch}");
+        assert!(
+            matches!(
+                apply_json_patch(&mut doc, &patch),
+                Err(PatchError::Invalid(_))
+            ),
+            "{patch}"
+        );
         assert_eq!(doc, json!({"a": 1}));
     }
 }

@@ -5,7 +5,8 @@ use serde_json::{Map, Value, json};
 
 use super::{CONFIG_MAP, DEPLOYMENT};
 use crate::sandbox::patch::{
-    apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, diff_merge_patch, server_side_apply,
+    apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, diff_merge_patch,
+    server_side_apply,
 };
 
 fn object(map: BTreeMap<String, Value>) -> Value {
@@ -38,7 +39,9 @@ fn map_tree(nulls: bool) -> impl Strategy<Value = Value> {
     } else {
         "[a-z]{0,3}".prop_map(Value::from).boxed()
     };
-    leaf.prop_recursive(3, 24, 4, |inner| prop::collection::btree_map("[a-c]{1,2}", inner, 0..4).prop_map(object))
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop::collection::btree_map("[a-c]{1,2}", inner, 0..4).prop_map(object)
+    })
 }
 
 prop_compose! {
@@ -70,10 +73,15 @@ prop_compose! {
 /// Whether `outer` holds everything `inner` sets; list items with a `name` match by name.
 fn contains(outer: &Value, inner: &Value) -> bool {
     match (outer, inner) {
-        (Value::Object(o), Value::Object(i)) => i.iter().all(|(k, v)| o.get(k).is_some_and(|ov| contains(ov, v))),
-        (Value::Array(o), Value::Array(i)) if i.iter().all(|v| v.get("name").is_some()) => i
+        (Value::Object(o), Value::Object(i)) => i
             .iter()
-            .all(|v| o.iter().any(|ov| ov.get("name") == v.get("name") && contains(ov, v))),
+            .all(|(k, v)| o.get(k).is_some_and(|ov| contains(ov, v))),
+        (Value::Array(o), Value::Array(i)) if i.iter().all(|v| v.get("name").is_some()) => {
+            i.iter().all(|v| {
+                o.iter()
+                    .any(|ov| ov.get("name") == v.get("name") && contains(ov, v))
+            })
+        }
         (o, i) => o == i,
     }
 }

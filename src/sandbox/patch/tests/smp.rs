@@ -61,7 +61,10 @@ fn a_new_item_alone_goes_first_as_in_kubernetes() {
     // server-only items that follow them in the live order.
     let live = deployment(json!([{"name": "a"}, {"name": "b"}]));
     let doc = patched(live, containers_patch(json!([{"name": "c"}])));
-    assert_eq!(containers(&doc), &json!([{"name": "c"}, {"name": "a"}, {"name": "b"}]));
+    assert_eq!(
+        containers(&doc),
+        &json!([{"name": "c"}, {"name": "a"}, {"name": "b"}])
+    );
 }
 
 #[test]
@@ -71,7 +74,9 @@ fn env_merges_by_name_and_null_deletes_a_field_of_an_item() {
     ]}]));
     let doc = patched(
         live,
-        containers_patch(json!([{"name": "a", "image": null, "env": [{"name": "Y", "value": "3"}]}])),
+        containers_patch(
+            json!([{"name": "a", "image": null, "env": [{"name": "Y", "value": "3"}]}]),
+        ),
     );
     assert_eq!(
         containers(&doc),
@@ -82,7 +87,10 @@ fn env_merges_by_name_and_null_deletes_a_field_of_an_item() {
 #[test]
 fn patch_delete_removes_the_matching_item() {
     let live = deployment(json!([{"name": "a"}, {"name": "b"}]));
-    let doc = patched(live, containers_patch(json!([{"name": "a", "$patch": "delete"}])));
+    let doc = patched(
+        live,
+        containers_patch(json!([{"name": "a", "$patch": "delete"}])),
+    );
     assert_eq!(containers(&doc), &json!([{"name": "b"}]));
 }
 
@@ -104,7 +112,10 @@ fn patch_replace_in_a_list_replaces_it_and_in_a_map_replaces_the_map() {
 
 #[test]
 fn patch_delete_on_a_map_empties_it() {
-    let doc = patched(deployment(json!([])), json!({"spec": {"strategy": {"$patch": "delete"}}}));
+    let doc = patched(
+        deployment(json!([])),
+        json!({"spec": {"strategy": {"$patch": "delete"}}}),
+    );
     assert_eq!(doc["spec"]["strategy"], json!({}));
 }
 
@@ -137,14 +148,20 @@ fn set_element_order_that_contradicts_the_patch_list_is_rejected() {
         &DEPLOYMENT,
     )
     .unwrap_err();
-    assert!(matches!(err, PatchError::Invalid(ref m) if m.contains("$setElementOrder")), "{err}");
+    assert!(
+        matches!(err, PatchError::Invalid(ref m) if m.contains("$setElementOrder")),
+        "{err}"
+    );
     assert_eq!(doc, live);
 }
 
 #[test]
 fn finalizers_merge_as_a_set_and_delete_from_primitive_list_removes() {
     let live = deployment(json!([]));
-    let doc = patched(live.clone(), json!({"metadata": {"finalizers": ["b", "a"]}}));
+    let doc = patched(
+        live.clone(),
+        json!({"metadata": {"finalizers": ["b", "a"]}}),
+    );
     assert_eq!(doc["metadata"]["finalizers"], json!(["b", "a"]));
     let doc = patched(live.clone(), json!({"metadata": {"finalizers": ["c"]}}));
     assert_eq!(doc["metadata"]["finalizers"], json!(["c", "a"]));
@@ -178,19 +195,31 @@ fn lists_without_a_patch_strategy_are_replaced() {
         deployment(json!([])),
         json!({"spec": {"template": {"spec": {"tolerations": [{"key": "k2"}]}}}}),
     );
-    assert_eq!(doc["spec"]["template"]["spec"]["tolerations"], json!([{"key": "k2"}]));
+    assert_eq!(
+        doc["spec"]["template"]["spec"]["tolerations"],
+        json!([{"key": "k2"}])
+    );
 }
 
 #[test]
 fn null_deletes_a_key_and_maps_merge() {
     let mut cm = json!({"metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}});
-    apply_strategic_merge_patch(&mut cm, &json!({"data": {"a": null, "c": "3"}}), &CONFIG_MAP).unwrap();
-    assert_eq!(cm, json!({"metadata": {"name": "c"}, "data": {"b": "2", "c": "3"}}));
+    apply_strategic_merge_patch(
+        &mut cm,
+        &json!({"data": {"a": null, "c": "3"}}),
+        &CONFIG_MAP,
+    )
+    .unwrap();
+    assert_eq!(
+        cm,
+        json!({"metadata": {"name": "c"}, "data": {"b": "2", "c": "3"}})
+    );
 }
 
 #[test]
 fn service_ports_merge_by_port() {
-    let mut svc = json!({"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}});
+    let mut svc =
+        json!({"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}});
     apply_strategic_merge_patch(
         &mut svc,
         &json!({"spec": {"ports": [{"port": 443, "targetPort": 8443}]}}),
@@ -226,7 +255,9 @@ fn directives_in_a_new_list_are_interpreted_not_stored() {
     let mut d = json!({"spec": {"template": {"spec": {}}}});
     apply_strategic_merge_patch(
         &mut d,
-        &containers_patch(json!([{"name": "a", "image": "a:1", "env": null}, {"name": "x", "$patch": "delete"}])),
+        &containers_patch(
+            json!([{"name": "a", "image": "a:1", "env": null}, {"name": "x", "$patch": "delete"}]),
+        ),
         &DEPLOYMENT,
     )
     .unwrap();
@@ -236,10 +267,19 @@ fn directives_in_a_new_list_are_interpreted_not_stored() {
 #[test]
 fn custom_resources_are_rejected_with_the_api_server_message() {
     let mut sub = json!({"spec": {"channel": "stable"}});
-    let err = apply_strategic_merge_patch(&mut sub, &json!({"spec": {"channel": "fast"}}), &SUBSCRIPTION)
-        .unwrap_err();
-    assert!(matches!(err, PatchError::UnsupportedMediaType(ref m) if m == UNSUPPORTED_FOR_CUSTOM_RESOURCES));
-    assert!(err.to_string().starts_with("the body of the request was in an unknown format"));
+    let err = apply_strategic_merge_patch(
+        &mut sub,
+        &json!({"spec": {"channel": "fast"}}),
+        &SUBSCRIPTION,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, PatchError::UnsupportedMediaType(ref m) if m == UNSUPPORTED_FOR_CUSTOM_RESOURCES)
+    );
+    assert!(
+        err.to_string()
+            .starts_with("the body of the request was in an unknown format")
+    );
     assert_eq!(sub, json!({"spec": {"channel": "stable"}}));
 }
 
@@ -257,7 +297,10 @@ fn malformed_patches_are_invalid_and_leave_the_target_unchanged() {
     for patch in cases {
         let mut doc = live.clone();
         let result = apply_strategic_merge_patch(&mut doc, &patch, &DEPLOYMENT);
-        assert!(matches!(result, Err(PatchError::Invalid(_))), "{patch}: {result:?}");
+        assert!(
+            matches!(result, Err(PatchError::Invalid(_))),
+            "{patch}: {result:?}"
+        );
         assert_eq!(doc, live, "{patch}");
     }
 }
@@ -265,9 +308,13 @@ fn malformed_patches_are_invalid_and_leave_the_target_unchanged() {
 #[test]
 fn errors_name_the_kind_and_the_field() {
     let mut doc = deployment(json!([{"name": "a"}]));
-    let err = apply_strategic_merge_patch(&mut doc, &containers_patch(json!([{"image": "x"}])), &DEPLOYMENT)
-        .unwrap_err()
-        .to_string();
+    let err = apply_strategic_merge_patch(
+        &mut doc,
+        &containers_patch(json!([{"image": "x"}])),
+        &DEPLOYMENT,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("Deployment"), "{err}");
     assert!(err.contains(".spec.template.spec.containers"), "{err}");
     assert!(err.contains("merge key: name"), "{err}");
@@ -283,13 +330,25 @@ fn every_builtin_kind_we_serve_accepts_strategic_merge() {
         ("rbac.authorization.k8s.io", "ClusterRole"),
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("apiregistration.k8s.io", "APIService"),
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+        ),
         ("coordination.k8s.io", "Lease"),
         ("events.k8s.io", "Event"),
     ] {
-        let gvk = GroupVersionKindRef { group, version: "v1", kind };
+        let gvk = GroupVersionKindRef {
+            group,
+            version: "v1",
+            kind,
+        };
         let mut doc = json!({"metadata": {"labels": {"a": "1"}}});
-        apply_strategic_merge_patch(&mut doc, &json!({"metadata": {"labels": {"b": "2"}}}), &gvk).unwrap();
-        assert_eq!(doc["metadata"]["labels"], json!({"a": "1", "b": "2"}), "{kind}");
+        apply_strategic_merge_patch(&mut doc, &json!({"metadata": {"labels": {"b": "2"}}}), &gvk)
+            .unwrap();
+        assert_eq!(
+            doc["metadata"]["labels"],
+            json!({"a": "1", "b": "2"}),
+            "{kind}"
+        );
     }
 }

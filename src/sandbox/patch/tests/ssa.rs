@@ -40,7 +40,13 @@ fn web_container(env: Value) -> Value {
     })
 }
 
-fn apply(live: Option<&Value>, config: &Value, manager: &str, force: bool, now: &str) -> Result<Value, PatchError> {
+fn apply(
+    live: Option<&Value>,
+    config: &Value,
+    manager: &str,
+    force: bool,
+    now: &str,
+) -> Result<Value, PatchError> {
     server_side_apply(live, config, manager, force, &DEPLOYMENT, now)
 }
 
@@ -51,7 +57,12 @@ fn managers(obj: &Value) -> Vec<(String, String)> {
         .map(|entries| {
             entries
                 .iter()
-                .map(|e| (e["manager"].as_str().unwrap().to_string(), e["operation"].as_str().unwrap().to_string()))
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap().to_string(),
+                        e["operation"].as_str().unwrap().to_string(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -98,14 +109,20 @@ fn first_apply_creates_the_object_and_records_fields_v1() {
 
 #[test]
 fn removing_an_env_var_from_the_apply_removes_it_from_the_object() {
-    let v1 = deployment(web_container(json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])));
+    let v1 = deployment(web_container(
+        json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]),
+    ));
     let live = apply(None, &v1, "olm-rs", false, T1).unwrap();
     let v2 = deployment(web_container(json!([{"name": "A", "value": "1"}])));
     let obj = apply(Some(&live), &v2, "olm-rs", false, T2).unwrap();
     let container = &obj["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["env"], json!([{"name": "A", "value": "1"}]));
     assert_eq!(container["image"], "nginx:1");
-    assert!(!entry(&obj, "olm-rs", "Apply")["fieldsV1"].to_string().contains("\\\"B\\\""));
+    assert!(
+        !entry(&obj, "olm-rs", "Apply")["fieldsV1"]
+            .to_string()
+            .contains("\\\"B\\\"")
+    );
 }
 
 #[test]
@@ -113,8 +130,22 @@ fn a_field_given_up_survives_when_another_manager_owns_it() {
     let v1 = deployment(json!({"replicas": 2, "paused": false}));
     let live = apply(None, &v1, "a", false, T1).unwrap();
     // b applies the same value: shared ownership, no conflict.
-    let live = apply(Some(&live), &deployment(json!({"replicas": 2})), "b", false, T2).unwrap();
-    let obj = apply(Some(&live), &deployment(json!({"paused": false})), "a", false, T3).unwrap();
+    let live = apply(
+        Some(&live),
+        &deployment(json!({"replicas": 2})),
+        "b",
+        false,
+        T2,
+    )
+    .unwrap();
+    let obj = apply(
+        Some(&live),
+        &deployment(json!({"paused": false})),
+        "a",
+        false,
+        T3,
+    )
+    .unwrap();
     assert_eq!(obj["spec"], json!({"replicas": 2, "paused": false}));
     let obj = apply(Some(&obj), &bare(), "a", false, T3).unwrap();
     assert_eq!(obj["spec"], json!({"replicas": 2}));
@@ -123,11 +154,20 @@ fn a_field_given_up_survives_when_another_manager_owns_it() {
 
 #[test]
 fn two_managers_conflict_on_replicas_unless_forced() {
-    let live = apply(None, &deployment(json!({"replicas": 1, "paused": false})), "alice", false, T1).unwrap();
+    let live = apply(
+        None,
+        &deployment(json!({"replicas": 1, "paused": false})),
+        "alice",
+        false,
+        T1,
+    )
+    .unwrap();
     let config = deployment(json!({"replicas": 3}));
 
     let err = apply(Some(&live), &config, "bob", false, T2).unwrap_err();
-    let PatchError::Conflict { conflicts } = &err else { panic!("expected a conflict, got {err}") };
+    let PatchError::Conflict { conflicts } = &err else {
+        panic!("expected a conflict, got {err}")
+    };
     assert_eq!(
         conflicts,
         &[FieldConflict {
@@ -135,29 +175,65 @@ fn two_managers_conflict_on_replicas_unless_forced() {
             manager: "alice".into()
         }]
     );
-    assert_eq!(err.to_string(), "Apply failed with 1 conflict: conflict with \"alice\": .spec.replicas");
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"alice\": .spec.replicas"
+    );
 
     let obj = apply(Some(&live), &config, "bob", true, T2).unwrap();
     assert_eq!(obj["spec"]["replicas"], 3);
-    assert_eq!(entry(&obj, "alice", "Apply")["fieldsV1"], json!({"f:spec": {"f:paused": {}}}));
-    assert_eq!(entry(&obj, "bob", "Apply")["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    assert_eq!(
+        entry(&obj, "alice", "Apply")["fieldsV1"],
+        json!({"f:spec": {"f:paused": {}}})
+    );
+    assert_eq!(
+        entry(&obj, "bob", "Apply")["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
 
     // Now alice is the one in conflict.
-    let err = apply(Some(&obj), &deployment(json!({"replicas": 1, "paused": false})), "alice", false, T3);
-    assert!(matches!(err, Err(PatchError::Conflict { ref conflicts }) if conflicts[0].manager == "bob"));
+    let err = apply(
+        Some(&obj),
+        &deployment(json!({"replicas": 1, "paused": false})),
+        "alice",
+        false,
+        T3,
+    );
+    assert!(
+        matches!(err, Err(PatchError::Conflict { ref conflicts }) if conflicts[0].manager == "bob")
+    );
 }
 
 #[test]
 fn an_update_manager_conflicts_with_an_applier() {
     let mut created = deployment(json!({"replicas": 1}));
     record_update(None, &mut created, "kubectl-create", T1);
-    assert_eq!(entry(&created, "kubectl-create", "Update")["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    assert_eq!(
+        entry(&created, "kubectl-create", "Update")["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
     assert!(entry(&created, "kubectl-create", "Update")["time"] == T1);
 
-    let err = apply(Some(&created), &deployment(json!({"replicas": 5})), "olm-rs", false, T2).unwrap_err();
-    assert!(matches!(err, PatchError::Conflict { ref conflicts } if conflicts[0].manager == "kubectl-create"));
+    let err = apply(
+        Some(&created),
+        &deployment(json!({"replicas": 5})),
+        "olm-rs",
+        false,
+        T2,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, PatchError::Conflict { ref conflicts } if conflicts[0].manager == "kubectl-create")
+    );
     // The same value is no conflict; both own it.
-    let obj = apply(Some(&created), &deployment(json!({"replicas": 1})), "olm-rs", false, T2).unwrap();
+    let obj = apply(
+        Some(&created),
+        &deployment(json!({"replicas": 1})),
+        "olm-rs",
+        false,
+        T2,
+    )
+    .unwrap();
     assert_eq!(managers(&obj).len(), 2);
 }
 
@@ -165,18 +241,39 @@ fn an_update_manager_conflicts_with_an_applier() {
 fn a_managers_own_update_entry_conflicts_with_its_apply_as_in_kubernetes() {
     let mut created = deployment(json!({"replicas": 1}));
     record_update(None, &mut created, "olm-rs", T1);
-    let err = apply(Some(&created), &deployment(json!({"replicas": 2})), "olm-rs", false, T2);
-    assert!(matches!(err, Err(PatchError::Conflict { ref conflicts }) if conflicts[0].manager == "olm-rs"));
+    let err = apply(
+        Some(&created),
+        &deployment(json!({"replicas": 2})),
+        "olm-rs",
+        false,
+        T2,
+    );
+    assert!(
+        matches!(err, Err(PatchError::Conflict { ref conflicts }) if conflicts[0].manager == "olm-rs")
+    );
 }
 
 #[test]
 fn an_update_takes_the_fields_it_changes_from_the_applier() {
-    let live = apply(None, &deployment(json!({"replicas": 1, "paused": false})), "olm-rs", false, T1).unwrap();
+    let live = apply(
+        None,
+        &deployment(json!({"replicas": 1, "paused": false})),
+        "olm-rs",
+        false,
+        T1,
+    )
+    .unwrap();
     let mut updated = live.clone();
     updated["spec"]["replicas"] = json!(4);
     record_update(Some(&live), &mut updated, "hpa", T2);
-    assert_eq!(entry(&updated, "hpa", "Update")["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
-    assert_eq!(entry(&updated, "olm-rs", "Apply")["fieldsV1"], json!({"f:spec": {"f:paused": {}}}));
+    assert_eq!(
+        entry(&updated, "hpa", "Update")["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    assert_eq!(
+        entry(&updated, "olm-rs", "Apply")["fieldsV1"],
+        json!({"f:spec": {"f:paused": {}}})
+    );
     // An update that changes nothing records nothing new.
     let mut same = updated.clone();
     record_update(Some(&updated), &mut same, "other", T3);
@@ -185,8 +282,10 @@ fn an_update_takes_the_fields_it_changes_from_the_applier() {
 
 #[test]
 fn containers_from_two_appliers_merge_by_name() {
-    let a = deployment(json!({"template": {"spec": {"containers": [{"name": "a", "image": "a:1"}]}}}));
-    let b = deployment(json!({"template": {"spec": {"containers": [{"name": "b", "image": "b:1"}]}}}));
+    let a =
+        deployment(json!({"template": {"spec": {"containers": [{"name": "a", "image": "a:1"}]}}}));
+    let b =
+        deployment(json!({"template": {"spec": {"containers": [{"name": "b", "image": "b:1"}]}}}));
     let live = apply(None, &a, "ma", false, T1).unwrap();
     let live = apply(Some(&live), &b, "mb", false, T2).unwrap();
     assert_eq!(
@@ -195,7 +294,10 @@ fn containers_from_two_appliers_merge_by_name() {
     );
     // ma stops applying its container: only ma's container goes.
     let obj = apply(Some(&live), &bare(), "ma", false, T3).unwrap();
-    assert_eq!(obj["spec"]["template"]["spec"]["containers"], json!([{"name": "b", "image": "b:1"}]));
+    assert_eq!(
+        obj["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "b", "image": "b:1"}])
+    );
 }
 
 #[test]
@@ -204,9 +306,24 @@ fn labels_are_granular_and_finalizers_are_a_set() {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": "c", "labels": labels, "finalizers": finalizers}})
     };
-    let live = server_side_apply(None, &cm(json!({"a": "1"}), json!(["x"])), "m1", false, &CONFIG_MAP, T1).unwrap();
-    let live = server_side_apply(Some(&live), &cm(json!({"b": "2"}), json!(["y"])), "m2", false, &CONFIG_MAP, T2)
-        .unwrap();
+    let live = server_side_apply(
+        None,
+        &cm(json!({"a": "1"}), json!(["x"])),
+        "m1",
+        false,
+        &CONFIG_MAP,
+        T1,
+    )
+    .unwrap();
+    let live = server_side_apply(
+        Some(&live),
+        &cm(json!({"b": "2"}), json!(["y"])),
+        "m2",
+        false,
+        &CONFIG_MAP,
+        T2,
+    )
+    .unwrap();
     assert_eq!(live["metadata"]["labels"], json!({"a": "1", "b": "2"}));
     assert_eq!(live["metadata"]["finalizers"], json!(["x", "y"]));
     assert_eq!(
@@ -255,8 +372,15 @@ fn kube_runtime_style_status_apply() {
         {"type": "CatalogSourcesUnhealthy", "status": "False"},
         {"type": "ResolutionFailed", "status": "True"}
     ]);
-    let obj = server_side_apply_status(Some(&live), &subscription_status(conditions), "olm-rs", true, &SUBSCRIPTION, T2)
-        .unwrap();
+    let obj = server_side_apply_status(
+        Some(&live),
+        &subscription_status(conditions),
+        "olm-rs",
+        true,
+        &SUBSCRIPTION,
+        T2,
+    )
+    .unwrap();
     assert_eq!(obj["spec"], live["spec"]);
     assert_eq!(obj["status"]["state"], "AtLatestKnown");
     let status_entry = entry(&obj, "olm-rs", "Apply");
@@ -279,7 +403,10 @@ fn kube_runtime_style_status_apply() {
         T3,
     )
     .unwrap();
-    assert_eq!(obj["status"]["conditions"], json!([{"type": "CatalogSourcesUnhealthy", "status": "False"}]));
+    assert_eq!(
+        obj["status"]["conditions"],
+        json!([{"type": "CatalogSourcesUnhealthy", "status": "False"}])
+    );
     assert_eq!(obj["spec"], live["spec"]);
     assert_eq!(managers(&obj).len(), 2);
 }
@@ -308,8 +435,11 @@ fn applying_the_same_configuration_again_changes_nothing() {
 
 #[test]
 fn invalid_configurations_are_rejected() {
-    let wrong_version = json!({"apiVersion": "apps/v1beta1", "kind": "Deployment", "metadata": {"name": "w"}});
-    let err = apply(None, &wrong_version, "m", false, T1).unwrap_err().to_string();
+    let wrong_version =
+        json!({"apiVersion": "apps/v1beta1", "kind": "Deployment", "metadata": {"name": "w"}});
+    let err = apply(None, &wrong_version, "m", false, T1)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "Incorrect version specified in apply patch. Specified patch version: apps/v1beta1, expected: apps/v1"
@@ -325,7 +455,10 @@ fn invalid_configurations_are_rejected() {
     ];
     for config in cases {
         let result = apply(None, &config, "m", false, T1);
-        assert!(matches!(result, Err(PatchError::Invalid(_))), "{config}: {result:?}");
+        assert!(
+            matches!(result, Err(PatchError::Invalid(_))),
+            "{config}: {result:?}"
+        );
     }
 }
 
