@@ -1,7 +1,21 @@
 //! Kubernetes PATCH semantics on `serde_json::Value`: JSON merge patch (RFC 7386), JSON patch
 //! (RFC 6902), strategic merge patch, and server-side apply with `metadata.managedFields`.
 //!
-//! Pure: no clock reads (timestamps come in as arguments), no I/O.
+//! Pure: no clock reads (timestamps come in as `now`, RFC 3339), no I/O.
+//!
+//! How the API server shell uses it:
+//! - `PATCH` with `application/merge-patch+json` → [`apply_merge_patch`];
+//!   `application/json-patch+json` → [`apply_json_patch`];
+//!   `application/strategic-merge-patch+json` → [`apply_strategic_merge_patch`] (415 for
+//!   custom resources); then [`record_update`] (or [`record_status_update`] on `/status`).
+//! - `application/apply-patch+yaml` → [`server_side_apply`] (or [`server_side_apply_status`]
+//!   on `/status`); `force` is the `force=true` query parameter.
+//! - create/update → [`record_update`] with the old object (`None` on create).
+//! - For kinds with a status subresource, a main-resource write must keep the old `status`
+//!   (e.g. via [`strip_status`] and copying the live one back) before [`record_update`].
+//!
+//! [`PatchError`] maps to HTTP: `Invalid` 422 (400 for undecodable bodies), `Conflict` 409,
+//! `UnsupportedMediaType` 415.
 
 mod apply;
 mod error;

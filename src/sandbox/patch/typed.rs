@@ -274,9 +274,8 @@ fn compare_at(
         (Some(o), Some(n)) => (o, n),
     };
     match (old, new) {
-        (Value::Object(o), Value::Object(n))
-            if !schema.atomic && !o.is_empty() && !n.is_empty() =>
-        {
+        // An object is never itself modified: its fields are added, changed or removed.
+        (Value::Object(o), Value::Object(n)) if !schema.atomic => {
             let keys = o.keys().chain(n.keys().filter(|k| !o.contains_key(*k)));
             for k in keys {
                 path.push(PathElement::Field(k.clone()));

@@ -1,10 +1,10 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{CONFIG_MAP, DEPLOYMENT, SUBSCRIPTION};
+use super::{CONFIG_MAP, DEPLOYMENT, SERVICE, SUBSCRIPTION};
 use crate::sandbox::patch::{
-    FieldConflict, PatchError, record_status_update, record_update, server_side_apply,
-    server_side_apply_status,
+    FieldConflict, GroupVersionKindRef, PatchError, record_status_update, record_update,
+    server_side_apply, server_side_apply_status,
 };
 
 const T1: &str = "2025-01-01T00:00:00Z";
@@ -469,4 +469,88 @@ fn a_manager_reset_clears_managed_fields() {
     new["metadata"]["managedFields"] = json!([{}]);
     record_update(Some(&live), &mut new, "m", T2);
     assert!(new["metadata"].get("managedFields").is_none());
+}
+
+#[test]
+fn a_field_left_empty_by_pruning_is_removed() {
+    let cm = |metadata: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {"k": "v"}});
+    let live = server_side_apply(
+        None,
+        &cm(json!({"name": "c", "labels": {"a": "1"}})),
+        "m",
+        false,
+        &CONFIG_MAP,
+        T1,
+    )
+    .unwrap();
+    let obj = server_side_apply(
+        Some(&live),
+        &cm(json!({"name": "c"})),
+        "m",
+        false,
+        &CONFIG_MAP,
+        T2,
+    )
+    .unwrap();
+    assert_eq!(obj["metadata"].get("labels"), None);
+    assert_eq!(obj["data"], json!({"k": "v"}));
+}
+
+#[test]
+fn port_keys_default_the_protocol_so_explicit_tcp_matches() {
+    let service = |ports: Value| json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": ports}});
+    let mut live = service(json!([{"port": 80, "protocol": "TCP", "targetPort": 8080}]));
+    record_update(None, &mut live, "kubectl-create", T1);
+    let obj = server_side_apply(
+        Some(&live),
+        &service(json!([{"port": 80, "name": "http"}])),
+        "m",
+        false,
+        &SERVICE,
+        T2,
+    )
+    .unwrap();
+    assert_eq!(
+        obj["spec"]["ports"],
+        json!([{"port": 80, "protocol": "TCP", "targetPort": 8080, "name": "http"}])
+    );
+    assert_eq!(
+        entry(&obj, "m", "Apply")["fieldsV1"],
+        json!({"f:spec": {"f:ports": {"k:{\"port\":80,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}, "f:port": {}}}}})
+    );
+}
+
+#[test]
+fn crd_conditions_merge_by_type_under_apply() {
+    let crd = GroupVersionKindRef {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        kind: "CustomResourceDefinition",
+    };
+    let status = |conditions: Value| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "x"}, "status": {"conditions": conditions}})
+    };
+    let live = server_side_apply_status(
+        None,
+        &status(json!([{"type": "Established", "status": "True"}])),
+        "a",
+        false,
+        &crd,
+        T1,
+    )
+    .unwrap();
+    let obj = server_side_apply_status(
+        Some(&live),
+        &status(json!([{"type": "NamesAccepted", "status": "True"}])),
+        "b",
+        false,
+        &crd,
+        T2,
+    )
+    .unwrap();
+    assert_eq!(
+        obj["status"]["conditions"],
+        json!([{"type": "Established", "status": "True"}, {"type": "NamesAccepted", "status": "True"}])
+    );
 }
