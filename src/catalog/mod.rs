@@ -1,0 +1,19 @@
+//! The catalog engine (pure): file-based catalogs, registry+v1 bundle directories, validation
+//! as `opm validate` does it, blang semver ranges, and the upgrade graph OLM walks.
+//! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
+
+pub mod go_json;
+pub mod index;
+pub mod model;
+pub mod properties;
+pub mod semver_range;
+pub mod upgrade_graph;
+
+pub use index::{CatalogIndex, ChannelIndex, EntryRef, IndexedBundle, PackageIndex};
+pub use model::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
+    Deprecations, Icon, Origin, OtherBlob, Package, Property, RelatedImage,
+};
+pub use upgrade_graph::{
+    Candidate, EdgeKind, GraphEdge, GraphEntry, GraphError, NoUpdate, UpgradeGraph, UpgradePath,
+};
