@@ -212,3 +212,115 @@ mod tests {
         );
     }
 }
+
+/// Go's `json.Marshal` of a generic value: compact, object keys sorted, `<`, `>`, `&` and
+/// U+2028/U+2029 escaped as `\u003c` … (what opm writes for bundle objects, spec/catalog.md
+/// §8.3, and in the L4 message).
+pub fn marshal_sorted(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    write_sorted(value, &mut out);
+    out
+}
+
+fn write_sorted(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_string(k, out);
+                out.push(':');
+                write_sorted(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_sorted(v, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => write_go_string(s, out),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A JSON string literal escaped as Go's encoder does (HTML-safe).
+pub fn write_go_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Go's `%v` of a decoded JSON value (as `interface{}`).
+pub fn go_format_v(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Null => "<nil>".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => go_float(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(go_format_v).collect::<Vec<_>>().join(" ")
+        ),
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys.iter().map(|k| format!("{k}:{}", go_format_v(&map[*k]))).collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+/// Go's `%t` of a decoded JSON value: only booleans format; others print as `%!t(type=value)`.
+pub fn go_format_t(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Null => "%!t(<nil>)".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("%!t(float64={})", go_float(n.as_f64().unwrap_or(0.0))),
+        Value::String(s) => format!("%!t(string={s})"),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(go_format_t).collect::<Vec<_>>().join(" ")
+        ),
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("%!t(string={k}):{}", go_format_t(&map[*k])))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+fn go_float(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        format!("{f:.0}")
+    } else {
+        format!("{f}")
+    }
+}

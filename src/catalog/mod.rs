@@ -2,12 +2,15 @@
 //! as `opm validate` does it, blang semver ranges, and the upgrade graph OLM walks.
 //! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
 
+pub mod error;
+pub mod fbc;
 pub mod go_json;
 pub mod index;
 pub mod model;
 pub mod properties;
 pub mod semver_range;
 pub mod upgrade_graph;
+pub mod validate;
 
 pub use index::{CatalogIndex, ChannelIndex, EntryRef, IndexedBundle, PackageIndex};
 pub use model::{
