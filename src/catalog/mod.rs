@@ -2,12 +2,15 @@
 //! as `opm validate` does it, blang semver ranges, and the upgrade graph OLM walks.
 //! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
 
+pub mod bundle_dir;
 pub mod error;
 pub mod fbc;
 pub mod go_json;
 pub mod index;
+pub mod load;
 pub mod model;
 pub mod properties;
+pub mod replaces_mode;
 pub mod semver_range;
 pub mod upgrade_graph;
 pub mod validate;
@@ -20,3 +23,5 @@ pub use model::{
 pub use upgrade_graph::{
     Candidate, EdgeKind, GraphEdge, GraphEntry, GraphError, NoUpdate, UpgradeGraph, UpgradePath,
 };
+pub use error::{CatalogError, Location, Problem, Rule};
+pub use load::{CatalogKind, load_catalog};

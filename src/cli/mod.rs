@@ -1,5 +1,8 @@
 //! Subcommands. Each lives in its own file; this one only routes.
 
+mod catalog;
+mod catalog_dot;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -15,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Print the olm-rs version.
     Version,
+    /// Catalog tools: validate, render, graph, upgrade-path.
+    Catalog(catalog::CatalogArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -23,5 +28,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("olm-rs {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Catalog(args) => catalog::run(args),
     }
 }
