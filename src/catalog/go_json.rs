@@ -324,3 +324,87 @@ fn go_float(f: f64) -> String {
         format!("{f}")
     }
 }
+
+/// An element of an array of objects, parsed in the same pass as the array.
+pub enum ObjectItem<'a> {
+    Object(Vec<(Cow<'a, str>, &'a RawValue)>),
+    Null,
+    /// Not an object: its Go kind name.
+    Other(&'static str),
+}
+
+impl<'de> serde::Deserialize<'de> for ObjectItem<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ObjectItem<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some(key) = map.next_key::<BorrowedOrOwned<'de>>()? {
+                    let value: &'de RawValue = map.next_value()?;
+                    out.push((key.0, value));
+                }
+                Ok(ObjectItem::Object(out))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Null)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("bool"))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("number"))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("number"))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("number"))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("string"))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(ObjectItem::Other("array"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'a> Fields<'a> {
+    pub fn from_members(members: Vec<(Cow<'a, str>, &'a RawValue)>) -> Fields<'a> {
+        Fields { members }
+    }
+
+    /// The items of an array-of-objects member, each parsed once.
+    pub fn object_list(&self, name: &str, owner: &str, go_type: &'static str, item_type: &'static str) -> Result<Vec<Option<Fields<'a>>>, UnmarshalError> {
+        let Some(raw) = self.get(name) else {
+            return Ok(Vec::new());
+        };
+        if kind(raw) != "array" {
+            return Err(UnmarshalError::Field {
+                kind: kind(raw),
+                field: format!("{owner}.{name}"),
+                go_type,
+            });
+        }
+        let items: Vec<ObjectItem<'a>> = serde_json::from_str(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
+        items
+            .into_iter()
+            .map(|item| match item {
+                ObjectItem::Object(m) => Ok(Some(Fields { members: m })),
+                ObjectItem::Null => Ok(None),
+                ObjectItem::Other(kind) => Err(UnmarshalError::Field {
+                    kind,
+                    field: format!("{owner}.{name}"),
+                    go_type: item_type,
+                }),
+            })
+            .collect()
+    }
+}

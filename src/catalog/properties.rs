@@ -195,55 +195,96 @@ impl Property {
     }
 }
 
-/// `olm.csv.metadata` must decode into opm's `CSVMetadata`; the top-level member kinds are
-/// checked here (nested members are only required to be well-formed JSON, which they are).
+/// `olm.csv.metadata` must decode into opm's `CSVMetadata`. Checked in one pass over the
+/// value: top-level member kinds, and string values in `annotations` and `labels`.
 fn check_csv_metadata(raw: &RawValue) -> Result<(), UnmarshalError> {
-    let Some(f) = fields(raw, "property.CSVMetadata")? else {
-        return Ok(());
-    };
-    const SHAPES: &[(&str, &str, &str)] = &[
-        ("annotations", "object", "map[string]string"),
-        ("apiServiceDefinitions", "object", "v1alpha1.APIServiceDefinitions"),
-        ("crdDescriptions", "object", "v1alpha1.CustomResourceDefinitions"),
-        ("description", "string", "string"),
-        ("displayName", "string", "string"),
-        ("installModes", "array", "[]v1alpha1.InstallMode"),
-        ("keywords", "array", "[]string"),
-        ("labels", "object", "map[string]string"),
-        ("links", "array", "[]v1alpha1.AppLink"),
-        ("maintainers", "array", "[]v1alpha1.Maintainer"),
-        ("maturity", "string", "string"),
-        ("minKubeVersion", "string", "string"),
-        ("nativeAPIs", "array", "[]v1.GroupVersionKind"),
-        ("provider", "object", "v1alpha1.AppLink"),
-    ];
-    for &(name, want, go_type) in SHAPES {
-        if let Some(v) = f.get(name) {
-            if go_json::kind(v) != want {
-                return Err(UnmarshalError::Field {
-                    kind: go_json::kind(v),
-                    field: format!("CSVMetadata.{name}"),
-                    go_type,
-                });
-            }
-        }
-    }
-    for (key, shape) in [("annotations", "CSVMetadata.annotations"), ("labels", "CSVMetadata.labels")] {
-        if let Some(map) = f.get(key) {
-            if let Some(members) = fields(map, "map[string]string")? {
-                for (_, v) in members.members() {
-                    if !go_json::is_null(v) && go_json::kind(v) != "string" {
-                        return Err(UnmarshalError::Field {
-                            kind: go_json::kind(v),
-                            field: shape.to_string(),
-                            go_type: "string",
-                        });
+    use serde::de::IgnoredAny;
+
+    /// A `map[string]string` whose values are checked without being copied.
+    struct StringMap;
+    impl<'de> serde::Deserialize<'de> for StringMap {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = StringMap;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a map of strings")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StringMap, A::Error> {
+                    while map.next_key::<IgnoredAny>()?.is_some() {
+                        map.next_value::<Option<StrCheck>>()?;
                     }
+                    Ok(StringMap)
                 }
             }
+            d.deserialize_map(V)
         }
     }
-    Ok(())
+    struct StrCheck;
+    impl<'de> serde::Deserialize<'de> for StrCheck {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl serde::de::Visitor<'_> for V {
+                type Value = StrCheck;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_str<E>(self, _: &str) -> Result<StrCheck, E> {
+                    Ok(StrCheck)
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)] // fields exist to be type-checked
+    struct Shape {
+        annotations: Option<StringMap>,
+        labels: Option<StringMap>,
+        api_service_definitions: Option<IgnoredMap>,
+        crd_descriptions: Option<IgnoredMap>,
+        description: Option<StrCheck>,
+        display_name: Option<StrCheck>,
+        install_modes: Option<Vec<IgnoredAny>>,
+        keywords: Option<Vec<Option<StrCheck>>>,
+        links: Option<Vec<IgnoredAny>>,
+        maintainers: Option<Vec<IgnoredAny>>,
+        maturity: Option<StrCheck>,
+        min_kube_version: Option<StrCheck>,
+        #[serde(rename = "nativeAPIs")]
+        native_apis: Option<Vec<IgnoredAny>>,
+        provider: Option<IgnoredMap>,
+    }
+    struct IgnoredMap;
+    impl<'de> serde::Deserialize<'de> for IgnoredMap {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = IgnoredMap;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<IgnoredMap, A::Error> {
+                    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                    Ok(IgnoredMap)
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    if go_json::is_null(raw) {
+        return Ok(());
+    }
+    if go_json::kind(raw) != "object" {
+        return Err(UnmarshalError::Value {
+            kind: go_json::kind(raw),
+            go_type: "property.CSVMetadata",
+        });
+    }
+    serde_json::from_str::<Shape>(raw.get())
+        .map(|_| ())
+        .map_err(|e| UnmarshalError::Syntax(format!("olm.csv.metadata: {e}")))
 }
 
 /// Checks the value of every property as opm's conversion does (spec/catalog.md §7.4 C11).

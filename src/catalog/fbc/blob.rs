@@ -69,11 +69,7 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Proble
             format!("object '{}\n' is missing root schema field", go_json::marshal_sorted(&value)),
         ));
     }
-    let raw: &RawValue = serde_json::from_str(json).map_err(|e| Problem::new(Rule::L1, at(), e.to_string()))?;
-    let fields = Fields::of(raw, "map").ok().flatten();
-    let Some(fields) = fields else {
-        return Err(Problem::new(Rule::L1, at(), "document is not a JSON object"));
-    };
+    let fields = Fields::from_members(members);
     let wrap = |what: &str, e: UnmarshalError| {
         let mut loc = at();
         loc.package = package.clone();
@@ -94,7 +90,7 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Proble
             schema,
             package,
             name,
-            blob: raw.to_owned(),
+            blob: serde_json::from_str::<Box<RawValue>>(json).map_err(|e| Problem::new(Rule::L1, at(), e.to_string()))?,
             origin: origin.clone(),
         }),
     };
@@ -116,13 +112,10 @@ fn check_folded_keys(members: &[(Cow<'_, str>, &RawValue)]) -> Result<(), String
 }
 
 fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>, UnmarshalError> {
-    let Some(raw) = fields.get("properties") else {
-        return Ok(Vec::new());
-    };
-    let items = go_json::array_items(raw, || format!("{owner}.properties"), "[]property.Property")?;
+    let items = fields.object_list("properties", owner, "[]property.Property", "property.Property")?;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
-        let Some(f) = Fields::of(item, "property.Property")? else {
+        let Some(f) = item else {
             out.push((Property::new("", RawValue::NULL.to_owned()), false));
             continue;
         };

@@ -11,7 +11,9 @@
 mod scalar;
 mod text;
 
-use scalar::{check_chars, push_json_string, push_plain};
+use std::borrow::Cow;
+
+use scalar::{check_chars, push_escaped, push_json_string};
 
 /// Each document of `text` as JSON, with the line its content starts on; `None` when the text
 /// is outside the supported subset.
@@ -25,7 +27,6 @@ pub fn to_json_documents(text: &str) -> Option<Vec<(String, u32)>> {
         pos: 0,
         line: 1,
         out: String::new(),
-        scratch: String::new(),
     };
     p.documents()
 }
@@ -39,7 +40,6 @@ pub fn decline_line(text: &str) -> Option<u32> {
         pos: 0,
         line: 1,
         out: String::new(),
-        scratch: String::new(),
     };
     match p.documents() {
         Some(_) => None,
@@ -55,7 +55,6 @@ struct Parser<'a> {
     /// Line number of `pos` (1-based).
     line: u32,
     out: String,
-    scratch: String,
 }
 
 fn is_blank(c: u8) -> bool {
@@ -74,6 +73,11 @@ impl<'a> Parser<'a> {
     /// Moves to the start of the next line.
     fn next_line(&mut self) {
         let end = self.line_end(self.pos);
+        self.next_line_from(end);
+    }
+
+    /// Moves past the line ending at `end` (a `\n` or the end of the text).
+    fn next_line_from(&mut self, end: usize) {
         self.pos = (end + 1).min(self.b.len());
         self.line += 1;
     }
@@ -168,8 +172,8 @@ impl<'a> Parser<'a> {
             if seq_item {
                 return self.block_seq(ind);
             }
-            if self.key_end(start)?.is_some() {
-                return self.block_map(ind, start);
+            if let Some(key) = self.key_end(start)? {
+                return self.block_map(ind, start, key);
             }
             return self.inline_value(parent, start);
         }
@@ -222,24 +226,21 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn block_map(&mut self, indent: usize, first_key: usize) -> Option<()> {
+    fn block_map(&mut self, indent: usize, first_key: usize, first: (usize, KeyKind)) -> Option<()> {
         self.out.push('{');
-        let mut keys: Vec<String> = Vec::new();
+        let mut keys: Vec<Cow<'a, str>> = Vec::new();
         let mut at = first_key;
+        let (mut after, mut kind) = first;
         loop {
-            let (after, kind) = self.key_end(at)?.ok_or(()).ok()?;
-            let key = match kind {
-                KeyKind::Plain => {
-                    let k = self.text[at..after - 1].trim_end_matches([' ', '\t']);
-                    check_chars(k)?;
-                    k.to_string()
-                }
+            let text: &'a str = self.text;
+            let key: Cow<'a, str> = match kind {
+                KeyKind::Plain => Cow::Borrowed(text[at..after - 1].trim_end_matches([' ', '\t'])),
                 KeyKind::Double | KeyKind::Single => {
                     let mut k = String::new();
                     let close = text::quoted_end_on_line(&self.b[at..self.line_end(at)])?;
-                    check_chars(&self.text[at..at + close])?;
-                    text::unquote_single_line(&self.text[at..at + close], &mut k)?;
-                    k
+                    check_chars(&text[at..at + close])?;
+                    text::unquote_single_line(&text[at..at + close], &mut k)?;
+                    Cow::Owned(k)
                 }
             };
             if key.is_empty() && kind == KeyKind::Plain || keys.contains(&key) {
@@ -248,7 +249,14 @@ impl<'a> Parser<'a> {
             if !keys.is_empty() {
                 self.out.push(',');
             }
-            push_json_string(&mut self.out, &key);
+            match kind {
+                KeyKind::Plain => {
+                    self.out.push('"');
+                    push_escaped(&mut self.out, &key)?;
+                    self.out.push('"');
+                }
+                _ => push_json_string(&mut self.out, &key),
+            }
             keys.push(key);
             self.out.push(':');
             let end = self.line_end(after);
@@ -272,6 +280,7 @@ impl<'a> Parser<'a> {
                 return None;
             }
             at = self.pos + ind;
+            (after, kind) = self.key_end(at)?.ok_or(()).ok()?;
         }
         self.out.push('}');
         Some(())
@@ -297,8 +306,8 @@ impl<'a> Parser<'a> {
                 self.node_on_next_lines(indent as isize, false)?;
             } else if self.is_seq_item(content) {
                 return None; // `- - x`
-            } else if self.key_end(content)?.is_some() {
-                self.block_map(content - self.pos, content)?;
+            } else if let Some(key) = self.key_end(content)? {
+                self.block_map(content - self.pos, content, key)?;
             } else {
                 self.inline_value(indent as isize, content)?;
             }
@@ -323,24 +332,16 @@ impl<'a> Parser<'a> {
     fn inline_value(&mut self, parent: isize, at: usize) -> Option<()> {
         match self.byte(at) {
             b'"' | b'\'' => {
-                self.scratch.clear();
-                let mut s = std::mem::take(&mut self.scratch);
-                let r = self.quoted(at, &mut s);
-                if r.is_some() {
-                    push_json_string(&mut self.out, &s);
-                }
-                self.scratch = s;
-                r
+                self.out.push('"');
+                self.quoted(at)?;
+                self.out.push('"');
+                Some(())
             }
             b'|' | b'>' => {
-                let mut s = std::mem::take(&mut self.scratch);
-                s.clear();
-                let r = self.block_scalar(parent, at, &mut s);
-                if r.is_some() {
-                    push_json_string(&mut self.out, &s);
-                }
-                self.scratch = s;
-                r
+                self.out.push('"');
+                self.block_scalar(parent, at)?;
+                self.out.push('"');
+                Some(())
             }
             b'[' | b'{' => {
                 let close = if self.byte(at) == b'[' { b']' } else { b'}' };
@@ -359,16 +360,7 @@ impl<'a> Parser<'a> {
             }
             b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b'?' | b',' | b']' | b'}' | b'#' => None,
             b'-' | b':' if matches!(self.byte(at + 1), b' ' | b'\t' | b'\n') => None,
-            _ => {
-                let mut s = std::mem::take(&mut self.scratch);
-                s.clear();
-                let r = self.plain(parent, at, &mut s);
-                if r.is_some() {
-                    push_plain(&mut self.out, &s)?;
-                }
-                self.scratch = s;
-                r
-            }
+            _ => self.plain(parent, at),
         }
     }
 }

@@ -30,27 +30,72 @@ pub fn check_chars(s: &str) -> Option<()> {
 /// Appends `s` as a JSON string literal.
 pub fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
+    for c in s.chars() {
+        push_json_char(out, c);
+    }
+    out.push('"');
+}
+
+/// Appends one decoded character, JSON-escaped.
+pub fn push_json_char(out: &mut String, c: char) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        '\r' => out.push_str("\\r"),
+        c if (c as u32) < 0x20 => {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+/// Bytes that need a look: controls, `"`, `\`, DEL and non-ASCII.
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = i < 0x20 || i == b'"' as usize || i == b'\\' as usize || i >= 0x7f;
+        i += 1;
+    }
+    t
+};
+
+/// Appends raw YAML text JSON-escaped (no quotes), checking it as `check_chars` does, in one
+/// pass: runs of ordinary ASCII are copied at once.
+pub fn push_escaped(out: &mut String, s: &str) -> Option<()> {
     let b = s.as_bytes();
     let mut start = 0;
-    for (i, &c) in b.iter().enumerate() {
-        if c >= 0x20 && c != b'"' && c != b'\\' {
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if !SPECIAL[c as usize] {
+            i += 1;
             continue;
         }
-        out.push_str(&s[start..i]);
-        match c {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\t' => out.push_str("\\t"),
-            b'\r' => out.push_str("\\r"),
+        let escape = match c {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\t' => "\\t",
+            0x7f => return None,
+            c if c < 0x20 => return None,
+            0xC2 if b.get(i + 1).is_some_and(|&n| (0x80..=0x9F).contains(&n)) => return None,
+            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => return None,
+            0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => return None,
             _ => {
-                let _ = write!(out, "\\u{:04x}", c);
+                // Other non-ASCII bytes are copied as they are.
+                i += 1;
+                continue;
             }
-        }
-        start = i + 1;
+        };
+        out.push_str(&s[start..i]);
+        out.push_str(escape);
+        i += 1;
+        start = i;
     }
     out.push_str(&s[start..]);
-    out.push('"');
+    Some(())
 }
 
 fn digits_but_not_number(s: &str) -> bool {
@@ -125,7 +170,9 @@ pub fn push_plain(out: &mut String, s: &str) -> Option<()> {
         Some(c) => c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'~' | b'n' | b'N' | b't' | b'T' | b'f' | b'F'),
     };
     if !maybe_special {
-        push_json_string(out, s);
+        out.push('"');
+        push_escaped(out, s)?;
+        out.push('"');
         return Some(());
     }
     match s {
@@ -166,7 +213,9 @@ pub fn push_plain(out: &mut String, s: &str) -> Option<()> {
             return Some(());
         }
     }
-    push_json_string(out, s);
+    out.push('"');
+    push_escaped(out, s)?;
+    out.push('"');
     Some(())
 }
 
@@ -206,5 +255,10 @@ mod tests {
         let mut out = String::new();
         push_json_string(&mut out, "é \"q\" \\ \t\n\r\u{8}");
         assert_eq!(out, r#""é \"q\" \\ \t\n\r\u0008""#);
+        out.clear();
+        push_escaped(&mut out, "é \"q\" \\ \t€").unwrap();
+        assert_eq!(out, r#"é \"q\" \\ \t€"#);
+        assert!(push_escaped(&mut out, "a\u{85}").is_none());
+        assert!(push_escaped(&mut out, "a\u{1}").is_none());
     }
 }

@@ -1,7 +1,8 @@
 //! Scalar bodies for the fast YAML path: plain (multi-line), quoted (multi-line, escapes) and
-//! block (`|`, `>`, chomping) scalars, following libyaml's folding rules.
+//! block (`|`, `>`, chomping) scalars, following libyaml's folding rules. They write JSON
+//! directly into the parser's output.
 
-use super::scalar::check_chars;
+use super::scalar::{check_chars, push_escaped, push_json_char, push_plain};
 use super::{Parser, is_blank};
 
 /// Index just past the closing quote of the quoted scalar starting at `line[0]`, if it closes
@@ -20,7 +21,7 @@ pub fn quoted_end_on_line(line: &[u8]) -> Option<usize> {
     None
 }
 
-/// Decodes a one-line quoted scalar (quotes included) into `out`.
+/// Decodes a one-line quoted scalar (quotes included) into `out` as plain text.
 pub fn unquote_single_line(quoted: &str, out: &mut String) -> Option<()> {
     let q = quoted.as_bytes()[0];
     let body = &quoted[1..quoted.len() - 1];
@@ -31,14 +32,15 @@ pub fn unquote_single_line(quoted: &str, out: &mut String) -> Option<()> {
     let mut rest = body;
     while let Some(i) = rest.find('\\') {
         out.push_str(&rest[..i]);
-        rest = decode_escape(&rest[i + 1..], out)?;
+        rest = decode_escape(&rest[i + 1..], |c| out.push(c))?;
     }
     out.push_str(rest);
     Some(())
 }
 
-/// Decodes the escape after a backslash; returns the text after it.
-fn decode_escape<'s>(s: &'s str, out: &mut String) -> Option<&'s str> {
+/// Decodes the escape after a backslash, handing the character to `push`; returns the text
+/// after it.
+fn decode_escape<'s>(s: &'s str, mut push: impl FnMut(char)) -> Option<&'s str> {
     let c = *s.as_bytes().first()?;
     let simple = match c {
         b'0' => Some('\0'),
@@ -61,7 +63,7 @@ fn decode_escape<'s>(s: &'s str, out: &mut String) -> Option<&'s str> {
         _ => None,
     };
     if let Some(ch) = simple {
-        out.push(ch);
+        push(ch);
         return Some(&s[1..]);
     }
     let width = match c {
@@ -72,8 +74,14 @@ fn decode_escape<'s>(s: &'s str, out: &mut String) -> Option<&'s str> {
     };
     let hex = s.get(1..1 + width)?;
     let code = u32::from_str_radix(hex, 16).ok()?;
-    out.push(char::from_u32(code)?);
+    push(char::from_u32(code)?);
     Some(&s[1 + width..])
+}
+
+fn push_newlines(out: &mut String, n: usize) {
+    for _ in 0..n {
+        out.push_str("\\n");
+    }
 }
 
 impl Parser<'_> {
@@ -85,79 +93,67 @@ impl Parser<'_> {
             return None;
         }
         check_chars(rest)?;
-        self.pos = from;
-        self.next_line();
+        self.next_line_from(end);
         Some(())
     }
 
     /// Moves over empty lines after a line break inside a flow or plain scalar, returning how
-    /// many there were and the start of the next content line (its indentation included).
+    /// many there were and the whitespace before the next line's content.
     fn fold_breaks(&mut self) -> (usize, usize) {
         let mut empty = 0;
         loop {
             let ind = self.b[self.pos..].iter().take_while(|&&c| is_blank(c)).count();
             if self.pos + ind < self.b.len() && self.b[self.pos + ind] == b'\n' {
                 empty += 1;
-                self.next_line();
+                self.next_line_from(self.pos + ind);
                 continue;
             }
             return (empty, ind);
         }
     }
 
-    /// A single- or double-quoted scalar starting at `at`.
-    pub(super) fn quoted(&mut self, at: usize, out: &mut String) -> Option<()> {
+    /// Body of a single- or double-quoted scalar starting at `at`, JSON-escaped.
+    pub(super) fn quoted(&mut self, at: usize) -> Option<()> {
         let q = self.b[at];
         let mut i = at + 1;
         loop {
             let end = self.line_end(i);
-            let mut kept = out.len(); // length before trailing raw blanks
             let mut escaped_break = false;
             let mut seg = i;
             while i < end {
                 let c = self.b[i];
                 if c == q {
                     if q == b'\'' && self.byte(i + 1) == b'\'' {
-                        check_chars(&self.text[seg..i + 1])?;
-                        out.push_str(&self.text[seg..i + 1]);
+                        push_escaped(&mut self.out, &self.text[seg..i + 1])?;
                         i += 2;
                         seg = i;
-                        kept = out.len();
                         continue;
                     }
-                    check_chars(&self.text[seg..i])?;
-                    out.push_str(&self.text[seg..i]);
+                    push_escaped(&mut self.out, &self.text[seg..i])?;
                     return self.finish_line(i + 1);
                 }
                 if c == b'\\' && q == b'"' {
-                    check_chars(&self.text[seg..i])?;
-                    out.push_str(&self.text[seg..i]);
+                    push_escaped(&mut self.out, &self.text[seg..i])?;
                     if i + 1 == end {
                         escaped_break = true;
                         seg = end;
                         break;
                     }
-                    let rest = decode_escape(&self.text[i + 1..end], out)?;
+                    let out = &mut self.out;
+                    let rest = decode_escape(&self.text[i + 1..end], |ch| push_json_char(out, ch))?;
                     i = end - rest.len();
                     seg = i;
-                    kept = out.len();
                     continue;
-                }
-                if !is_blank(c) {
-                    kept = out.len() + (i - seg) + 1;
                 }
                 i += 1;
             }
-            check_chars(&self.text[seg..end])?;
-            out.push_str(&self.text[seg..end]);
-            if !escaped_break {
-                out.truncate(kept);
-            }
+            // Unescaped trailing blanks before a line break are not content.
+            let tail = &self.text[seg..end];
+            push_escaped(&mut self.out, if escaped_break { tail } else { tail.trim_end_matches([' ', '\t']) })?;
             if end >= self.b.len() {
                 return None; // unterminated
             }
-            self.pos = end;
-            self.next_line();
+            self.next_line_from(end);
             let (empty, ind) = self.fold_breaks();
             if self.eof() || self.marker_at(self.pos).is_some() {
                 return None;
@@ -168,67 +164,87 @@ impl Parser<'_> {
                 return None;
             }
             if empty > 0 {
-                out.extend(std::iter::repeat_n('\n', empty));
+                push_newlines(&mut self.out, empty);
             } else if !escaped_break {
-                out.push(' ');
+                self.out.push(' ');
             }
             i = self.pos + ind;
         }
     }
 
-    /// A plain scalar starting at `at`, continuing on more-indented lines.
-    pub(super) fn plain(&mut self, parent: isize, at: usize, out: &mut String) -> Option<()> {
-        let mut start = at;
-        loop {
-            let end = self.line_end(start);
-            let line = &self.b[start..end];
-            let mut stop = line.len();
-            for (i, &c) in line.iter().enumerate() {
-                match c {
-                    b'#' if i > 0 && is_blank(line[i - 1]) => {
-                        stop = i;
-                        break;
-                    }
-                    b':' if matches!(line.get(i + 1), None | Some(b' ' | b'\t')) => return None,
-                    _ => {}
+    /// One line of a plain scalar from `start`: the end of its content (trailing blanks
+    /// dropped), its line end, and whether a comment ends it. `None` on `: ` (not allowed).
+    fn plain_line(&self, start: usize) -> Option<(usize, usize, bool)> {
+        let end = self.line_end(start);
+        let line = &self.b[start..end];
+        let mut stop = line.len();
+        let mut from = 0;
+        while let Some(j) = memchr::memchr2(b'#', b':', &line[from..]) {
+            let i = from + j;
+            if line[i] == b'#' {
+                if i > 0 && is_blank(line[i - 1]) {
+                    stop = i;
+                    break;
                 }
-            }
-            let content = self.text[start..start + stop].trim_end_matches([' ', '\t']);
-            check_chars(&self.text[start..end])?;
-            out.push_str(content);
-            self.pos = start;
-            self.next_line();
-            if stop < line.len() {
-                return Some(()); // a comment ends the scalar
-            }
-            // Continuation lines must be more indented than the parent and not look like
-            // anything else.
-            let save = (self.pos, self.line);
-            let (empty, ind) = self.fold_breaks();
-            if self.eof() || self.marker_at(self.pos).is_some() || (self.indent(self.pos) as isize) <= parent {
-                // Not a continuation: rewind over the empty lines, they belong to the parent.
-                (self.pos, self.line) = save;
-                return Some(());
-            }
-            if ind != self.indent(self.pos) {
+            } else if matches!(line.get(i + 1), None | Some(b' ' | b'\t')) {
                 return None;
             }
-            let next = self.pos + ind;
-            // A comment line ends the scalar (libyaml); leave that case to the general path.
-            if self.b[next] == b'#' {
-                return None;
-            }
-            if empty > 0 {
-                out.extend(std::iter::repeat_n('\n', empty));
-            } else {
-                out.push(' ');
-            }
-            start = next;
+            from = i + 1;
         }
+        let content = self.text[start..start + stop].trim_end_matches([' ', '\t']);
+        if stop < line.len() {
+            check_chars(&self.text[start + stop..end])?;
+        }
+        Some((start + content.len(), end, stop < line.len()))
     }
 
-    /// A literal (`|`) or folded (`>`) block scalar whose header starts at `at`.
-    pub(super) fn block_scalar(&mut self, parent: isize, at: usize, out: &mut String) -> Option<()> {
+    /// A plain scalar starting at `at`, continuing on lines more indented than `parent`.
+    pub(super) fn plain(&mut self, parent: isize, at: usize) -> Option<()> {
+        let (content_end, end, comment) = self.plain_line(at)?;
+        self.next_line_from(end);
+        if comment || !self.plain_continues(parent)? {
+            return push_plain(&mut self.out, &self.text[at..content_end]);
+        }
+        // Multi-line plain scalars contain a space or newline, so they are always strings.
+        self.out.push('"');
+        push_escaped(&mut self.out, &self.text[at..content_end])?;
+        loop {
+            let (empty, ind) = self.fold_breaks();
+            if empty > 0 {
+                push_newlines(&mut self.out, empty);
+            } else {
+                self.out.push(' ');
+            }
+            let start = self.pos + ind;
+            let (content_end, end, comment) = self.plain_line(start)?;
+            push_escaped(&mut self.out, &self.text[start..content_end])?;
+            self.next_line_from(end);
+            if comment || !self.plain_continues(parent)? {
+                break;
+            }
+        }
+        self.out.push('"');
+        Some(())
+    }
+
+    /// Whether the next non-empty line continues a plain scalar (`pos` is left unchanged);
+    /// `None` for cases left to the general path (tab indentation, a comment line inside).
+    fn plain_continues(&mut self, parent: isize) -> Option<bool> {
+        let save = (self.pos, self.line);
+        let (_, ind) = self.fold_breaks();
+        let result = if self.eof() || self.marker_at(self.pos).is_some() || (self.indent(self.pos) as isize) <= parent {
+            Some(false)
+        } else if ind != self.indent(self.pos) || self.b[self.pos + ind] == b'#' {
+            None
+        } else {
+            Some(true)
+        };
+        (self.pos, self.line) = save;
+        result
+    }
+
+    /// Body of a literal (`|`) or folded (`>`) block scalar whose header starts at `at`.
+    pub(super) fn block_scalar(&mut self, parent: isize, at: usize) -> Option<()> {
         let literal = self.b[at] == b'|';
         let end = self.line_end(at);
         let header = &self.text[at + 1..end];
@@ -245,8 +261,7 @@ impl Parser<'_> {
             return None;
         }
         check_chars(rest)?;
-        self.pos = at;
-        self.next_line();
+        self.next_line_from(end);
 
         let min_indent = (parent + 1).max(1) as usize;
         let mut indent = 0usize;
@@ -266,19 +281,16 @@ impl Parser<'_> {
             let trailing_blank = is_blank(self.byte(content_start));
             if !literal && leading_break && !leading_blank && !trailing_blank {
                 if trailing_breaks == 0 {
-                    out.push(' ');
+                    self.out.push(' ');
                 }
             } else if leading_break {
-                out.push('\n');
+                self.out.push_str("\\n");
             }
-            out.extend(std::iter::repeat_n('\n', trailing_breaks));
+            push_newlines(&mut self.out, trailing_breaks);
             trailing_breaks = 0;
             leading_blank = trailing_blank;
-            let text = &self.text[content_start..line_end];
-            check_chars(text)?;
-            out.push_str(text);
-            self.pos = content_start;
-            self.next_line();
+            push_escaped(&mut self.out, &self.text[content_start..line_end])?;
+            self.next_line_from(line_end);
             if line_end == self.b.len() {
                 leading_break = false;
                 break;
@@ -287,10 +299,10 @@ impl Parser<'_> {
             self.block_breaks(&mut indent, min_indent, &mut trailing_breaks)?;
         }
         if chomp != -1 && leading_break {
-            out.push('\n');
+            self.out.push_str("\\n");
         }
         if chomp == 1 {
-            out.extend(std::iter::repeat_n('\n', trailing_breaks));
+            push_newlines(&mut self.out, trailing_breaks);
         }
         Some(())
     }
@@ -314,13 +326,14 @@ impl Parser<'_> {
                 break;
             }
             *breaks += 1;
-            self.next_line();
+            let end = self.line_end(self.pos + col);
+            self.next_line_from(end);
         }
         if *indent == 0 {
             *indent = max_indent.max(min_indent);
             if !self.eof() && self.indent(self.pos) < max_indent && max_indent > min_indent {
-                // Leading empty lines more indented than the first content line: libyaml
-                // rejects this.
+                // Leading empty lines more indented than the first content line: libyaml then
+                // ends the scalar early; leave that to the general path.
                 return None;
             }
         }
