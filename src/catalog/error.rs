@@ -90,6 +90,16 @@ pub enum Rule {
     M1, M2, M3, M4, M5, M6, M8, M9, M10, M11, M12, M13,
     /// registry+v1 bundle directory could not be read or rendered.
     B1,
+    /// Warning: a channel entry's `skipRange` does not parse. opm v1.50.0 accepts it and OLM
+    /// ignores it silently (spec/resolution.md §3.1); opm v1.69.0+ rejects it.
+    W1,
+}
+
+impl Rule {
+    /// Warnings do not make a catalog invalid.
+    pub fn is_warning(self) -> bool {
+        matches!(self, Rule::W1)
+    }
 }
 
 impl fmt::Display for Rule {

@@ -386,6 +386,15 @@ fn validate_package(view: &PackageView<'_>, out: &mut Vec<Problem>) {
             }
         }
         for e in &c.entries {
+            if let Some(range) = e.skip_range.as_deref().filter(|r| !r.is_empty()) {
+                if let Err(err) = super::semver_range::VersionRange::parse(range) {
+                    out.push(Problem::new(
+                        Rule::W1,
+                        cat.clone().bundle(&e.name),
+                        format!("skipRange {range:?} is not a valid semver range, so OLM ignores it: {err}"),
+                    ));
+                }
+            }
             let Some(b) = view.bundles.get(e.name.as_str()) else { continue };
             let bat = Location::from_origin(&b.origin).package(&p.name).channel(&c.name).bundle(&b.name);
             for (i, s) in e.skips.iter().enumerate() {

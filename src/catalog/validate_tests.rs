@@ -159,3 +159,17 @@ fn load_rules() {
     assert_eq!(problems[0].rule, Rule::L6);
     assert!(problems[0].message.contains("illegal base64 data at input byte 0"), "{}", problems[0]);
 }
+
+#[test]
+fn unparsable_skip_range_is_a_warning_naming_the_entry() {
+    let text = GOOD.replace("\">=0.9.0 <0.9.4\"", "\"~0.9.0\"");
+    let problems = check(&text);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    let w = &problems[0];
+    assert!(w.rule.is_warning());
+    assert_eq!(w.location.bundle.as_deref(), Some("etcd.v0.9.4"));
+    assert_eq!(
+        w.to_string(),
+        "index.yaml:6: package \"etcd\", channel \"stable\", bundle \"etcd.v0.9.4\": skipRange \"~0.9.0\" is not a valid semver range, so OLM ignores it: Could not parse Range \"~0.9.0\": Could not parse comparator \"~\" in \"~0.9.0\""
+    );
+}

@@ -117,12 +117,16 @@ fn print_structured(value: &Value, output: Output) -> anyhow::Result<()> {
 fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     let (kind, config, mut problems) = load_catalog(&a.catalog)?;
     problems.extend(validate::validate(&config));
+    let (warnings, problems): (Vec<Problem>, Vec<Problem>) = problems.into_iter().partition(|p| p.rule.is_warning());
     let valid = problems.is_empty();
     match a.output {
         Output::Text => {
             let mut out = std::io::stdout().lock();
             for p in &problems {
                 writeln!(out, "{p}")?;
+            }
+            for w in &warnings {
+                writeln!(out, "warning: {w}")?;
             }
             if valid {
                 writeln!(
@@ -146,6 +150,7 @@ fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
                 "channels": config.channels.len(),
                 "bundles": config.bundles.len(),
                 "problems": problems,
+                "warnings": warnings,
             }),
             output,
         )?,
