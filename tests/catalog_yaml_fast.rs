@@ -31,26 +31,43 @@ fn fast_yaml_agrees_on_bundle_manifests() {
     let mut total = 0;
     for pkg in std::fs::read_dir(common::operators_dir()).unwrap() {
         let pkg = pkg.unwrap().path();
-        let Ok(versions) = std::fs::read_dir(&pkg) else { continue };
+        let Ok(versions) = std::fs::read_dir(&pkg) else {
+            continue;
+        };
         for version in versions.take(3) {
             let dir = version.unwrap().path().join("manifests");
-            let Ok(files) = std::fs::read_dir(&dir) else { continue };
+            let Ok(files) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for f in files {
                 let f = f.unwrap().path();
-                let Ok(text) = std::fs::read_to_string(&f) else { continue };
+                let Ok(text) = std::fs::read_to_string(&f) else {
+                    continue;
+                };
                 if text.trim_start().starts_with('{') {
                     continue;
                 }
                 total += 1;
-                let Some(fast) = yaml_fast::to_json_documents(&text) else { continue };
+                let Some(fast) = yaml_fast::to_json_documents(&text) else {
+                    continue;
+                };
                 handled += 1;
                 let slow = documents::split_yaml_slow(&text).unwrap();
-                let fast: Vec<Value> = fast.iter().map(|(j, _)| serde_json::from_str(j).unwrap()).collect();
-                let slow: Vec<Value> = slow.iter().map(|d| serde_json::from_str(&d.json).unwrap()).collect();
+                let fast: Vec<Value> = fast
+                    .iter()
+                    .map(|(j, _)| serde_json::from_str(j).unwrap())
+                    .collect();
+                let slow: Vec<Value> = slow
+                    .iter()
+                    .map(|d| serde_json::from_str(&d.json).unwrap())
+                    .collect();
                 assert_eq!(fast, slow, "{}", f.display());
             }
         }
     }
     assert!(total > 500, "{total} manifests");
-    assert!(handled * 10 >= total * 9, "fast path handled only {handled} of {total} manifests");
+    assert!(
+        handled * 10 >= total * 9,
+        "fast path handled only {handled} of {total} manifests"
+    );
 }

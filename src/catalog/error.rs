@@ -139,7 +139,10 @@ pub enum CatalogError {
     #[error("{}: not a directory", .0.display())]
     NotADirectory(PathBuf),
     #[error("{}: {source}", path.display())]
-    Walk { path: PathBuf, source: ignore::Error },
+    Walk {
+        path: PathBuf,
+        source: ignore::Error,
+    },
     #[error("catalog has {} problem(s):\n{}", .0.len(), .0.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<Problem>),
 }

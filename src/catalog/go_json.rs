@@ -52,7 +52,10 @@ pub struct Fields<'a> {
 impl<'a> Fields<'a> {
     /// `Ok(None)` when `raw` is `null` (Go leaves the struct zero); an error when it is not an
     /// object.
-    pub fn of(raw: &'a RawValue, go_type: &'static str) -> Result<Option<Fields<'a>>, UnmarshalError> {
+    pub fn of(
+        raw: &'a RawValue,
+        go_type: &'static str,
+    ) -> Result<Option<Fields<'a>>, UnmarshalError> {
         if is_null(raw) {
             return Ok(None);
         }
@@ -62,7 +65,8 @@ impl<'a> Fields<'a> {
                 go_type,
             });
         }
-        let members = parse_members(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
+        let members =
+            parse_members(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
         Ok(Some(Fields { members }))
     }
 
@@ -132,7 +136,8 @@ pub fn array_items<'a>(
             go_type,
         });
     }
-    serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))
+    serde_json::from_str::<Vec<&RawValue>>(raw.get())
+        .map_err(|e| UnmarshalError::Syntax(e.to_string()))
 }
 
 /// Parses the members of a JSON object text without copying values.
@@ -180,36 +185,6 @@ impl<'de> serde::Deserialize<'de> for BorrowedOrOwned<'de> {
             }
         }
         d.deserialize_str(V)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fields_match_case_insensitively_last_wins() {
-        let raw: Box<RawValue> =
-            serde_json::from_str(r#"{"Name":"a","name":"b","skips":["x",null],"n":null}"#).unwrap();
-        let f = Fields::of(&raw, "declcfg.ChannelEntry").unwrap().unwrap();
-        assert_eq!(f.string("name", "ChannelEntry").unwrap().as_deref(), Some("b"));
-        assert_eq!(f.string_list("skips", "ChannelEntry").unwrap(), vec!["x", ""]);
-        assert_eq!(f.string("n", "ChannelEntry").unwrap(), None);
-    }
-
-    #[test]
-    fn wrong_kinds_are_go_errors() {
-        let raw: Box<RawValue> = serde_json::from_str(r#"{"entries":"x","name":5}"#).unwrap();
-        let f = Fields::of(&raw, "declcfg.Channel").unwrap().unwrap();
-        assert_eq!(
-            f.string("name", "Channel").unwrap_err().to_string(),
-            "json: cannot unmarshal number into Go struct field Channel.name of type string"
-        );
-        let arr: Box<RawValue> = serde_json::from_str("[1]").unwrap();
-        assert_eq!(
-            Fields::of(&arr, "property.Package").err().unwrap().to_string(),
-            "json: cannot unmarshal array into Go value of type property.Package"
-        );
     }
 }
 
@@ -264,7 +239,9 @@ pub fn write_go_string(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
@@ -287,7 +264,10 @@ pub fn go_format_v(value: &serde_json::Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let parts: Vec<String> = keys.iter().map(|k| format!("{k}:{}", go_format_v(&map[*k]))).collect();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{k}:{}", go_format_v(&map[*k])))
+                .collect();
             format!("map[{}]", parts.join(" "))
         }
     }
@@ -367,7 +347,10 @@ impl<'de> serde::Deserialize<'de> for ObjectItem<'de> {
             fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
                 Ok(ObjectItem::Other("string"))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
                 Ok(ObjectItem::Other("array"))
             }
@@ -382,7 +365,13 @@ impl<'a> Fields<'a> {
     }
 
     /// The items of an array-of-objects member, each parsed once.
-    pub fn object_list(&self, name: &str, owner: &str, go_type: &'static str, item_type: &'static str) -> Result<Vec<Option<Fields<'a>>>, UnmarshalError> {
+    pub fn object_list(
+        &self,
+        name: &str,
+        owner: &str,
+        go_type: &'static str,
+        item_type: &'static str,
+    ) -> Result<Vec<Option<Fields<'a>>>, UnmarshalError> {
         let Some(raw) = self.get(name) else {
             return Ok(Vec::new());
         };
@@ -393,7 +382,8 @@ impl<'a> Fields<'a> {
                 go_type,
             });
         }
-        let items: Vec<ObjectItem<'a>> = serde_json::from_str(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
+        let items: Vec<ObjectItem<'a>> =
+            serde_json::from_str(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
         items
             .into_iter()
             .map(|item| match item {
@@ -406,5 +396,44 @@ impl<'a> Fields<'a> {
                 }),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_match_case_insensitively_last_wins() {
+        let raw: Box<RawValue> =
+            serde_json::from_str(r#"{"Name":"a","name":"b","skips":["x",null],"n":null}"#).unwrap();
+        let f = Fields::of(&raw, "declcfg.ChannelEntry").unwrap().unwrap();
+        assert_eq!(
+            f.string("name", "ChannelEntry").unwrap().as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            f.string_list("skips", "ChannelEntry").unwrap(),
+            vec!["x", ""]
+        );
+        assert_eq!(f.string("n", "ChannelEntry").unwrap(), None);
+    }
+
+    #[test]
+    fn wrong_kinds_are_go_errors() {
+        let raw: Box<RawValue> = serde_json::from_str(r#"{"entries":"x","name":5}"#).unwrap();
+        let f = Fields::of(&raw, "declcfg.Channel").unwrap().unwrap();
+        assert_eq!(
+            f.string("name", "Channel").unwrap_err().to_string(),
+            "json: cannot unmarshal number into Go struct field Channel.name of type string"
+        );
+        let arr: Box<RawValue> = serde_json::from_str("[1]").unwrap();
+        assert_eq!(
+            Fields::of(&arr, "property.Package")
+                .err()
+                .unwrap()
+                .to_string(),
+            "json: cannot unmarshal array into Go value of type property.Package"
+        );
     }
 }

@@ -259,7 +259,9 @@ impl CatalogIndex {
         let mut slots: Vec<Option<_>> = pending.into_iter().map(Some).collect();
         for i in order {
             if let Some((package, channels, bundles, deprecations)) = slots[i].take() {
-                index.packages.push(build_package(package, channels, bundles, deprecations));
+                index
+                    .packages
+                    .push(build_package(package, channels, bundles, deprecations));
             }
         }
         index.by_name = index
@@ -338,7 +340,10 @@ impl CatalogIndex {
     }
 
     /// Bundles with an `olm.gvk` property equal to `gvk`, by package then catalog order.
-    pub fn bundles_that_provide(&self, gvk: &GvkValue) -> impl Iterator<Item = (&PackageIndex, &IndexedBundle)> {
+    pub fn bundles_that_provide(
+        &self,
+        gvk: &GvkValue,
+    ) -> impl Iterator<Item = (&PackageIndex, &IndexedBundle)> {
         self.providers
             .get(gvk)
             .into_iter()
@@ -420,10 +425,10 @@ fn build_package(
     channel_index.sort_by(|a, b| a.channel.name.cmp(&b.channel.name));
     for c in &channel_index {
         for e in &c.channel.entries {
-            if let Some(&i) = bundle_by_name.get(&e.name) {
-                if !indexed[i].channels.contains(&c.channel.name) {
-                    indexed[i].channels.push(c.channel.name.clone());
-                }
+            if let Some(&i) = bundle_by_name.get(&e.name)
+                && !indexed[i].channels.contains(&c.channel.name)
+            {
+                indexed[i].channels.push(c.channel.name.clone());
             }
         }
     }
@@ -442,11 +447,13 @@ mod tests {
     use crate::catalog::model::{ChannelEntry, DeprecationEntry, DeprecationReference, Property};
 
     fn bundle(pkg: &str, name: &str, version: &str, gvk: Option<&str>) -> Bundle {
-        let mut properties = vec![Property::from_value(
-            properties::PACKAGE,
-            &serde_json::json!({"packageName": pkg, "version": version}),
-        )
-        .unwrap()];
+        let mut properties = vec![
+            Property::from_value(
+                properties::PACKAGE,
+                &serde_json::json!({"packageName": pkg, "version": version}),
+            )
+            .unwrap(),
+        ];
         if let Some(kind) = gvk {
             properties.push(
                 Property::from_value(
@@ -485,13 +492,19 @@ mod tests {
                 Channel {
                     package: "etcd".into(),
                     name: "stable".into(),
-                    entries: vec![entry("etcd.v2", Some("etcd.v1"), &[]), entry("etcd.v1", None, &[])],
+                    entries: vec![
+                        entry("etcd.v2", Some("etcd.v1"), &[]),
+                        entry("etcd.v1", None, &[]),
+                    ],
                     ..Channel::default()
                 },
                 Channel {
                     package: "etcd".into(),
                     name: "alpha".into(),
-                    entries: vec![entry("etcd.v3", Some("etcd.v2"), &["etcd.v1"]), entry("etcd.v2", None, &[])],
+                    entries: vec![
+                        entry("etcd.v3", Some("etcd.v2"), &["etcd.v1"]),
+                        entry("etcd.v2", None, &[]),
+                    ],
                     ..Channel::default()
                 },
             ],
@@ -520,14 +533,36 @@ mod tests {
     fn indexes_packages_channels_bundles() {
         let idx = catalog();
         let names: Vec<_> = idx.packages().iter().map(|p| p.name()).collect();
-        assert_eq!(names, ["etcd", "other"], "implicit package for orphan bundle");
+        assert_eq!(
+            names,
+            ["etcd", "other"],
+            "implicit package for orphan bundle"
+        );
         let etcd = idx.package("etcd").unwrap();
         assert_eq!(etcd.default_channel().unwrap().name(), "stable");
         let channels: Vec<_> = etcd.channels().iter().map(|c| c.name()).collect();
         assert_eq!(channels, ["alpha", "stable"]);
-        assert_eq!(etcd.bundle("etcd.v2").unwrap().channels(), ["alpha", "stable"]);
-        assert_eq!(etcd.bundle("etcd.v3").unwrap().version().unwrap().to_string(), "3.0.0");
-        assert_eq!(etcd.channel("stable").unwrap().graph().channel_head().unwrap().name, "etcd.v2");
+        assert_eq!(
+            etcd.bundle("etcd.v2").unwrap().channels(),
+            ["alpha", "stable"]
+        );
+        assert_eq!(
+            etcd.bundle("etcd.v3")
+                .unwrap()
+                .version()
+                .unwrap()
+                .to_string(),
+            "3.0.0"
+        );
+        assert_eq!(
+            etcd.channel("stable")
+                .unwrap()
+                .graph()
+                .channel_head()
+                .unwrap()
+                .name,
+            "etcd.v2"
+        );
         assert_eq!(etcd.channel_deprecation("alpha"), Some("use stable"));
         assert_eq!(etcd.channel_deprecation("stable"), None);
     }
@@ -546,7 +581,10 @@ mod tests {
             kind: "EtcdCluster".into(),
             version: "v1".into(),
         };
-        let providers: Vec<_> = idx.bundles_that_provide(&gvk).map(|(_, b)| b.name()).collect();
+        let providers: Vec<_> = idx
+            .bundles_that_provide(&gvk)
+            .map(|(_, b)| b.name())
+            .collect();
         assert_eq!(providers, ["etcd.v1", "etcd.v2"]);
     }
 }

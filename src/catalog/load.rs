@@ -18,7 +18,9 @@ pub enum CatalogKind {
 }
 
 /// Loads any catalog path, collecting problems (load problems only; run `validate` for the rest).
-pub fn load_catalog(path: &Path) -> Result<(CatalogKind, DeclarativeConfig, Vec<Problem>), CatalogError> {
+pub fn load_catalog(
+    path: &Path,
+) -> Result<(CatalogKind, DeclarativeConfig, Vec<Problem>), CatalogError> {
     if !path.is_dir() {
         return Err(CatalogError::NotADirectory(path.to_path_buf()));
     }

@@ -3,6 +3,7 @@
 //! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
 
 pub mod bundle_dir;
+pub mod dot;
 pub mod error;
 pub mod fbc;
 pub mod go_json;
@@ -15,7 +16,9 @@ pub mod semver_range;
 pub mod upgrade_graph;
 pub mod validate;
 
+pub use error::{CatalogError, Location, Problem, Rule};
 pub use index::{CatalogIndex, ChannelIndex, EntryRef, IndexedBundle, PackageIndex};
+pub use load::{CatalogKind, load_catalog};
 pub use model::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
     Deprecations, Icon, Origin, OtherBlob, Package, Property, RelatedImage,
@@ -23,5 +26,3 @@ pub use model::{
 pub use upgrade_graph::{
     Candidate, EdgeKind, GraphEdge, GraphEntry, GraphError, NoUpdate, UpgradeGraph, UpgradePath,
 };
-pub use error::{CatalogError, Location, Problem, Rule};
-pub use load::{CatalogKind, load_catalog};

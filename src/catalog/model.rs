@@ -48,7 +48,10 @@ impl Property {
         type_: impl Into<String>,
         value: &T,
     ) -> Result<Property, serde_json::Error> {
-        Ok(Property::new(type_, serde_json::value::to_raw_value(value)?))
+        Ok(Property::new(
+            type_,
+            serde_json::value::to_raw_value(value)?,
+        ))
     }
 }
 

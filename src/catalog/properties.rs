@@ -61,7 +61,10 @@ pub enum TypedProperty<'a> {
     Label(String),
     LabelRequired(String),
     Deprecated,
-    Channel { channel_name: String, priority: i64 },
+    Channel {
+        channel_name: String,
+        priority: i64,
+    },
     Other(&'a RawValue),
 }
 
@@ -80,8 +83,14 @@ impl PartialEq for TypedProperty<'_> {
             | (T::LabelRequired(a), T::LabelRequired(b)) => a == b,
             (T::Deprecated, T::Deprecated) => true,
             (
-                T::Channel { channel_name: a, priority: p },
-                T::Channel { channel_name: b, priority: q },
+                T::Channel {
+                    channel_name: a,
+                    priority: p,
+                },
+                T::Channel {
+                    channel_name: b,
+                    priority: q,
+                },
             ) => a == b && p == q,
             _ => false,
         }
@@ -97,11 +106,18 @@ pub struct PropertyError {
     pub source: UnmarshalError,
 }
 
-fn fields<'a>(raw: &'a RawValue, go_type: &'static str) -> Result<Option<Fields<'a>>, UnmarshalError> {
+fn fields<'a>(
+    raw: &'a RawValue,
+    go_type: &'static str,
+) -> Result<Option<Fields<'a>>, UnmarshalError> {
     Fields::of(raw, go_type)
 }
 
-fn gvk(raw: &RawValue, owner: &'static str, go_type: &'static str) -> Result<GvkValue, UnmarshalError> {
+fn gvk(
+    raw: &RawValue,
+    owner: &'static str,
+    go_type: &'static str,
+) -> Result<GvkValue, UnmarshalError> {
     let Some(f) = fields(raw, go_type)? else {
         return Ok(GvkValue {
             group: String::new(),
@@ -142,7 +158,9 @@ impl Property {
             PACKAGE_REQUIRED => {
                 let f = fields(raw, "property.PackageRequired")?;
                 let get = |name| match &f {
-                    Some(f) => f.string(name, "PackageRequired").map(Option::unwrap_or_default),
+                    Some(f) => f
+                        .string(name, "PackageRequired")
+                        .map(Option::unwrap_or_default),
                     None => Ok(String::new()),
                 };
                 TypedProperty::PackageRequired(PackageRequiredValue {
@@ -151,7 +169,9 @@ impl Property {
                 })
             }
             GVK => TypedProperty::Gvk(gvk(raw, "GVK", "property.GVK")?),
-            GVK_REQUIRED => TypedProperty::GvkRequired(gvk(raw, "GVKRequired", "property.GVKRequired")?),
+            GVK_REQUIRED => {
+                TypedProperty::GvkRequired(gvk(raw, "GVKRequired", "property.GVKRequired")?)
+            }
             CSV_METADATA => {
                 check_csv_metadata(raw)?;
                 TypedProperty::CsvMetadata(raw)
@@ -210,7 +230,10 @@ fn check_csv_metadata(raw: &RawValue) -> Result<(), UnmarshalError> {
                 fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                     f.write_str("a map of strings")
                 }
-                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StringMap, A::Error> {
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<StringMap, A::Error> {
                     while map.next_key::<IgnoredAny>()?.is_some() {
                         map.next_value::<Option<StrCheck>>()?;
                     }
@@ -265,7 +288,10 @@ fn check_csv_metadata(raw: &RawValue) -> Result<(), UnmarshalError> {
                 fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                     f.write_str("an object")
                 }
-                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<IgnoredMap, A::Error> {
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<IgnoredMap, A::Error> {
                     while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                     Ok(IgnoredMap)
                 }
@@ -302,31 +328,45 @@ pub fn check_properties(properties: &[Property]) -> Result<(), PropertyError> {
 
 /// Every value of the given well-known type that parses; callers that need errors use `typed`.
 pub fn packages(properties: &[Property]) -> impl Iterator<Item = PackageValue> + '_ {
-    properties.iter().filter(|p| p.type_ == PACKAGE).filter_map(|p| match p.typed() {
-        Ok(TypedProperty::Package(v)) => Some(v),
-        _ => None,
-    })
+    properties
+        .iter()
+        .filter(|p| p.type_ == PACKAGE)
+        .filter_map(|p| match p.typed() {
+            Ok(TypedProperty::Package(v)) => Some(v),
+            _ => None,
+        })
 }
 
 pub fn provided_gvks(properties: &[Property]) -> impl Iterator<Item = GvkValue> + '_ {
-    properties.iter().filter(|p| p.type_ == GVK).filter_map(|p| match p.typed() {
-        Ok(TypedProperty::Gvk(v)) => Some(v),
-        _ => None,
-    })
+    properties
+        .iter()
+        .filter(|p| p.type_ == GVK)
+        .filter_map(|p| match p.typed() {
+            Ok(TypedProperty::Gvk(v)) => Some(v),
+            _ => None,
+        })
 }
 
 pub fn required_gvks(properties: &[Property]) -> impl Iterator<Item = GvkValue> + '_ {
-    properties.iter().filter(|p| p.type_ == GVK_REQUIRED).filter_map(|p| match p.typed() {
-        Ok(TypedProperty::GvkRequired(v)) => Some(v),
-        _ => None,
-    })
+    properties
+        .iter()
+        .filter(|p| p.type_ == GVK_REQUIRED)
+        .filter_map(|p| match p.typed() {
+            Ok(TypedProperty::GvkRequired(v)) => Some(v),
+            _ => None,
+        })
 }
 
-pub fn required_packages(properties: &[Property]) -> impl Iterator<Item = PackageRequiredValue> + '_ {
-    properties.iter().filter(|p| p.type_ == PACKAGE_REQUIRED).filter_map(|p| match p.typed() {
-        Ok(TypedProperty::PackageRequired(v)) => Some(v),
-        _ => None,
-    })
+pub fn required_packages(
+    properties: &[Property],
+) -> impl Iterator<Item = PackageRequiredValue> + '_ {
+    properties
+        .iter()
+        .filter(|p| p.type_ == PACKAGE_REQUIRED)
+        .filter_map(|p| match p.typed() {
+            Ok(TypedProperty::PackageRequired(v)) => Some(v),
+            _ => None,
+        })
 }
 
 #[cfg(test)]
@@ -340,14 +380,18 @@ mod tests {
     #[test]
     fn reads_well_known_values() {
         assert_eq!(
-            prop(PACKAGE, r#"{"packageName":"etcd","version":"0.9.4"}"#).typed().unwrap(),
+            prop(PACKAGE, r#"{"packageName":"etcd","version":"0.9.4"}"#)
+                .typed()
+                .unwrap(),
             TypedProperty::Package(PackageValue {
                 package_name: "etcd".into(),
                 version: "0.9.4".into()
             })
         );
         assert_eq!(
-            prop(GVK, r#"{"group":"g","kind":"K","version":"v1"}"#).typed().unwrap(),
+            prop(GVK, r#"{"group":"g","kind":"K","version":"v1"}"#)
+                .typed()
+                .unwrap(),
             TypedProperty::Gvk(GvkValue {
                 group: "g".into(),
                 kind: "K".into(),
@@ -362,7 +406,10 @@ mod tests {
             prop(MAX_OPENSHIFT_VERSION, "4.9").typed().unwrap(),
             TypedProperty::MaxOpenShiftVersion("4.9".into())
         );
-        assert!(matches!(prop("vendor.io/x", "null").typed().unwrap(), TypedProperty::Other(_)));
+        assert!(matches!(
+            prop("vendor.io/x", "null").typed().unwrap(),
+            TypedProperty::Other(_)
+        ));
     }
 
     #[test]
@@ -376,8 +423,16 @@ mod tests {
             err.to_string(),
             "parse property[1] of type \"olm.package\": json: cannot unmarshal number into Go struct field Package.packageName of type string"
         );
-        assert!(prop(CHANNEL, r#"{"channelName":"a","priority":"high"}"#).typed().is_err());
+        assert!(
+            prop(CHANNEL, r#"{"channelName":"a","priority":"high"}"#)
+                .typed()
+                .is_err()
+        );
         assert!(prop(CSV_METADATA, r#"{"keywords":"a"}"#).typed().is_err());
-        assert!(prop(CSV_METADATA, r#"{"annotations":{"a":1}}"#).typed().is_err());
+        assert!(
+            prop(CSV_METADATA, r#"{"annotations":{"a":1}}"#)
+                .typed()
+                .is_err()
+        );
     }
 }

@@ -18,11 +18,16 @@ use super::semver_range::{compare, parse_tolerant};
 
 /// Whether `path` has at least one bundle directory directly under it.
 pub fn has_bundle_dirs(path: &Path) -> Result<bool, CatalogError> {
-    Ok(bundle_dirs(path)?.iter().any(|d| bundle_dir::is_bundle_dir(d)))
+    Ok(bundle_dirs(path)?
+        .iter()
+        .any(|d| bundle_dir::is_bundle_dir(d)))
 }
 
 fn bundle_dirs(path: &Path) -> Result<Vec<std::path::PathBuf>, CatalogError> {
-    let io = |source| CatalogError::Io { path: path.to_path_buf(), source };
+    let io = |source| CatalogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut dirs = Vec::new();
     for entry in std::fs::read_dir(path).map_err(io)? {
         let p = entry.map_err(io)?.path();
@@ -47,7 +52,10 @@ pub fn load(path: &Path) -> Result<(DeclarativeConfig, Vec<Problem>), CatalogErr
     let dirs = if bundle_dir::is_bundle_dir(path) {
         vec![path.to_path_buf()]
     } else {
-        bundle_dirs(path)?.into_iter().filter(|d| bundle_dir::is_bundle_dir(d)).collect()
+        bundle_dirs(path)?
+            .into_iter()
+            .filter(|d| bundle_dir::is_bundle_dir(d))
+            .collect()
     };
     let rendered = parallel_map(&dirs, |d| {
         let dir = bundle_dir::read(d)?;
@@ -55,14 +63,20 @@ pub fn load(path: &Path) -> Result<(DeclarativeConfig, Vec<Problem>), CatalogErr
         let csv = dir.csv();
         let entry = ChannelEntry {
             name: r.bundle.name.clone(),
-            replaces: csv["spec"]["replaces"].as_str().filter(|s| !s.is_empty()).map(str::to_string),
+            replaces: csv["spec"]["replaces"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
             skips: csv["spec"]["skips"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter_map(|s| s.as_str().map(str::to_string))
                 .collect(),
-            skip_range: csv["metadata"]["annotations"]["olm.skipRange"].as_str().filter(|s| !s.is_empty()).map(str::to_string),
+            skip_range: csv["metadata"]["annotations"]["olm.skipRange"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
         };
         Ok::<_, bundle_dir::BundleDirError>(Member {
             channels: dir.channels(),
@@ -75,7 +89,10 @@ pub fn load(path: &Path) -> Result<(DeclarativeConfig, Vec<Problem>), CatalogErr
     let mut packages: BTreeMap<String, Vec<Member>> = BTreeMap::new();
     for (dir, result) in dirs.iter().zip(rendered) {
         match result {
-            Ok(m) => packages.entry(m.bundle.package.clone()).or_default().push(m),
+            Ok(m) => packages
+                .entry(m.bundle.package.clone())
+                .or_default()
+                .push(m),
             Err(e) => problems.push(Problem::new(
                 Rule::B1,
                 Location::file(dir.display().to_string(), None),
@@ -90,8 +107,13 @@ pub fn load(path: &Path) -> Result<(DeclarativeConfig, Vec<Problem>), CatalogErr
             if m.channels.is_empty() {
                 problems.push(Problem::new(
                     Rule::B1,
-                    Location::from_origin(&m.bundle.origin).package(&name).bundle(&m.bundle.name),
-                    format!("annotation {} is missing or empty", bundle_dir::ANNOTATION_CHANNELS),
+                    Location::from_origin(&m.bundle.origin)
+                        .package(&name)
+                        .bundle(&m.bundle.name),
+                    format!(
+                        "annotation {} is missing or empty",
+                        bundle_dir::ANNOTATION_CHANNELS
+                    ),
                 ));
             }
             for c in &m.channels {
@@ -112,7 +134,11 @@ pub fn load(path: &Path) -> Result<(DeclarativeConfig, Vec<Problem>), CatalogErr
             .iter()
             .rev()
             .find_map(|m| m.default_channel.clone())
-            .or_else(|| (channels.len() == 1).then(|| channels.keys().next().cloned()).flatten());
+            .or_else(|| {
+                (channels.len() == 1)
+                    .then(|| channels.keys().next().cloned())
+                    .flatten()
+            });
         let origin = Origin::new(path.display().to_string().into(), None);
         config.packages.push(Package {
             name: name.clone(),

@@ -104,9 +104,13 @@ pub enum GraphError {
     NoHead,
     #[error("multiple channel heads found in graph: {}", heads.join(", "))]
     MultipleHeads { heads: Vec<String> },
-    #[error("no channel heads (entries not replaced by another entry) found in channel {channel:?} of package {package:?}")]
+    #[error(
+        "no channel heads (entries not replaced by another entry) found in channel {channel:?} of package {package:?}"
+    )]
     NoChainHead { package: String, channel: String },
-    #[error("a cycle exists in the chain of replacement beginning with {head:?} in channel {channel:?} of package {package:?}")]
+    #[error(
+        "a cycle exists in the chain of replacement beginning with {head:?} in channel {channel:?} of package {package:?}"
+    )]
     ChainCycle {
         package: String,
         channel: String,
@@ -321,7 +325,10 @@ impl UpgradeGraph {
                 [] => "[]".to_string(),
                 [one] => self.entries[*one].name.clone(),
                 [first, .., last] => {
-                    format!("{}...{}", self.entries[*first].name, self.entries[*last].name)
+                    format!(
+                        "{}...{}",
+                        self.entries[*first].name, self.entries[*last].name
+                    )
                 }
             };
             return Err(GraphError::MultipleChains {
@@ -362,7 +369,12 @@ impl UpgradeGraph {
                 None => break,
             }
         }
-        let skipped: HashSet<&str> = self.entries.iter().flat_map(|e| &e.skips).map(String::as_str).collect();
+        let skipped: HashSet<&str> = self
+            .entries
+            .iter()
+            .flat_map(|e| &e.skips)
+            .map(String::as_str)
+            .collect();
         let mut stranded: Vec<String> = self
             .entries
             .iter()
@@ -401,7 +413,9 @@ impl UpgradeGraph {
             }
             if let Some(range) = e.skip_range_parsed() {
                 for other in &self.entries {
-                    if other.name != e.name && other.version.as_ref().is_some_and(|v| range.contains(v)) {
+                    if other.name != e.name
+                        && other.version.as_ref().is_some_and(|v| range.contains(v))
+                    {
                         out.push(GraphEdge {
                             from: &e.name,
                             to: &other.name,
@@ -469,7 +483,9 @@ impl UpgradeGraph {
             .entries
             .iter()
             .filter(|e| !order.contains(e.name.as_str()))
-            .filter(|e| e.replaces.as_deref() == Some(installed) || e.skips.iter().any(|s| s == installed))
+            .filter(|e| {
+                e.replaces.as_deref() == Some(installed) || e.skips.iter().any(|s| s == installed)
+            })
             .map(|e| e.name.clone())
             .collect();
         Err(NoUpdate::NoEdge {
@@ -510,7 +526,10 @@ impl UpgradeGraph {
     /// The bundle a new Subscription to this channel installs: the first entry of the channel
     /// order (spec/resolution.md §5, "Fresh install").
     pub fn fresh_install(&self) -> Result<&GraphEntry, GraphError> {
-        self.channel_order()?.into_iter().next().ok_or(GraphError::Empty)
+        self.channel_order()?
+            .into_iter()
+            .next()
+            .ok_or(GraphError::Empty)
     }
 }
 

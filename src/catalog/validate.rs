@@ -57,11 +57,19 @@ pub fn validate(config: &DeclarativeConfig) -> Vec<Problem> {
     for p in &config.packages {
         let at = Location::from_origin(&p.origin).package(&p.name);
         if p.name.is_empty() {
-            out.push(Problem::new(Rule::C1, at, "config contains package with no name"));
+            out.push(Problem::new(
+                Rule::C1,
+                at,
+                "config contains package with no name",
+            ));
             continue;
         }
         if views.contains_key(p.name.as_str()) {
-            out.push(Problem::new(Rule::C2, at, format!("duplicate package {:?}", p.name)));
+            out.push(Problem::new(
+                Rule::C2,
+                at,
+                format!("duplicate package {:?}", p.name),
+            ));
             continue;
         }
         let errs = dns1123_label_errors(&p.name);
@@ -84,7 +92,9 @@ pub fn validate(config: &DeclarativeConfig) -> Vec<Problem> {
     }
 
     for c in &config.channels {
-        let at = Location::from_origin(&c.origin).package(&c.package).channel(&c.name);
+        let at = Location::from_origin(&c.origin)
+            .package(&c.package)
+            .channel(&c.name);
         let Some(view) = views.get_mut(c.package.as_str()) else {
             out.push(Problem::new(
                 Rule::C4,
@@ -126,7 +136,9 @@ pub fn validate(config: &DeclarativeConfig) -> Vec<Problem> {
     }
 
     for b in &config.bundles {
-        let at = Location::from_origin(&b.origin).package(&b.package).bundle(&b.name);
+        let at = Location::from_origin(&b.origin)
+            .package(&b.package)
+            .bundle(&b.name);
         if b.package.is_empty() {
             out.push(Problem::new(
                 Rule::C8,
@@ -152,7 +164,11 @@ pub fn validate(config: &DeclarativeConfig) -> Vec<Problem> {
             continue;
         }
         check_bundle_properties(b, at.clone(), &mut out);
-        if !view.channels.iter().any(|c| c.entries.iter().any(|e| e.name == b.name)) {
+        if !view
+            .channels
+            .iter()
+            .any(|c| c.entries.iter().any(|e| e.name == b.name))
+        {
             out.push(Problem::new(
                 Rule::C15,
                 at,
@@ -223,7 +239,10 @@ fn check_bundle_properties(b: &Bundle, at: Location, out: &mut Vec<Problem>) {
         out.push(Problem::new(
             Rule::C14,
             at,
-            format!("error parsing bundle {:?} version {:?}: {e}", b.name, p.version),
+            format!(
+                "error parsing bundle {:?} version {:?}: {e}",
+                b.name, p.version
+            ),
         ));
     }
 }
@@ -248,7 +267,10 @@ fn check_deprecations<'a>(
             out.push(Problem::new(
                 Rule::C19,
                 at,
-                format!("cannot apply deprecations to an unknown package {:?}", d.package),
+                format!(
+                    "cannot apply deprecations to an unknown package {:?}",
+                    d.package
+                ),
             ));
             continue;
         };
@@ -256,7 +278,10 @@ fn check_deprecations<'a>(
             out.push(Problem::new(
                 Rule::C20,
                 at,
-                format!("expected a maximum of one deprecation per package: {:?}", d.package),
+                format!(
+                    "expected a maximum of one deprecation per package: {:?}",
+                    d.package
+                ),
             ));
             continue;
         }
@@ -283,7 +308,10 @@ fn check_deprecations<'a>(
                 out.push(Problem::new(
                     Rule::C22,
                     at.clone(),
-                    format!("duplicate deprecation entry {reference} for package {:?}", d.package),
+                    format!(
+                        "duplicate deprecation entry {reference} for package {:?}",
+                        d.package
+                    ),
                 ));
                 continue;
             }
@@ -351,11 +379,17 @@ fn validate_package(view: &PackageView<'_>, out: &mut Vec<Problem>) {
         Some(_) => {}
     }
     if view.channels.is_empty() && default.is_none() {
-        out.push(Problem::new(Rule::M2, at.clone(), "package must contain at least one channel"));
+        out.push(Problem::new(
+            Rule::M2,
+            at.clone(),
+            "package must contain at least one channel",
+        ));
     }
     let mut versions: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     for c in &view.channels {
-        let cat = Location::from_origin(&c.origin).package(&p.name).channel(&c.name);
+        let cat = Location::from_origin(&c.origin)
+            .package(&p.name)
+            .channel(&c.name);
         let missing: BTreeSet<&str> = c
             .entries
             .iter()
@@ -374,9 +408,17 @@ fn validate_package(view: &PackageView<'_>, out: &mut Vec<Problem>) {
             ));
         }
         if c.entries.is_empty() {
-            out.push(Problem::new(Rule::M5, cat.clone(), "channel must contain at least one bundle"));
+            out.push(Problem::new(
+                Rule::M5,
+                cat.clone(),
+                "channel must contain at least one bundle",
+            ));
         } else {
-            let graph = UpgradeGraph::new(&p.name, &c.name, c.entries.iter().map(|e| GraphEntry::new(e, None)));
+            let graph = UpgradeGraph::new(
+                &p.name,
+                &c.name,
+                c.entries.iter().map(|e| GraphEntry::new(e, None)),
+            );
             if let Err(e) = graph.check_replaces_chain() {
                 let rule = match e {
                     GraphError::Stranded { .. } => Rule::M8,
@@ -386,55 +428,95 @@ fn validate_package(view: &PackageView<'_>, out: &mut Vec<Problem>) {
             }
         }
         for e in &c.entries {
-            if let Some(range) = e.skip_range.as_deref().filter(|r| !r.is_empty()) {
-                if let Err(err) = super::semver_range::VersionRange::parse(range) {
+            if let Some(range) = e.skip_range.as_deref().filter(|r| !r.is_empty())
+                && let Err(err) = super::semver_range::VersionRange::parse(range)
+            {
+                out.push(Problem::new(
+                    Rule::W1,
+                    cat.clone().bundle(&e.name),
+                    format!(
+                        "skipRange {range:?} is not a valid semver range, so OLM ignores it: {err}"
+                    ),
+                ));
+            }
+            let Some(b) = view.bundles.get(e.name.as_str()) else {
+                continue;
+            };
+            let bat = Location::from_origin(&b.origin)
+                .package(&p.name)
+                .channel(&c.name)
+                .bundle(&b.name);
+            for (i, s) in e.skips.iter().enumerate() {
+                if s.is_empty() {
                     out.push(Problem::new(
-                        Rule::W1,
-                        cat.clone().bundle(&e.name),
-                        format!("skipRange {range:?} is not a valid semver range, so OLM ignores it: {err}"),
+                        Rule::M10,
+                        bat.clone(),
+                        format!("skip[{i}] is empty"),
                     ));
                 }
             }
-            let Some(b) = view.bundles.get(e.name.as_str()) else { continue };
-            let bat = Location::from_origin(&b.origin).package(&p.name).channel(&c.name).bundle(&b.name);
-            for (i, s) in e.skips.iter().enumerate() {
-                if s.is_empty() {
-                    out.push(Problem::new(Rule::M10, bat.clone(), format!("skip[{i}] is empty")));
-                }
-            }
             if b.image.is_empty() && b.objects.is_empty() {
-                out.push(Problem::new(Rule::M12, bat.clone(), "bundle image must be set"));
+                out.push(Problem::new(
+                    Rule::M12,
+                    bat.clone(),
+                    "bundle image must be set",
+                ));
             }
             if deprecation_message(view, SCHEMA_BUNDLE, &b.name) == Some("") {
-                out.push(Problem::new(Rule::M13, bat.clone(), "invalid deprecation: message must be set"));
+                out.push(Problem::new(
+                    Rule::M13,
+                    bat.clone(),
+                    "invalid deprecation: message must be set",
+                ));
             }
-            if let Some(v) = properties::packages(&b.properties).next().and_then(|pv| parse_strict(&pv.version).ok()) {
+            if let Some(v) = properties::packages(&b.properties)
+                .next()
+                .and_then(|pv| parse_strict(&pv.version).ok())
+            {
                 versions.entry(v.to_string()).or_default().insert(&b.name);
             }
         }
         if deprecation_message(view, SCHEMA_CHANNEL, &c.name) == Some("") {
-            out.push(Problem::new(Rule::M9, cat, "invalid deprecation: message must be set"));
+            out.push(Problem::new(
+                Rule::M9,
+                cat,
+                "invalid deprecation: message must be set",
+            ));
         }
     }
     let duplicates: Vec<String> = versions
         .iter()
         .filter(|(_, names)| names.len() > 1)
-        .map(|(v, names)| format!("{{{v}: [{}]}}", names.iter().copied().collect::<Vec<_>>().join(", ")))
+        .map(|(v, names)| {
+            format!(
+                "{{{v}: [{}]}}",
+                names.iter().copied().collect::<Vec<_>>().join(", ")
+            )
+        })
         .collect();
     if !duplicates.is_empty() {
         out.push(Problem::new(
             Rule::M3,
             at.clone(),
-            format!("duplicate versions found in bundles: [{}]", duplicates.join(" ")),
+            format!(
+                "duplicate versions found in bundles: [{}]",
+                duplicates.join(" ")
+            ),
         ));
     }
     if deprecation_message(view, SCHEMA_PACKAGE, "") == Some("") {
-        out.push(Problem::new(Rule::M4, at, "invalid deprecation: message must be set"));
+        out.push(Problem::new(
+            Rule::M4,
+            at,
+            "invalid deprecation: message must be set",
+        ));
     }
 }
 
 /// Loads and validates: load problems first, then conversion and model problems.
-pub fn validate_dir(root: &std::path::Path) -> Result<(DeclarativeConfig, Vec<Problem>), super::error::CatalogError> {
+pub fn validate_dir(
+    root: &std::path::Path,
+) -> Result<(DeclarativeConfig, Vec<Problem>), super::error::CatalogError> {
     let loaded = super::fbc::load_dir(root)?;
     let mut problems = loaded.problems;
     problems.extend(validate(&loaded.config));

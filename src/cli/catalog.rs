@@ -117,7 +117,8 @@ fn print_structured(value: &Value, output: Output) -> anyhow::Result<()> {
 fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     let (kind, config, mut problems) = load_catalog(&a.catalog)?;
     problems.extend(validate::validate(&config));
-    let (warnings, problems): (Vec<Problem>, Vec<Problem>) = problems.into_iter().partition(|p| p.rule.is_warning());
+    let (warnings, problems): (Vec<Problem>, Vec<Problem>) =
+        problems.into_iter().partition(|p| p.rule.is_warning());
     let valid = problems.is_empty();
     match a.output {
         Output::Text => {
@@ -138,7 +139,12 @@ fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
                     config.bundles.len()
                 )?;
             } else {
-                writeln!(out, "{} is invalid: {} problem(s)", a.catalog.display(), problems.len())?;
+                writeln!(
+                    out,
+                    "{} is invalid: {} problem(s)",
+                    a.catalog.display(),
+                    problems.len()
+                )?;
             }
         }
         output => print_structured(
@@ -155,14 +161,21 @@ fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
             output,
         )?,
     }
-    Ok(if valid { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn render_cmd(a: RenderArgs) -> anyhow::Result<ExitCode> {
     let mut blobs = Vec::new();
     for path in &a.bundles {
         if !bundle_dir::is_bundle_dir(path) {
-            bail!("{}: not a bundle directory (needs manifests/ and metadata/)", path.display());
+            bail!(
+                "{}: not a bundle directory (needs manifests/ and metadata/)",
+                path.display()
+            );
         }
         let dir = bundle_dir::read(path)?;
         let rendered = render::render(&dir, "")?;
@@ -194,7 +207,11 @@ fn open_index(path: &Path) -> anyhow::Result<CatalogIndex> {
     let (_, config, problems) = load_catalog(path)?;
     if !problems.is_empty() {
         let list: Vec<String> = problems.iter().map(Problem::to_string).collect();
-        bail!("{} cannot be loaded:\n  {}", path.display(), list.join("\n  "));
+        bail!(
+            "{} cannot be loaded:\n  {}",
+            path.display(),
+            list.join("\n  ")
+        );
     }
     Ok(CatalogIndex::new(config))
 }
@@ -202,20 +219,33 @@ fn open_index(path: &Path) -> anyhow::Result<CatalogIndex> {
 fn find_package<'a>(index: &'a CatalogIndex, name: &str) -> anyhow::Result<&'a PackageIndex> {
     index.package(name).with_context(|| {
         let known: Vec<&str> = index.packages().iter().map(PackageIndex::name).collect();
-        format!("package {name:?} not found (packages: {})", known.join(", "))
+        format!(
+            "package {name:?} not found (packages: {})",
+            known.join(", ")
+        )
     })
 }
 
-fn find_channel<'a>(package: &'a PackageIndex, channel: Option<&str>) -> anyhow::Result<&'a ChannelIndex> {
+fn find_channel<'a>(
+    package: &'a PackageIndex,
+    channel: Option<&str>,
+) -> anyhow::Result<&'a ChannelIndex> {
     let name = match channel {
         Some(c) => c,
-        None => package
-            .default_channel_name()
-            .with_context(|| format!("package {:?} has no default channel; pass --channel", package.name()))?,
+        None => package.default_channel_name().with_context(|| {
+            format!(
+                "package {:?} has no default channel; pass --channel",
+                package.name()
+            )
+        })?,
     };
     package.channel(name).with_context(|| {
         let known: Vec<&str> = package.channels().iter().map(ChannelIndex::name).collect();
-        format!("channel {name:?} not found in package {:?} (channels: {})", package.name(), known.join(", "))
+        format!(
+            "channel {name:?} not found in package {:?} (channels: {})",
+            package.name(),
+            known.join(", ")
+        )
     })
 }
 
@@ -251,10 +281,15 @@ fn graph_cmd(a: GraphArgs) -> anyhow::Result<ExitCode> {
         None => package.channels().iter().collect(),
     };
     match a.output {
-        GraphOutput::Dot => print!("{}", super::catalog_dot::dot(package, &channels)),
+        GraphOutput::Dot => print!("{}", olm_rs::catalog::dot::dot(package, &channels)),
         GraphOutput::Text => {
             let mut out = std::io::stdout().lock();
-            writeln!(out, "package {} (default channel: {})", package.name(), package.default_channel_name().unwrap_or("<none>"))?;
+            writeln!(
+                out,
+                "package {} (default channel: {})",
+                package.name(),
+                package.default_channel_name().unwrap_or("<none>")
+            )?;
             for c in channels {
                 let g = c.graph();
                 match g.channel_head() {
@@ -262,7 +297,11 @@ fn graph_cmd(a: GraphArgs) -> anyhow::Result<ExitCode> {
                     Err(e) => writeln!(out, "channel {}: {e}", c.name())?,
                 }
                 for e in g.entries() {
-                    let version = e.version.as_ref().map(ToString::to_string).unwrap_or_else(|| "?".into());
+                    let version = e
+                        .version
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_else(|| "?".into());
                     let mut edges = Vec::new();
                     if let Some(r) = &e.replaces {
                         edges.push(format!("replaces {r}"));
@@ -271,10 +310,20 @@ fn graph_cmd(a: GraphArgs) -> anyhow::Result<ExitCode> {
                         edges.push(format!("skips {}", e.skips.join(", ")));
                     }
                     if let Some(r) = &e.skip_range {
-                        let note = if e.skip_range_error().is_some() { " (unparsable, ignored)" } else { "" };
+                        let note = if e.skip_range_error().is_some() {
+                            " (unparsable, ignored)"
+                        } else {
+                            ""
+                        };
                         edges.push(format!("skipRange {r:?}{note}"));
                     }
-                    writeln!(out, "  {} ({version}){}{}", e.name, if edges.is_empty() { "" } else { ": " }, edges.join("; "))?;
+                    writeln!(
+                        out,
+                        "  {} ({version}){}{}",
+                        e.name,
+                        if edges.is_empty() { "" } else { ": " },
+                        edges.join("; ")
+                    )?;
                 }
             }
         }
@@ -284,7 +333,14 @@ fn graph_cmd(a: GraphArgs) -> anyhow::Result<ExitCode> {
                 "defaultChannel": package.default_channel_name(),
                 "channels": channels.iter().map(|c| channel_json(package, c)).collect::<Vec<_>>(),
             });
-            print_structured(&value, if a.output == GraphOutput::Yaml { Output::Yaml } else { Output::Json })?;
+            print_structured(
+                &value,
+                if a.output == GraphOutput::Yaml {
+                    Output::Yaml
+                } else {
+                    Output::Json
+                },
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -300,25 +356,41 @@ fn upgrade_path_cmd(a: UpgradePathArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let head = g.channel_head().ok().map(|h| h.name.clone());
-    let (path, steps, reason): (Vec<String>, Vec<(String, Option<EdgeKind>)>, Option<String>) = match &a.from {
+    // Each step: bundle name and the edge that made it a candidate (none for a fresh install).
+    type Steps = Vec<(String, Option<EdgeKind>)>;
+    let (steps, reason): (Steps, Option<String>) = match &a.from {
         Some(from) => {
             let p = g.upgrade_path(from, version.as_ref());
-            let steps = p.steps.iter().map(|c| (c.entry.name.clone(), Some(c.via))).collect::<Vec<_>>();
-            let reason = p.stopped.as_ref().map(|r: &NoUpdate| r.to_string());
-            (steps.iter().map(|(n, _)| n.clone()).collect(), steps, reason)
+            let steps = p
+                .steps
+                .iter()
+                .map(|c| (c.entry.name.clone(), Some(c.via)))
+                .collect();
+            (steps, p.stopped.as_ref().map(|r: &NoUpdate| r.to_string()))
         }
         None => match g.fresh_install() {
-            Ok(e) => (vec![e.name.clone()], vec![(e.name.clone(), None)], None),
-            Err(e) => (vec![], vec![], Some(e.to_string())),
+            Ok(e) => (vec![(e.name.clone(), None)], None),
+            Err(e) => (vec![], Some(e.to_string())),
         },
     };
+    let path: Vec<String> = steps.iter().map(|(n, _)| n.clone()).collect();
     match a.output {
         Output::Text => {
             let mut out = std::io::stdout().lock();
             match &a.from {
                 None => match path.first() {
-                    Some(b) => writeln!(out, "a new Subscription to {}/{} installs {b}", package.name(), channel.name())?,
-                    None => writeln!(out, "a new Subscription to {}/{} installs nothing", package.name(), channel.name())?,
+                    Some(b) => writeln!(
+                        out,
+                        "a new Subscription to {}/{} installs {b}",
+                        package.name(),
+                        channel.name()
+                    )?,
+                    None => writeln!(
+                        out,
+                        "a new Subscription to {}/{} installs nothing",
+                        package.name(),
+                        channel.name()
+                    )?,
                 },
                 Some(from) => {
                     writeln!(out, "from {from} in {}/{}:", package.name(), channel.name())?;

@@ -1,14 +1,17 @@
 //! Subcommands. Each lives in its own file; this one only routes.
 
 mod catalog;
-mod catalog_dot;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "olm-rs", version, about = "Operator Lifecycle Manager, re-built in Rust")]
+#[command(
+    name = "olm-rs",
+    version,
+    about = "Operator Lifecycle Manager, re-built in Rust"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -11,14 +11,18 @@ use super::fbc::documents;
 
 pub const ANNOTATION_PACKAGE: &str = "operators.operatorframework.io.bundle.package.v1";
 pub const ANNOTATION_CHANNELS: &str = "operators.operatorframework.io.bundle.channels.v1";
-pub const ANNOTATION_DEFAULT_CHANNEL: &str = "operators.operatorframework.io.bundle.channel.default.v1";
+pub const ANNOTATION_DEFAULT_CHANNEL: &str =
+    "operators.operatorframework.io.bundle.channel.default.v1";
 pub const ANNOTATION_MEDIATYPE: &str = "operators.operatorframework.io.bundle.mediatype.v1";
 
 /// Why a bundle directory cannot be read or rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleDirError {
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: Could not find annotations file", dir.display())]
     NoAnnotations { dir: PathBuf },
     #[error("{}: annotation {ANNOTATION_PACKAGE} is missing or empty", file.display())]
@@ -28,8 +32,14 @@ pub enum BundleDirError {
     #[error("{}: no ClusterServiceVersion found in manifests/", dir.display())]
     NoCsv { dir: PathBuf },
     #[error("{}: {field}: {message}", file.display())]
-    BadField { file: PathBuf, field: String, message: String },
-    #[error("error checking provided apis in bundle {csv}: couldn't find {group}/{version}/{kind} ({plural}) in bundle")]
+    BadField {
+        file: PathBuf,
+        field: String,
+        message: String,
+    },
+    #[error(
+        "error checking provided apis in bundle {csv}: couldn't find {group}/{version}/{kind} ({plural}) in bundle"
+    )]
     MissingOwnedCrd {
         csv: String,
         group: String,
@@ -72,7 +82,10 @@ impl BundleDir {
     }
 
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+        self.annotations
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
     }
 
     pub fn package(&self) -> &str {
@@ -82,7 +95,13 @@ impl BundleDir {
     /// Channels from the annotations (comma-separated, trimmed, empty items dropped).
     pub fn channels(&self) -> Vec<String> {
         self.annotation(ANNOTATION_CHANNELS)
-            .map(|c| c.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect())
+            .map(|c| {
+                c.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -97,7 +116,10 @@ pub fn is_bundle_dir(path: &Path) -> bool {
 }
 
 fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>, BundleDirError> {
-    let io = |source| BundleDirError::Io { path: dir.to_path_buf(), source };
+    let io = |source| BundleDirError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
@@ -122,7 +144,9 @@ fn first_document(path: &Path) -> Result<Option<Value>, String> {
     })?;
     match docs.into_iter().next() {
         None => Ok(None),
-        Some(d) => serde_json::from_str(&d.json).map(Some).map_err(|e| e.to_string()),
+        Some(d) => serde_json::from_str(&d.json)
+            .map(Some)
+            .map_err(|e| e.to_string()),
     }
 }
 
@@ -145,7 +169,10 @@ pub fn read(path: &Path) -> Result<BundleDir, BundleDirError> {
         };
         if object["kind"] == "ClusterServiceVersion" {
             if csv.is_some() {
-                warnings.push(format!("{}: second ClusterServiceVersion ignored", file.display()));
+                warnings.push(format!(
+                    "{}: second ClusterServiceVersion ignored",
+                    file.display()
+                ));
                 continue;
             }
             csv = Some(manifests.len());
@@ -153,10 +180,14 @@ pub fn read(path: &Path) -> Result<BundleDir, BundleDirError> {
         manifests.push(Manifest { file, object });
     }
     if manifests.is_empty() {
-        return Err(BundleDirError::NoObjects { dir: path.to_path_buf() });
+        return Err(BundleDirError::NoObjects {
+            dir: path.to_path_buf(),
+        });
     }
     let Some(csv) = csv else {
-        return Err(BundleDirError::NoCsv { dir: path.to_path_buf() });
+        return Err(BundleDirError::NoCsv {
+            dir: path.to_path_buf(),
+        });
     };
 
     // spec/catalog.md §8.1: every metadata file is tried as each kind; the first non-empty wins.
@@ -164,25 +195,35 @@ pub fn read(path: &Path) -> Result<BundleDir, BundleDirError> {
     let mut dependencies = None;
     let mut properties = None;
     for file in sorted_files(&path.join("metadata"))? {
-        let Ok(Some(Value::Object(doc))) = first_document(&file) else { continue };
-        if annotations.is_none() {
-            if let Some(Value::Object(a)) = doc.get("annotations").filter(|a| a.as_object().is_some_and(|m| !m.is_empty())) {
-                annotations = Some((a.clone(), file.clone()));
-            }
+        let Ok(Some(Value::Object(doc))) = first_document(&file) else {
+            continue;
+        };
+        if annotations.is_none()
+            && let Some(Value::Object(a)) = doc
+                .get("annotations")
+                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+        {
+            annotations = Some((a.clone(), file.clone()));
         }
-        if dependencies.is_none() {
-            if let Some(Value::Array(d)) = doc.get("dependencies").filter(|d| d.as_array().is_some_and(|l| !l.is_empty())) {
-                dependencies = Some(d.clone());
-            }
+        if dependencies.is_none()
+            && let Some(Value::Array(d)) = doc
+                .get("dependencies")
+                .filter(|d| d.as_array().is_some_and(|l| !l.is_empty()))
+        {
+            dependencies = Some(d.clone());
         }
-        if properties.is_none() {
-            if let Some(Value::Array(p)) = doc.get("properties").filter(|p| p.as_array().is_some_and(|l| !l.is_empty())) {
-                properties = Some(p.clone());
-            }
+        if properties.is_none()
+            && let Some(Value::Array(p)) = doc
+                .get("properties")
+                .filter(|p| p.as_array().is_some_and(|l| !l.is_empty()))
+        {
+            properties = Some(p.clone());
         }
     }
     let Some((annotations, annotations_file)) = annotations else {
-        return Err(BundleDirError::NoAnnotations { dir: path.to_path_buf() });
+        return Err(BundleDirError::NoAnnotations {
+            dir: path.to_path_buf(),
+        });
     };
     let dir = BundleDir {
         path: path.to_path_buf(),
@@ -195,7 +236,9 @@ pub fn read(path: &Path) -> Result<BundleDir, BundleDirError> {
         warnings,
     };
     if dir.package().is_empty() {
-        return Err(BundleDirError::NoPackage { file: dir.annotations_file.clone() });
+        return Err(BundleDirError::NoPackage {
+            file: dir.annotations_file.clone(),
+        });
     }
     check_owned_crds(&dir)?;
     Ok(dir)
@@ -204,7 +247,10 @@ pub fn read(path: &Path) -> Result<BundleDir, BundleDirError> {
 /// Every CRD the CSV owns must be in the bundle, matched by plural.group, version and kind.
 fn check_owned_crds(dir: &BundleDir) -> Result<(), BundleDirError> {
     let csv = dir.csv();
-    let owned = csv["spec"]["customresourcedefinitions"]["owned"].as_array().cloned().unwrap_or_default();
+    let owned = csv["spec"]["customresourcedefinitions"]["owned"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for o in owned {
         let name = o["name"].as_str().unwrap_or_default();
         let version = o["version"].as_str().unwrap_or_default();

@@ -17,10 +17,10 @@ pub fn crd_versions(crd: &Value) -> Vec<String> {
         out.push(v.to_string());
     }
     for v in crd["spec"]["versions"].as_array().into_iter().flatten() {
-        if let Some(name) = v["name"].as_str() {
-            if !out.iter().any(|o| o == name) {
-                out.push(name.to_string());
-            }
+        if let Some(name) = v["name"].as_str()
+            && !out.iter().any(|o| o == name)
+        {
+            out.push(name.to_string());
         }
     }
     out
@@ -57,7 +57,12 @@ fn gvk_of(v: &Value) -> GvkValue {
 
 fn type_value_list(list: &[Value]) -> Vec<(String, Value)> {
     list.iter()
-        .filter_map(|p| Some((p.get("type")?.as_str()?.to_string(), p.get("value").cloned().unwrap_or(Value::Null))))
+        .filter_map(|p| {
+            Some((
+                p.get("type")?.as_str()?.to_string(),
+                p.get("value").cloned().unwrap_or(Value::Null),
+            ))
+        })
         .collect()
 }
 
@@ -88,7 +93,14 @@ pub fn render(dir: &BundleDir, image: &str) -> Result<Rendered, BundleDirError> 
             let group = str_of(&m.object["spec"]["group"]);
             let kind = str_of(&m.object["spec"]["names"]["kind"]);
             for v in crd_versions(&m.object) {
-                push_unique(&mut provided, GvkValue { group: group.clone(), kind: kind.clone(), version: v });
+                push_unique(
+                    &mut provided,
+                    GvkValue {
+                        group: group.clone(),
+                        kind: kind.clone(),
+                        version: v,
+                    },
+                );
             }
         }
     }
@@ -97,10 +109,25 @@ pub fn render(dir: &BundleDir, image: &str) -> Result<Rendered, BundleDirError> 
         push_unique(&mut provided, gvk_of(a));
     }
     let mut required: Vec<GvkValue> = Vec::new();
-    for r in csv["spec"]["customresourcedefinitions"]["required"].as_array().into_iter().flatten() {
+    for r in csv["spec"]["customresourcedefinitions"]["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let name = r["name"].as_str().unwrap_or_default();
-        let group = name.split_once('.').map(|(_, g)| g).unwrap_or_default().to_string();
-        push_unique(&mut required, GvkValue { group, kind: str_of(&r["kind"]), version: str_of(&r["version"]) });
+        let group = name
+            .split_once('.')
+            .map(|(_, g)| g)
+            .unwrap_or_default()
+            .to_string();
+        push_unique(
+            &mut required,
+            GvkValue {
+                group,
+                kind: str_of(&r["kind"]),
+                version: str_of(&r["version"]),
+            },
+        );
     }
     for a in apis["required"].as_array().into_iter().flatten() {
         push_unique(&mut required, gvk_of(a));
@@ -132,7 +159,13 @@ pub fn render(dir: &BundleDir, image: &str) -> Result<Rendered, BundleDirError> 
             listed.push(passed_through(&type_, &value));
         }
     }
-    listed.push(built(props::PACKAGE, &props::PackageValue { package_name: package.clone(), version })?);
+    listed.push(built(
+        props::PACKAGE,
+        &props::PackageValue {
+            package_name: package.clone(),
+            version,
+        },
+    )?);
     if let Some(annotation) = csv["metadata"]["annotations"]["olm.properties"].as_str() {
         match serde_json::from_str::<Vec<Value>>(annotation) {
             Ok(list) => {
@@ -144,7 +177,9 @@ pub fn render(dir: &BundleDir, image: &str) -> Result<Rendered, BundleDirError> 
                     }
                 }
             }
-            Err(e) => warnings.push(format!("CSV {csv_name}: annotation olm.properties ignored: {e}")),
+            Err(e) => warnings.push(format!(
+                "CSV {csv_name}: annotation olm.properties ignored: {e}"
+            )),
         }
     }
     // The last olm.package wins (spec/catalog.md §8.3).
@@ -167,7 +202,11 @@ pub fn render(dir: &BundleDir, image: &str) -> Result<Rendered, BundleDirError> 
     }
     properties.extend(package_required);
     properties.extend(dependency_passthrough);
-    properties.sort_by(|a, b| a.type_.cmp(&b.type_).then_with(|| a.value.get().cmp(b.value.get())));
+    properties.sort_by(|a, b| {
+        a.type_
+            .cmp(&b.type_)
+            .then_with(|| a.value.get().cmp(b.value.get()))
+    });
 
     // Bundle objects: Go-marshalled manifests, ordered by their base64 text.
     let mut objects: Vec<(String, Box<RawValue>)> = dir
@@ -203,19 +242,34 @@ fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|r| RelatedImage { name: str_of(&r["name"]), image: str_of(&r["image"]) })
+        .map(|r| RelatedImage {
+            name: str_of(&r["name"]),
+            image: str_of(&r["image"]),
+        })
         .collect();
     let add = |img: &str, out: &mut Vec<RelatedImage>| {
         if !img.is_empty() && !out.iter().any(|r| r.image == img) {
-            out.push(RelatedImage { name: String::new(), image: img.to_string() });
+            out.push(RelatedImage {
+                name: String::new(),
+                image: img.to_string(),
+            });
         }
     };
     add(image, &mut out);
     let install = &csv["spec"]["install"];
     if install["strategy"] == "deployment" {
-        for d in install["spec"]["deployments"].as_array().into_iter().flatten() {
+        for d in install["spec"]["deployments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let pod = &d["spec"]["template"]["spec"];
-            for c in pod["initContainers"].as_array().into_iter().flatten().chain(pod["containers"].as_array().into_iter().flatten()) {
+            for c in pod["initContainers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain(pod["containers"].as_array().into_iter().flatten())
+            {
                 if let Some(img) = c["image"].as_str() {
                     add(img, &mut out);
                 }

@@ -27,7 +27,7 @@ pub enum Blob {
 
 /// Parses one document; problems that only concern part of the blob (a bad property) are
 /// returned alongside it.
-pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Problem> {
+pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Box<Problem>> {
     let at = || Location::from_origin(origin);
     let members = go_json::parse_members(json).map_err(|_| {
         let kind = serde_json::from_str::<&RawValue>(json)
@@ -40,15 +40,19 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Proble
         )
     })?;
     check_folded_keys(&members).map_err(|m| Problem::new(Rule::L2, at(), m))?;
-    let meta = |key: &str| -> Result<Option<String>, Problem> {
-        let Some((_, raw)) = members.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key)) else {
+    let meta = |key: &str| -> Result<Option<String>, Box<Problem>> {
+        let Some((_, raw)) = members
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        else {
             return Ok(None);
         };
         if go_json::kind(raw) == "string" {
             return Ok(serde_json::from_str(raw.get()).ok());
         }
         let value: serde_json::Value = serde_json::from_str(raw.get()).unwrap_or_default();
-        Err(Problem::new(
+        Err(Box::new(Problem::new(
             Rule::L3,
             at(),
             format!(
@@ -56,18 +60,21 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Proble
                 go_json::go_format_t(&value),
                 go_json::go_format_v(&value)
             ),
-        ))
+        )))
     };
     let schema = meta("schema")?.unwrap_or_default();
     let package = meta("package")?;
     let name = meta("name")?;
     if schema.is_empty() {
         let value: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
-        return Err(Problem::new(
+        return Err(Box::new(Problem::new(
             Rule::L4,
             at(),
-            format!("object '{}\n' is missing root schema field", go_json::marshal_sorted(&value)),
-        ));
+            format!(
+                "object '{}\n' is missing root schema field",
+                go_json::marshal_sorted(&value)
+            ),
+        )));
     }
     let fields = Fields::from_members(members);
     let wrap = |what: &str, e: UnmarshalError| {
@@ -77,20 +84,26 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Proble
     };
     let mut extra = Vec::new();
     let blob = match schema.as_str() {
-        SCHEMA_PACKAGE => Blob::Package(parse_package(&fields, origin).map_err(|e| wrap("package", e))?),
-        SCHEMA_CHANNEL => Blob::Channel(parse_channel(&fields, origin).map_err(|e| wrap("channel", e))?),
+        SCHEMA_PACKAGE => {
+            Blob::Package(parse_package(&fields, origin).map_err(|e| wrap("package", e))?)
+        }
+        SCHEMA_CHANNEL => {
+            Blob::Channel(parse_channel(&fields, origin).map_err(|e| wrap("channel", e))?)
+        }
         SCHEMA_BUNDLE => {
-            let bundle = parse_bundle(&fields, origin, &mut extra).map_err(|e| wrap("bundle", e))?;
+            let bundle =
+                parse_bundle(&fields, origin, &mut extra).map_err(|e| wrap("bundle", e))?;
             Blob::Bundle(bundle)
         }
-        SCHEMA_DEPRECATIONS => {
-            Blob::Deprecations(parse_deprecations(&fields, origin).map_err(|e| wrap("deprecation", e))?)
-        }
+        SCHEMA_DEPRECATIONS => Blob::Deprecations(
+            parse_deprecations(&fields, origin).map_err(|e| wrap("deprecation", e))?,
+        ),
         _ => Blob::Other(OtherBlob {
             schema,
             package,
             name,
-            blob: serde_json::from_str::<Box<RawValue>>(json).map_err(|e| Problem::new(Rule::L1, at(), e.to_string()))?,
+            blob: serde_json::from_str::<Box<RawValue>>(json)
+                .map_err(|e| Problem::new(Rule::L1, at(), e.to_string()))?,
             origin: origin.clone(),
         }),
     };
@@ -99,20 +112,36 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Proble
 
 /// L2: top-level keys must stay distinct after case folding.
 fn check_folded_keys(members: &[(Cow<'_, str>, &RawValue)]) -> Result<(), String> {
-    let mut folded: Vec<(String, &str)> = members.iter().map(|(k, _)| (k.to_lowercase(), k.as_ref())).collect();
+    let mut folded: Vec<(String, &str)> = members
+        .iter()
+        .map(|(k, _)| (k.to_lowercase(), k.as_ref()))
+        .collect();
     folded.sort();
     for pair in folded.windows(2) {
         if pair[0].0 == pair[1].0 {
-            let mut originals: Vec<&str> = folded.iter().filter(|(f, _)| *f == pair[0].0).map(|(_, k)| *k).collect();
+            let mut originals: Vec<&str> = folded
+                .iter()
+                .filter(|(f, _)| *f == pair[0].0)
+                .map(|(_, k)| *k)
+                .collect();
             originals.sort();
-            return Err(format!("duplicate keys for key {:?}: [{}]", pair[0].0, originals.join(" ")));
+            return Err(format!(
+                "duplicate keys for key {:?}: [{}]",
+                pair[0].0,
+                originals.join(" ")
+            ));
         }
     }
     Ok(())
 }
 
 fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>, UnmarshalError> {
-    let items = fields.object_list("properties", owner, "[]property.Property", "property.Property")?;
+    let items = fields.object_list(
+        "properties",
+        owner,
+        "[]property.Property",
+        "property.Property",
+    )?;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let Some(f) = item else {
@@ -122,7 +151,12 @@ fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>,
         let type_ = f.string("type", "Property")?.unwrap_or_default();
         // A missing value is kept apart from an explicit `null` (opm: "unexpected end of JSON
         // input" for the former only).
-        let value = f.members().iter().rev().find(|(k, _)| k.eq_ignore_ascii_case("value")).map(|(_, v)| *v);
+        let value = f
+            .members()
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case("value"))
+            .map(|(_, v)| *v);
         match value {
             Some(v) => out.push((Property::new(type_, v.to_owned()), true)),
             None => out.push((Property::new(type_, RawValue::NULL.to_owned()), false)),
@@ -132,7 +166,10 @@ fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>,
 }
 
 fn plain_properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<Property>, UnmarshalError> {
-    Ok(properties(fields, owner)?.into_iter().map(|(p, _)| p).collect())
+    Ok(properties(fields, owner)?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect())
 }
 
 fn parse_package(f: &Fields<'_>, origin: &Origin) -> Result<Package, UnmarshalError> {
@@ -165,16 +202,22 @@ fn parse_package(f: &Fields<'_>, origin: &Origin) -> Result<Package, UnmarshalEr
 fn parse_channel(f: &Fields<'_>, origin: &Origin) -> Result<Channel, UnmarshalError> {
     let mut entries = Vec::new();
     if let Some(raw) = f.get("entries") {
-        for item in go_json::array_items(raw, || "Channel.entries".into(), "[]declcfg.ChannelEntry")? {
+        for item in
+            go_json::array_items(raw, || "Channel.entries".into(), "[]declcfg.ChannelEntry")?
+        {
             let Some(e) = Fields::of(item, "declcfg.ChannelEntry")? else {
                 entries.push(ChannelEntry::default());
                 continue;
             };
             entries.push(ChannelEntry {
                 name: e.string("name", "Channel.entries")?.unwrap_or_default(),
-                replaces: e.string("replaces", "Channel.entries")?.filter(|s| !s.is_empty()),
+                replaces: e
+                    .string("replaces", "Channel.entries")?
+                    .filter(|s| !s.is_empty()),
                 skips: e.string_list("skips", "Channel.entries")?,
-                skip_range: e.string("skipRange", "Channel.entries")?.filter(|s| !s.is_empty()),
+                skip_range: e
+                    .string("skipRange", "Channel.entries")?
+                    .filter(|s| !s.is_empty()),
             });
         }
     }
@@ -187,23 +230,39 @@ fn parse_channel(f: &Fields<'_>, origin: &Origin) -> Result<Channel, UnmarshalEr
     })
 }
 
-fn parse_bundle(f: &Fields<'_>, origin: &Origin, problems: &mut Vec<Problem>) -> Result<Bundle, UnmarshalError> {
+fn parse_bundle(
+    f: &Fields<'_>,
+    origin: &Origin,
+    problems: &mut Vec<Problem>,
+) -> Result<Bundle, UnmarshalError> {
     let package = f.string("package", "Bundle")?.unwrap_or_default();
     let name = f.string("name", "Bundle")?.unwrap_or_default();
     let mut related_images = Vec::new();
     if let Some(raw) = f.get("relatedImages") {
-        for item in go_json::array_items(raw, || "Bundle.relatedImages".into(), "[]declcfg.RelatedImage")? {
+        for item in go_json::array_items(
+            raw,
+            || "Bundle.relatedImages".into(),
+            "[]declcfg.RelatedImage",
+        )? {
             let Some(r) = Fields::of(item, "declcfg.RelatedImage")? else {
                 related_images.push(RelatedImage::default());
                 continue;
             };
             related_images.push(RelatedImage {
-                name: r.string("name", "Bundle.relatedImages")?.unwrap_or_default(),
-                image: r.string("image", "Bundle.relatedImages")?.unwrap_or_default(),
+                name: r
+                    .string("name", "Bundle.relatedImages")?
+                    .unwrap_or_default(),
+                image: r
+                    .string("image", "Bundle.relatedImages")?
+                    .unwrap_or_default(),
             });
         }
     }
-    let at = || Location::from_origin(origin).package(&package).bundle(&name);
+    let at = || {
+        Location::from_origin(origin)
+            .package(&package)
+            .bundle(&name)
+    };
     let mut props = Vec::new();
     let mut objects = Vec::new();
     for (index, (property, has_value)) in properties(f, "Bundle")?.into_iter().enumerate() {
@@ -256,7 +315,8 @@ pub fn decode_base64(data: &str) -> Result<Vec<u8>, String> {
         .decode(cleaned.as_bytes())
         .map_err(|e| {
             let at = match e {
-                base64::DecodeError::InvalidByte(i, _) | base64::DecodeError::InvalidLastSymbol(i, _) => i,
+                base64::DecodeError::InvalidByte(i, _)
+                | base64::DecodeError::InvalidLastSymbol(i, _) => i,
                 base64::DecodeError::InvalidLength(n) => n,
                 base64::DecodeError::InvalidPadding => cleaned.len(),
             };
@@ -280,10 +340,13 @@ fn bundle_object(value: &RawValue) -> Result<Box<RawValue>, String> {
         }
         return Ok(RawValue::NULL.to_owned());
     };
-    let bytes = decode_base64(&data).map_err(|e| format!("parse property at index {{index}} as bundle object: {e}"))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| "convert bundle object property at index {index} to JSON: not UTF-8 text".to_string())?;
-    manifest_to_json(&text).map_err(|e| format!("convert bundle object property at index {{index}} to JSON: {e}"))
+    let bytes = decode_base64(&data)
+        .map_err(|e| format!("parse property at index {{index}} as bundle object: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        "convert bundle object property at index {index} to JSON: not UTF-8 text".to_string()
+    })?;
+    manifest_to_json(&text)
+        .map_err(|e| format!("convert bundle object property at index {{index}} to JSON: {e}"))
 }
 
 /// A manifest in JSON or YAML → compact JSON (JSON input is kept as written, like k8s
@@ -294,14 +357,22 @@ pub fn manifest_to_json(text: &str) -> Result<Box<RawValue>, String> {
         return serde_json::from_str::<Box<RawValue>>(trimmed).map_err(|e| e.to_string());
     }
     let docs = documents::split_yaml_slow(text).map_err(|e| e.to_string())?;
-    let json = docs.into_iter().next().map(|d| d.json.into_owned()).unwrap_or_else(|| "null".into());
+    let json = docs
+        .into_iter()
+        .next()
+        .map(|d| d.json.into_owned())
+        .unwrap_or_else(|| "null".into());
     RawValue::from_string(json).map_err(|e| e.to_string())
 }
 
 fn parse_deprecations(f: &Fields<'_>, origin: &Origin) -> Result<Deprecations, UnmarshalError> {
     let mut entries = Vec::new();
     if let Some(raw) = f.get("entries") {
-        for item in go_json::array_items(raw, || "Deprecation.entries".into(), "[]declcfg.DeprecationEntry")? {
+        for item in go_json::array_items(
+            raw,
+            || "Deprecation.entries".into(),
+            "[]declcfg.DeprecationEntry",
+        )? {
             let Some(e) = Fields::of(item, "declcfg.DeprecationEntry")? else {
                 entries.push(DeprecationEntry::default());
                 continue;
@@ -309,8 +380,12 @@ fn parse_deprecations(f: &Fields<'_>, origin: &Origin) -> Result<Deprecations, U
             let reference = match e.get("reference") {
                 Some(r) => match Fields::of(r, "declcfg.PackageScopedReference")? {
                     Some(r) => DeprecationReference {
-                        schema: r.string("schema", "Deprecation.entries.reference")?.unwrap_or_default(),
-                        name: r.string("name", "Deprecation.entries.reference")?.unwrap_or_default(),
+                        schema: r
+                            .string("schema", "Deprecation.entries.reference")?
+                            .unwrap_or_default(),
+                        name: r
+                            .string("name", "Deprecation.entries.reference")?
+                            .unwrap_or_default(),
                     },
                     None => DeprecationReference::default(),
                 },
@@ -318,7 +393,9 @@ fn parse_deprecations(f: &Fields<'_>, origin: &Origin) -> Result<Deprecations, U
             };
             entries.push(DeprecationEntry {
                 reference,
-                message: e.string("message", "Deprecation.entries")?.unwrap_or_default(),
+                message: e
+                    .string("message", "Deprecation.entries")?
+                    .unwrap_or_default(),
             });
         }
     }

@@ -100,7 +100,7 @@ pub fn load_text(name: Arc<str>, text: &str) -> (DeclarativeConfig, Vec<Problem>
     for doc in documents {
         let origin = Origin::new(name.clone(), doc.line);
         match blob::parse(&doc.json, &origin) {
-            Err(p) => problems.push(p),
+            Err(p) => problems.push(*p),
             Ok((blob, extra)) => {
                 problems.extend(extra);
                 match blob {
@@ -121,7 +121,11 @@ fn load_file(root: &Path, path: &Path) -> (DeclarativeConfig, Vec<Problem>) {
     match std::fs::read(path) {
         Err(e) => (
             DeclarativeConfig::default(),
-            vec![Problem::new(Rule::L1, Location::file(name.to_string(), None), e.to_string())],
+            vec![Problem::new(
+                Rule::L1,
+                Location::file(name.to_string(), None),
+                e.to_string(),
+            )],
         ),
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => load_text(name, &text),
@@ -130,7 +134,10 @@ fn load_file(root: &Path, path: &Path) -> (DeclarativeConfig, Vec<Problem>) {
                 vec![Problem::new(
                     Rule::L1,
                     Location::file(name.to_string(), None),
-                    format!("file is not UTF-8 text: invalid byte at offset {}", e.utf8_error().valid_up_to()),
+                    format!(
+                        "file is not UTF-8 text: invalid byte at offset {}",
+                        e.utf8_error().valid_up_to()
+                    ),
                 )],
             ),
         },

@@ -31,7 +31,9 @@ pub enum RangeError {
         op: String,
         joined: String,
     },
-    #[error("Could not parse Range {term:?}: Could not parse version {version:?} in {joined:?}: {source}")]
+    #[error(
+        "Could not parse Range {term:?}: Could not parse version {version:?} in {joined:?}: {source}"
+    )]
     BadVersion {
         term: String,
         version: String,
@@ -297,7 +299,11 @@ mod tests {
             (">=1.0.0 <2.0.0", "2.0.0", false),
             (">=1.0.0 <2.0.0", "0.9.9", false),
             ("<1.0.0", "1.0.0-rc.1", true),
-            (">=0.1.0-1556661347 <0.1.0-1556661832", "0.1.0-1556661500", true),
+            (
+                ">=0.1.0-1556661347 <0.1.0-1556661832",
+                "0.1.0-1556661500",
+                true,
+            ),
             ("1.2.3", "1.2.3", true),
             ("=1.2.3", "1.2.3+build", true),
             ("==1.2.3", "1.2.4", false),
@@ -341,11 +347,23 @@ mod tests {
             ("", "Last element in range is '||'"),
             ("|| 1.0.0", "First element in range is '||'"),
             ("1.0.0 ||", "Last element in range is '||'"),
-            ("~1.0.0", "Could not parse Range \"~1.0.0\": Could not parse comparator \"~\" in \"~1.0.0\""),
-            ("^1.0.0", "Could not parse Range \"^1.0.0\": Could not parse comparator \"^\" in \"^1.0.0\""),
-            (">=1.0", "Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": No Major.Minor.Patch elements found"),
+            (
+                "~1.0.0",
+                "Could not parse Range \"~1.0.0\": Could not parse comparator \"~\" in \"~1.0.0\"",
+            ),
+            (
+                "^1.0.0",
+                "Could not parse Range \"^1.0.0\": Could not parse comparator \"^\" in \"^1.0.0\"",
+            ),
+            (
+                ">=1.0",
+                "Could not parse Range \">=1.0\": Could not parse version \"1.0\" in \">=1.0\": No Major.Minor.Patch elements found",
+            ),
             ("abc", "Could not get version from string: \"abc\""),
-            (">=v1.0.0", "Could not parse Range \">=v1.0.0\": Could not parse comparator \">=v\" in \">=v1.0.0\""),
+            (
+                ">=v1.0.0",
+                "Could not parse Range \">=v1.0.0\": Could not parse comparator \">=v\" in \">=v1.0.0\"",
+            ),
         ];
         for &(range, message) in cases {
             let err = VersionRange::parse(range).expect_err(range);

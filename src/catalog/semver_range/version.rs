@@ -175,18 +175,33 @@ mod tests {
         let cases = [
             ("", "Version string empty"),
             ("1.2", "No Major.Minor.Patch elements found"),
-            ("v1.2.3", "Invalid character(s) found in major number \"v1\""),
-            ("01.2.3", "Major number must not contain leading zeroes \"01\""),
-            ("1.2.03", "Patch number must not contain leading zeroes \"03\""),
+            (
+                "v1.2.3",
+                "Invalid character(s) found in major number \"v1\"",
+            ),
+            (
+                "01.2.3",
+                "Major number must not contain leading zeroes \"01\"",
+            ),
+            (
+                "1.2.03",
+                "Patch number must not contain leading zeroes \"03\"",
+            ),
             ("1..3", "strconv.ParseUint: parsing \"\": invalid syntax"),
             ("1.2.3-", "Prerelease is empty"),
             (
                 "1.2.3-01",
                 "Numeric PreRelease version must not contain leading zeroes \"01\"",
             ),
-            ("1.2.3-a_b", "Invalid character(s) found in prerelease \"a_b\""),
+            (
+                "1.2.3-a_b",
+                "Invalid character(s) found in prerelease \"a_b\"",
+            ),
             ("1.2.3+", "Build meta data is empty"),
-            ("1.2.3+a b", "Invalid character(s) found in build meta data \"a b\""),
+            (
+                "1.2.3+a b",
+                "Invalid character(s) found in build meta data \"a b\"",
+            ),
             (
                 "99999999999999999999.0.0",
                 "strconv.ParseUint: parsing \"99999999999999999999\": value out of range",
@@ -241,7 +256,10 @@ mod tests {
             "2.0.0",
         ];
         for pair in ordered.windows(2) {
-            let (a, b) = (parse_strict(pair[0]).unwrap(), parse_strict(pair[1]).unwrap());
+            let (a, b) = (
+                parse_strict(pair[0]).unwrap(),
+                parse_strict(pair[1]).unwrap(),
+            );
             assert_eq!(compare(&a, &b), Ordering::Less, "{} < {}", pair[0], pair[1]);
             assert_eq!(compare(&b, &a), Ordering::Greater);
         }

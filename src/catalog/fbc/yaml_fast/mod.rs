@@ -18,7 +18,7 @@ use scalar::{check_chars, push_escaped, push_json_string};
 /// Each document of `text` as JSON, with the line its content starts on; `None` when the text
 /// is outside the supported subset.
 pub fn to_json_documents(text: &str) -> Option<Vec<(String, u32)>> {
-    if text.starts_with('\u{feff}') || text.as_bytes().contains(&b'\r') {
+    if text.starts_with('\u{feff}') || memchr::memchr(b'\r', text.as_bytes()).is_some() {
         return None;
     }
     let mut p = Parser {
@@ -94,7 +94,10 @@ impl<'a> Parser<'a> {
     /// `---` or `...` at column 0 followed by a blank or the end of the line.
     fn marker_at(&self, start: usize) -> Option<u8> {
         let s = &self.b[start..];
-        if s.len() >= 3 && (s.starts_with(b"---") || s.starts_with(b"...")) && matches!(s.get(3), None | Some(b' ' | b'\t' | b'\n')) {
+        if s.len() >= 3
+            && (s.starts_with(b"---") || s.starts_with(b"..."))
+            && matches!(s.get(3), None | Some(b' ' | b'\t' | b'\n'))
+        {
             Some(s[0])
         } else {
             None
@@ -198,14 +201,22 @@ impl<'a> Parser<'a> {
                 let close = text::quoted_end_on_line(line)?;
                 let after = &line[close..];
                 let spaces = after.iter().take_while(|&&c| is_blank(c)).count();
-                if after.get(spaces) == Some(&b':') && matches!(after.get(spaces + 1), None | Some(b' ' | b'\t')) {
-                    let kind = if line[0] == b'"' { KeyKind::Double } else { KeyKind::Single };
+                if after.get(spaces) == Some(&b':')
+                    && matches!(after.get(spaces + 1), None | Some(b' ' | b'\t'))
+                {
+                    let kind = if line[0] == b'"' {
+                        KeyKind::Double
+                    } else {
+                        KeyKind::Single
+                    };
                     return Some(Some((at + close + spaces + 1, kind)));
                 }
                 Some(None)
             }
             // `-x`, `?x`, `:x` start plain scalars; other indicators never start a plain key.
-            Some(c) if b"-?:".contains(c) && matches!(line.get(1), None | Some(b' ' | b'\t')) => Some(None),
+            Some(c) if b"-?:".contains(c) && matches!(line.get(1), None | Some(b' ' | b'\t')) => {
+                Some(None)
+            }
             Some(c) if b",[]{}#&*!|>%@`".contains(c) => Some(None),
             _ => {
                 let mut i = 0;
@@ -226,7 +237,12 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn block_map(&mut self, indent: usize, first_key: usize, first: (usize, KeyKind)) -> Option<()> {
+    fn block_map(
+        &mut self,
+        indent: usize,
+        first_key: usize,
+        first: (usize, KeyKind),
+    ) -> Option<()> {
         self.out.push('{');
         let mut keys: Vec<Cow<'a, str>> = Vec::new();
         let mut at = first_key;
@@ -260,7 +276,11 @@ impl<'a> Parser<'a> {
             keys.push(key);
             self.out.push(':');
             let end = self.line_end(after);
-            let rest_start = after + self.b[after..end].iter().take_while(|&&c| is_blank(c)).count();
+            let rest_start = after
+                + self.b[after..end]
+                    .iter()
+                    .take_while(|&&c| is_blank(c))
+                    .count();
             if rest_start == end || self.b[rest_start] == b'#' {
                 check_chars(&self.text[rest_start..end])?;
                 self.next_line();
@@ -296,7 +316,12 @@ impl<'a> Parser<'a> {
             first = false;
             let dash = self.pos + indent;
             let end = self.line_end(dash);
-            let content = dash + 1 + self.b[dash + 1..end].iter().take_while(|&&c| c == b' ').count();
+            let content = dash
+                + 1
+                + self.b[dash + 1..end]
+                    .iter()
+                    .take_while(|&&c| c == b' ')
+                    .count();
             if self.byte(content) == b'\t' {
                 return None;
             }

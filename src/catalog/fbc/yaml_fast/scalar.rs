@@ -17,8 +17,14 @@ pub fn check_chars(s: &str) -> Option<()> {
         }
         match c {
             0xC2 if b.get(i + 1).is_some_and(|&n| (0x80..=0x9F).contains(&n)) => return None,
-            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => return None,
-            0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => return None,
+            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => {
+                return None;
+            }
+            0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => {
+                return None;
+            }
+            // A byte-order mark is skipped by libyaml's reader even mid-stream.
+            0xEF if b.get(i + 1) == Some(&0xBB) && b.get(i + 2) == Some(&0xBF) => return None,
             c if c >= 0x80 => {}
             _ => return None,
         }
@@ -62,6 +68,23 @@ static SPECIAL: [bool; 256] = {
     t
 };
 
+/// Whether any of eight bytes is a control, `"`, `\\`, DEL or non-ASCII (SWAR test).
+#[inline]
+fn word_has_special(chunk: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(chunk);
+    let w = u64::from_le_bytes(bytes);
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (w & HIGH) != 0
+        || below_space != 0
+        || has_zero(w ^ (ONES * b'"' as u64)) != 0
+        || has_zero(w ^ (ONES * b'\\' as u64)) != 0
+        || has_zero(w ^ (ONES * 0x7f)) != 0
+}
+
 /// Appends raw YAML text JSON-escaped (no quotes), checking it as `check_chars` does, in one
 /// pass: runs of ordinary ASCII are copied at once.
 pub fn push_escaped(out: &mut String, s: &str) -> Option<()> {
@@ -69,6 +92,13 @@ pub fn push_escaped(out: &mut String, s: &str) -> Option<()> {
     let mut start = 0;
     let mut i = 0;
     while i < b.len() {
+        // Skip eight ordinary bytes at a time.
+        while i + 8 <= b.len() && !word_has_special(&b[i..i + 8]) {
+            i += 8;
+        }
+        if i >= b.len() {
+            break;
+        }
         let c = b[i];
         if !SPECIAL[c as usize] {
             i += 1;
@@ -81,8 +111,13 @@ pub fn push_escaped(out: &mut String, s: &str) -> Option<()> {
             0x7f => return None,
             c if c < 0x20 => return None,
             0xC2 if b.get(i + 1).is_some_and(|&n| (0x80..=0x9F).contains(&n)) => return None,
-            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => return None,
-            0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => return None,
+            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => {
+                return None;
+            }
+            0xEF if b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)) => {
+                return None;
+            }
+            0xEF if b.get(i + 1) == Some(&0xBB) && b.get(i + 2) == Some(&0xBF) => return None,
             _ => {
                 // Other non-ASCII bytes are copied as they are.
                 i += 1;
@@ -130,10 +165,10 @@ fn unsigned<T>(s: &str, parse: fn(&str, u32) -> Result<T, std::num::ParseIntErro
 
 fn negative<T>(s: &str, parse: fn(&str, u32) -> Result<T, std::num::ParseIntError>) -> Option<T> {
     for (prefix, radix) in [("-0x", 16), ("-0o", 8), ("-0b", 2)] {
-        if let Some(rest) = s.strip_prefix(prefix) {
-            if let Ok(n) = parse(&format!("-{rest}"), radix) {
-                return Some(n);
-            }
+        if let Some(rest) = s.strip_prefix(prefix)
+            && let Ok(n) = parse(&format!("-{rest}"), radix)
+        {
+            return Some(n);
         }
     }
     if digits_but_not_number(s) {
@@ -167,7 +202,13 @@ pub fn push_plain(out: &mut String, s: &str) -> Option<()> {
     let first = s.as_bytes().first().copied();
     let maybe_special = match first {
         None => true,
-        Some(c) => c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'~' | b'n' | b'N' | b't' | b'T' | b'f' | b'F'),
+        Some(c) => {
+            c.is_ascii_digit()
+                || matches!(
+                    c,
+                    b'+' | b'-' | b'.' | b'~' | b'n' | b'N' | b't' | b'T' | b'f' | b'F'
+                )
+        }
     };
     if !maybe_special {
         out.push('"');
@@ -202,16 +243,16 @@ pub fn push_plain(out: &mut String, s: &str) -> Option<()> {
     if unsigned(s, u128::from_str_radix).is_some() || negative(s, i128::from_str_radix).is_some() {
         return None;
     }
-    if !digits_but_not_number(s) {
-        if let Some(f) = float(s) {
-            match serde_json::Number::from_f64(f) {
-                Some(n) => {
-                    let _ = write!(out, "{n}");
-                }
-                None => out.push_str("null"),
+    if !digits_but_not_number(s)
+        && let Some(f) = float(s)
+    {
+        match serde_json::Number::from_f64(f) {
+            Some(n) => {
+                let _ = write!(out, "{n}");
             }
-            return Some(());
+            None => out.push_str("null"),
         }
+        return Some(());
     }
     out.push('"');
     push_escaped(out, s)?;
@@ -224,15 +265,54 @@ mod tests {
     use super::*;
 
     fn via_serde_yaml(s: &str) -> serde_json::Value {
-        serde_yaml_ng::from_str(&format!("v: {s}\n")).map(|m: serde_json::Map<String, serde_json::Value>| m["v"].clone()).unwrap()
+        serde_yaml_ng::from_str(&format!("v: {s}\n"))
+            .map(|m: serde_json::Map<String, serde_json::Value>| m["v"].clone())
+            .unwrap()
     }
 
     #[test]
     fn plain_resolution_matches_serde_yaml_ng() {
         for s in [
-            "abc", "null", "Null", "~", "true", "False", "TRUE", "yes", "on", "0", "12", "-3", "+4", "007", "-007", "0x1F", "0o17",
-            "0b101", "-0x10", "1.5", "1e3", "-2.5e-3", ".5", "+.5", ".inf", "-.inf", ".nan", "1.2.3", "0.3.1", "1_000", "infinity",
-            "nan", "0x", "+-1", "1e400", "18446744073709551615", "-9223372036854775808", "v1", "2023-01-01", "1:30",
+            "abc",
+            "null",
+            "Null",
+            "~",
+            "true",
+            "False",
+            "TRUE",
+            "yes",
+            "on",
+            "0",
+            "12",
+            "-3",
+            "+4",
+            "007",
+            "-007",
+            "0x1F",
+            "0o17",
+            "0b101",
+            "-0x10",
+            "1.5",
+            "1e3",
+            "-2.5e-3",
+            ".5",
+            "+.5",
+            ".inf",
+            "-.inf",
+            ".nan",
+            "1.2.3",
+            "0.3.1",
+            "1_000",
+            "infinity",
+            "nan",
+            "0x",
+            "+-1",
+            "1e400",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "v1",
+            "2023-01-01",
+            "1:30",
         ] {
             let mut out = String::new();
             if push_plain(&mut out, s).is_none() {
@@ -260,5 +340,21 @@ mod tests {
         assert_eq!(out, r#"é \"q\" \\ \t€"#);
         assert!(push_escaped(&mut out, "a\u{85}").is_none());
         assert!(push_escaped(&mut out, "a\u{1}").is_none());
+        for probe in [
+            "abcdefgh\"",
+            "abcdefghij\\k",
+            "abcdefgh\u{7f}",
+            "0123456789abcdef\u{1}",
+            "abcdefghé",
+        ] {
+            out.clear();
+            let r = push_escaped(&mut out, probe);
+            let mut slow = String::new();
+            let expected = check_chars(probe).map(|_| {
+                push_json_string(&mut slow, probe);
+                slow[1..slow.len() - 1].to_string()
+            });
+            assert_eq!(r.map(|_| out.clone()), expected, "{probe:?}");
+        }
     }
 }

@@ -5,9 +5,11 @@ use super::to_json_documents;
 use crate::catalog::fbc::documents::split_yaml_slow;
 
 fn slow(text: &str) -> Option<Vec<Value>> {
-    split_yaml_slow(text)
-        .ok()
-        .map(|docs| docs.iter().map(|d| serde_json::from_str(&d.json).unwrap()).collect())
+    split_yaml_slow(text).ok().map(|docs| {
+        docs.iter()
+            .map(|d| serde_json::from_str(&d.json).unwrap())
+            .collect()
+    })
 }
 
 fn fast(text: &str) -> Option<Vec<Value>> {
@@ -35,7 +37,9 @@ fn handles(text: &str) {
 fn handles_go_yaml_style() {
     handles("---\nschema: olm.package\nname: etcd\ndefaultChannel: stable\n");
     handles("a:\n- x\n- y: 1\n  z: [] \n- {}\nb: ~\n");
-    handles("entries:\n  - name: a\n    skips:\n      - b\n      - c\n    skipRange: '>=1.0.0 <1.2.0'\n");
+    handles(
+        "entries:\n  - name: a\n    skips:\n      - b\n      - c\n    skipRange: '>=1.0.0 <1.2.0'\n",
+    );
     handles("k: |\n  line 1\n\n   indented\n  last\n");
     handles("k: |-\n  a\n  b\n\n\nnext: 1\n");
     handles("k: |+\n  a\n\n\nnext: 1\n");
@@ -43,13 +47,15 @@ fn handles_go_yaml_style() {
     handles("k: >\n  a\n  b\n");
     handles("d: 'it''s a\n  long one'\ne: \"tab\\there \\u00e9 \\\"q\\\" \\\n  joined\"\n");
     handles("d: \"line one\n  \n  line three\"\n");
-    handles("p: a long plain\n  scalar that goes\n\n  on\nq: 1.5\nr: 007\ns: 0x1f\nt: true\nu: null\nv:\n");
+    handles(
+        "p: a long plain\n  scalar that goes\n\n  on\nq: 1.5\nr: 007\ns: 0x1f\nt: true\nu: null\nv:\n",
+    );
     handles("x: a#b # comment\n# full comment\ny: http://example.com:8080/x\n");
     handles("\"quoted key\": 1\n'single': 2\nplain key with spaces  : 3\n");
     handles("---\na: 1\n---\n---\nb: 2\n...\n".trim_end_matches("...\n"));
     handles("top:\n  nested:\n    deeper: [] # c\n  back: x\nout: y\n");
     handles("- a\n- b:\n    c: d\n-\n  e: f\n");
-    handles("k: é ü 中文 \u{feff}ok\n");
+    handles("k: é ü 中文 ok\n");
 }
 
 #[test]
@@ -71,6 +77,14 @@ fn declines_what_it_does_not_handle() {
         "k: 340282366920938463463374607431768211455\n",
     ] {
         assert!(fast(text).is_none(), "should decline:\n{text}");
+    }
+}
+
+#[test]
+fn fuzz_regressions() {
+    // A byte-order mark after the start; whitespace-only last line without newline.
+    for text in ["\n\u{feff}", "0\n ", "a: b\n  ", "k: |\n  x\n "] {
+        agrees(text);
     }
 }
 
@@ -99,8 +113,8 @@ fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| Value::from(n)),
-        (-1.0e6f64..1.0e6).prop_map(|f| Value::from(f)),
+        any::<i64>().prop_map(Value::from),
+        (-1.0e6f64..1.0e6).prop_map(Value::from),
         text.prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 40, 6, |inner| {

@@ -40,7 +40,7 @@ pub fn unquote_single_line(quoted: &str, out: &mut String) -> Option<()> {
 
 /// Decodes the escape after a backslash, handing the character to `push`; returns the text
 /// after it.
-fn decode_escape<'s>(s: &'s str, mut push: impl FnMut(char)) -> Option<&'s str> {
+fn decode_escape(s: &str, mut push: impl FnMut(char)) -> Option<&str> {
     let c = *s.as_bytes().first()?;
     let simple = match c {
         b'0' => Some('\0'),
@@ -102,7 +102,10 @@ impl Parser<'_> {
     fn fold_breaks(&mut self) -> (usize, usize) {
         let mut empty = 0;
         loop {
-            let ind = self.b[self.pos..].iter().take_while(|&&c| is_blank(c)).count();
+            let ind = self.b[self.pos..]
+                .iter()
+                .take_while(|&&c| is_blank(c))
+                .count();
             if self.pos + ind < self.b.len() && self.b[self.pos + ind] == b'\n' {
                 empty += 1;
                 self.next_line_from(self.pos + ind);
@@ -149,7 +152,14 @@ impl Parser<'_> {
             }
             // Unescaped trailing blanks before a line break are not content.
             let tail = &self.text[seg..end];
-            push_escaped(&mut self.out, if escaped_break { tail } else { tail.trim_end_matches([' ', '\t']) })?;
+            push_escaped(
+                &mut self.out,
+                if escaped_break {
+                    tail
+                } else {
+                    tail.trim_end_matches([' ', '\t'])
+                },
+            )?;
             if end >= self.b.len() {
                 return None; // unterminated
             }
@@ -232,7 +242,11 @@ impl Parser<'_> {
     fn plain_continues(&mut self, parent: isize) -> Option<bool> {
         let save = (self.pos, self.line);
         let (_, ind) = self.fold_breaks();
-        let result = if self.eof() || self.marker_at(self.pos).is_some() || (self.indent(self.pos) as isize) <= parent {
+        let result = if self.eof()
+            || self.pos + ind >= self.b.len()
+            || self.marker_at(self.pos).is_some()
+            || (self.indent(self.pos) as isize) <= parent
+        {
             Some(false)
         } else if ind != self.indent(self.pos) || self.b[self.pos + ind] == b'#' {
             None
@@ -309,14 +323,23 @@ impl Parser<'_> {
 
     /// libyaml `scan_block_scalar_breaks`: consumes empty lines (counting them) and, when the
     /// indentation is not known yet, sets it from the first content line.
-    fn block_breaks(&mut self, indent: &mut usize, min_indent: usize, breaks: &mut usize) -> Option<()> {
+    fn block_breaks(
+        &mut self,
+        indent: &mut usize,
+        min_indent: usize,
+        breaks: &mut usize,
+    ) -> Option<()> {
         let mut max_indent = 0;
         loop {
             if self.eof() {
                 break;
             }
             let spaces = self.indent(self.pos);
-            let col = if *indent == 0 { spaces } else { spaces.min(*indent) };
+            let col = if *indent == 0 {
+                spaces
+            } else {
+                spaces.min(*indent)
+            };
             max_indent = max_indent.max(col);
             let c = self.byte(self.pos + col);
             if c == b'\t' && (*indent == 0 || col < *indent) {
