@@ -3,6 +3,7 @@
 //! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
 
 pub mod bundle_dir;
+pub mod csv_stub;
 pub mod dot;
 pub mod error;
 pub mod fbc;
