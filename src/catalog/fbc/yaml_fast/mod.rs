@@ -8,6 +8,7 @@
 //! `None` and the caller uses `serde_yaml_ng`, which also produces the error messages. Both
 //! paths give the same JSON; `tests` checks that on real catalogs and generated documents.
 
+mod flow;
 mod scalar;
 mod text;
 
@@ -368,21 +369,7 @@ impl<'a> Parser<'a> {
                 self.out.push('"');
                 Some(())
             }
-            b'[' | b'{' => {
-                let close = if self.byte(at) == b'[' { b']' } else { b'}' };
-                if self.byte(at + 1) != close {
-                    return None;
-                }
-                let end = self.line_end(at);
-                let rest = self.text[at + 2..end].trim_start_matches([' ', '\t']);
-                if !rest.is_empty() && !rest.starts_with('#') {
-                    return None;
-                }
-                check_chars(rest)?;
-                self.out.push_str(if close == b']' { "[]" } else { "{}" });
-                self.next_line();
-                Some(())
-            }
+            b'[' | b'{' => self.flow_collection(at),
             b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b'?' | b',' | b']' | b'}' | b'#' => None,
             b'-' | b':' if matches!(self.byte(at + 1), b' ' | b'\t' | b'\n') => None,
             _ => self.plain(parent, at),

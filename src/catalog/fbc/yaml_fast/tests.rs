@@ -56,6 +56,9 @@ fn handles_go_yaml_style() {
     handles("top:\n  nested:\n    deeper: [] # c\n  back: x\nout: y\n");
     handles("- a\n- b:\n    c: d\n-\n  e: f\n");
     handles("k: é ü 中文 ok\n");
+    handles(
+        "keywords: ['aqua-security', 'key value', \"x\\ty\"]\nprovider: {name: Infinispan, n: 5}\nc: [ ] # e\nd: [a, 1, true, null, ~, 1.5]\n",
+    );
 }
 
 #[test]
@@ -63,8 +66,10 @@ fn declines_what_it_does_not_handle() {
     for text in [
         "a: &x 1\nb: *x\n",
         "a: !tag 1\n",
-        "a: [1, 2]\n",
-        "a: {b: 1}\n",
+        "a: [1, [2]]\n",
+        "a: [1,\n  2]\n",
+        "a: [1, ]\n",
+        "a: {b: http://x}\n",
         "? complex\n: value\n",
         "a:\r\n  b: 1\r\n",
         "a:\n\tb: 1\n",
