@@ -2,8 +2,8 @@
 //! as `opm validate` does it, blang semver ranges, and the upgrade graph OLM walks.
 //! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
 
+pub mod api_projection;
 pub mod bundle_dir;
-pub mod csv_stub;
 pub mod dot;
 pub mod error;
 pub mod fbc;

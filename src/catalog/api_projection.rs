@@ -1,5 +1,6 @@
-//! `csvJson` / `object` of the registry API for a bundle (spec/catalog.md §6.3): the inline CSV
-//! when the bundle carries one, else a stub CSV built from its `olm.csv.metadata` property the
+//! How a bundle is projected onto the registry API's `api.Bundle` (spec/catalog.md §6.3):
+//! `properties` without inline manifests, `dependencies` from the required properties, and
+//! `csvJson` / `object`: the inline CSV when the bundle carries one, else a stub CSV built from its `olm.csv.metadata` property the
 //! way opm builds it (name, metadata fields, package icon, install strategy `deployment`,
 //! version, related images, description falling back to the package's).
 //!
@@ -45,6 +46,35 @@ pub fn objects<'a>(package: &Package, bundle: &'a IndexedBundle) -> Vec<Cow<'a, 
         return inline;
     }
     csv_json(package, bundle).into_iter().collect()
+}
+
+/// `properties` on the wire: every property except `olm.bundle.object` and `olm.csv.metadata`
+/// (those are never projected into CSV annotations), as (type, JSON value).
+pub fn api_properties(bundle: &IndexedBundle) -> impl Iterator<Item = (&str, &str)> {
+    bundle
+        .properties()
+        .iter()
+        .filter(|p| p.type_ != properties::BUNDLE_OBJECT && p.type_ != properties::CSV_METADATA)
+        .map(|p| (p.type_.as_str(), p.value.get()))
+}
+
+/// `dependencies` on the wire: `olm.gvk.required` → `olm.gvk` (same value),
+/// `olm.package.required` → `olm.package` with `{"packageName", "version": <versionRange>}`.
+pub fn api_dependencies(bundle: &IndexedBundle) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for p in bundle.properties() {
+        match p.type_.as_str() {
+            properties::GVK_REQUIRED => out.push((properties::GVK, p.value.get().to_string())),
+            properties::PACKAGE_REQUIRED => {
+                if let Ok(TypedProperty::PackageRequired(r)) = p.typed() {
+                    let value = json!({"packageName": r.package_name, "version": r.version_range});
+                    out.push((properties::PACKAGE, value.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn stub(package: &Package, bundle: &IndexedBundle, m: &Map<String, Value>) -> Value {
@@ -181,5 +211,48 @@ mod tests {
         assert_eq!(csv["spec"]["icon"][0]["mediatype"], "image/png");
         assert_eq!(csv["spec"]["installModes"][0]["type"], "AllNamespaces");
         assert_eq!(objects(p.package(), b).len(), 1);
+        let props: Vec<_> = api_properties(b).map(|(t, _)| t).collect();
+        assert_eq!(props, ["olm.package"], "csv metadata is not projected");
+    }
+
+    #[test]
+    fn dependencies_use_wire_types() {
+        let bundle = Bundle {
+            package: "p".into(),
+            name: "p.v1".into(),
+            properties: vec![
+                Property::from_value(
+                    properties::PACKAGE_REQUIRED,
+                    &json!({"packageName": "q", "versionRange": ">=1.0.0"}),
+                )
+                .unwrap(),
+                Property::from_value(
+                    properties::GVK_REQUIRED,
+                    &json!({"group": "g", "kind": "K", "version": "v1"}),
+                )
+                .unwrap(),
+            ],
+            ..Bundle::default()
+        };
+        let index = CatalogIndex::new(DeclarativeConfig {
+            bundles: vec![bundle],
+            ..DeclarativeConfig::default()
+        });
+        let b = index.bundle("p", "p.v1").unwrap();
+        let deps = api_dependencies(b);
+        assert_eq!(
+            deps[0],
+            (
+                "olm.package",
+                r#"{"packageName":"q","version":">=1.0.0"}"#.to_string()
+            )
+        );
+        assert_eq!(
+            deps[1],
+            (
+                "olm.gvk",
+                r#"{"group":"g","kind":"K","version":"v1"}"#.to_string()
+            )
+        );
     }
 }
