@@ -5,6 +5,7 @@
 //! writes. The README's architecture picture shows how they fit.
 
 pub mod controller;
+pub mod csv;
 pub mod health;
 pub mod k8s;
 pub mod reconcile;
