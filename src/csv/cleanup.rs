@@ -5,7 +5,7 @@
 use crate::api::keys::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion};
 
-use super::identity::{has_owner_labels, name, namespace, CSV_KIND};
+use super::identity::{CSV_KIND, has_owner_labels, name, namespace};
 use super::observed::Observed;
 
 /// What the finalizer still has to do.
@@ -61,7 +61,12 @@ pub fn cleanup(csv: &ClusterServiceVersion, seen: &Observed) -> Cleanup {
         .cluster_role_bindings
         .iter()
         .filter(|r| has_owner_labels(csv, r.metadata.labels.as_ref()))
-        .filter_map(|r| r.metadata.name.as_ref().map(|n| format!("ClusterRoleBinding {n}")));
+        .filter_map(|r| {
+            r.metadata
+                .name
+                .as_ref()
+                .map(|n| format!("ClusterRoleBinding {n}"))
+        });
     Cleanup {
         owner_selector: owner_selector(csv),
         api_services,

@@ -10,7 +10,10 @@ use crate::api::SubscriptionConfig;
 
 /// Applies `config` to `spec` (pod template) and returns the annotations to add to the
 /// Deployment's own metadata.
-pub fn apply_config(spec: &mut DeploymentSpec, config: &SubscriptionConfig) -> BTreeMap<String, String> {
+pub fn apply_config(
+    spec: &mut DeploymentSpec,
+    config: &SubscriptionConfig,
+) -> BTreeMap<String, String> {
     let pod = spec.template.spec.get_or_insert_with(PodSpec::default);
     if let Some(env) = config.env.as_deref().filter(|e| !e.is_empty()) {
         for container in &mut pod.containers {

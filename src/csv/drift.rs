@@ -80,7 +80,10 @@ mod tests {
     fn edited_values_are_drift_and_named_by_path() {
         let desired = json!({"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "a"}]}}});
         let scaled = json!({"replicas": 0, "template": {"spec": {"containers": [{"name": "m", "image": "a"}]}}});
-        assert_eq!(first_difference(&desired, &scaled).as_deref(), Some(".replicas"));
+        assert_eq!(
+            first_difference(&desired, &scaled).as_deref(),
+            Some(".replicas")
+        );
         let image = json!({"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "b"}]}}});
         assert_eq!(
             first_difference(&desired, &image).as_deref(),

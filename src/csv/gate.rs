@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::api::keys::{
     OPERATOR_GROUP_ANNOTATION, OPERATOR_GROUP_NAMESPACE_ANNOTATION, TARGET_NAMESPACES_ANNOTATION,
 };
-use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup, CSV_FINALIZER};
+use crate::api::{CSV_FINALIZER, ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
 
 use super::identity::{annotation, is_copy, namespace};
 use super::install_modes::{InstallModeSet, split_targets};
@@ -64,13 +64,14 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
         return Gate::Stop(d);
     }
     // Step 4.
-    let apis = match provided_apis(csv).and_then(|apis| check_required_crd_names(csv).map(|()| apis)) {
-        Ok(apis) => apis,
-        Err(err) => {
-            d.note(err.to_string());
-            return Gate::Stop(d);
-        }
-    };
+    let apis =
+        match provided_apis(csv).and_then(|apis| check_required_crd_names(csv).map(|()| apis)) {
+            Ok(apis) => apis,
+            Err(err) => {
+                d.note(err.to_string());
+                return Gate::Stop(d);
+            }
+        };
     // Step 6.
     let group = match seen.operator_groups.as_slice() {
         [] => {
@@ -133,11 +134,19 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
         return Gate::Stop(d);
     };
     if let Err(message) = modes.supports(namespace(csv), &split_targets(targets)) {
-        d.set(CsvPhase::Failed, CsvReason::UnsupportedOperatorGroup, message);
+        d.set(
+            CsvPhase::Failed,
+            CsvReason::UnsupportedOperatorGroup,
+            message,
+        );
         return Gate::Stop(d);
     }
     // Step 9.
-    let all: Vec<&OperatorGroup> = seen.all_operator_groups.iter().map(|g| g.as_ref()).collect();
+    let all: Vec<&OperatorGroup> = seen
+        .all_operator_groups
+        .iter()
+        .map(|g| g.as_ref())
+        .collect();
     let decision = reconcile_provided_apis(&apis, group, &all);
     let conflict_already = d.reason() == Some(&CsvReason::InterOperatorGroupOwnerConflict);
     let group_name = group.metadata.name.clone().unwrap_or_default();
@@ -226,7 +235,12 @@ pub fn target_text(group: &OperatorGroup) -> String {
 /// OLM's comparison: group name, group namespace and targets must all match. A group that
 /// selects nothing never matches (OLM would read a left-over `""` as all namespaces).
 fn group_annotations_differ(meta: &ObjectMeta, group: &OperatorGroup) -> bool {
-    let get = |k: &str| meta.annotations.as_ref().and_then(|a| a.get(k)).map(String::as_str);
+    let get = |k: &str| {
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(k))
+            .map(String::as_str)
+    };
     !selects_something(group)
         || get(OPERATOR_GROUP_ANNOTATION) != group.metadata.name.as_deref()
         || get(OPERATOR_GROUP_NAMESPACE_ANNOTATION) != group.metadata.namespace.as_deref()

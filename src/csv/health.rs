@@ -75,7 +75,9 @@ pub fn evaluate(
             .and_then(|l| l.get(DEPLOYMENT_SPEC_HASH_LABEL));
         match live_hash {
             None => {
-                return Health::Changed("deployment doesn't have a spec hash, update it".to_owned());
+                return Health::Changed(
+                    "deployment doesn't have a spec hash, update it".to_owned(),
+                );
             }
             Some(hash) if *hash != want.spec_hash => {
                 return Health::Changed(format!(
@@ -106,11 +108,13 @@ fn rollout(deployment: &Deployment) -> Rollout {
         return Rollout::Waiting("waiting for deployment spec update to be observed".to_owned());
     }
     let conditions = status.conditions.unwrap_or_default();
-    let progress_deadline = conditions
-        .iter()
-        .any(|c| c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"));
+    let progress_deadline = conditions.iter().any(|c| {
+        c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+    });
     if progress_deadline {
-        return Rollout::TimedOut(format!("deployment \"{name}\" exceeded its progress deadline"));
+        return Rollout::TimedOut(format!(
+            "deployment \"{name}\" exceeded its progress deadline"
+        ));
     }
     let replicas = status.replicas.unwrap_or(0);
     let updated = status.updated_replicas.unwrap_or(0);

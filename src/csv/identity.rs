@@ -45,8 +45,8 @@ pub fn is_copy(csv: &ClusterServiceVersion) -> bool {
         .as_ref()
         .and_then(|s| s.reason.as_ref())
         .is_some_and(|r| *r == CsvReason::Copied);
-    let foreign_group = annotation(csv, OPERATOR_GROUP_NAMESPACE_ANNOTATION)
-        .is_some_and(|ns| ns != namespace(csv));
+    let foreign_group =
+        annotation(csv, OPERATOR_GROUP_NAMESPACE_ANNOTATION).is_some_and(|ns| ns != namespace(csv));
     copied_reason || foreign_group || label(csv, COPIED_FROM_LABEL).is_some()
 }
 
@@ -75,7 +75,10 @@ pub fn managed_owner_labels(csv: &ClusterServiceVersion) -> BTreeMap<String, Str
 }
 
 /// Whether `labels` carry this CSV's owner labels.
-pub fn has_owner_labels(csv: &ClusterServiceVersion, labels: Option<&BTreeMap<String, String>>) -> bool {
+pub fn has_owner_labels(
+    csv: &ClusterServiceVersion,
+    labels: Option<&BTreeMap<String, String>>,
+) -> bool {
     let Some(labels) = labels else {
         return false;
     };

@@ -119,7 +119,8 @@ mod tests {
     #[test]
     fn targets_versus_modes_follow_the_table() {
         use InstallModeType::*;
-        let own_only = InstallModeSet::new(&modes(&[(OwnNamespace, true), (AllNamespaces, false)])).unwrap();
+        let own_only =
+            InstallModeSet::new(&modes(&[(OwnNamespace, true), (AllNamespaces, false)])).unwrap();
         let all = InstallModeSet::new(&modes(&[(AllNamespaces, true)])).unwrap();
         let multi = InstallModeSet::new(&modes(&[(MultiNamespace, true)])).unwrap();
         let multi_own =
@@ -129,18 +130,66 @@ mod tests {
 
         let cases: Vec<(&InstallModeSet, Vec<String>, Result<(), &str>)> = vec![
             (&own_only, targets(&["op"]), Ok(())),
-            (&own_only, targets(&[""]), Err("AllNamespaces InstallModeType not supported, cannot configure to watch all namespaces")),
+            (
+                &own_only,
+                targets(&[""]),
+                Err(
+                    "AllNamespaces InstallModeType not supported, cannot configure to watch all namespaces",
+                ),
+            ),
             (&all, targets(&[""]), Ok(())),
-            (&all, targets(&["op"]), Err("OwnNamespace InstallModeType not supported, cannot configure to watch own namespace")),
+            (
+                &all,
+                targets(&["op"]),
+                Err(
+                    "OwnNamespace InstallModeType not supported, cannot configure to watch own namespace",
+                ),
+            ),
             (&single, targets(&["x"]), Ok(())),
-            (&own_only, targets(&["x"]), Err("SingleNamespace InstallModeType not supported, cannot configure to watch one namespace")),
+            (
+                &own_only,
+                targets(&["x"]),
+                Err(
+                    "SingleNamespace InstallModeType not supported, cannot configure to watch one namespace",
+                ),
+            ),
             (&multi, targets(&["x", "y"]), Ok(())),
-            (&single, targets(&["x", "y", "z"]), Err("MultiNamespace InstallModeType not supported, cannot configure to watch 3 namespaces")),
-            (&multi, targets(&["x", "op"]), Err("OwnNamespace InstallModeType not supported, cannot configure to watch own namespace")),
+            (
+                &single,
+                targets(&["x", "y", "z"]),
+                Err(
+                    "MultiNamespace InstallModeType not supported, cannot configure to watch 3 namespaces",
+                ),
+            ),
+            (
+                &multi,
+                targets(&["x", "op"]),
+                Err(
+                    "OwnNamespace InstallModeType not supported, cannot configure to watch own namespace",
+                ),
+            ),
             (&multi_own, targets(&["x", "op"]), Ok(())),
-            (&multi, targets(&["x", ""]), Err("operatorgroup has invalid selected namespaces, NamespaceAll found when |selected namespaces| > 1")),
-            (&none, targets(&[]), Err("operatorgroup has invalid selected namespaces, cannot configure to watch zero namespaces")),
-            (&none, targets(&["op"]), Err("OwnNamespace InstallModeType not supported, cannot configure to watch own namespace")),
+            (
+                &multi,
+                targets(&["x", ""]),
+                Err(
+                    "operatorgroup has invalid selected namespaces, NamespaceAll found when |selected namespaces| > 1",
+                ),
+            ),
+            (
+                &none,
+                targets(&[]),
+                Err(
+                    "operatorgroup has invalid selected namespaces, cannot configure to watch zero namespaces",
+                ),
+            ),
+            (
+                &none,
+                targets(&["op"]),
+                Err(
+                    "OwnNamespace InstallModeType not supported, cannot configure to watch own namespace",
+                ),
+            ),
         ];
         for (set, t, want) in cases {
             assert_eq!(set.supports("op", &t), want.map_err(str::to_owned), "{t:?}");

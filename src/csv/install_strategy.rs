@@ -16,7 +16,9 @@ use crate::olm_hash::{
 };
 
 use super::config_overrides::apply_config;
-use super::identity::{has_owner_labels, is_owned_by, managed_owner_labels, name, namespace, owner_reference};
+use super::identity::{
+    has_owner_labels, is_owned_by, managed_owner_labels, name, namespace, owner_reference,
+};
 use super::strategy::{StrategyError, certificate_deployments, deployment_strategy};
 
 /// One Deployment as it must exist.

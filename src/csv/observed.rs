@@ -163,10 +163,7 @@ impl Observed {
     /// The Subscription that installed `csv_name` (`status.installedCSV`).
     pub fn subscription_installing(&self, csv_name: &str) -> Option<&Subscription> {
         self.subscriptions.iter().map(Arc::as_ref).find(|s| {
-            s.status
-                .as_ref()
-                .and_then(|st| st.installed_csv.as_deref())
-                == Some(csv_name)
+            s.status.as_ref().and_then(|st| st.installed_csv.as_deref()) == Some(csv_name)
         })
     }
 

@@ -59,7 +59,10 @@ fn owned_crd_names(csv: &ClusterServiceVersion) -> impl Iterator<Item = &str> {
 
 /// csv.md §6.3: another CSV of the namespace, outside this one's replacement chain, owns one
 /// of its CRDs. Returns that CSV's name and the CRD.
-pub fn crd_owner_conflict(csv: &ClusterServiceVersion, seen: &Observed) -> Option<(String, String)> {
+pub fn crd_owner_conflict(
+    csv: &ClusterServiceVersion,
+    seen: &Observed,
+) -> Option<(String, String)> {
     let chain = chain_names(csv, seen);
     let mine: BTreeSet<&str> = owned_crd_names(csv).collect();
     let mut others: Vec<&ClusterServiceVersion> = seen
@@ -78,10 +81,18 @@ pub fn crd_owner_conflict(csv: &ClusterServiceVersion, seen: &Observed) -> Optio
 
 /// certs.md §9: an existing APIService is adoptable only when its owner labels name this CSV,
 /// the CSV it replaces, or an owner that is itself being replaced or deleted.
-pub fn api_service_adoptable(csv: &ClusterServiceVersion, api: &APIService, seen: &Observed) -> bool {
+pub fn api_service_adoptable(
+    csv: &ClusterServiceVersion,
+    api: &APIService,
+    seen: &Observed,
+) -> bool {
     let labels = api.metadata.labels.clone().unwrap_or_default();
     let get = |k: &str| labels.get(k).map(String::as_str).unwrap_or_default();
-    let (owner, owner_ns, kind) = (get(OWNER_LABEL), get(OWNER_NAMESPACE_LABEL), get(OWNER_KIND_LABEL));
+    let (owner, owner_ns, kind) = (
+        get(OWNER_LABEL),
+        get(OWNER_NAMESPACE_LABEL),
+        get(OWNER_KIND_LABEL),
+    );
     if owner.is_empty() || owner_ns.is_empty() || kind != CSV_KIND {
         return false;
     }
@@ -92,7 +103,11 @@ pub fn api_service_adoptable(csv: &ClusterServiceVersion, api: &APIService, seen
         return true;
     }
     seen.csv(owner).is_some_and(|current| {
-        let phase = current.status.as_ref().map(|s| s.phase()).unwrap_or(CsvPhase::None);
+        let phase = current
+            .status
+            .as_ref()
+            .map(|s| s.phase())
+            .unwrap_or(CsvPhase::None);
         matches!(phase, CsvPhase::Replacing | CsvPhase::Deleting)
     })
 }

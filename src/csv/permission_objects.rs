@@ -9,12 +9,16 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE, PERMISSIONS_HASH_LABEL};
 use crate::api::{ClusterServiceVersion, OperatorGroup, StrategyDeploymentPermissions};
-use crate::olm_hash::{GoJsonError, RoleRefKind, binding_hash, cluster_role_name, role_name, rules_hash};
+use crate::olm_hash::{
+    GoJsonError, RoleRefKind, binding_hash, cluster_role_name, role_name, rules_hash,
+};
 
 use super::identity::{label, managed_owner_labels, name, namespace, owner_reference};
 use super::observed::Observed;
@@ -47,10 +51,22 @@ impl PermissionObjects {
             format!("{kind} {}", meta.name.as_deref().unwrap_or_default())
         };
         let mut items: Vec<String> = Vec::new();
-        items.extend(self.service_accounts.iter().map(|o| named("ServiceAccount", &o.metadata)));
+        items.extend(
+            self.service_accounts
+                .iter()
+                .map(|o| named("ServiceAccount", &o.metadata)),
+        );
         items.extend(self.roles.iter().map(|o| named("Role", &o.metadata)));
-        items.extend(self.role_bindings.iter().map(|o| named("RoleBinding", &o.metadata)));
-        items.extend(self.cluster_roles.iter().map(|o| named("ClusterRole", &o.metadata)));
+        items.extend(
+            self.role_bindings
+                .iter()
+                .map(|o| named("RoleBinding", &o.metadata)),
+        );
+        items.extend(
+            self.cluster_roles
+                .iter()
+                .map(|o| named("ClusterRole", &o.metadata)),
+        );
         items.extend(
             self.cluster_role_bindings
                 .iter()
@@ -68,7 +84,9 @@ fn labels_with(csv: &ClusterServiceVersion, hash: Option<String>) -> BTreeMap<St
     labels
 }
 
-fn permission_value(perm: &StrategyDeploymentPermissions) -> Result<serde_json::Value, GoJsonError> {
+fn permission_value(
+    perm: &StrategyDeploymentPermissions,
+) -> Result<serde_json::Value, GoJsonError> {
     serde_json::to_value(perm).map_err(|e| GoJsonError::WrongType {
         path: format!("permission of {}: {e}", perm.service_account_name),
         expected: "a permission",
@@ -86,7 +104,9 @@ fn sa_subject(sa: &str, ns: &str) -> Subject {
 }
 
 /// Everything the install plan makes for the CSV's `permissions` and `clusterPermissions`.
-pub fn install_plan_permissions(csv: &ClusterServiceVersion) -> Result<PermissionObjects, GoJsonError> {
+pub fn install_plan_permissions(
+    csv: &ClusterServiceVersion,
+) -> Result<PermissionObjects, GoJsonError> {
     let Ok(strategy) = deployment_strategy(csv) else {
         return Ok(PermissionObjects::default());
     };

@@ -63,8 +63,14 @@ pub fn permission_statuses(
     let rbac = seen.rbac();
     let mut entries: Vec<(RequirementStatus, Option<String>)> = Vec::new();
     let scoped = [
-        (strategy.permissions.as_deref().unwrap_or_default(), Scope::Namespace(ns)),
-        (strategy.cluster_permissions.as_deref().unwrap_or_default(), Scope::Cluster),
+        (
+            strategy.permissions.as_deref().unwrap_or_default(),
+            Scope::Namespace(ns),
+        ),
+        (
+            strategy.cluster_permissions.as_deref().unwrap_or_default(),
+            Scope::Cluster,
+        ),
     ];
     for (perms, scope) in scoped {
         for perm in perms {
@@ -88,11 +94,12 @@ pub fn permission_statuses(
             }
             status.uuid = sa.metadata.uid.clone();
             let refs = sa.metadata.owner_references.as_ref();
-            let foreign_owner = refs.into_iter().flatten().any(|r| r.kind == CSV_KIND)
-                && !is_owned_by(csv, refs);
+            let foreign_owner =
+                refs.into_iter().flatten().any(|r| r.kind == CSV_KIND) && !is_owned_by(csv, refs);
             if foreign_owner {
                 status.status = RequirementStatusReason::PresentNotSatisfied;
-                status.message = "Service account is owned by another ClusterServiceVersion".to_owned();
+                status.message =
+                    "Service account is owned by another ClusterServiceVersion".to_owned();
                 continue;
             }
             let grants = rbac.grants_for(&ServiceAccountUser::new(ns, sa_name), scope);
@@ -124,8 +131,8 @@ pub fn permission_statuses(
                 None => format!("ServiceAccount {}: {}", status.name, status.message),
             };
             check.unmet.push(why);
-            let owned_elsewhere = status.status == RequirementStatusReason::PresentNotSatisfied
-                && denial.is_none();
+            let owned_elsewhere =
+                status.status == RequirementStatusReason::PresentNotSatisfied && denial.is_none();
             if !owned_elsewhere {
                 check.gaps.push(status.name.clone());
             }
@@ -185,7 +192,10 @@ fn rule_json(rule: &PolicyRule) -> String {
 /// Permissions entries grouped for recovery: (account, rules) per entry, namespaced first.
 pub fn permission_entries(
     strategy: &StrategyDetailsDeployment,
-) -> (&[StrategyDeploymentPermissions], &[StrategyDeploymentPermissions]) {
+) -> (
+    &[StrategyDeploymentPermissions],
+    &[StrategyDeploymentPermissions],
+) {
     (
         strategy.permissions.as_deref().unwrap_or_default(),
         strategy.cluster_permissions.as_deref().unwrap_or_default(),

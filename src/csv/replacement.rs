@@ -32,7 +32,10 @@ pub fn replacement_of<'a>(
 }
 
 /// The CSVs this one (transitively) replaces that still exist, nearest first.
-pub fn ancestors<'a>(csv: &ClusterServiceVersion, seen: &'a Observed) -> Vec<&'a ClusterServiceVersion> {
+pub fn ancestors<'a>(
+    csv: &ClusterServiceVersion,
+    seen: &'a Observed,
+) -> Vec<&'a ClusterServiceVersion> {
     let mut out = Vec::new();
     let mut visited = BTreeSet::from([name(csv).to_owned()]);
     let mut current = replaced_csv(csv, seen);

@@ -96,8 +96,17 @@ pub fn check_requirements(
     Ok(check)
 }
 
-fn check_min_kube_version(csv: &ClusterServiceVersion, seen: &Observed, check: &mut RequirementCheck) {
-    let Some(min) = csv.spec.min_kube_version.as_deref().filter(|m| !m.is_empty()) else {
+fn check_min_kube_version(
+    csv: &ClusterServiceVersion,
+    seen: &Observed,
+    check: &mut RequirementCheck,
+) {
+    let Some(min) = csv
+        .spec
+        .min_kube_version
+        .as_deref()
+        .filter(|m| !m.is_empty())
+    else {
         return;
     };
     let mut status = entry(
@@ -111,22 +120,24 @@ fn check_min_kube_version(csv: &ClusterServiceVersion, seen: &Observed, check: &
             check.unknown.push(format!("server version: {err}"));
             Err("Server version discovery error".to_owned())
         }
-        ServerVersion::Known(server) => match (parse_server_version(server), parse_operator_version(min)) {
-            (None, _) => Err("Server version parsing error".to_owned()),
-            (_, Err(_)) => Err("CSV version parsing error".to_owned()),
-            (Some(server_v), Ok(min_v)) => {
-                let min_v = semver::Version::new(min_v.major, min_v.minor, min_v.patch);
-                if server_v >= min_v {
-                    Ok(format!(
-                        "CSV minKubeVersion ({min}) less than server version ({server})"
-                    ))
-                } else {
-                    Err(format!(
-                        "CSV version requirement not met: minKubeVersion ({min}) > server version ({server})"
-                    ))
+        ServerVersion::Known(server) => {
+            match (parse_server_version(server), parse_operator_version(min)) {
+                (None, _) => Err("Server version parsing error".to_owned()),
+                (_, Err(_)) => Err("CSV version parsing error".to_owned()),
+                (Some(server_v), Ok(min_v)) => {
+                    let min_v = semver::Version::new(min_v.major, min_v.minor, min_v.patch);
+                    if server_v >= min_v {
+                        Ok(format!(
+                            "CSV minKubeVersion ({min}) less than server version ({server})"
+                        ))
+                    } else {
+                        Err(format!(
+                            "CSV version requirement not met: minKubeVersion ({min}) > server version ({server})"
+                        ))
+                    }
                 }
             }
-        },
+        }
     };
     match outcome {
         Ok(message) => {
@@ -184,7 +195,10 @@ fn check_crds(csv: &ClusterServiceVersion, seen: &Observed, check: &mut Requirem
                 "CRD installed alongside other CSV(s): {}",
                 blockers.join(", ")
             );
-            let why = format!("CRD {crd_name} was installed alongside {}", blockers.join(", "));
+            let why = format!(
+                "CRD {crd_name} was installed alongside {}",
+                blockers.join(", ")
+            );
             check.push(status, Some(why));
             continue;
         }
@@ -249,11 +263,7 @@ fn installed_alongside_blockers(
         .iter()
         .filter_map(|r| r.split_once('/'))
         .filter(|(ns, _)| *ns == namespace(csv))
-        .filter(|(_, n)| {
-            ancestors
-                .iter()
-                .any(|a| name(a) == *n && !is_copy(a))
-        })
+        .filter(|(_, n)| ancestors.iter().any(|a| name(a) == *n && !is_copy(a)))
         .map(|(_, n)| n.to_owned())
         .collect();
     blockers.sort();
@@ -271,7 +281,11 @@ fn api_service_descriptions(
     )
 }
 
-fn check_required_api_services(csv: &ClusterServiceVersion, seen: &Observed, check: &mut RequirementCheck) {
+fn check_required_api_services(
+    csv: &ClusterServiceVersion,
+    seen: &Observed,
+    check: &mut RequirementCheck,
+) {
     let (owned, required) = api_service_descriptions(csv);
     let mut wanted: BTreeMap<String, &ApiServiceDescription> = BTreeMap::new();
     for desc in required {
@@ -283,9 +297,14 @@ fn check_required_api_services(csv: &ClusterServiceVersion, seen: &Observed, che
     }
     for (api_name, desc) in wanted {
         let mut status = entry(APISERVICE_GROUP, "v1", "APIService", &api_name);
-        let present = match seen.discovery.kind_served(&desc.group, &desc.version, &desc.kind) {
+        let present = match seen
+            .discovery
+            .kind_served(&desc.group, &desc.version, &desc.kind)
+        {
             Served::Unknown(err) => {
-                check.unknown.push(format!("discovery of {api_name}: {err}"));
+                check
+                    .unknown
+                    .push(format!("discovery of {api_name}: {err}"));
                 None
             }
             Served::No => Some(false),
@@ -331,7 +350,9 @@ fn check_owned_api_services(
             check.push(status, None);
         } else {
             status.status = RequirementStatusReason::DeploymentNotFound;
-            let why = format!("APIService {api_name} names deployment {deployment:?}, which the install strategy lacks");
+            let why = format!(
+                "APIService {api_name} names deployment {deployment:?}, which the install strategy lacks"
+            );
             check.push(status, Some(why));
         }
     }
@@ -341,7 +362,10 @@ fn check_native_apis(csv: &ClusterServiceVersion, seen: &Observed, check: &mut R
     for gvk in csv.spec.native_apis.iter().flatten() {
         let entry_name = format!("{}.{}", gvk.version, gvk.group);
         let mut status = entry(&gvk.group, &gvk.version, &gvk.kind, &entry_name);
-        match seen.discovery.kind_served(&gvk.group, &gvk.version, &gvk.kind) {
+        match seen
+            .discovery
+            .kind_served(&gvk.group, &gvk.version, &gvk.kind)
+        {
             Served::Yes => {
                 status.message = "Native API exists".to_owned();
                 check.push(status, None);
@@ -355,7 +379,9 @@ fn check_native_apis(csv: &ClusterServiceVersion, seen: &Observed, check: &mut R
             Served::Unknown(err) => {
                 status.status = RequirementStatusReason::NotPresent;
                 status.message = "Native API does not exist".to_owned();
-                check.unknown.push(format!("discovery of {entry_name}: {err}"));
+                check
+                    .unknown
+                    .push(format!("discovery of {entry_name}: {err}"));
                 check.push(status, None);
             }
         }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, RequirementStatus};
+use crate::api::{
+    ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, RequirementStatus,
+};
 
 use super::install_strategy::DesiredDeployment;
 use super::permission_objects::PermissionObjects;
@@ -132,10 +134,18 @@ impl Decision {
     }
 
     /// Sets phase/reason/message if any of them differs; emits an event when it does.
-    pub fn set(&mut self, phase: CsvPhase, reason: CsvReason, message: impl Into<String>) -> &mut Self {
+    pub fn set(
+        &mut self,
+        phase: CsvPhase,
+        reason: CsvReason,
+        message: impl Into<String>,
+    ) -> &mut Self {
         let message = message.into();
         let warning = phase == CsvPhase::Failed;
-        if self.status.record_phase(phase, reason.clone(), &message, &self.now) {
+        if self
+            .status
+            .record_phase(phase, reason.clone(), &message, &self.now)
+        {
             self.events.push(CsvEvent {
                 warning,
                 reason: reason.to_string(),

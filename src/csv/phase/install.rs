@@ -8,7 +8,9 @@ use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
 
 use super::super::health::evaluate;
 use super::super::identity::name;
-use super::super::install_strategy::{DesiredDeployment, desired_deployments, orphaned_deployments};
+use super::super::install_strategy::{
+    DesiredDeployment, desired_deployments, orphaned_deployments,
+};
 use super::super::observed::{CertificateSupport, Observed};
 use super::super::rbac_eval::{Request, Scope, ServiceAccountUser};
 use super::super::strategy::{certificate_deployments, needs_certificates};
@@ -17,7 +19,11 @@ use super::{Ctx, INSTALL_TIMEOUT, POLL_INTERVAL, apply_health};
 
 /// Why the group's installer cannot be built (operatorgroup.md §8); OLM only logs it.
 pub(super) fn installer_unavailable(group: &OperatorGroup) -> Option<String> {
-    let sa = group.spec.service_account_name.as_deref().filter(|s| !s.is_empty())?;
+    let sa = group
+        .spec
+        .service_account_name
+        .as_deref()
+        .filter(|s| !s.is_empty())?;
     let resolved = group
         .status
         .as_ref()
@@ -54,7 +60,10 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
         d.set(
             CsvPhase::Failed,
             CsvReason::InstallComponentFailed,
-            format!("install strategy failed: {}", certificates_unavailable(ctx.csv)),
+            format!(
+                "install strategy failed: {}",
+                certificates_unavailable(ctx.csv)
+            ),
         );
         return;
     }
@@ -69,7 +78,11 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
             return;
         }
     };
-    let orphans = orphaned_deployments(ctx.csv, &desired, ctx.seen.deployments.iter().map(|d| d.as_ref()));
+    let orphans = orphaned_deployments(
+        ctx.csv,
+        &desired,
+        ctx.seen.deployments.iter().map(|d| d.as_ref()),
+    );
     // A scoped group's account must be allowed to write what OLM writes on its behalf; OLM
     // learns this from a Forbidden answer, olm-rs asks its RBAC evaluation first.
     if let Some(forbidden) = scoped_install_forbidden(ctx.group, ctx.seen, &desired, &orphans) {
@@ -104,7 +117,11 @@ pub enum InstallFailure {
 }
 
 /// The status after the reconciler ran the install of an `InstallReady` CSV.
-pub fn after_install(csv: &ClusterServiceVersion, outcome: Result<(), InstallFailure>, now: Timestamp) -> Sync {
+pub fn after_install(
+    csv: &ClusterServiceVersion,
+    outcome: Result<(), InstallFailure>,
+    now: Timestamp,
+) -> Sync {
     let mut d = Decision::new(csv, now);
     match outcome {
         Ok(()) => {
@@ -158,9 +175,14 @@ pub(super) fn installing(ctx: &Ctx<'_>, d: &mut Decision) {
         .map(|t| t.0)
         .unwrap_or(ctx.now);
     let elapsed = ctx.now.duration_since(since);
-    let timeout = jiff::SignedDuration::try_from(INSTALL_TIMEOUT).unwrap_or(jiff::SignedDuration::MAX);
+    let timeout =
+        jiff::SignedDuration::try_from(INSTALL_TIMEOUT).unwrap_or(jiff::SignedDuration::MAX);
     if elapsed >= timeout {
-        d.set(CsvPhase::Failed, CsvReason::InstallCheckFailed, "install timeout");
+        d.set(
+            CsvPhase::Failed,
+            CsvReason::InstallCheckFailed,
+            "install timeout",
+        );
     } else {
         let left = Duration::try_from(timeout - elapsed).unwrap_or(POLL_INTERVAL);
         d.requeue(Requeue::After(left.min(POLL_INTERVAL)));
@@ -175,14 +197,23 @@ fn scoped_install_forbidden(
     desired: &[DesiredDeployment],
     orphans: &[String],
 ) -> Option<String> {
-    let sa = group.spec.service_account_name.as_deref().filter(|s| !s.is_empty())?;
+    let sa = group
+        .spec
+        .service_account_name
+        .as_deref()
+        .filter(|s| !s.is_empty())?;
     let ns = group.metadata.namespace.as_deref().unwrap_or_default();
     let user = ServiceAccountUser::new(ns, sa);
     let grants = seen.rbac().grants_for(&user, Scope::Namespace(ns));
     let exists = |name: &str| seen.deployment(name).is_some();
     let writes = desired
         .iter()
-        .map(|d| (if exists(&d.name) { "update" } else { "create" }, d.name.as_str()))
+        .map(|d| {
+            (
+                if exists(&d.name) { "update" } else { "create" },
+                d.name.as_str(),
+            )
+        })
         .chain(orphans.iter().map(|o| ("delete", o.as_str())));
     for (verb, deployment) in writes {
         let request = Request::Resource {

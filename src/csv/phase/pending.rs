@@ -61,7 +61,11 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
     }
     // Step 5.
     if let Err(message) = validate_webhooks(ctx.csv) {
-        d.set(CsvPhase::Failed, CsvReason::InvalidWebhookDescription, message);
+        d.set(
+            CsvPhase::Failed,
+            CsvReason::InvalidWebhookDescription,
+            message,
+        );
         return;
     }
     // Step 6.
@@ -84,7 +88,11 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
     }
     // Step 8.
     if let Some(prev) = replaced {
-        let phase = prev.status.as_ref().map(|s| s.phase()).unwrap_or(CsvPhase::None);
+        let phase = prev
+            .status
+            .as_ref()
+            .map(|s| s.phase())
+            .unwrap_or(CsvPhase::None);
         if phase != CsvPhase::Replacing {
             d.note(format!(
                 "waiting for {} (phase {:?}) to be Replacing",
@@ -105,7 +113,11 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
 
 /// Adds an `EnsurePermissions` action when ServiceAccounts or RBAC the install plan made are
 /// missing and may be re-created. Returns whether it did.
-pub(super) fn repair_permissions(ctx: &Ctx<'_>, check: &RequirementCheck, d: &mut Decision) -> bool {
+pub(super) fn repair_permissions(
+    ctx: &Ctx<'_>,
+    check: &RequirementCheck,
+    d: &mut Decision,
+) -> bool {
     if check.service_account_gaps.is_empty() {
         return false;
     }

@@ -11,7 +11,10 @@ pub(super) fn replacing(ctx: &Ctx<'_>, d: &mut Decision) {
     // Step 1: only the oldest member of a chain decides; deleting an inner link first would
     // break the chain.
     if let Some(older) = replaced_csv(ctx.csv, ctx.seen) {
-        d.note(format!("not the oldest in the replacement chain ({} still exists)", name(older)));
+        d.note(format!(
+            "not the oldest in the replacement chain ({} still exists)",
+            name(older)
+        ));
         return;
     }
     // Step 2.
@@ -26,12 +29,16 @@ pub(super) fn replacing(ctx: &Ctx<'_>, d: &mut Decision) {
         );
         return;
     };
-    let fail_forward =
-        ctx.group.spec.effective_upgrade_strategy() == UpgradeStrategy::TechPreviewUnsafeFailForward;
+    let fail_forward = ctx.group.spec.effective_upgrade_strategy()
+        == UpgradeStrategy::TechPreviewUnsafeFailForward;
     if fail_forward {
         next = newest_in_chain(next, ctx.seen);
     }
-    let next_phase = next.status.as_ref().map(|s| s.phase()).unwrap_or(CsvPhase::None);
+    let next_phase = next
+        .status
+        .as_ref()
+        .map(|s| s.phase())
+        .unwrap_or(CsvPhase::None);
     // Step 3. A successor that is itself Replacing or Deleting has succeeded before (only a
     // Succeeded CSV becomes Replacing without fail-forward), so an A←B←C chain collapses to
     // its head even when B moved on before A looked.

@@ -49,8 +49,11 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
     if !check.met {
         if check.only_unknown() {
             // Known pain #3: a failed lookup is not a missing API; keep running, look again.
-            d.note(format!("requirements could not be checked: {}", check.unknown.join("; ")))
-                .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
+            d.note(format!(
+                "requirements could not be checked: {}",
+                check.unknown.join("; ")
+            ))
+            .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
             return;
         }
         if repair_permissions(ctx, &check, d) {
@@ -67,7 +70,8 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
     }
     d.set_requirements(check.statuses);
     // Step 6.
-    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv))) else {
+    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv)))
+    else {
         d.set(
             CsvPhase::Pending,
             CsvReason::NeedsReinstall,
@@ -103,7 +107,8 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
 
 pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     // Step 1.
-    if ctx.group.spec.effective_upgrade_strategy() == UpgradeStrategy::TechPreviewUnsafeFailForward {
+    if ctx.group.spec.effective_upgrade_strategy() == UpgradeStrategy::TechPreviewUnsafeFailForward
+    {
         if let Some(next) = replacement_of(ctx.csv, ctx.seen) {
             d.set(
                 CsvPhase::Replacing,
@@ -154,8 +159,11 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     };
     if !check.met {
         if check.only_unknown() {
-            d.note(format!("requirements could not be checked: {}", check.unknown.join("; ")))
-                .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
+            d.note(format!(
+                "requirements could not be checked: {}",
+                check.unknown.join("; ")
+            ))
+            .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
             return;
         }
         repair_permissions(ctx, &check, d);
@@ -171,11 +179,13 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     // Steps 7-8 join with the certificate provider. Until then a CSV that needs certificates
     // stays in its install failure instead of cycling through a reinstall that cannot work.
     if needs_certificates(ctx.csv) && ctx.seen.certificates == CertificateSupport::Unavailable {
-        d.note("waiting for certificate support").requeue(Requeue::After(SUCCEEDED_RECHECK));
+        d.note("waiting for certificate support")
+            .requeue(Requeue::After(SUCCEEDED_RECHECK));
         return;
     }
     // Step 9.
-    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv))) else {
+    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv)))
+    else {
         d.set(
             CsvPhase::Pending,
             CsvReason::NeedsReinstall,
