@@ -181,9 +181,14 @@ async fn reconcile(
 
     let now = shared.ctx.clock.now();
     let mut decision = sync(&csv, &seen, now);
-    if let Some(note) = &decision.note {
-        tracing::debug!(csv = %observe::key(&csv), "{note}");
-    }
+    tracing::debug!(
+        csv = %observe::key(&csv),
+        phase = ?decision.phase(),
+        actions = decision.actions.len(),
+        requeue = ?decision.requeue,
+        note = decision.note.as_deref().unwrap_or_default(),
+        "CSV sync decided"
+    );
     let (written, installed) = executor.run(&csv, &decision).await?;
     if let Some(outcome) = installed {
         if let Err(err) = &outcome {
