@@ -60,7 +60,7 @@ impl ServiceAccountUser {
                 subject.name == self.name && ns == self.namespace
             }
             "User" => subject.name == self.user_name(),
-            "Group" => self.groups().iter().any(|g| *g == subject.name),
+            "Group" => self.groups().contains(&subject.name),
             _ => false,
         }
     }

@@ -16,16 +16,16 @@ use super::{Ctx, POLL_INTERVAL, with_summary};
 pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
     let replaced = replaced_csv(ctx.csv, ctx.seen);
     // Step 1.
-    if replaced.is_some() {
-        if let Err(detail) = upgradeable(ctx.seen.replaced_operator_condition.as_ref()) {
-            d.set(
-                CsvPhase::Pending,
-                CsvReason::OperatorConditionNotUpgradeable,
-                format!("operator is not upgradeable: {detail}"),
-            )
-            .requeue(Requeue::After(POLL_INTERVAL));
-            return;
-        }
+    if replaced.is_some()
+        && let Err(detail) = upgradeable(ctx.seen.replaced_operator_condition.as_ref())
+    {
+        d.set(
+            CsvPhase::Pending,
+            CsvReason::OperatorConditionNotUpgradeable,
+            format!("operator is not upgradeable: {detail}"),
+        )
+        .requeue(Requeue::After(POLL_INTERVAL));
+        return;
     }
     // Step 2.
     let check = match check_requirements(ctx.csv, ctx.seen) {
@@ -41,10 +41,10 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
     };
     d.set_requirements(check.statuses.clone());
     // Step 3.
-    if let Some(prev) = replaced {
-        if prev.status.as_ref().map(|s| s.phase()) == Some(CsvPhase::Succeeded) {
-            d.act(Action::RequeueCsv(name(prev).to_owned()));
-        }
+    if let Some(prev) = replaced
+        && prev.status.as_ref().map(|s| s.phase()) == Some(CsvPhase::Succeeded)
+    {
+        d.act(Action::RequeueCsv(name(prev).to_owned()));
     }
     // Step 4.
     if !check.met {

@@ -107,19 +107,18 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
 
 pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     // Step 1.
-    if ctx.group.spec.effective_upgrade_strategy() == UpgradeStrategy::TechPreviewUnsafeFailForward
-    {
-        if let Some(next) = replacement_of(ctx.csv, ctx.seen) {
-            d.set(
-                CsvPhase::Replacing,
-                CsvReason::BeingReplaced,
-                format!(
-                    "Fail Forward is enabled, allowing Failed csv to be replaced by csv: {}",
-                    name(next)
-                ),
-            );
-            return;
-        }
+    let fail_forward = ctx.group.spec.effective_upgrade_strategy()
+        == UpgradeStrategy::TechPreviewUnsafeFailForward;
+    if fail_forward && let Some(next) = replacement_of(ctx.csv, ctx.seen) {
+        d.set(
+            CsvPhase::Replacing,
+            CsvReason::BeingReplaced,
+            format!(
+                "Fail Forward is enabled, allowing Failed csv to be replaced by csv: {}",
+                name(next)
+            ),
+        );
+        return;
     }
     // Step 2.
     if stop_without_installer(ctx, d) {

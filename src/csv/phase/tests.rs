@@ -270,7 +270,8 @@ fn pending_with_everything_present_is_install_ready() {
 #[test]
 fn each_missing_requirement_keeps_the_csv_pending_and_says_what_is_missing() {
     let c = in_phase(csv("a.v1"), P::Pending, R::RequirementsUnknown, t(0));
-    let cases: Vec<(&str, Box<dyn Fn(&mut Observed)>, &str)> = vec![
+    type Breakage = Box<dyn Fn(&mut Observed)>;
+    let cases: Vec<(&str, Breakage, &str)> = vec![
         (
             "crd",
             Box::new(|s: &mut Observed| s.crds.clear()),

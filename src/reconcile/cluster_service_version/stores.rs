@@ -93,11 +93,10 @@ fn csv_ref(name: &str, namespace: &str) -> ObjectRef<ClusterServiceVersion> {
 pub fn owners<K: Resource>(obj: &K) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let labels = obj.labels();
     let mut out = Vec::new();
-    if labels.get(OWNER_KIND_LABEL).map(String::as_str) == Some(CSV_KIND) {
-        if let (Some(name), Some(ns)) = (labels.get(OWNER_LABEL), labels.get(OWNER_NAMESPACE_LABEL))
-        {
-            out.push(csv_ref(name, ns));
-        }
+    if labels.get(OWNER_KIND_LABEL).map(String::as_str) == Some(CSV_KIND)
+        && let (Some(name), Some(ns)) = (labels.get(OWNER_LABEL), labels.get(OWNER_NAMESPACE_LABEL))
+    {
+        out.push(csv_ref(name, ns));
     }
     if let Some(ns) = obj.namespace() {
         for owner in obj.owner_references().iter().filter(|o| o.kind == CSV_KIND) {
@@ -172,10 +171,10 @@ pub fn csvs_for_cluster_binding(
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let mut out = owners(binding);
     for subject in binding.subjects.iter().flatten() {
-        if subject.kind == "ServiceAccount" {
-            if let Some(ns) = &subject.namespace {
-                out.extend(csvs_in(store, ns));
-            }
+        if subject.kind == "ServiceAccount"
+            && let Some(ns) = &subject.namespace
+        {
+            out.extend(csvs_in(store, ns));
         }
     }
     out
