@@ -220,3 +220,67 @@ async fn a_deleted_rolebinding_or_service_account_is_restored() {
         "repairs happen without failing the CSV: {history:?}"
     );
 }
+
+#[tokio::test]
+async fn a_scoped_group_without_rights_fails_without_retry_until_rbac_changes() {
+    let h = Harness::start().await;
+    h.operator_group(NS, "og", &[NS]).await;
+    h.groups(NS)
+        .patch(
+            "og",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"serviceAccountName": "scoped"}})),
+        )
+        .await
+        .unwrap();
+    h.groups(NS)
+        .patch_status(
+            "og",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"serviceAccountRef": {"kind": "ServiceAccount", "namespace": NS, "name": "scoped"}}})),
+        )
+        .await
+        .unwrap();
+    h.service_account_with_rbac().await;
+    h.create_csv(csv("demo.v0.1.0", "op")).await;
+    let failed = h
+        .wait_for("demo.v0.1.0", P::Failed, R::InstallComponentFailedNoRetry)
+        .await;
+    assert_eq!(
+        message(&failed),
+        "install strategy failed: deployments.apps \"op\" is forbidden: User \"system:serviceaccount:demo:scoped\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"demo\""
+    );
+    assert!(
+        h.deployments().get_opt("op").await.unwrap().is_none(),
+        "nothing was written for the scoped account"
+    );
+
+    // Granting the account its rights is an RBAC change: the CSV leaves the freeze.
+    h.service_account("scoped").await;
+    let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(h.client.clone(), NS);
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "installer"}, "rules": [
+                {"verbs": ["get", "list", "watch", "create", "update", "patch", "delete"], "apiGroups": ["apps"], "resources": ["deployments"]}
+            ]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bindings: Api<RoleBinding> = Api::namespaced(h.client.clone(), NS);
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "installer"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "installer"},
+                "subjects": [{"kind": "ServiceAccount", "name": "scoped", "namespace": NS}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    h.wait_for_history("demo.v0.1.0", P::Pending, R::DetectedClusterChange)
+        .await;
+    h.wait_for("demo.v0.1.0", P::Succeeded, R::InstallSucceeded)
+        .await;
+}

@@ -81,7 +81,9 @@ impl Harness {
         create(&crds, demo_crd("demos.example.com", "Demo", "demos")).await;
         let namespaces: Api<Namespace> = Api::all(client.clone());
         create(&namespaces, json!({"metadata": {"name": NS}})).await;
-        let clock = ManualClock::new("2026-01-01T00:00:00Z".parse().expect("valid time"));
+        // Start at the wall clock: the API server stamps managedFields with it, and the NoRetry
+        // trigger compares those stamps with the CSV's lastUpdateTime (csv.md §1.1).
+        let clock = ManualClock::new(jiff::Timestamp::now());
         let ctx = Arc::new(Context::new(
             client.clone(),
             Arc::new(clock.clone()),
