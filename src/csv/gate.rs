@@ -124,7 +124,8 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
             return Gate::Stop(d);
         }
     };
-    // Step 8.
+    // Step 8. The membership check above already rewrites a missing annotation; this stays
+    // for a CSV whose annotation vanished between that check's input and this one's.
     let Some(targets) = annotation(csv, TARGET_NAMESPACES_ANNOTATION) else {
         d.set(
             CsvPhase::Failed,

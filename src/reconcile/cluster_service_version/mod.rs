@@ -218,13 +218,21 @@ async fn reconcile(
         // Our own status write brings the CSV back through the watch; an immediate requeue
         // would only race the cache.
         Requeue::After(d) if d.is_zero() && decision.status.is_some() => {
-            ControllerAction::requeue(RESYNC)
+            ControllerAction::requeue(resync())
         }
+        Requeue::After(d) if d >= RESYNC => ControllerAction::requeue(resync()),
         Requeue::After(d) => ControllerAction::requeue(d),
-        Requeue::Resync => ControllerAction::requeue(RESYNC),
+        Requeue::Resync => ControllerAction::requeue(resync()),
     };
     reset_failures(&shared, &key);
     Ok(action)
+}
+
+/// The resync period with OLM's ±20 % jitter, so CSVs synced together (e.g. after a restart)
+/// do not all come back at the same moment.
+fn resync() -> Duration {
+    use rand::Rng;
+    RESYNC.mul_f64(rand::rng().random_range(0.8..1.2))
 }
 
 fn reset_failures(shared: &Shared, key: &ObjectRef<ClusterServiceVersion>) {
