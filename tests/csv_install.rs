@@ -207,3 +207,67 @@ async fn kubectl_get_csv_shows_olms_columns() {
         ]
     );
 }
+
+#[tokio::test]
+async fn subscription_config_reaches_the_deployment_and_a_change_rolls_it() {
+    let h = Harness::start().await;
+    h.operator_group(NS, "og", &[NS]).await;
+    h.service_account_with_rbac().await;
+    let subs: Api<olm_rs::api::Subscription> = Api::namespaced(h.client.clone(), NS);
+    let sub: olm_rs::api::Subscription = serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "demo", "namespace": NS},
+        "spec": {"source": "cat", "sourceNamespace": "olm", "name": "demo",
+                 "config": {"env": [{"name": "LOG_LEVEL", "value": "debug"}],
+                            "nodeSelector": {"zone": "a"}}}
+    }))
+    .unwrap();
+    subs.create(&kube::api::PostParams::default(), &sub)
+        .await
+        .unwrap();
+    subs.patch_status(
+        "demo",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"status": {"installedCSV": "demo.v0.1.0", "lastUpdated": "2026-01-01T00:00:00Z"}})),
+    )
+    .await
+    .unwrap();
+    h.create_csv(csv("demo.v0.1.0", "op")).await;
+    h.wait_for("demo.v0.1.0", P::Succeeded, R::InstallSucceeded)
+        .await;
+    let pod = h
+        .deployments()
+        .get("op")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap();
+    assert_eq!(pod.node_selector.unwrap()["zone"], "a");
+    let env = pod.containers[0].env.clone().unwrap();
+    let names: Vec<&str> = env.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, vec!["LOG_LEVEL", "OPERATOR_CONDITION_NAME"]);
+
+    // Editing the config changes the desired spec hash: the CSV reinstalls and the new
+    // selector reaches the Deployment.
+    subs.patch(
+        "demo",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"config": {"nodeSelector": {"zone": "b"}}}})),
+    )
+    .await
+    .unwrap();
+    let deployments = h.deployments();
+    eventually("the Deployment rolled to zone b", || {
+        let deployments = deployments.clone();
+        async move {
+            let pod = deployments.get("op").await.ok()?.spec?.template.spec?;
+            (pod.node_selector?.get("zone")? == "b").then_some(())
+        }
+    })
+    .await;
+    h.wait_for("demo.v0.1.0", P::Succeeded, R::InstallSucceeded)
+        .await;
+}
