@@ -247,6 +247,17 @@ fn error_policy(
     err: &ReconcileError,
     shared: Arc<Shared>,
 ) -> ControllerAction {
+    // A write based on a cache older than the object is refused with 409; the watch is about
+    // to deliver the newer object, so retry soon and without counting it as a failure.
+    if let ReconcileError::Kube {
+        source: kube::Error::Api(status),
+        ..
+    } = err
+        && status.code == 409
+    {
+        tracing::debug!(%err, "CSV changed while syncing; retrying");
+        return ControllerAction::requeue(Duration::from_millis(200));
+    }
     let key = ObjectRef::from_obj(csv.as_ref());
     let attempts = match shared.failures.lock() {
         Ok(mut failures) => {
