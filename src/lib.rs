@@ -8,6 +8,7 @@ pub mod api;
 pub mod catalog;
 pub mod certs;
 pub mod controller;
+pub mod csv;
 pub mod health;
 pub mod k8s;
 pub mod olm_hash;
