@@ -8,6 +8,8 @@ pub mod certs;
 pub mod controller;
 pub mod health;
 pub mod k8s;
+pub mod leader_election;
+pub mod metrics;
 pub mod olm_hash;
 pub mod reconcile;
 pub mod telemetry;

@@ -1,0 +1,776 @@
+//! Prometheus metrics, served on the probe port at `/metrics`.
+//!
+//! Names, label sets and meanings are OLM's (`pkg/metrics/metrics.go`) wherever OLM has the
+//! metric, so existing dashboards and alerts (`csv_abnormal{phase="Failed"}`) keep working;
+//! olm-rs's own additions are prefixed `olm_rs_`. One [`Metrics`] lives in the reconcilers'
+//! `Context`; nothing is global, so tests build their own and read [`Metrics::encode`].
+//!
+//! The exposition is OpenMetrics text (Prometheus scrapes it natively). Two consequences of that
+//! format, both kept compatible with OLM's series names:
+//! - counters are declared without the `_total` suffix and exposed with it
+//!   (`subscription_sync_total`, `installplan_warnings_total`);
+//! - `csv_upgrade_count` is a counter in OLM but has no `_total` suffix, which OpenMetrics
+//!   forbids for counters: it is exposed as a gauge that only goes up, under OLM's exact name.
+//! - OLM's `olm_resolution_duration_seconds` is a summary; here it is a histogram with the same
+//!   name and `outcome` label, so its `_sum` and `_count` series are unchanged.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::http::header;
+use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// `Content-Type` of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// OLM's CSV reason for copies in other namespaces; OLM keeps them out of the CSV metrics.
+const REASON_COPIED: &str = "Copied";
+const PHASE_SUCCEEDED: &str = "Succeeded";
+
+/// The kinds whose number of objects OLM reports (`csv_count`, `install_plan_count`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountedKind {
+    ClusterServiceVersion,
+    InstallPlan,
+    Subscription,
+    CatalogSource,
+}
+
+/// The `outcome` label of the duration histograms (OLM's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// `Succeeded` for `Ok`, `Failed` for `Err`.
+    pub fn of<T, E>(result: &Result<T, E>) -> Self {
+        if result.is_ok() {
+            Self::Succeeded
+        } else {
+            Self::Failed
+        }
+    }
+}
+
+/// What the CSV metrics need from a ClusterServiceVersion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsvPhase<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// `spec.version` as text (empty when absent).
+    pub version: &'a str,
+    /// `status.phase`.
+    pub phase: &'a str,
+    /// `status.reason`.
+    pub reason: &'a str,
+}
+
+/// What `subscription_sync_total` needs from a Subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscriptionSync<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// `status.installedCSV` (empty before the first install).
+    pub installed: &'a str,
+    pub channel: &'a str,
+    pub package: &'a str,
+    /// `spec.installPlanApproval`: `Automatic` or `Manual`.
+    pub approval: &'a str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NamespacedLabels {
+    namespace: String,
+    name: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CsvLabels {
+    namespace: String,
+    name: String,
+    version: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CsvAbnormalLabels {
+    namespace: String,
+    name: String,
+    version: String,
+    phase: String,
+    reason: String,
+}
+
+/// OLM's label set: no namespace (two Subscriptions of the same name in different namespaces
+/// share a series in OLM too).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SubscriptionLabels {
+    name: String,
+    installed: String,
+    channel: String,
+    package: String,
+    approval: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabels {
+    kind: String,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaderLabels {
+    name: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The series last written for each object, so a change of label values (a new phase, a new
+/// installed CSV) replaces the old series instead of leaving it behind — what OLM does with
+/// its `DeleteLabelValues` calls.
+#[derive(Default)]
+struct LastSeries {
+    csv_succeeded: HashMap<(String, String), CsvLabels>,
+    csv_abnormal: HashMap<(String, String), CsvAbnormalLabels>,
+    subscriptions: HashMap<(String, String), SubscriptionLabels>,
+}
+
+/// Every metric of the process.
+pub struct Metrics {
+    registry: Registry,
+    csv_count: Gauge,
+    install_plan_count: Gauge,
+    subscription_count: Gauge,
+    catalog_source_count: Gauge,
+    catalogsource_ready: Family<NamespacedLabels, Gauge>,
+    catalog_source_snapshots: Family<NamespacedLabels, Counter>,
+    csv_upgrade_count: Gauge,
+    csv_succeeded: Family<CsvLabels, Gauge>,
+    csv_abnormal: Family<CsvAbnormalLabels, Gauge>,
+    subscription_sync: Family<SubscriptionLabels, Counter>,
+    installplan_warnings: Counter,
+    resolution_duration: HistogramFamily<OutcomeLabels>,
+    reconcile_duration: HistogramFamily<ReconcileLabels>,
+    leader: Family<LeaderLabels, Gauge>,
+    last: Mutex<LastSeries>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+/// 1 ms to ~33 s, doubling: a reconcile or a resolution is usually milliseconds, and anything
+/// beyond half a minute is a problem whatever its exact length.
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let csv_count = Gauge::default();
+        let install_plan_count = Gauge::default();
+        let subscription_count = Gauge::default();
+        let catalog_source_count = Gauge::default();
+        let catalogsource_ready = Family::default();
+        let catalog_source_snapshots = Family::default();
+        let csv_upgrade_count = Gauge::default();
+        let csv_succeeded = Family::default();
+        let csv_abnormal = Family::default();
+        let subscription_sync = Family::default();
+        let installplan_warnings = Counter::default();
+        let resolution_duration: HistogramFamily<OutcomeLabels> =
+            Family::new_with_constructor(duration_histogram);
+        let reconcile_duration: HistogramFamily<ReconcileLabels> =
+            Family::new_with_constructor(duration_histogram);
+        let leader = Family::default();
+
+        // Help texts are OLM's where the metric is OLM's.
+        registry.register(
+            "csv_count",
+            "Number of CSVs successfully registered",
+            csv_count.clone(),
+        );
+        registry.register(
+            "install_plan_count",
+            "Number of install plans",
+            install_plan_count.clone(),
+        );
+        registry.register(
+            "subscription_count",
+            "Number of subscriptions",
+            subscription_count.clone(),
+        );
+        registry.register(
+            "catalog_source_count",
+            "Number of catalog sources",
+            catalog_source_count.clone(),
+        );
+        registry.register(
+            "catalogsource_ready",
+            "State of a CatalogSource. 1 indicates that the CatalogSource is in a READY state. \
+             0 indicates CatalogSource is in a Non READY state.",
+            catalogsource_ready.clone(),
+        );
+        registry.register(
+            "catalog_source_snapshots",
+            "The number of times the catalog operator has requested a snapshot of data from a \
+             catalog source",
+            catalog_source_snapshots.clone(),
+        );
+        registry.register(
+            "csv_upgrade_count",
+            "Monotonic count of CSV upgrades",
+            csv_upgrade_count.clone(),
+        );
+        registry.register(
+            "csv_succeeded",
+            "Successful CSV install",
+            csv_succeeded.clone(),
+        );
+        registry.register("csv_abnormal", "CSV is not installed", csv_abnormal.clone());
+        registry.register(
+            "subscription_sync",
+            "Monotonic count of subscription syncs",
+            subscription_sync.clone(),
+        );
+        registry.register(
+            "installplan_warnings",
+            "monotonic count of resources that generated warnings when applied as part of an \
+             InstallPlan (for example, due to deprecation)",
+            installplan_warnings.clone(),
+        );
+        registry.register(
+            "olm_resolution_duration_seconds",
+            "The duration of a dependency resolution attempt",
+            resolution_duration.clone(),
+        );
+        registry.register(
+            "olm_rs_reconcile_duration_seconds",
+            "The duration of one reconcile of one object, by kind and outcome",
+            reconcile_duration.clone(),
+        );
+        // client-go's and controller-runtime's name, so existing alerts on it apply.
+        registry.register(
+            "leader_election_master_status",
+            "1 while this replica holds the leader Lease, 0 while it stands by",
+            leader.clone(),
+        );
+
+        Self {
+            registry,
+            csv_count,
+            install_plan_count,
+            subscription_count,
+            catalog_source_count,
+            catalogsource_ready,
+            catalog_source_snapshots,
+            csv_upgrade_count,
+            csv_succeeded,
+            csv_abnormal,
+            subscription_sync,
+            installplan_warnings,
+            resolution_duration,
+            reconcile_duration,
+            leader,
+            last: Mutex::new(LastSeries::default()),
+        }
+    }
+
+    /// The OpenMetrics text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing into a String cannot fail, and every registered metric encodes.
+        if let Err(err) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!(%err, "cannot encode metrics");
+        }
+        text
+    }
+
+    /// `csv_count`, `install_plan_count`, `subscription_count`, `catalog_source_count`: the
+    /// number of such objects in the cluster (reconcilers set it from their reflector store).
+    pub fn set_count(&self, kind: CountedKind, count: usize) {
+        let gauge = match kind {
+            CountedKind::ClusterServiceVersion => &self.csv_count,
+            CountedKind::InstallPlan => &self.install_plan_count,
+            CountedKind::Subscription => &self.subscription_count,
+            CountedKind::CatalogSource => &self.catalog_source_count,
+        };
+        gauge.set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// After each CSV sync (OLM's `EmitCSVMetric`): `csv_succeeded` is 1 in phase Succeeded and
+    /// 0 otherwise; `csv_abnormal{phase,reason}` is 1 while the CSV is not Succeeded, with one
+    /// series per CSV (the previous phase's series is removed). Copied CSVs are not counted.
+    pub fn csv_phase(&self, csv: CsvPhase<'_>) {
+        if csv.reason == REASON_COPIED {
+            return;
+        }
+        let key = (csv.namespace.to_owned(), csv.name.to_owned());
+        let succeeded = CsvLabels {
+            namespace: csv.namespace.to_owned(),
+            name: csv.name.to_owned(),
+            version: csv.version.to_owned(),
+        };
+        let mut last = self.lock_last();
+        if let Some(previous) = last.csv_abnormal.remove(&key) {
+            self.csv_abnormal.remove(&previous);
+        }
+        if let Some(previous) = last.csv_succeeded.insert(key.clone(), succeeded.clone())
+            && previous != succeeded
+        {
+            self.csv_succeeded.remove(&previous);
+        }
+        if csv.phase == PHASE_SUCCEEDED {
+            self.csv_succeeded.get_or_create(&succeeded).set(1);
+        } else {
+            self.csv_succeeded.get_or_create(&succeeded).set(0);
+            let abnormal = CsvAbnormalLabels {
+                namespace: csv.namespace.to_owned(),
+                name: csv.name.to_owned(),
+                version: csv.version.to_owned(),
+                phase: csv.phase.to_owned(),
+                reason: csv.reason.to_owned(),
+            };
+            self.csv_abnormal.get_or_create(&abnormal).set(1);
+            last.csv_abnormal.insert(key, abnormal);
+        }
+    }
+
+    /// A CSV is gone: its series disappear (OLM's `DeleteCSVMetric`).
+    pub fn csv_deleted(&self, namespace: &str, name: &str) {
+        let key = (namespace.to_owned(), name.to_owned());
+        let mut last = self.lock_last();
+        if let Some(previous) = last.csv_abnormal.remove(&key) {
+            self.csv_abnormal.remove(&previous);
+        }
+        if let Some(previous) = last.csv_succeeded.remove(&key) {
+            self.csv_succeeded.remove(&previous);
+        }
+    }
+
+    /// One CSV replaced another (`csv_upgrade_count`).
+    pub fn csv_upgraded(&self) {
+        self.csv_upgrade_count.inc();
+    }
+
+    /// After each Subscription sync (OLM's `EmitSubMetric` + `UpdateSubsSyncCounterStorage`):
+    /// counts the sync under the Subscription's current labels; when they changed (new
+    /// installed CSV, channel, package or approval) the series of the old labels is removed.
+    pub fn subscription_synced(&self, sub: SubscriptionSync<'_>) {
+        let key = (sub.namespace.to_owned(), sub.name.to_owned());
+        let labels = SubscriptionLabels {
+            name: sub.name.to_owned(),
+            installed: sub.installed.to_owned(),
+            channel: sub.channel.to_owned(),
+            package: sub.package.to_owned(),
+            approval: sub.approval.to_owned(),
+        };
+        let mut last = self.lock_last();
+        if let Some(previous) = last.subscriptions.insert(key, labels.clone())
+            && previous != labels
+        {
+            self.subscription_sync.remove(&previous);
+        }
+        self.subscription_sync.get_or_create(&labels).inc();
+    }
+
+    /// A Subscription is gone: its series disappears (OLM's `DeleteSubsMetric`).
+    pub fn subscription_deleted(&self, namespace: &str, name: &str) {
+        let key = (namespace.to_owned(), name.to_owned());
+        if let Some(previous) = self.lock_last().subscriptions.remove(&key) {
+            self.subscription_sync.remove(&previous);
+        }
+    }
+
+    /// `catalogsource_ready{namespace,name}`: 1 when the catalog's connection is READY.
+    pub fn catalog_source_ready(&self, namespace: &str, name: &str, ready: bool) {
+        self.catalogsource_ready
+            .get_or_create(&namespaced(namespace, name))
+            .set(i64::from(ready));
+    }
+
+    /// A CatalogSource is gone: its series disappear.
+    pub fn catalog_source_deleted(&self, namespace: &str, name: &str) {
+        let labels = namespaced(namespace, name);
+        self.catalogsource_ready.remove(&labels);
+        self.catalog_source_snapshots.remove(&labels);
+    }
+
+    /// The catalog's content was read in full (`catalog_source_snapshots_total`).
+    pub fn catalog_source_snapshot(&self, namespace: &str, name: &str) {
+        self.catalog_source_snapshots
+            .get_or_create(&namespaced(namespace, name))
+            .inc();
+    }
+
+    /// `count` resources of an InstallPlan drew API warnings when applied (for example a
+    /// deprecated API version) — `installplan_warnings_total`.
+    pub fn install_plan_warnings(&self, count: u64) {
+        self.installplan_warnings.inc_by(count);
+    }
+
+    /// One resolution attempt took `seconds` (`olm_resolution_duration_seconds{outcome}`).
+    pub fn resolution_duration(&self, outcome: Outcome, seconds: f64) {
+        self.resolution_duration
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+            })
+            .observe(seconds);
+    }
+
+    /// One reconcile of one object of `kind` (`ClusterServiceVersion`, `Subscription`, …) took
+    /// `seconds` (`olm_rs_reconcile_duration_seconds{kind,outcome}`).
+    pub fn reconcile_duration(&self, kind: &str, outcome: Outcome, seconds: f64) {
+        self.reconcile_duration
+            .get_or_create(&ReconcileLabels {
+                kind: kind.to_owned(),
+                outcome: outcome.as_str(),
+            })
+            .observe(seconds);
+    }
+
+    /// `leader_election_master_status{name}`: whether this replica holds the Lease `lease`.
+    pub fn set_leader(&self, lease: &str, leading: bool) {
+        self.leader
+            .get_or_create(&LeaderLabels {
+                name: lease.to_owned(),
+            })
+            .set(i64::from(leading));
+    }
+
+    fn lock_last(&self) -> std::sync::MutexGuard<'_, LastSeries> {
+        // A panic while holding the lock leaves the maps usable (each update is one insert or
+        // remove); keep serving metrics.
+        self.last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn namespaced(namespace: &str, name: &str) -> NamespacedLabels {
+    NamespacedLabels {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+/// `GET /metrics`; merged into the probe router by `controller::run`.
+pub fn router(metrics: Arc<Metrics>) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let metrics = Arc::clone(&metrics);
+            async move { ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.encode()) }
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sample lines (no comments) of `text` that start with `name`, in order.
+    fn samples<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.starts_with(name))
+            .collect()
+    }
+
+    fn csv<'a>(phase: &'a str, reason: &'a str) -> CsvPhase<'a> {
+        CsvPhase {
+            namespace: "operators",
+            name: "etcd.v0.9.4",
+            version: "0.9.4",
+            phase,
+            reason,
+        }
+    }
+
+    #[test]
+    fn fresh_registry_exposes_unlabelled_metrics_at_zero_and_no_labelled_series() {
+        let text = Metrics::new().encode();
+        for line in [
+            "csv_count 0",
+            "install_plan_count 0",
+            "subscription_count 0",
+            "catalog_source_count 0",
+            "csv_upgrade_count 0",
+            "installplan_warnings_total 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        // Like Go's client, a labelled metric without series prints nothing.
+        assert!(!text.contains("csv_abnormal"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn every_metric_has_olm_name_and_type() {
+        let metrics = Metrics::new();
+        metrics.catalog_source_ready("olm", "c", true);
+        metrics.catalog_source_snapshot("olm", "c");
+        metrics.csv_phase(csv("Failed", "ComponentUnhealthy"));
+        metrics.subscription_synced(SubscriptionSync {
+            namespace: "operators",
+            name: "etcd",
+            installed: "",
+            channel: "alpha",
+            package: "etcd",
+            approval: "Manual",
+        });
+        metrics.resolution_duration(Outcome::Failed, 0.1);
+        metrics.reconcile_duration("CatalogSource", Outcome::Succeeded, 0.1);
+        metrics.set_leader("olm-rs-controller", true);
+        let text = metrics.encode();
+        for line in [
+            "# TYPE csv_count gauge",
+            "# TYPE install_plan_count gauge",
+            "# TYPE subscription_count gauge",
+            "# TYPE catalog_source_count gauge",
+            "# TYPE catalogsource_ready gauge",
+            "# TYPE csv_upgrade_count gauge",
+            "# TYPE csv_succeeded gauge",
+            "# TYPE csv_abnormal gauge",
+            "# TYPE subscription_sync counter",
+            "# TYPE installplan_warnings counter",
+            "# TYPE catalog_source_snapshots counter",
+            "# TYPE olm_resolution_duration_seconds histogram",
+            "# TYPE olm_rs_reconcile_duration_seconds histogram",
+            "# TYPE leader_election_master_status gauge",
+            "# HELP csv_abnormal CSV is not installed.",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn counts_follow_the_latest_value() {
+        let metrics = Metrics::new();
+        metrics.set_count(CountedKind::ClusterServiceVersion, 3);
+        metrics.set_count(CountedKind::InstallPlan, 2);
+        metrics.set_count(CountedKind::Subscription, 5);
+        metrics.set_count(CountedKind::CatalogSource, 1);
+        metrics.set_count(CountedKind::ClusterServiceVersion, 4);
+        let text = metrics.encode();
+        assert_eq!(samples(&text, "csv_count"), ["csv_count 4"]);
+        assert_eq!(
+            samples(&text, "install_plan_count"),
+            ["install_plan_count 2"]
+        );
+        assert_eq!(
+            samples(&text, "subscription_count"),
+            ["subscription_count 5"]
+        );
+        assert_eq!(
+            samples(&text, "catalog_source_count"),
+            ["catalog_source_count 1"]
+        );
+    }
+
+    #[test]
+    fn csv_phases_move_one_abnormal_series_and_end_succeeded() {
+        let metrics = Metrics::new();
+        metrics.csv_phase(csv("Pending", "RequirementsUnknown"));
+        let text = metrics.encode();
+        assert_eq!(
+            samples(&text, "csv_abnormal"),
+            [
+                r#"csv_abnormal{namespace="operators",name="etcd.v0.9.4",version="0.9.4",phase="Pending",reason="RequirementsUnknown"} 1"#
+            ]
+        );
+        assert_eq!(
+            samples(&text, "csv_succeeded"),
+            [r#"csv_succeeded{namespace="operators",name="etcd.v0.9.4",version="0.9.4"} 0"#]
+        );
+
+        metrics.csv_phase(csv("Installing", "InstallWaiting"));
+        let text = metrics.encode();
+        let abnormal = samples(&text, "csv_abnormal");
+        assert_eq!(
+            abnormal.len(),
+            1,
+            "the Pending series is replaced: {abnormal:?}"
+        );
+        assert!(abnormal[0].contains(r#"phase="Installing",reason="InstallWaiting""#));
+
+        metrics.csv_phase(csv("Succeeded", "InstallSucceeded"));
+        let text = metrics.encode();
+        assert!(samples(&text, "csv_abnormal").is_empty(), "{text}");
+        assert_eq!(
+            samples(&text, "csv_succeeded"),
+            [r#"csv_succeeded{namespace="operators",name="etcd.v0.9.4",version="0.9.4"} 1"#]
+        );
+
+        metrics.csv_deleted("operators", "etcd.v0.9.4");
+        let text = metrics.encode();
+        assert!(samples(&text, "csv_succeeded").is_empty(), "{text}");
+    }
+
+    #[test]
+    fn copied_csvs_are_not_counted() {
+        let metrics = Metrics::new();
+        metrics.csv_phase(csv("Succeeded", "Copied"));
+        let text = metrics.encode();
+        assert!(samples(&text, "csv_succeeded").is_empty(), "{text}");
+        assert!(samples(&text, "csv_abnormal").is_empty(), "{text}");
+    }
+
+    #[test]
+    fn subscription_syncs_count_under_current_labels_only() {
+        let metrics = Metrics::new();
+        let mut sub = SubscriptionSync {
+            namespace: "operators",
+            name: "etcd",
+            installed: "",
+            channel: "alpha",
+            package: "etcd",
+            approval: "Automatic",
+        };
+        metrics.subscription_synced(sub);
+        metrics.subscription_synced(sub);
+        let text = metrics.encode();
+        assert_eq!(
+            samples(&text, "subscription_sync_total"),
+            [
+                r#"subscription_sync_total{name="etcd",installed="",channel="alpha",package="etcd",approval="Automatic"} 2"#
+            ]
+        );
+        sub.installed = "etcd.v0.9.4";
+        metrics.subscription_synced(sub);
+        let text = metrics.encode();
+        assert_eq!(
+            samples(&text, "subscription_sync_total"),
+            [
+                r#"subscription_sync_total{name="etcd",installed="etcd.v0.9.4",channel="alpha",package="etcd",approval="Automatic"} 1"#
+            ]
+        );
+        metrics.subscription_deleted("operators", "etcd");
+        assert!(samples(&metrics.encode(), "subscription_sync_total").is_empty());
+    }
+
+    #[test]
+    fn catalog_source_readiness_and_snapshots() {
+        let metrics = Metrics::new();
+        metrics.catalog_source_ready("olm", "operatorhubio-catalog", false);
+        metrics.catalog_source_ready("olm", "operatorhubio-catalog", true);
+        metrics.catalog_source_snapshot("olm", "operatorhubio-catalog");
+        let text = metrics.encode();
+        assert_eq!(
+            samples(&text, "catalogsource_ready"),
+            [r#"catalogsource_ready{namespace="olm",name="operatorhubio-catalog"} 1"#]
+        );
+        assert_eq!(
+            samples(&text, "catalog_source_snapshots_total"),
+            [r#"catalog_source_snapshots_total{namespace="olm",name="operatorhubio-catalog"} 1"#]
+        );
+        metrics.catalog_source_deleted("olm", "operatorhubio-catalog");
+        let text = metrics.encode();
+        assert!(samples(&text, "catalogsource_ready").is_empty(), "{text}");
+        assert!(
+            samples(&text, "catalog_source_snapshots_total").is_empty(),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn counters_and_upgrades_accumulate() {
+        let metrics = Metrics::new();
+        metrics.install_plan_warnings(2);
+        metrics.install_plan_warnings(1);
+        metrics.csv_upgraded();
+        metrics.csv_upgraded();
+        let text = metrics.encode();
+        assert_eq!(
+            samples(&text, "installplan_warnings_total"),
+            ["installplan_warnings_total 3"]
+        );
+        assert_eq!(samples(&text, "csv_upgrade_count"), ["csv_upgrade_count 2"]);
+    }
+
+    #[test]
+    fn durations_land_in_buckets_by_kind_and_outcome() {
+        let metrics = Metrics::new();
+        metrics.reconcile_duration("Subscription", Outcome::Succeeded, 0.003);
+        metrics.reconcile_duration("Subscription", Outcome::Failed, 0.5);
+        metrics.resolution_duration(Outcome::Succeeded, 0.0015);
+        let text = metrics.encode();
+        assert!(text.contains(
+            r#"olm_rs_reconcile_duration_seconds_bucket{le="0.004",kind="Subscription",outcome="succeeded"} 1"#
+        ), "{text}");
+        assert!(text.contains(
+            r#"olm_rs_reconcile_duration_seconds_bucket{le="0.002",kind="Subscription",outcome="succeeded"} 0"#
+        ), "{text}");
+        assert!(
+            text.contains(
+                r#"olm_rs_reconcile_duration_seconds_count{kind="Subscription",outcome="failed"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"olm_resolution_duration_seconds_sum{outcome="succeeded"} 0.0015"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"olm_resolution_duration_seconds_bucket{le="+Inf",outcome="succeeded"} 1"#
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn leader_status_is_one_only_while_leading() {
+        let metrics = Metrics::new();
+        metrics.set_leader("olm-rs-controller", true);
+        assert_eq!(
+            samples(&metrics.encode(), "leader_election_master_status"),
+            [r#"leader_election_master_status{name="olm-rs-controller"} 1"#]
+        );
+        metrics.set_leader("olm-rs-controller", false);
+        assert_eq!(
+            samples(&metrics.encode(), "leader_election_master_status"),
+            [r#"leader_election_master_status{name="olm-rs-controller"} 0"#]
+        );
+    }
+
+    #[test]
+    fn outcome_of_a_result() {
+        assert_eq!(Outcome::of(&Ok::<(), ()>(())), Outcome::Succeeded);
+        assert_eq!(Outcome::of(&Err::<(), ()>(())), Outcome::Failed);
+    }
+}
