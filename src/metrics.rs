@@ -27,12 +27,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::api::cluster_service_version::ClusterServiceVersion;
+use crate::api::csv_status::{CsvPhase, CsvReason};
+use crate::api::subscription::Subscription;
+
 /// `Content-Type` of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// OLM's CSV reason for copies in other namespaces; OLM keeps them out of the CSV metrics.
-const REASON_COPIED: &str = "Copied";
-const PHASE_SUCCEEDED: &str = "Succeeded";
 
 /// The kinds whose number of objects OLM reports (`csv_count`, `install_plan_count`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,32 +66,6 @@ impl Outcome {
             Self::Failed
         }
     }
-}
-
-/// What the CSV metrics need from a ClusterServiceVersion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CsvPhase<'a> {
-    pub namespace: &'a str,
-    pub name: &'a str,
-    /// `spec.version` as text (empty when absent).
-    pub version: &'a str,
-    /// `status.phase`.
-    pub phase: &'a str,
-    /// `status.reason`.
-    pub reason: &'a str,
-}
-
-/// What `subscription_sync_total` needs from a Subscription.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SubscriptionSync<'a> {
-    pub namespace: &'a str,
-    pub name: &'a str,
-    /// `status.installedCSV` (empty before the first install).
-    pub installed: &'a str,
-    pub channel: &'a str,
-    pub package: &'a str,
-    /// `spec.installPlanApproval`: `Automatic` or `Manual`.
-    pub approval: &'a str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -330,15 +304,21 @@ impl Metrics {
     /// After each CSV sync (OLM's `EmitCSVMetric`): `csv_succeeded` is 1 in phase Succeeded and
     /// 0 otherwise; `csv_abnormal{phase,reason}` is 1 while the CSV is not Succeeded, with one
     /// series per CSV (the previous phase's series is removed). Copied CSVs are not counted.
-    pub fn csv_phase(&self, csv: CsvPhase<'_>) {
-        if csv.reason == REASON_COPIED {
+    pub fn csv_phase(&self, csv: &ClusterServiceVersion) {
+        let status = csv.status.clone().unwrap_or_default();
+        let reason = status.reason.unwrap_or_default();
+        if reason == CsvReason::Copied {
             return;
         }
-        let key = (csv.namespace.to_owned(), csv.name.to_owned());
+        let phase = status.phase.unwrap_or_default();
+        let namespace = csv.metadata.namespace.clone().unwrap_or_default();
+        let name = csv.metadata.name.clone().unwrap_or_default();
+        let version = version_label(csv);
+        let key = (namespace.clone(), name.clone());
         let succeeded = CsvLabels {
-            namespace: csv.namespace.to_owned(),
-            name: csv.name.to_owned(),
-            version: csv.version.to_owned(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+            version: version.clone(),
         };
         let mut last = self.lock_last();
         if let Some(previous) = last.csv_abnormal.remove(&key) {
@@ -349,16 +329,16 @@ impl Metrics {
         {
             self.csv_succeeded.remove(&previous);
         }
-        if csv.phase == PHASE_SUCCEEDED {
+        if phase == CsvPhase::Succeeded {
             self.csv_succeeded.get_or_create(&succeeded).set(1);
         } else {
             self.csv_succeeded.get_or_create(&succeeded).set(0);
             let abnormal = CsvAbnormalLabels {
-                namespace: csv.namespace.to_owned(),
-                name: csv.name.to_owned(),
-                version: csv.version.to_owned(),
-                phase: csv.phase.to_owned(),
-                reason: csv.reason.to_owned(),
+                namespace,
+                name,
+                version,
+                phase: phase.as_str().to_owned(),
+                reason: reason.as_str().to_owned(),
             };
             self.csv_abnormal.get_or_create(&abnormal).set(1);
             last.csv_abnormal.insert(key, abnormal);
@@ -385,17 +365,29 @@ impl Metrics {
     /// After each Subscription sync (OLM's `EmitSubMetric` + `UpdateSubsSyncCounterStorage`):
     /// counts the sync under the Subscription's current labels; when they changed (new
     /// installed CSV, channel, package or approval) the series of the old labels is removed.
-    pub fn subscription_synced(&self, sub: SubscriptionSync<'_>) {
-        let key = (sub.namespace.to_owned(), sub.name.to_owned());
+    /// Label values are the raw fields, as OLM writes them (an unset approval is `""`).
+    pub fn subscription_synced(&self, sub: &Subscription) {
+        let namespace = sub.metadata.namespace.clone().unwrap_or_default();
+        let name = sub.metadata.name.clone().unwrap_or_default();
+        let installed = sub
+            .status
+            .as_ref()
+            .and_then(|status| status.installed_csv.clone())
+            .unwrap_or_default();
         let labels = SubscriptionLabels {
-            name: sub.name.to_owned(),
-            installed: sub.installed.to_owned(),
-            channel: sub.channel.to_owned(),
-            package: sub.package.to_owned(),
-            approval: sub.approval.to_owned(),
+            name: name.clone(),
+            installed,
+            channel: sub.spec.channel.clone().unwrap_or_default(),
+            package: sub.spec.name.clone(),
+            approval: sub
+                .spec
+                .install_plan_approval
+                .as_ref()
+                .map(|approval| approval.as_str().to_owned())
+                .unwrap_or_default(),
         };
         let mut last = self.lock_last();
-        if let Some(previous) = last.subscriptions.insert(key, labels.clone())
+        if let Some(previous) = last.subscriptions.insert((namespace, name), labels.clone())
             && previous != labels
         {
             self.subscription_sync.remove(&previous);
@@ -476,6 +468,16 @@ impl Metrics {
     }
 }
 
+/// OLM prints `spec.version` as canonical semver (`v1.2` → `1.2.0`; absent → Go's zero value
+/// `0.0.0`); text that does not parse is kept as written.
+fn version_label(csv: &ClusterServiceVersion) -> String {
+    match csv.spec.operator_version() {
+        None => "0.0.0".to_owned(),
+        Some(Ok(version)) => version.to_string(),
+        Some(Err(_)) => csv.spec.version.clone().unwrap_or_default(),
+    }
+}
+
 fn namespaced(namespace: &str, name: &str) -> NamespacedLabels {
     NamespacedLabels {
         namespace: namespace.to_owned(),
@@ -505,14 +507,37 @@ mod tests {
             .collect()
     }
 
-    fn csv<'a>(phase: &'a str, reason: &'a str) -> CsvPhase<'a> {
-        CsvPhase {
-            namespace: "operators",
-            name: "etcd.v0.9.4",
-            version: "0.9.4",
-            phase,
-            reason,
+    fn csv(phase: &str, reason: &str) -> ClusterServiceVersion {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "etcd.v0.9.4", "namespace": "operators"},
+            "spec": {"version": "v0.9.4", "install": {"strategy": "deployment"}},
+            "status": {"phase": phase, "reason": reason},
+        }))
+        .unwrap()
+    }
+
+    fn subscription(installed: Option<&str>) -> Subscription {
+        let mut sub = serde_json::json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "Subscription",
+            "metadata": {"name": "etcd", "namespace": "operators"},
+            "spec": {
+                "name": "etcd",
+                "channel": "alpha",
+                "source": "operatorhubio-catalog",
+                "sourceNamespace": "olm",
+                "installPlanApproval": "Automatic",
+            },
+        });
+        if let Some(installed) = installed {
+            sub["status"] = serde_json::json!({
+                "installedCSV": installed,
+                "lastUpdated": "2026-01-01T00:00:00Z",
+            });
         }
+        serde_json::from_value(sub).unwrap()
     }
 
     #[test]
@@ -541,15 +566,8 @@ mod tests {
         let metrics = Metrics::new();
         metrics.catalog_source_ready("olm", "c", true);
         metrics.catalog_source_snapshot("olm", "c");
-        metrics.csv_phase(csv("Failed", "ComponentUnhealthy"));
-        metrics.subscription_synced(SubscriptionSync {
-            namespace: "operators",
-            name: "etcd",
-            installed: "",
-            channel: "alpha",
-            package: "etcd",
-            approval: "Manual",
-        });
+        metrics.csv_phase(&csv("Failed", "ComponentUnhealthy"));
+        metrics.subscription_synced(&subscription(None));
         metrics.resolution_duration(Outcome::Failed, 0.1);
         metrics.reconcile_duration("CatalogSource", Outcome::Succeeded, 0.1);
         metrics.set_leader("olm-rs-controller", true);
@@ -605,7 +623,7 @@ mod tests {
     #[test]
     fn csv_phases_move_one_abnormal_series_and_end_succeeded() {
         let metrics = Metrics::new();
-        metrics.csv_phase(csv("Pending", "RequirementsUnknown"));
+        metrics.csv_phase(&csv("Pending", "RequirementsUnknown"));
         let text = metrics.encode();
         assert_eq!(
             samples(&text, "csv_abnormal"),
@@ -618,7 +636,7 @@ mod tests {
             [r#"csv_succeeded{namespace="operators",name="etcd.v0.9.4",version="0.9.4"} 0"#]
         );
 
-        metrics.csv_phase(csv("Installing", "InstallWaiting"));
+        metrics.csv_phase(&csv("Installing", "InstallWaiting"));
         let text = metrics.encode();
         let abnormal = samples(&text, "csv_abnormal");
         assert_eq!(
@@ -628,7 +646,7 @@ mod tests {
         );
         assert!(abnormal[0].contains(r#"phase="Installing",reason="InstallWaiting""#));
 
-        metrics.csv_phase(csv("Succeeded", "InstallSucceeded"));
+        metrics.csv_phase(&csv("Succeeded", "InstallSucceeded"));
         let text = metrics.encode();
         assert!(samples(&text, "csv_abnormal").is_empty(), "{text}");
         assert_eq!(
@@ -642,9 +660,31 @@ mod tests {
     }
 
     #[test]
+    fn version_label_is_canonical_semver_as_olm_prints_it() {
+        let metrics = Metrics::new();
+        let mut shortened = csv("Pending", "RequirementsUnknown");
+        shortened.spec.version = Some("v1.2".to_owned());
+        shortened.metadata.name = Some("a".to_owned());
+        let mut absent = csv("Pending", "RequirementsUnknown");
+        absent.spec.version = None;
+        absent.metadata.name = Some("b".to_owned());
+        metrics.csv_phase(&shortened);
+        metrics.csv_phase(&absent);
+        let text = metrics.encode();
+        assert!(
+            text.contains(r#"csv_succeeded{namespace="operators",name="a",version="1.2.0"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"csv_succeeded{namespace="operators",name="b",version="0.0.0"} 0"#),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn copied_csvs_are_not_counted() {
         let metrics = Metrics::new();
-        metrics.csv_phase(csv("Succeeded", "Copied"));
+        metrics.csv_phase(&csv("Succeeded", "Copied"));
         let text = metrics.encode();
         assert!(samples(&text, "csv_succeeded").is_empty(), "{text}");
         assert!(samples(&text, "csv_abnormal").is_empty(), "{text}");
@@ -653,16 +693,8 @@ mod tests {
     #[test]
     fn subscription_syncs_count_under_current_labels_only() {
         let metrics = Metrics::new();
-        let mut sub = SubscriptionSync {
-            namespace: "operators",
-            name: "etcd",
-            installed: "",
-            channel: "alpha",
-            package: "etcd",
-            approval: "Automatic",
-        };
-        metrics.subscription_synced(sub);
-        metrics.subscription_synced(sub);
+        metrics.subscription_synced(&subscription(None));
+        metrics.subscription_synced(&subscription(None));
         let text = metrics.encode();
         assert_eq!(
             samples(&text, "subscription_sync_total"),
@@ -670,8 +702,7 @@ mod tests {
                 r#"subscription_sync_total{name="etcd",installed="",channel="alpha",package="etcd",approval="Automatic"} 2"#
             ]
         );
-        sub.installed = "etcd.v0.9.4";
-        metrics.subscription_synced(sub);
+        metrics.subscription_synced(&subscription(Some("etcd.v0.9.4")));
         let text = metrics.encode();
         assert_eq!(
             samples(&text, "subscription_sync_total"),

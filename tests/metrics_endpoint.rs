@@ -6,8 +6,9 @@ use std::sync::Arc;
 use axum::body::Body;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt as _;
+use olm_rs::api::cluster_service_version::ClusterServiceVersion;
 use olm_rs::health::{self, Readiness};
-use olm_rs::metrics::{self, CsvPhase, Metrics};
+use olm_rs::metrics::{self, Metrics};
 use tower::ServiceExt as _;
 
 async fn get(router: axum::Router, path: &str) -> (StatusCode, Option<String>, String) {
@@ -35,13 +36,15 @@ async fn metrics_are_served_on_the_probe_router() {
     readiness.register("api-server", "not contacted yet");
     let router = health::router(readiness).merge(metrics::router(Arc::clone(&metrics)));
 
-    metrics.csv_phase(CsvPhase {
-        namespace: "operators",
-        name: "etcd.v0.9.4",
-        version: "0.9.4",
-        phase: "Failed",
-        reason: "ComponentUnhealthy",
-    });
+    let csv: ClusterServiceVersion = serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {"name": "etcd.v0.9.4", "namespace": "operators"},
+        "spec": {"version": "0.9.4", "install": {"strategy": "deployment"}},
+        "status": {"phase": "Failed", "reason": "ComponentUnhealthy"},
+    }))
+    .unwrap();
+    metrics.csv_phase(&csv);
     let (status, content_type, body) = get(router.clone(), "/metrics").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content_type.as_deref(), Some(metrics::CONTENT_TYPE));
