@@ -450,6 +450,19 @@ impl Metrics {
             .observe(seconds);
     }
 
+    /// Runs one reconcile and records how long it took and whether it failed:
+    /// `ctx.metrics.timed_reconcile("Subscription", reconcile(sub, ctx)).await`.
+    pub async fn timed_reconcile<T, E>(
+        &self,
+        kind: &str,
+        reconcile: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        let started = std::time::Instant::now();
+        let result = reconcile.await;
+        self.reconcile_duration(kind, Outcome::of(&result), started.elapsed().as_secs_f64());
+        result
+    }
+
     /// `leader_election_master_status{name}`: whether this replica holds the Lease `lease`.
     pub fn set_leader(&self, lease: &str, leading: bool) {
         self.leader
@@ -782,6 +795,26 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn timed_reconcile_records_each_outcome_and_passes_the_result_through() {
+        let metrics = Metrics::new();
+        let ok: Result<u8, String> = metrics
+            .timed_reconcile("InstallPlan", async { Ok(7) })
+            .await;
+        assert_eq!(ok, Ok(7));
+        let err: Result<u8, String> = metrics
+            .timed_reconcile("InstallPlan", async { Err("boom".to_owned()) })
+            .await;
+        assert_eq!(err, Err("boom".to_owned()));
+        let text = metrics.encode();
+        for outcome in ["succeeded", "failed"] {
+            let line = format!(
+                r#"olm_rs_reconcile_duration_seconds_count{{kind="InstallPlan",outcome="{outcome}"}} 1"#
+            );
+            assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
+        }
     }
 
     #[test]
