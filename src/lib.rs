@@ -13,4 +13,5 @@ pub mod leader_election;
 pub mod metrics;
 pub mod olm_hash;
 pub mod reconcile;
+pub mod sandbox;
 pub mod telemetry;
