@@ -166,8 +166,10 @@ async fn preflight(client: &Client, readiness: &Readiness) -> Result<(), RunErro
     readiness.set_ready("api-server");
 
     let served = match kube::discovery::oneshot::group(client, OLM_GROUP).await {
+        // Every kind at its most stable version: `recommended_resources` would list only the
+        // group's preferred version (v1: OperatorGroup), missing the v1alpha1 kinds.
         Ok(group) => group
-            .recommended_resources()
+            .resources_by_stability()
             .into_iter()
             .map(|(resource, _)| resource.kind)
             .collect::<Vec<_>>(),

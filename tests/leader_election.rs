@@ -368,3 +368,90 @@ async fn a_leader_whose_lease_is_taken_stops_acting_and_reports_the_loss() {
     }
     assert!(!acting.load(Ordering::SeqCst), "the work was stopped");
 }
+
+async fn install_olm_crds(client: &Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api = Api::<CustomResourceDefinition>::all(client.clone());
+    for crd in olm_rs::api::crd::all().unwrap() {
+        api.create(&PostParams::default(), &crd).await.unwrap();
+    }
+}
+
+async fn eventually_holder(client: &Client, expected: &str, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let current = Api::<Lease>::namespaced(client.clone(), NS)
+            .get_opt(LEASE)
+            .await
+            .unwrap()
+            .and_then(|l| holder(&l));
+        if current.as_deref() == Some(expected) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "holder {current:?}, expected {expected} within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `olm-rs run --leader-elect` as wired in `controller::run`: the second process waits, takes
+/// over when the first shuts down, and stops with `LeadershipLost` when its Lease is taken.
+#[tokio::test]
+async fn controller_run_with_leader_election_hands_over_and_stops_on_loss() {
+    use olm_rs::controller::{self, LeaderElectionOptions, RunError, RunOptions};
+    use olm_rs::reconcile::ControllerOptions;
+
+    let (_server, client) = cluster().await;
+    install_olm_crds(&client).await;
+    let options = |id: &str| RunOptions {
+        probe_addr: "127.0.0.1:0".parse().unwrap(),
+        controller: ControllerOptions::default(),
+        leader_election: Some(LeaderElectionOptions {
+            lock: lock(id),
+            config: fast_config(),
+        }),
+    };
+
+    let (stop_a, a_stopped) = tokio::sync::oneshot::channel::<()>();
+    let a = tokio::spawn(controller::run(client.clone(), options("a"), async {
+        let _ = a_stopped.await;
+    }));
+    // Preflight (API reachable, every OLM kind served) passes before the election starts.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if a.is_finished() {
+        panic!("a stopped: {:?}", a.await.unwrap());
+    }
+    eventually_holder(&client, "a", Duration::from_secs(5)).await;
+    let b = tokio::spawn(controller::run(
+        client.clone(),
+        options("b"),
+        std::future::pending(),
+    ));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    eventually_holder(&client, "a", Duration::ZERO).await;
+
+    let _ = stop_a.send(());
+    a.await.unwrap().expect("a clean shutdown is a clean exit");
+    eventually_holder(&client, "b", Duration::from_secs(1)).await;
+
+    let api = Api::<Lease>::namespaced(client.clone(), NS);
+    loop {
+        let mut stolen = api.get(LEASE).await.unwrap();
+        stolen.spec.as_mut().unwrap().holder_identity = Some("intruder".to_owned());
+        match api.replace(LEASE, &PostParams::default(), &stolen).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(err) => panic!("{err}"),
+        }
+    }
+    let outcome = tokio::time::timeout(Duration::from_secs(3), b)
+        .await
+        .expect("b stops within its renew loop")
+        .unwrap();
+    assert!(
+        matches!(outcome, Err(RunError::LeadershipLost(_))),
+        "expected LeadershipLost (the process exits non-zero), got {outcome:?}"
+    );
+}
