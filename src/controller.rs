@@ -166,8 +166,8 @@ async fn preflight(client: &Client, readiness: &Readiness) -> Result<(), RunErro
     readiness.set_ready("api-server");
 
     let served = match kube::discovery::oneshot::group(client, OLM_GROUP).await {
-        // Every kind at its most stable version: `recommended_resources` would list only the
-        // group's preferred version (v1: OperatorGroup), missing the v1alpha1 kinds.
+        // Every version, not only the preferred one: OperatorGroup's preferred version is v1
+        // while the other kinds exist only in v1alpha1.
         Ok(group) => group
             .resources_by_stability()
             .into_iter()
