@@ -405,8 +405,9 @@ async fn controller_run_with_leader_election_hands_over_and_stops_on_loss() {
 
     let (_server, client) = cluster().await;
     install_olm_crds(&client).await;
-    let options = |id: &str| RunOptions {
-        probe_addr: "127.0.0.1:0".parse().unwrap(),
+    let (addr_a, addr_b) = (free_addr(), free_addr());
+    let options = |id: &str, probe_addr| RunOptions {
+        probe_addr,
         controller: ControllerOptions::default(),
         leader_election: Some(LeaderElectionOptions {
             lock: lock(id),
@@ -415,9 +416,13 @@ async fn controller_run_with_leader_election_hands_over_and_stops_on_loss() {
     };
 
     let (stop_a, a_stopped) = tokio::sync::oneshot::channel::<()>();
-    let a = tokio::spawn(controller::run(client.clone(), options("a"), async {
-        let _ = a_stopped.await;
-    }));
+    let a = tokio::spawn(controller::run(
+        client.clone(),
+        options("a", addr_a),
+        async {
+            let _ = a_stopped.await;
+        },
+    ));
     // Preflight (API reachable, every OLM kind served) passes before the election starts.
     tokio::time::sleep(Duration::from_millis(500)).await;
     if a.is_finished() {
@@ -426,11 +431,24 @@ async fn controller_run_with_leader_election_hands_over_and_stops_on_loss() {
     eventually_holder(&client, "a", Duration::from_secs(5)).await;
     let b = tokio::spawn(controller::run(
         client.clone(),
-        options("b"),
+        options("b", addr_b),
         std::future::pending(),
     ));
     tokio::time::sleep(Duration::from_secs(1)).await;
     eventually_holder(&client, "a", Duration::ZERO).await;
+    // Both serve /metrics on their probe port; only the leader reports itself leading.
+    let status_line =
+        |leading: u8| format!(r#"leader_election_master_status{{name="{LEASE}"}} {leading}"#);
+    let metrics_a = http_get(&format!("http://{addr_a}/metrics")).await.unwrap();
+    let metrics_b = http_get(&format!("http://{addr_b}/metrics")).await.unwrap();
+    assert!(
+        metrics_a.lines().any(|l| l == status_line(1)),
+        "{metrics_a}"
+    );
+    assert!(
+        metrics_b.lines().any(|l| l == status_line(0)),
+        "{metrics_b}"
+    );
 
     let _ = stop_a.send(());
     a.await.unwrap().expect("a clean shutdown is a clean exit");
@@ -454,4 +472,22 @@ async fn controller_run_with_leader_election_hands_over_and_stops_on_loss() {
         matches!(outcome, Err(RunError::LeadershipLost(_))),
         "expected LeadershipLost (the process exits non-zero), got {outcome:?}"
     );
+}
+
+fn free_addr() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// The body of a 200 answer to a plain HTTP/1.1 GET.
+async fn http_get(url: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (host, path) = url.strip_prefix("http://")?.split_once('/')?;
+    let mut stream = tokio::net::TcpStream::connect(host).await.ok()?;
+    let request = format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
 }
