@@ -491,3 +491,26 @@ async fn http_get(url: &str) -> Option<String> {
     let (head, body) = response.split_once("\r\n\r\n")?;
     head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
 }
+
+/// `olm-rs run` checks the Lease timings before it connects anywhere, naming the rule broken.
+#[test]
+fn unsafe_lease_timings_are_refused_at_startup() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+        .args([
+            "run",
+            "--leader-elect",
+            "--leader-election-lease-duration=10s",
+            "--leader-election-renew-deadline=10s",
+        ])
+        // No cluster: the refusal must come before any attempt to reach one.
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("lease duration (10s) must be longer than the renew deadline (10s)"),
+        "{stderr}"
+    );
+}
