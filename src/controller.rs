@@ -9,7 +9,9 @@ use futures::future::BoxFuture;
 use kube::Client;
 
 use crate::health::{self, Readiness};
-use crate::k8s::clock::SystemClock;
+use crate::k8s::clock::{Clock, SystemClock};
+use crate::leader_election::{LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
+use crate::metrics::{self, Metrics};
 use crate::reconcile::{Context, ControllerOptions};
 
 /// The API group every OLM kind lives in.
@@ -34,6 +36,15 @@ pub struct RunOptions {
     pub probe_addr: SocketAddr,
     /// What the reconcilers share.
     pub controller: ControllerOptions,
+    /// `Some` with `--leader-elect`: reconcilers start only once this replica holds the Lease.
+    pub leader_election: Option<LeaderElectionOptions>,
+}
+
+/// Where the leader Lease lives and who competes for it.
+#[derive(Debug, Clone)]
+pub struct LeaderElectionOptions {
+    pub lock: LeaseLock,
+    pub config: LeaseConfig,
 }
 
 /// Why the controller process could not start or stopped.
@@ -52,6 +63,10 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// The replica stopped acting; the process exits non-zero so the kubelet restarts it as a
+    /// standby (client-go does the same).
+    #[error(transparent)]
+    LeadershipLost(LeaderElectionError),
 }
 
 /// Runs until `shutdown` resolves. Probes start first so the kubelet sees a live process while
@@ -67,26 +82,44 @@ pub async fn run(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let probe_addr = options.probe_addr;
+    let metrics = Arc::new(Metrics::new());
     let probes = tokio::spawn(health::serve(
         probe_addr,
-        health::router(readiness.clone()),
+        health::router(readiness.clone()).merge(metrics::router(Arc::clone(&metrics))),
         wait_for(stop_rx.clone()),
     ));
 
-    let outcome = preflight(&client, &readiness).await;
+    let mut outcome = preflight(&client, &readiness).await;
     if outcome.is_ok() {
-        let ctx = Arc::new(Context::new(
-            client,
-            Arc::new(SystemClock),
-            options.controller.clone(),
-        ));
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let ctx = Arc::new(Context {
+            metrics: Arc::clone(&metrics),
+            ..Context::new(
+                client.clone(),
+                Arc::clone(&clock),
+                options.controller.clone(),
+            )
+        });
         tracing::info!(
             global_catalog_namespace = %options.controller.global_catalog_namespace,
+            leader_election = options.leader_election.is_some(),
             "olm-rs controller ready"
         );
-        tokio::select! {
-            () = shutdown => tracing::info!("shutdown requested; stopping"),
-            () = run_reconcilers(ctx) => tracing::warn!("all reconcilers stopped"),
+        match options.leader_election {
+            None => tokio::select! {
+                () = shutdown => tracing::info!("shutdown requested; stopping"),
+                () = run_reconcilers(ctx) => tracing::warn!("all reconcilers stopped"),
+            },
+            // A standby stays ready (it serves probes and metrics) while it waits: a rolling
+            // update must be able to start new replicas while the old leader holds the Lease.
+            Some(election) => {
+                let elector = LeaderElector::new(client, election.lock, election.config, clock)
+                    .with_metrics(Arc::clone(&metrics));
+                outcome = elector
+                    .run(run_reconcilers(ctx), shutdown)
+                    .await
+                    .map_err(RunError::LeadershipLost);
+            }
         }
     }
 

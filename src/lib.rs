@@ -11,6 +11,8 @@ pub mod controller;
 pub mod csv;
 pub mod health;
 pub mod k8s;
+pub mod leader_election;
+pub mod metrics;
 pub mod olm_hash;
 pub mod reconcile;
 pub mod sandbox;

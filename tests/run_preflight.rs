@@ -20,6 +20,7 @@ fn options(probe_addr: SocketAddr) -> RunOptions {
     RunOptions {
         probe_addr,
         controller: ControllerOptions::default(),
+        leader_election: None,
     }
 }
 

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use olm_rs::controller::{self, RunOptions};
+use jiff::SignedDuration;
+use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
+use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
 use olm_rs::reconcile::ControllerOptions;
 use olm_rs::telemetry::{self, LogFormat};
 
@@ -24,17 +26,88 @@ pub struct RunArgs {
     /// Log filter (`info`, `olm_rs=debug`, ...); `RUST_LOG` wins when set.
     #[arg(long, env = "OLM_RS_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
+    /// Hold a coordination.k8s.io Lease before acting, so that of several replicas only one
+    /// reconciles. A replica that loses the Lease exits (status 2) and restarts as a standby.
+    #[arg(long, env = "OLM_RS_LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// Namespace of the Lease (the chart sets POD_NAMESPACE); default: the client's namespace.
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the Lease.
+    #[arg(long, env = "OLM_RS_LEADER_ELECTION_LEASE", default_value = leader_election::LEASE_NAME)]
+    pub leader_election_lease: String,
+    /// How long a Lease stays valid without renewal, as seen by standbys (`15s`, `1m`).
+    #[arg(
+        long,
+        env = "OLM_RS_LEADER_ELECTION_LEASE_DURATION",
+        default_value = "15s"
+    )]
+    pub leader_election_lease_duration: SignedDuration,
+    /// How long the leader keeps acting without a successful renewal.
+    #[arg(
+        long,
+        env = "OLM_RS_LEADER_ELECTION_RENEW_DEADLINE",
+        default_value = "10s"
+    )]
+    pub leader_election_renew_deadline: SignedDuration,
+    /// Wait between two attempts to acquire or renew the Lease.
+    #[arg(
+        long,
+        env = "OLM_RS_LEADER_ELECTION_RETRY_PERIOD",
+        default_value = "2s"
+    )]
+    pub leader_election_retry_period: SignedDuration,
+}
+
+impl RunArgs {
+    /// The Lease timings, checked before anything connects (a bad flag fails at once).
+    fn lease_config(&self) -> anyhow::Result<LeaseConfig> {
+        let config = LeaseConfig {
+            lease_duration: self.leader_election_lease_duration,
+            renew_deadline: self.leader_election_renew_deadline,
+            retry_period: self.leader_election_retry_period,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The leader election settings, or `None` without `--leader-elect`.
+    fn leader_election(
+        &self,
+        config: LeaseConfig,
+        client: &kube::Client,
+    ) -> Option<LeaderElectionOptions> {
+        if !self.leader_elect {
+            return None;
+        }
+        let namespace = self
+            .leader_election_namespace
+            .clone()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| client.default_namespace().to_owned());
+        Some(LeaderElectionOptions {
+            lock: LeaseLock {
+                namespace,
+                name: self.leader_election_lease.clone(),
+                identity: leader_election::default_identity(),
+            },
+            config,
+        })
+    }
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     telemetry::init_logging(args.log_format, &args.log_level);
+    let lease_config = args.lease_config()?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let client = kube::Client::try_default()
             .await
             .context("loading Kubernetes credentials (in-cluster service account or KUBECONFIG)")?;
+        let leader_election = args.leader_election(lease_config, &client);
         let options = RunOptions {
             probe_addr: args.probe_addr,
+            leader_election,
             controller: ControllerOptions {
                 global_catalog_namespace: args.global_catalog_namespace,
             },

@@ -13,6 +13,7 @@ use kube::Client;
 
 use crate::k8s::clock::Clock;
 use crate::k8s::events::EventPublisher;
+use crate::metrics::Metrics;
 
 /// Settings that every reconciler may read.
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ pub struct Context {
     pub clock: Arc<dyn Clock>,
     pub events: EventPublisher,
     pub options: ControllerOptions,
+    /// Served at `/metrics`; `controller::run` puts the served registry here.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Context {
@@ -47,6 +50,7 @@ impl Context {
             clock,
             events,
             options,
+            metrics: Arc::new(Metrics::new()),
         }
     }
 }

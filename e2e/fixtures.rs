@@ -1,0 +1,85 @@
+//! The demo package of `e2e/catalog` and the objects a user writes to install it.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+pub const PACKAGE: &str = "olm-rs-e2e-demo";
+pub const V010: &str = "olm-rs-e2e-demo.v0.1.0";
+pub const V020: &str = "olm-rs-e2e-demo.v0.2.0";
+pub const V030: &str = "olm-rs-e2e-demo.v0.3.0";
+/// The operator Deployment every version installs.
+pub const DEPLOYMENT: &str = "olm-rs-e2e-demo";
+/// The API the operator owns (cluster-scoped; OLM leaves CRDs behind on uninstall).
+pub const CRD: &str = "widgets.e2e.olm-rs.dev";
+
+/// `e2e/` in the source tree.
+pub fn e2e_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("e2e")
+}
+
+/// An OperatorGroup targeting its own namespace.
+pub fn operator_group(namespace: &str) -> Value {
+    json!({
+        "apiVersion": "operators.coreos.com/v1",
+        "kind": "OperatorGroup",
+        "metadata": {"name": "e2e", "namespace": namespace},
+        "spec": {"targetNamespaces": [namespace]},
+    })
+}
+
+/// A catalog served from an image (a registry pod runs it).
+pub fn image_catalog(namespace: &str, name: &str, image: &str) -> Value {
+    json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "CatalogSource",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "sourceType": "grpc",
+            "image": image,
+            "displayName": "olm-rs e2e (image)",
+            "publisher": "olm-rs",
+        },
+    })
+}
+
+/// A catalog read from a ConfigMap in the same namespace.
+pub fn configmap_catalog(namespace: &str, name: &str, config_map: &str) -> Value {
+    json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "CatalogSource",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "sourceType": "configmap",
+            "configMap": config_map,
+            "displayName": "olm-rs e2e (ConfigMap)",
+            "publisher": "olm-rs",
+        },
+    })
+}
+
+/// A Subscription to the demo package.
+pub fn subscription(
+    namespace: &str,
+    catalog: &str,
+    channel: &str,
+    approval: &str,
+    starting_csv: Option<&str>,
+) -> Value {
+    let mut spec = json!({
+        "name": PACKAGE,
+        "channel": channel,
+        "source": catalog,
+        "sourceNamespace": namespace,
+        "installPlanApproval": approval,
+    });
+    if let Some(csv) = starting_csv {
+        spec["startingCSV"] = json!(csv);
+    }
+    json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": "demo", "namespace": namespace},
+        "spec": spec,
+    })
+}

@@ -1,0 +1,97 @@
+//! Catalog from an image → Subscription with Automatic approval → CSV phases in order →
+//! channel switch upgrade → metrics → uninstall.
+
+use anyhow::{Context as _, ensure};
+use serde_json::json;
+
+use super::{
+    PhaseRecorder, events_about, running_version, wait_catalog_ready, wait_gone, wait_installed,
+};
+use crate::cluster::{self, Cluster};
+use crate::{fixtures, journeys};
+
+pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
+    c.create(
+        &cluster::operator_groups(),
+        ns,
+        fixtures::operator_group(ns),
+    )
+    .await?;
+    let catalog = "e2e-image";
+    c.create(
+        &cluster::catalog_sources(),
+        ns,
+        fixtures::image_catalog(ns, catalog, &c.settings.catalog_image),
+    )
+    .await?;
+    wait_catalog_ready(c, ns, catalog).await?;
+    println!(
+        "e2e:   catalog {catalog} from image {} is ready",
+        c.settings.catalog_image
+    );
+
+    let phases = PhaseRecorder::start(c, ns).await?;
+    c.create(
+        &cluster::subscriptions(),
+        ns,
+        fixtures::subscription(ns, catalog, "stable", "Automatic", None),
+    )
+    .await?;
+    // No startingCSV: the head of `stable` is installed directly.
+    wait_installed(c, ns, "demo", fixtures::V020).await?;
+    let seen = phases.phases_of(fixtures::V020);
+    ensure!(
+        seen == ["Pending", "InstallReady", "Installing", "Succeeded"],
+        "CSV {} went through phases {seen:?}, expected Pending → InstallReady → Installing → Succeeded",
+        fixtures::V020
+    );
+    println!("e2e:   {} phases: {}", fixtures::V020, seen.join(" → "));
+    ensure!(
+        running_version(c, ns).await?.as_deref() == Some("0.2.0"),
+        "the operator Deployment does not run version 0.2.0"
+    );
+    let events = events_about(c, ns, "ClusterServiceVersion", fixtures::V020).await?;
+    ensure!(
+        !events.is_empty(),
+        "no Events about CSV {} (kubectl describe would show none)",
+        fixtures::V020
+    );
+
+    // Switching channel upgrades along the new channel: v0.3.0 replaces v0.2.0.
+    c.merge_patch(
+        &cluster::subscriptions(),
+        ns,
+        "demo",
+        json!({"spec": {"channel": "fast"}}),
+    )
+    .await?;
+    wait_installed(c, ns, "demo", fixtures::V030).await?;
+    wait_gone(c, &cluster::csvs(), ns, fixtures::V020).await?;
+    ensure!(
+        running_version(c, ns).await?.as_deref() == Some("0.3.0"),
+        "after the upgrade the operator Deployment does not run version 0.3.0"
+    );
+    println!(
+        "e2e:   channel switch stable → fast upgraded to {}",
+        fixtures::V030
+    );
+
+    let metrics = journeys::leader::leader_metrics(c).await?;
+    let expected = format!(
+        r#"csv_succeeded{{namespace="{ns}",name="{}",version="0.3.0"}} 1"#,
+        fixtures::V030
+    );
+    ensure!(
+        metrics.lines().any(|line| line == expected),
+        "the leader's /metrics lacks {expected}"
+    );
+
+    // Uninstall as OLM documents it: delete the Subscription, then the CSV.
+    c.delete(&cluster::subscriptions(), ns, "demo").await?;
+    c.delete(&cluster::csvs(), ns, fixtures::V030).await?;
+    wait_gone(c, &cluster::deployments(), ns, fixtures::DEPLOYMENT)
+        .await
+        .context("uninstalling: the operator Deployment must go with its CSV")?;
+    println!("e2e:   uninstalled: Subscription, CSV and operator Deployment are gone");
+    Ok(())
+}
