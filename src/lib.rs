@@ -8,4 +8,5 @@ pub mod controller;
 pub mod health;
 pub mod k8s;
 pub mod reconcile;
+pub mod registry;
 pub mod telemetry;

@@ -1,0 +1,7 @@
+//! The operator-registry gRPC API (`api.Registry` + `grpc.health.v1.Health`) over the catalog
+//! index: the server behind `olm-rs catalog serve`, the client the CatalogSource controller uses,
+//! and the shared cache of loaded catalogs. spec/catalog.md §6.
+
+pub mod image_digest;
+pub mod image_ref;
+pub mod proto;
