@@ -5,3 +5,5 @@
 pub mod image_digest;
 pub mod image_ref;
 pub mod proto;
+pub mod client;
+pub mod quantity;
