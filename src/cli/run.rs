@@ -37,6 +37,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             probe_addr: args.probe_addr,
             controller: ControllerOptions {
                 global_catalog_namespace: args.global_catalog_namespace,
+                ..ControllerOptions::default()
             },
         };
         controller::run(client, options, shutdown_signal()).await?;

@@ -262,12 +262,16 @@ impl RegistryClient {
     /// The whole catalog: ListBundles, then GetPackage for every package a bundle names.
     pub async fn fetch_content(&self) -> Result<RegistryContent, ClientError> {
         let bundles = self.list_bundles().await?;
-        let names: BTreeSet<&str> = bundles.iter().map(|b| b.package_name.as_str()).collect();
+        let names: BTreeSet<String> = bundles.iter().map(|b| b.package_name.clone()).collect();
         let mut packages = Vec::with_capacity(names.len());
         let mut skipped = Vec::new();
         // A few packages at a time: parallel enough for hundreds of packages, gentle on the server.
-        let mut answers = futures::stream::iter(names.iter().map(|name| async move {
-            (name.to_string(), self.get_package(name).await)
+        let mut answers = futures::stream::iter(names.into_iter().map(|name| {
+            let client = self.clone();
+            async move {
+                let answer = client.get_package(&name).await;
+                (name, answer)
+            }
         }))
         .buffer_unordered(8);
         while let Some((name, answer)) = answers.next().await {

@@ -515,6 +515,38 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// Stands in when the real resolver cannot be built (no CA certificates): every check fails
+/// with the reason, and catalogs keep their current registry pods.
+#[derive(Debug, Clone)]
+pub struct UnavailableDigestResolver {
+    reason: String,
+}
+
+impl UnavailableDigestResolver {
+    pub fn new(reason: impl Into<String>) -> UnavailableDigestResolver {
+        UnavailableDigestResolver {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl ImageDigestResolver for UnavailableDigestResolver {
+    fn resolve<'a>(
+        &'a self,
+        image: &'a str,
+        _credentials: &'a RegistryCredentials,
+    ) -> BoxFuture<'a, Result<String, DigestError>> {
+        let err = DigestError::Unreachable {
+            image: image.to_owned(),
+            host: ImageReference::parse(image)
+                .map(|r| r.api_host().to_owned())
+                .unwrap_or_default(),
+            message: self.reason.clone(),
+        };
+        Box::pin(async move { Err(err) })
+    }
+}
+
 /// A resolver for tests: answers from a table that tests change, and counts the questions.
 #[derive(Debug, Clone, Default)]
 pub struct FakeDigestResolver {

@@ -95,10 +95,10 @@ fn bundle(b: &proto::Bundle, warnings: &mut Vec<Warning>) -> Bundle {
     let mut props: Vec<Property> = Vec::with_capacity(b.properties.len() + 2);
     for (i, p) in b.properties.iter().enumerate() {
         match raw(&p.value) {
-            Some(value) => props.push(Property::new(p.type_.clone(), value)),
+            Some(value) => props.push(Property::new(p.r#type.clone(), value)),
             None => warnings.push(format!(
                 "bundle {:?} of package {:?}: property[{i}] of type {:?} is not JSON; dropped",
-                b.csv_name, b.package_name, p.type_
+                b.csv_name, b.package_name, p.r#type
             )),
         }
     }
@@ -127,7 +127,7 @@ fn bundle(b: &proto::Bundle, warnings: &mut Vec<Warning>) -> Bundle {
             Some(p) => required.push(p),
             None => warnings.push(format!(
                 "bundle {:?} of package {:?}: dependency of type {:?} with value {:?} is not understood; dropped",
-                b.csv_name, b.package_name, d.type_, d.value
+                b.csv_name, b.package_name, d.r#type, d.value
             )),
         }
     }
@@ -173,7 +173,7 @@ fn bundle(b: &proto::Bundle, warnings: &mut Vec<Warning>) -> Bundle {
 fn dependency_property(d: &proto::Dependency) -> Option<Property> {
     let value: serde_json::Value = serde_json::from_str(&d.value).ok()?;
     let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-    match d.type_.as_str() {
+    match d.r#type.as_str() {
         properties::GVK => Some(json_property(
             properties::GVK_REQUIRED,
             &serde_json::json!({

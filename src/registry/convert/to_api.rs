@@ -72,7 +72,7 @@ pub fn bundle(
             Ok(TypedProperty::Gvk(g)) => provided_apis.push(gvk(g)),
             Ok(TypedProperty::GvkRequired(g)) => {
                 dependencies.push(proto::Dependency {
-                    type_: properties::GVK.to_owned(),
+                    r#type: properties::GVK.to_owned(),
                     value: p.value.get().to_owned(),
                 });
                 required_apis.push(gvk(g));
@@ -81,7 +81,7 @@ pub fn bundle(
                 // opm re-encodes the requirement as a legacy `olm.package` dependency, the range
                 // under `version` (spec/catalog.md §6.3).
                 dependencies.push(proto::Dependency {
-                    type_: properties::PACKAGE.to_owned(),
+                    r#type: properties::PACKAGE.to_owned(),
                     value: super::go_json_text(&serde_json::json!({
                         "packageName": req.package_name,
                         "version": req.version_range,
@@ -95,7 +95,7 @@ pub fn bundle(
         // blow etcd's object size limit (opm's reason for the filter).
         if p.type_ != properties::CSV_METADATA && p.type_ != properties::BUNDLE_OBJECT {
             api_properties.push(proto::Property {
-                type_: p.type_.clone(),
+                r#type: p.type_.clone(),
                 value: p.value.get().to_owned(),
             });
         }
