@@ -23,7 +23,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use kube_runtime::controller::{Action, Controller};
@@ -162,8 +161,8 @@ pub async fn run(ctx: Arc<Context>) {
     Controller::for_stream(catalogs, reader)
         .owns(Api::<Pod>::all(client.clone()), managed.clone())
         .owns(Api::<Service>::all(client.clone()), managed.clone())
-        .owns(Api::<ServiceAccount>::all(client.clone()), managed.clone())
-        .owns(Api::<NetworkPolicy>::all(client.clone()), managed)
+        // NetworkPolicy drift is repaired on the periodic resync; not worth a cluster-wide watch.
+        .owns(Api::<ServiceAccount>::all(client.clone()), managed)
         .watches(Api::<ConfigMap>::all(client), watcher::Config::default(), move |cm| {
             // The catalogs reading this ConfigMap.
             let ns = cm.namespace().unwrap_or_default();
