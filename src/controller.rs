@@ -110,7 +110,9 @@ pub async fn run(
 
 /// Every reconciler of the process; each runs until the process stops.
 fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
-    vec![Box::pin(crate::reconcile::catalog_source::run(Arc::clone(ctx)))]
+    vec![Box::pin(crate::reconcile::catalog_source::run(Arc::clone(
+        ctx,
+    )))]
 }
 
 async fn run_reconcilers(ctx: Arc<Context>) {

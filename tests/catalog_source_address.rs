@@ -46,7 +46,10 @@ async fn address_catalog_connects_and_loads_into_the_cache() {
     assert_eq!(snapshot.priority, 5);
     let index = snapshot.index.unwrap();
     let etcd = index.package("etcd").expect("etcd package read over gRPC");
-    assert_eq!(etcd.default_channel_name(), etcd_index().package("etcd").unwrap().default_channel_name());
+    assert_eq!(
+        etcd.default_channel_name(),
+        etcd_index().package("etcd").unwrap().default_channel_name()
+    );
     assert_eq!(index.bundle_count(), etcd_index().bundle_count());
 
     // Global catalogs are visible from every namespace.
@@ -61,8 +64,13 @@ async fn address_catalog_connects_and_loads_into_the_cache() {
 
     // Deleting the catalog forgets it.
     let api: Api<CatalogSource> = Api::namespaced(h.client.clone(), GLOBAL_NS);
-    api.delete("community", &DeleteParams::default()).await.unwrap();
-    eventually("catalog forgotten", || async { h.ctx.catalogs.get(&key).is_none().then_some(()) }).await;
+    api.delete("community", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("catalog forgotten", || async {
+        h.ctx.catalogs.get(&key).is_none().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,33 +80,58 @@ async fn unreachable_catalog_marks_only_itself() {
     let dead = closed_address();
     create(
         &h,
-        &catalog_source("team-a", "good", serde_json::json!({"sourceType": "grpc", "address": registry.address})),
+        &catalog_source(
+            "team-a",
+            "good",
+            serde_json::json!({"sourceType": "grpc", "address": registry.address}),
+        ),
     )
     .await;
     create(
         &h,
-        &catalog_source("team-a", "gone", serde_json::json!({"sourceType": "grpc", "address": dead})),
+        &catalog_source(
+            "team-a",
+            "gone",
+            serde_json::json!({"sourceType": "grpc", "address": dead}),
+        ),
     )
     .await;
 
-    let gone = status_where(&h, "team-a", "gone", "TRANSIENT_FAILURE with a reason", |s| {
-        state_of(s).as_deref() == Some("TRANSIENT_FAILURE") && s.reason.is_some()
-    })
+    let gone = status_where(
+        &h,
+        "team-a",
+        "gone",
+        "TRANSIENT_FAILURE with a reason",
+        |s| state_of(s).as_deref() == Some("TRANSIENT_FAILURE") && s.reason.is_some(),
+    )
     .await
     .status
     .unwrap();
     assert_eq!(gone.reason, Some(CatalogSourceReason::RegistryServerError));
     let message = gone.message.unwrap();
-    assert!(message.starts_with("couldn't connect to registry - "), "{message}");
+    assert!(
+        message.starts_with("couldn't connect to registry - "),
+        "{message}"
+    );
     assert!(message.contains(&dead), "{message}");
 
-    status_where(&h, "team-a", "good", "good READY", |s| state_of(s).as_deref() == Some("READY")).await;
+    status_where(&h, "team-a", "good", "good READY", |s| {
+        state_of(s).as_deref() == Some("READY")
+    })
+    .await;
     let good = eventually("good loaded", || async {
-        h.ctx.catalogs.get(&CatalogKey::new("team-a", "good")).filter(|s| s.health.healthy)
+        h.ctx
+            .catalogs
+            .get(&CatalogKey::new("team-a", "good"))
+            .filter(|s| s.health.healthy)
     })
     .await;
     assert!(good.index.is_some());
-    let bad = h.ctx.catalogs.get(&CatalogKey::new("team-a", "gone")).unwrap();
+    let bad = h
+        .ctx
+        .catalogs
+        .get(&CatalogKey::new("team-a", "gone"))
+        .unwrap();
     assert!(!bad.health.healthy);
     assert_eq!(bad.health.reason, HealthReason::Unreachable);
     assert!(bad.health.message.contains(&dead), "{}", bad.health.message);
@@ -115,7 +148,10 @@ async fn unreachable_catalog_marks_only_itself() {
     })
     .await;
     eventually("recovered in cache", || async {
-        h.ctx.catalogs.get(&CatalogKey::new("team-a", "gone")).filter(|s| s.health.healthy)
+        h.ctx
+            .catalogs
+            .get(&CatalogKey::new("team-a", "gone"))
+            .filter(|s| s.health.healthy)
     })
     .await;
 }
@@ -124,17 +160,31 @@ async fn unreachable_catalog_marks_only_itself() {
 async fn invalid_spec_is_reported_and_cleared_when_fixed() {
     let registry = serve_index(etcd_index()).await;
     let h = start(Setup::default()).await;
-    create(&h, &catalog_source("team-b", "broken", serde_json::json!({"sourceType": "grpc"}))).await;
-    let status = status_where(&h, "team-b", "broken", "SpecInvalidError", |s| s.reason.is_some())
-        .await
-        .status
-        .unwrap();
+    create(
+        &h,
+        &catalog_source(
+            "team-b",
+            "broken",
+            serde_json::json!({"sourceType": "grpc"}),
+        ),
+    )
+    .await;
+    let status = status_where(&h, "team-b", "broken", "SpecInvalidError", |s| {
+        s.reason.is_some()
+    })
+    .await
+    .status
+    .unwrap();
     assert_eq!(status.reason, Some(CatalogSourceReason::SpecInvalidError));
     assert_eq!(
         status.message.as_deref(),
         Some("image and address unset: at least one must be set for sourcetype: grpc")
     );
-    let snap = h.ctx.catalogs.get(&CatalogKey::new("team-b", "broken")).unwrap();
+    let snap = h
+        .ctx
+        .catalogs
+        .get(&CatalogKey::new("team-b", "broken"))
+        .unwrap();
     assert_eq!(snap.health.reason, HealthReason::SpecInvalid);
 
     let api: Api<CatalogSource> = Api::namespaced(h.client.clone(), "team-b");
@@ -150,7 +200,11 @@ async fn invalid_spec_is_reported_and_cleared_when_fixed() {
     })
     .await;
 
-    create(&h, &catalog_source("team-b", "ftp", serde_json::json!({"sourceType": "ftp"}))).await;
+    create(
+        &h,
+        &catalog_source("team-b", "ftp", serde_json::json!({"sourceType": "ftp"})),
+    )
+    .await;
     let status = status_where(&h, "team-b", "ftp", "unknown type", |s| s.reason.is_some())
         .await
         .status
@@ -166,11 +220,13 @@ async fn catalog_serving_an_invalid_catalog_is_unhealthy_with_the_problems() {
         package: "broken".into(),
         name: name.into(),
         image: format!("quay.io/example/{name}"),
-        properties: vec![Property::from_value(
-            "olm.package",
-            &serde_json::json!({"packageName": "broken", "version": version}),
-        )
-        .unwrap()],
+        properties: vec![
+            Property::from_value(
+                "olm.package",
+                &serde_json::json!({"packageName": "broken", "version": version}),
+            )
+            .unwrap(),
+        ],
         ..Bundle::default()
     };
     let config = DeclarativeConfig {
@@ -183,24 +239,53 @@ async fn catalog_serving_an_invalid_catalog_is_unhealthy_with_the_problems() {
             package: "broken".into(),
             name: "stable".into(),
             entries: vec![
-                ChannelEntry { name: "broken.v1".into(), ..ChannelEntry::default() },
-                ChannelEntry { name: "broken.v2".into(), ..ChannelEntry::default() },
+                ChannelEntry {
+                    name: "broken.v1".into(),
+                    ..ChannelEntry::default()
+                },
+                ChannelEntry {
+                    name: "broken.v2".into(),
+                    ..ChannelEntry::default()
+                },
             ],
             ..Channel::default()
         }],
         bundles: vec![bundle("broken.v1", "1.0.0"), bundle("broken.v2", "2.0.0")],
         ..DeclarativeConfig::default()
     };
-    let registry = serve_index(std::sync::Arc::new(olm_rs::catalog::CatalogIndex::new(config))).await;
+    let registry = serve_index(std::sync::Arc::new(olm_rs::catalog::CatalogIndex::new(
+        config,
+    )))
+    .await;
     let h = start(Setup::default()).await;
-    create(&h, &catalog_source("team-a", "bad", serde_json::json!({"sourceType": "grpc", "address": registry.address}))).await;
-    let status = status_where(&h, "team-a", "bad", "invalid content reported", |s| s.message.is_some())
-        .await
-        .status
-        .unwrap();
+    create(
+        &h,
+        &catalog_source(
+            "team-a",
+            "bad",
+            serde_json::json!({"sourceType": "grpc", "address": registry.address}),
+        ),
+    )
+    .await;
+    let status = status_where(&h, "team-a", "bad", "invalid content reported", |s| {
+        s.message.is_some()
+    })
+    .await
+    .status
+    .unwrap();
     let message = status.message.unwrap();
-    assert!(message.contains("multiple channel heads found in graph: broken.v1, broken.v2"), "{message}");
-    let snap = h.ctx.catalogs.get(&CatalogKey::new("team-a", "bad")).unwrap();
+    assert!(
+        message.contains("multiple channel heads found in graph: broken.v1, broken.v2"),
+        "{message}"
+    );
+    let snap = h
+        .ctx
+        .catalogs
+        .get(&CatalogKey::new("team-a", "bad"))
+        .unwrap();
     assert_eq!(snap.health.reason, HealthReason::Invalid);
-    assert!(snap.index.is_none(), "invalid content is not resolved against");
+    assert!(
+        snap.index.is_none(),
+        "invalid content is not resolved against"
+    );
 }

@@ -27,7 +27,9 @@ const CRDS: &str = r#"
 "#;
 
 fn csv(version: &str, replaces: Option<&str>) -> String {
-    let replaces = replaces.map(|r| format!("\n    replaces: {r}")).unwrap_or_default();
+    let replaces = replaces
+        .map(|r| format!("\n    replaces: {r}"))
+        .unwrap_or_default();
     format!(
         r#"
 - apiVersion: operators.coreos.com/v1alpha1
@@ -67,33 +69,57 @@ fn config_map(csvs: &str, packages: &str) -> ConfigMap {
 async fn configmap_catalog_is_read_into_the_cache_and_follows_changes() {
     let h = start(Setup::default()).await;
     let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "team-a");
-    let two = format!("{}{}", csv("0.9.0", None), csv("0.9.2", Some("etcdoperator.v0.9.0")));
-    cms.create(&PostParams::default(), &config_map(&two, &packages("etcdoperator.v0.9.2")))
-        .await
-        .unwrap();
+    let two = format!(
+        "{}{}",
+        csv("0.9.0", None),
+        csv("0.9.2", Some("etcdoperator.v0.9.0"))
+    );
+    cms.create(
+        &PostParams::default(),
+        &config_map(&two, &packages("etcdoperator.v0.9.2")),
+    )
+    .await
+    .unwrap();
     create(
         &h,
-        &catalog_source("team-a", "legacy", serde_json::json!({"sourceType": "configmap", "configMap": "etcd-catalog"})),
+        &catalog_source(
+            "team-a",
+            "legacy",
+            serde_json::json!({"sourceType": "configmap", "configMap": "etcd-catalog"}),
+        ),
     )
     .await;
 
     let key = CatalogKey::new("team-a", "legacy");
     let snap = eventually("configmap catalog loaded", || async {
-        h.ctx.catalogs.get(&key).filter(|s| s.health.healthy && s.index.is_some())
+        h.ctx
+            .catalogs
+            .get(&key)
+            .filter(|s| s.health.healthy && s.index.is_some())
     })
     .await;
     let index = snap.index.unwrap();
     let etcd = index.package("etcd").unwrap();
-    assert_eq!(etcd.channel("alpha").unwrap().graph().channel_head().unwrap().name, "etcdoperator.v0.9.2");
+    assert_eq!(
+        etcd.channel("alpha")
+            .unwrap()
+            .graph()
+            .channel_head()
+            .unwrap()
+            .name,
+        "etcdoperator.v0.9.2"
+    );
     assert_eq!(etcd.bundles().len(), 2);
     let head = etcd.bundle("etcdoperator.v0.9.2").unwrap();
     assert!(head.csv_json().is_some(), "the CSV travels inline");
 
     let cm = cms.get("etcd-catalog").await.unwrap();
-    let status = status_where(&h, "team-a", "legacy", "configMapReference", |s| s.config_map_reference.is_some())
-        .await
-        .status
-        .unwrap();
+    let status = status_where(&h, "team-a", "legacy", "configMapReference", |s| {
+        s.config_map_reference.is_some()
+    })
+    .await
+    .status
+    .unwrap();
     let reference = status.config_map_reference.unwrap();
     assert_eq!(reference.name, "etcd-catalog");
     assert_eq!(reference.namespace, "team-a");
@@ -101,7 +127,14 @@ async fn configmap_catalog_is_read_into_the_cache_and_follows_changes() {
     assert_eq!(reference.resource_version, cm.metadata.resource_version);
     assert!(status.connection_state.is_none() && status.reason.is_none());
     let pods: Api<Pod> = Api::namespaced(h.client.clone(), "team-a");
-    assert!(pods.list(&ListParams::default()).await.unwrap().items.is_empty(), "no registry pod");
+    assert!(
+        pods.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "no registry pod"
+    );
 
     // A new version in the ConfigMap shows up.
     let three = format!("{two}{}", csv("0.9.4", Some("etcdoperator.v0.9.2")));
@@ -114,7 +147,15 @@ async fn configmap_catalog_is_read_into_the_cache_and_follows_changes() {
     .unwrap();
     eventually("new head loaded", || async {
         let s = h.ctx.catalogs.get(&key)?;
-        let head = s.index?.package("etcd")?.channel("alpha")?.graph().channel_head().ok()?.name.clone();
+        let head = s
+            .index?
+            .package("etcd")?
+            .channel("alpha")?
+            .graph()
+            .channel_head()
+            .ok()?
+            .name
+            .clone();
         (head == "etcdoperator.v0.9.4").then_some(())
     })
     .await;
@@ -127,13 +168,19 @@ async fn configmap_catalog_is_read_into_the_cache_and_follows_changes() {
     )
     .await
     .unwrap();
-    let status = status_where(&h, "team-a", "legacy", "ConfigMapError", |s| s.reason.is_some())
-        .await
-        .status
-        .unwrap();
+    let status = status_where(&h, "team-a", "legacy", "ConfigMapError", |s| {
+        s.reason.is_some()
+    })
+    .await
+    .status
+    .unwrap();
     assert_eq!(status.reason, Some(CatalogSourceReason::ConfigMapError));
     assert!(
-        status.message.as_deref().unwrap().contains("currentCSV \"etcdoperator.v9.9.9\" is not in \"clusterServiceVersions\""),
+        status
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("currentCSV \"etcdoperator.v9.9.9\" is not in \"clusterServiceVersions\""),
         "{:?}",
         status.message
     );
@@ -143,8 +190,13 @@ async fn configmap_catalog_is_read_into_the_cache_and_follows_changes() {
 
     // Deleting the CatalogSource leaves the user's ConfigMap alone.
     let api: Api<CatalogSource> = Api::namespaced(h.client.clone(), "team-a");
-    api.delete("legacy", &DeleteParams::default()).await.unwrap();
-    eventually("forgotten", || async { h.ctx.catalogs.get(&key).is_none().then_some(()) }).await;
+    api.delete("legacy", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("forgotten", || async {
+        h.ctx.catalogs.get(&key).is_none().then_some(())
+    })
+    .await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(cms.get_opt("etcd-catalog").await.unwrap().is_some());
 }
@@ -154,19 +206,32 @@ async fn missing_configmap_is_reported() {
     let h = start(Setup::default()).await;
     create(
         &h,
-        &catalog_source("team-b", "nocm", serde_json::json!({"sourceType": "internal", "configMap": "nope"})),
+        &catalog_source(
+            "team-b",
+            "nocm",
+            serde_json::json!({"sourceType": "internal", "configMap": "nope"}),
+        ),
     )
     .await;
-    let status = status_where(&h, "team-b", "nocm", "ConfigMapError", |s| s.reason.is_some())
-        .await
-        .status
-        .unwrap();
+    let status = status_where(&h, "team-b", "nocm", "ConfigMapError", |s| {
+        s.reason.is_some()
+    })
+    .await
+    .status
+    .unwrap();
     assert_eq!(status.reason, Some(CatalogSourceReason::ConfigMapError));
     assert_eq!(
         status.message.as_deref(),
         Some("failed to get catalog config map nope: configmaps \"nope\" not found")
     );
-    assert!(!h.ctx.catalogs.get(&CatalogKey::new("team-b", "nocm")).unwrap().health.healthy);
+    assert!(
+        !h.ctx
+            .catalogs
+            .get(&CatalogKey::new("team-b", "nocm"))
+            .unwrap()
+            .health
+            .healthy
+    );
 
     // Creating it later heals the catalog (the ConfigMap watch triggers a sync).
     let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "team-b");
@@ -174,5 +239,8 @@ async fn missing_configmap_is_reported() {
     cm.metadata.name = Some("nope".into());
     cm.metadata.namespace = Some("team-b".into());
     cms.create(&PostParams::default(), &cm).await.unwrap();
-    status_where(&h, "team-b", "nocm", "healed", |s| s.reason.is_none() && s.config_map_reference.is_some()).await;
+    status_where(&h, "team-b", "nocm", "healed", |s| {
+        s.reason.is_none() && s.config_map_reference.is_some()
+    })
+    .await;
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 use catalog_source_common::*;
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use olm_rs::api::CatalogSource;
 use olm_rs::k8s::clock::Clock;
 use olm_rs::registry::cache::CatalogKey;
@@ -63,7 +63,10 @@ async fn mark_ready(h: &Harness, pod: &Pod) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     let registry = serve_index(etcd_index()).await;
-    let overrides = BTreeMap::from([("my-catalog.olm.svc:50051".to_owned(), registry.address.clone())]);
+    let overrides = BTreeMap::from([(
+        "my-catalog.olm.svc:50051".to_owned(),
+        registry.address.clone(),
+    )]);
     let h = start(Setup {
         address_overrides: overrides,
         manual_clock: true,
@@ -103,14 +106,26 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     assert_eq!(spec.containers[0].image.as_deref(), Some(IMAGE));
     assert_eq!(spec.service_account_name.as_deref(), Some("my.catalog"));
     assert_eq!(
-        spec.security_context.as_ref().unwrap().seccomp_profile.as_ref().unwrap().type_,
+        spec.security_context
+            .as_ref()
+            .unwrap()
+            .seccomp_profile
+            .as_ref()
+            .unwrap()
+            .type_,
         "RuntimeDefault"
     );
     let owner = &first.owner_references()[0];
-    assert_eq!((owner.kind.as_str(), owner.controller), ("CatalogSource", Some(true)));
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("CatalogSource", Some(true))
+    );
     let services: Api<Service> = Api::namespaced(h.client.clone(), GLOBAL_NS);
     let svc = services.get("my-catalog").await.unwrap();
-    assert_eq!(svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port, 50051);
+    assert_eq!(
+        svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port,
+        50051
+    );
     let accounts: Api<ServiceAccount> = Api::namespaced(h.client.clone(), GLOBAL_NS);
     accounts.get("my.catalog").await.unwrap();
 
@@ -130,7 +145,10 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     );
     let key = CatalogKey::new(GLOBAL_NS, "my.catalog");
     eventually("content loaded", || async {
-        h.ctx.catalogs.get(&key).filter(|s| s.health.healthy && s.index.is_some())
+        h.ctx
+            .catalogs
+            .get(&key)
+            .filter(|s| s.health.healthy && s.index.is_some())
     })
     .await;
 
@@ -141,7 +159,10 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     let polled_at = clock.now();
     status_where(&h, GLOBAL_NS, "my.catalog", "poll recorded", |s| {
         // Status times have second precision.
-        s.latest_image_registry_poll.as_ref().map(|t| t.0.as_second()) == Some(polled_at.as_second())
+        s.latest_image_registry_poll
+            .as_ref()
+            .map(|t| t.0.as_second())
+            == Some(polled_at.as_second())
     })
     .await;
     assert!(h.digests.calls() > asked, "the registry was asked");
@@ -165,8 +186,14 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
         (pods.len() == 2).then_some(pods)
     })
     .await;
-    let new = pods.iter().find(|p| digest_of(p).as_deref() == Some("sha256:bbbb")).unwrap();
-    assert!(pods.iter().any(|p| p.name_any() == first.name_any()), "old pod keeps serving");
+    let new = pods
+        .iter()
+        .find(|p| digest_of(p).as_deref() == Some("sha256:bbbb"))
+        .unwrap();
+    assert!(
+        pods.iter().any(|p| p.name_any() == first.name_any()),
+        "old pod keeps serving"
+    );
     mark_ready(&h, new).await;
     let pods = eventually("old pod removed", || async {
         let pods = registry_pods(&h, GLOBAL_NS, "my.catalog").await;
@@ -180,21 +207,33 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     api.patch(
         "my.catalog",
         &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({"spec": {"grpcPodConfig": {"nodeSelector": {"disk": "ssd"}}}})),
+        &Patch::Merge(
+            serde_json::json!({"spec": {"grpcPodConfig": {"nodeSelector": {"disk": "ssd"}}}}),
+        ),
     )
     .await
     .unwrap();
     eventually("pod with the new spec", || async {
         let pods = registry_pods(&h, GLOBAL_NS, "my.catalog").await;
         (pods.len() == 1
-            && pods[0].spec.as_ref().unwrap().node_selector.as_ref().unwrap().get("disk").is_some())
+            && pods[0]
+                .spec
+                .as_ref()
+                .unwrap()
+                .node_selector
+                .as_ref()
+                .unwrap()
+                .get("disk")
+                .is_some())
         .then_some(())
     })
     .await;
 
     // Deleting the catalog removes its pod, Service and ServiceAccount (owner references) and
     // forgets its content.
-    api.delete("my.catalog", &DeleteParams::default()).await.unwrap();
+    api.delete("my.catalog", &DeleteParams::default())
+        .await
+        .unwrap();
     eventually("everything cleaned up", || async {
         let pods = registry_pods(&h, GLOBAL_NS, "my.catalog").await;
         let svc = services.get_opt("my-catalog").await.unwrap();
@@ -208,7 +247,15 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_or_disrupted_pods_are_replaced_and_failures_reported() {
     let h = start(Setup::default()).await;
-    create(&h, &catalog_source("team-a", "cat", serde_json::json!({"sourceType": "grpc", "image": IMAGE}))).await;
+    create(
+        &h,
+        &catalog_source(
+            "team-a",
+            "cat",
+            serde_json::json!({"sourceType": "grpc", "image": IMAGE}),
+        ),
+    )
+    .await;
     let pods = eventually("registry pod", || async {
         let pods = registry_pods(&h, "team-a", "cat").await;
         (pods.len() == 1).then_some(pods)
@@ -254,9 +301,11 @@ async fn stale_or_disrupted_pods_are_replaced_and_failures_reported() {
     .await;
 
     // No registry behind the Service address (nothing overrides it here): unreachable, said so.
-    let status = status_where(&h, "team-a", "cat", "unreachable reported", |s| s.message.is_some())
-        .await
-        .status
-        .unwrap();
+    let status = status_where(&h, "team-a", "cat", "unreachable reported", |s| {
+        s.message.is_some()
+    })
+    .await
+    .status
+    .unwrap();
     assert!(status.message.unwrap().contains("cat.team-a.svc:50051"));
 }

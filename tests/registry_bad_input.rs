@@ -78,5 +78,8 @@ fn serve_command_exits_listing_the_problems() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("multiple channel heads found in graph"), "{stderr}");
+    assert!(
+        stderr.contains("multiple channel heads found in graph"),
+        "{stderr}"
+    );
 }

@@ -14,7 +14,9 @@ use kube::Client;
 use crate::k8s::clock::Clock;
 use crate::k8s::events::EventPublisher;
 use crate::registry::cache::CatalogCache;
-use crate::registry::image_digest::{HttpDigestResolver, ImageDigestResolver, UnavailableDigestResolver};
+use crate::registry::image_digest::{
+    HttpDigestResolver, ImageDigestResolver, UnavailableDigestResolver,
+};
 
 /// Settings that every reconciler may read.
 #[derive(Debug, Clone)]

@@ -83,7 +83,11 @@ impl CatalogHealth {
         }
     }
 
-    pub fn unhealthy(reason: HealthReason, message: impl Into<String>, now: Timestamp) -> CatalogHealth {
+    pub fn unhealthy(
+        reason: HealthReason,
+        message: impl Into<String>,
+        now: Timestamp,
+    ) -> CatalogHealth {
         CatalogHealth {
             healthy: false,
             reason,
@@ -93,7 +97,9 @@ impl CatalogHealth {
     }
 
     fn same_as(&self, other: &CatalogHealth) -> bool {
-        self.healthy == other.healthy && self.reason == other.reason && self.message == other.message
+        self.healthy == other.healthy
+            && self.reason == other.reason
+            && self.message == other.message
     }
 }
 
@@ -296,7 +302,11 @@ mod tests {
     #[test]
     fn global_catalogs_are_visible_everywhere_others_only_at_home() {
         let cache = CatalogCache::new();
-        for (ns, name) in [("olm", "community"), ("team-a", "private"), ("team-b", "other")] {
+        for (ns, name) in [
+            ("olm", "community"),
+            ("team-a", "private"),
+            ("team-b", "other"),
+        ] {
             cache.register(&CatalogKey::new(ns, name), Some("u"), 0, now());
         }
         let names = |ns: &str| -> Vec<String> {
@@ -329,7 +339,10 @@ mod tests {
         let snap = cache.get(&good).unwrap();
         assert!(snap.health.healthy);
         assert_eq!(snap.priority, 10);
-        assert!(Arc::ptr_eq(snap.index.as_ref().unwrap(), &index), "pointer clone, not a copy");
+        assert!(
+            Arc::ptr_eq(snap.index.as_ref().unwrap(), &index),
+            "pointer clone, not a copy"
+        );
         let bad_snap = cache.get(&bad).unwrap();
         assert!(!bad_snap.health.healthy);
         assert_eq!(bad_snap.health.reason, HealthReason::Unreachable);
@@ -347,7 +360,13 @@ mod tests {
         cache.register(&key, Some("1"), 0, now());
         assert!(version.has_changed().unwrap());
         version.borrow_and_update();
-        assert_eq!(events.recv().await.unwrap(), CatalogChange { key: key.clone(), removed: false });
+        assert_eq!(
+            events.recv().await.unwrap(),
+            CatalogChange {
+                key: key.clone(),
+                removed: false
+            }
+        );
 
         let down = CatalogHealth::unhealthy(HealthReason::Unreachable, "down", now());
         cache.set_health(&key, down.clone(), false);
@@ -357,17 +376,32 @@ mod tests {
             ..down
         };
         cache.set_health(&key, later, false);
-        assert!(!version.has_changed().unwrap(), "same health again is not a change");
+        assert!(
+            !version.has_changed().unwrap(),
+            "same health again is not a change"
+        );
 
         cache.register(&key, Some("1"), 0, now());
-        assert!(!version.has_changed().unwrap(), "re-registering unchanged is not a change");
+        assert!(
+            !version.has_changed().unwrap(),
+            "re-registering unchanged is not a change"
+        );
         cache.register(&key, Some("2"), 0, now());
-        assert!(version.has_changed().unwrap(), "recreated catalog starts over");
-        assert_eq!(cache.get(&key).unwrap().health.reason, HealthReason::Loading);
+        assert!(
+            version.has_changed().unwrap(),
+            "recreated catalog starts over"
+        );
+        assert_eq!(
+            cache.get(&key).unwrap().health.reason,
+            HealthReason::Loading
+        );
 
         cache.remove(&key);
         assert!(cache.get(&key).is_none());
         cache.set_index(&key, Arc::new(CatalogIndex::default()), now());
-        assert!(cache.get(&key).is_none(), "late load does not resurrect a removed catalog");
+        assert!(
+            cache.get(&key).is_none(),
+            "late load does not resurrect a removed catalog"
+        );
     }
 }

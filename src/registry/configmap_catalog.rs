@@ -22,7 +22,9 @@ const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigMapCatalogError {
-    #[error("missing key {key:?} (a configmap catalog needs {CRDS_KEY:?}, {CSVS_KEY:?} and {PACKAGES_KEY:?})")]
+    #[error(
+        "missing key {key:?} (a configmap catalog needs {CRDS_KEY:?}, {CSVS_KEY:?} and {PACKAGES_KEY:?})"
+    )]
     MissingKey { key: &'static str },
     #[error("key {key:?}: not a YAML list: {message}")]
     NotAList { key: &'static str, message: String },
@@ -39,7 +41,9 @@ pub enum ConfigMapCatalogError {
         kind: String,
         plural: String,
     },
-    #[error("CSV {csv:?} owns CRD {name} version {version} kind {kind}, which is not in {CRDS_KEY:?}")]
+    #[error(
+        "CSV {csv:?} owns CRD {name} version {version} kind {kind}, which is not in {CRDS_KEY:?}"
+    )]
     MissingOwnedCrd {
         csv: String,
         name: String,
@@ -75,11 +79,12 @@ pub fn declarative_config(
     let mut csv_by_name: HashMap<String, (Value, Box<RawValue>)> = HashMap::new();
     let mut csv_order = Vec::new();
     for (index, csv) in csvs.into_iter().enumerate() {
-        let name = str_at(&csv, &["metadata", "name"]).ok_or_else(|| ConfigMapCatalogError::Item {
-            key: CSVS_KEY,
-            index,
-            message: "CSV has no metadata.name".to_owned(),
-        })?;
+        let name =
+            str_at(&csv, &["metadata", "name"]).ok_or_else(|| ConfigMapCatalogError::Item {
+                key: CSVS_KEY,
+                index,
+                message: "CSV has no metadata.name".to_owned(),
+            })?;
         let raw = to_raw(&csv, CSVS_KEY, index)?;
         if csv_by_name.insert(name.clone(), (csv, raw)).is_none() {
             csv_order.push(name);
@@ -94,7 +99,8 @@ pub fn declarative_config(
             index,
             message: message.to_owned(),
         };
-        let name = str_at(pkg, &["packageName"]).ok_or_else(|| item_err("package has no packageName"))?;
+        let name =
+            str_at(pkg, &["packageName"]).ok_or_else(|| item_err("package has no packageName"))?;
         config.packages.push(Package {
             name: name.clone(),
             default_channel: str_at(pkg, &["defaultChannel"]),
@@ -106,7 +112,8 @@ pub fn declarative_config(
             .ok_or_else(|| item_err("package has no channels list"))?;
         for ch in channels {
             let channel = str_at(ch, &["name"]).ok_or_else(|| item_err("channel has no name"))?;
-            let current = str_at(ch, &["currentCSV"]).ok_or_else(|| item_err("channel has no currentCSV"))?;
+            let current =
+                str_at(ch, &["currentCSV"]).ok_or_else(|| item_err("channel has no currentCSV"))?;
             if !csv_by_name.contains_key(&current) {
                 return Err(ConfigMapCatalogError::MissingCurrentCsv {
                     package: name.clone(),
@@ -116,7 +123,9 @@ pub fn declarative_config(
             }
             let entries = walk_replaces(&current, &csv_by_name);
             for e in &entries {
-                bundle_package.entry(e.name.clone()).or_insert_with(|| name.clone());
+                bundle_package
+                    .entry(e.name.clone())
+                    .or_insert_with(|| name.clone());
             }
             config.channels.push(Channel {
                 package: name.clone(),
@@ -142,12 +151,18 @@ pub fn declarative_config(
     Ok(config)
 }
 
-fn list(data: &BTreeMap<String, String>, key: &'static str) -> Result<Vec<Value>, ConfigMapCatalogError> {
-    let text = data.get(key).ok_or(ConfigMapCatalogError::MissingKey { key })?;
-    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| ConfigMapCatalogError::NotAList {
-        key,
-        message: e.to_string(),
-    })?;
+fn list(
+    data: &BTreeMap<String, String>,
+    key: &'static str,
+) -> Result<Vec<Value>, ConfigMapCatalogError> {
+    let text = data
+        .get(key)
+        .ok_or(ConfigMapCatalogError::MissingKey { key })?;
+    let value: Value =
+        serde_yaml_ng::from_str(text).map_err(|e| ConfigMapCatalogError::NotAList {
+            key,
+            message: e.to_string(),
+        })?;
     match value {
         Value::Array(items) => Ok(items),
         Value::Null => Ok(Vec::new()),
@@ -167,9 +182,12 @@ fn index_crds(items: Vec<Value>) -> Result<Vec<Crd>, ConfigMapCatalogError> {
             index,
             message: message.to_owned(),
         };
-        let group = str_at(&crd, &["spec", "group"]).ok_or_else(|| item_err("CRD has no spec.group"))?;
-        let plural = str_at(&crd, &["spec", "names", "plural"]).ok_or_else(|| item_err("CRD has no spec.names.plural"))?;
-        let kind = str_at(&crd, &["spec", "names", "kind"]).ok_or_else(|| item_err("CRD has no spec.names.kind"))?;
+        let group =
+            str_at(&crd, &["spec", "group"]).ok_or_else(|| item_err("CRD has no spec.group"))?;
+        let plural = str_at(&crd, &["spec", "names", "plural"])
+            .ok_or_else(|| item_err("CRD has no spec.names.plural"))?;
+        let kind = str_at(&crd, &["spec", "names", "kind"])
+            .ok_or_else(|| item_err("CRD has no spec.names.kind"))?;
         // v1beta1 has `spec.version`; both have `spec.versions[].name`.
         let mut versions: Vec<String> = str_at(&crd, &["spec", "version"]).into_iter().collect();
         for v in crd
@@ -178,10 +196,10 @@ fn index_crds(items: Vec<Value>) -> Result<Vec<Crd>, ConfigMapCatalogError> {
             .into_iter()
             .flatten()
         {
-            if let Some(name) = v.get("name").and_then(Value::as_str) {
-                if !versions.iter().any(|x| x == name) {
-                    versions.push(name.to_owned());
-                }
+            if let Some(name) = v.get("name").and_then(Value::as_str)
+                && !versions.iter().any(|x| x == name)
+            {
+                versions.push(name.to_owned());
             }
         }
         if versions.is_empty() {
@@ -209,12 +227,17 @@ fn index_crds(items: Vec<Value>) -> Result<Vec<Crd>, ConfigMapCatalogError> {
 
 /// The channel from `current` down its `spec.replaces` chain, stopping at a CSV that is not in
 /// the ConfigMap or at a cycle.
-fn walk_replaces(current: &str, csvs: &HashMap<String, (Value, Box<RawValue>)>) -> Vec<ChannelEntry> {
+fn walk_replaces(
+    current: &str,
+    csvs: &HashMap<String, (Value, Box<RawValue>)>,
+) -> Vec<ChannelEntry> {
     let mut entries = Vec::new();
     let mut seen = HashSet::new();
     let mut next = Some(current.to_owned());
     while let Some(name) = next.take() {
-        let Some((csv, _)) = csvs.get(&name) else { break };
+        let Some((csv, _)) = csvs.get(&name) else {
+            break;
+        };
         if !seen.insert(name.clone()) {
             break;
         }
@@ -250,7 +273,7 @@ fn bundle(
         properties::PACKAGE,
         serde_json::json!({"packageName": package, "version": version}),
     )];
-    let mut objects = Vec::new();
+    let mut objects: Vec<Box<RawValue>> = Vec::new();
     let api_entries = |path: &str| -> Vec<&Value> {
         csv.pointer(path)
             .and_then(Value::as_array)
@@ -277,7 +300,7 @@ fn bundle(
         for v in &crd.versions {
             props.push(gvk(properties::GVK, group, v, &crd.kind));
         }
-        if !objects.iter().any(|o: &Box<RawValue>| o.get() == crd.object.get()) {
+        if !objects.iter().any(|o| o.get() == crd.object.get()) {
             objects.push(crd.object.clone());
         }
     }
@@ -336,7 +359,11 @@ fn dedup_properties(props: &mut Vec<Property>) {
     props.retain(|p| seen.insert((p.type_.clone(), p.value.get().to_owned())));
 }
 
-fn to_raw(value: &Value, key: &'static str, index: usize) -> Result<Box<RawValue>, ConfigMapCatalogError> {
+fn to_raw(
+    value: &Value,
+    key: &'static str,
+    index: usize,
+) -> Result<Box<RawValue>, ConfigMapCatalogError> {
     serde_json::value::to_raw_value(value).map_err(|e| ConfigMapCatalogError::Item {
         key,
         index,

@@ -112,7 +112,11 @@ fn builds_packages_channels_and_bundles_from_the_three_keys() {
     assert_eq!(config.channels[1].entries.len(), 1);
 
     let names: Vec<&str> = config.bundles.iter().map(|b| b.name.as_str()).collect();
-    assert_eq!(names, ["etcdoperator.v0.9.2", "etcdoperator.v0.9.0"], "unreached CSVs left out");
+    assert_eq!(
+        names,
+        ["etcdoperator.v0.9.2", "etcdoperator.v0.9.0"],
+        "unreached CSVs left out"
+    );
     let head = &config.bundles[0];
     assert_eq!(head.image, "");
     assert_eq!(
@@ -121,7 +125,9 @@ fn builds_packages_channels_and_bundles_from_the_three_keys() {
     );
     assert_eq!(
         prop_values(head, properties::GVK),
-        [serde_json::json!({"group": "etcd.database.coreos.com", "kind": "EtcdCluster", "version": "v1beta2"})]
+        [
+            serde_json::json!({"group": "etcd.database.coreos.com", "kind": "EtcdCluster", "version": "v1beta2"})
+        ]
     );
     assert_eq!(
         prop_values(head, properties::GVK_REQUIRED),
@@ -130,7 +136,12 @@ fn builds_packages_channels_and_bundles_from_the_three_keys() {
     let kinds: Vec<String> = head
         .objects
         .iter()
-        .map(|o| serde_json::from_str::<serde_json::Value>(o.get()).unwrap()["kind"].as_str().unwrap().to_owned())
+        .map(|o| {
+            serde_json::from_str::<serde_json::Value>(o.get()).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(kinds, ["CustomResourceDefinition", "ClusterServiceVersion"]);
 }
@@ -149,10 +160,17 @@ fn every_key_is_mandatory() {
 #[test]
 fn bad_content_is_reported_with_the_key_and_object() {
     let err = declarative_config(&data("{a: b}", CSVS, PACKAGES)).unwrap_err();
-    assert!(err.to_string().contains("customResourceDefinitions") && err.to_string().contains("mapping"), "{err}");
+    assert!(
+        err.to_string().contains("customResourceDefinitions")
+            && err.to_string().contains("mapping"),
+        "{err}"
+    );
 
     let err = declarative_config(&data("- [", CSVS, PACKAGES)).unwrap_err();
-    assert!(matches!(err, ConfigMapCatalogError::NotAList { key: CRDS_KEY, .. }), "{err}");
+    assert!(
+        matches!(err, ConfigMapCatalogError::NotAList { key: CRDS_KEY, .. }),
+        "{err}"
+    );
 
     let err = declarative_config(&data("[]", CSVS, PACKAGES)).unwrap_err();
     assert_eq!(
@@ -162,7 +180,10 @@ fn bad_content_is_reported_with_the_key_and_object() {
 
     let twice = format!("{CRDS}{}", CRDS.trim_start_matches('\n'));
     let err = declarative_config(&data(&twice, CSVS, PACKAGES)).unwrap_err();
-    assert!(matches!(err, ConfigMapCatalogError::DuplicateCrd { .. }), "{err}");
+    assert!(
+        matches!(err, ConfigMapCatalogError::DuplicateCrd { .. }),
+        "{err}"
+    );
 
     let packages = "- packageName: etcd\n  channels:\n  - name: alpha\n    currentCSV: nope.v1\n";
     let err = declarative_config(&data(CRDS, CSVS, packages)).unwrap_err();

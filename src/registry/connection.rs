@@ -317,7 +317,10 @@ pub fn build_index(
     content: &super::client::RegistryContent,
 ) -> Result<CatalogIndex, String> {
     let (config, warnings) = from_api::declarative_config(content);
-    for w in warnings.iter().chain(content.skipped.iter().map(|(_, e)| e)) {
+    for w in warnings
+        .iter()
+        .chain(content.skipped.iter().map(|(_, e)| e))
+    {
         tracing::warn!(catalog = %key, warning = %w, "registry content");
     }
     let problems = catalog::validate::validate(&config);
@@ -364,6 +367,15 @@ mod tests {
             LinkState::Shutdown,
         ];
         let names: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
-        assert_eq!(names, ["IDLE", "CONNECTING", "READY", "TRANSIENT_FAILURE", "SHUTDOWN"]);
+        assert_eq!(
+            names,
+            [
+                "IDLE",
+                "CONNECTING",
+                "READY",
+                "TRANSIENT_FAILURE",
+                "SHUTDOWN"
+            ]
+        );
     }
 }

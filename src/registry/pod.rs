@@ -103,13 +103,14 @@ pub fn registry_objects(
         .ok_or(RegistryObjectsError::MissingMetadata {
             field: "metadata.name",
         })?;
-    let namespace = catalog
-        .metadata
-        .namespace
-        .clone()
-        .ok_or(RegistryObjectsError::MissingMetadata {
-            field: "metadata.namespace",
-        })?;
+    let namespace =
+        catalog
+            .metadata
+            .namespace
+            .clone()
+            .ok_or(RegistryObjectsError::MissingMetadata {
+                field: "metadata.namespace",
+            })?;
     let image = match catalog.spec.image.as_deref() {
         Some(image) if !image.is_empty() => image.to_owned(),
         _ => return Err(RegistryObjectsError::NoImage { namespace, name }),
@@ -181,11 +182,13 @@ pub fn registry_objects(
             .is_some_and(|v| v == "restricted"),
     };
     let pull_secrets = sa_pull_secrets.map_or(spec_secrets, <[_]>::to_vec);
-    let pod_spec = pod_spec(catalog, &name, &image, restricted, pull_secrets, options)
-        .map_err(|source| RegistryObjectsError::MemoryTarget {
-            namespace: namespace.clone(),
-            name: name.clone(),
-            source,
+    let pod_spec =
+        pod_spec(catalog, &name, &image, restricted, pull_secrets, options).map_err(|source| {
+            RegistryObjectsError::MemoryTarget {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                source,
+            }
         })?;
     let pod_spec_hash = hash_of(&pod_spec);
 
@@ -265,7 +268,14 @@ fn pod_spec(
         name: REGISTRY_CONTAINER.to_owned(),
         image: Some(image.to_owned()),
         // A digest never changes, so the node's copy is good; a tag must be pulled afresh.
-        image_pull_policy: Some(if image.contains('@') { "IfNotPresent" } else { "Always" }.to_owned()),
+        image_pull_policy: Some(
+            if image.contains('@') {
+                "IfNotPresent"
+            } else {
+                "Always"
+            }
+            .to_owned(),
+        ),
         ports: Some(vec![ContainerPort {
             name: Some("grpc".to_owned()),
             container_port: REGISTRY_PORT,
@@ -321,7 +331,9 @@ fn pod_spec(
         }
         security_context = Some(pod_security);
         for c in containers.iter_mut().chain(init_containers.iter_mut()) {
-            let sc = c.security_context.get_or_insert_with(SecurityContext::default);
+            let sc = c
+                .security_context
+                .get_or_insert_with(SecurityContext::default);
             sc.allow_privilege_escalation = Some(false);
             sc.capabilities = Some(Capabilities {
                 drop: Some(vec!["ALL".to_owned()]),
@@ -421,10 +433,7 @@ fn extract_content_mode(
         ..Container::default()
     });
 
-    let mut serve_args = vec![
-        "serve".to_owned(),
-        "/extracted-catalog/catalog".to_owned(),
-    ];
+    let mut serve_args = vec!["serve".to_owned(), "/extracted-catalog/catalog".to_owned()];
     let mut mounts = vec![mount("catalog-content", "/extracted-catalog")];
     match cache_dir {
         Some(_) => serve_args.push("--cache-dir=/extracted-catalog/cache".to_owned()),

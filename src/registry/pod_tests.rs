@@ -95,7 +95,10 @@ fn service_account_service_and_network_policy() {
     assert_eq!(sa["metadata"]["labels"], json!({"olm.managed": "true"}));
     assert_eq!(sa["imagePullSecrets"], json!([{"name": "pull"}]));
     assert_eq!(sa["metadata"]["ownerReferences"][0]["controller"], true);
-    assert_eq!(sa["metadata"]["ownerReferences"][0]["blockOwnerDeletion"], true);
+    assert_eq!(
+        sa["metadata"]["ownerReferences"][0]["blockOwnerDeletion"],
+        true
+    );
 
     let svc = value(&objects.service);
     assert_eq!(svc["metadata"]["name"], "my-catalog");
@@ -127,7 +130,10 @@ fn service_account_service_and_network_policy() {
         value(&objects.pod)["spec"]["containers"][0]["imagePullPolicy"],
         "IfNotPresent"
     );
-    assert_eq!(service_address("my.catalog", "olm"), "my-catalog.olm.svc:50051");
+    assert_eq!(
+        service_address("my.catalog", "olm"),
+        "my-catalog.olm.svc:50051"
+    );
 }
 
 #[test]
@@ -136,21 +142,50 @@ fn security_context_config_table() {
         POD_SECURITY_ENFORCE_LABEL.to_owned(),
         "restricted".to_owned(),
     )]);
-    let baseline_ns = BTreeMap::from([(
-        POD_SECURITY_ENFORCE_LABEL.to_owned(),
-        "baseline".to_owned(),
-    )]);
+    let baseline_ns =
+        BTreeMap::from([(POD_SECURITY_ENFORCE_LABEL.to_owned(), "baseline".to_owned())]);
     let with_uid = RegistryPodOptions {
         workload_user_id: Some(1001),
         ..RegistryPodOptions::default()
     };
     // (securityContextConfig, namespace labels, options, expect restricted, expect runAsUser)
-    let cases: [(Option<&str>, &BTreeMap<String, String>, &RegistryPodOptions, bool, bool); 6] = [
-        (None, &BTreeMap::new(), &RegistryPodOptions::default(), false, false),
-        (None, &baseline_ns, &RegistryPodOptions::default(), false, false),
-        (None, &restricted_ns, &RegistryPodOptions::default(), true, false),
+    type Case<'a> = (
+        Option<&'a str>,
+        &'a BTreeMap<String, String>,
+        &'a RegistryPodOptions,
+        bool,
+        bool,
+    );
+    let cases: [Case; 6] = [
+        (
+            None,
+            &BTreeMap::new(),
+            &RegistryPodOptions::default(),
+            false,
+            false,
+        ),
+        (
+            None,
+            &baseline_ns,
+            &RegistryPodOptions::default(),
+            false,
+            false,
+        ),
+        (
+            None,
+            &restricted_ns,
+            &RegistryPodOptions::default(),
+            true,
+            false,
+        ),
         (Some("legacy"), &restricted_ns, &with_uid, false, false),
-        (Some("restricted"), &BTreeMap::new(), &RegistryPodOptions::default(), true, false),
+        (
+            Some("restricted"),
+            &BTreeMap::new(),
+            &RegistryPodOptions::default(),
+            true,
+            false,
+        ),
         (Some("restricted"), &BTreeMap::new(), &with_uid, true, true),
     ];
     for (config, ns, options, restricted, run_as) in cases {
@@ -209,12 +244,15 @@ fn grpc_pod_config_overrides() {
     );
     assert_eq!(spec["priorityClassName"], "low");
     assert_eq!(
-        spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            ["nodeSelectorTerms"][0]["matchExpressions"][0]["key"],
+        spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchExpressions"][0]["key"],
         "zone"
     );
     let c = &spec["containers"][0];
-    assert_eq!(c["resources"]["requests"], json!({"cpu": "10m", "memory": "512Mi"}));
+    assert_eq!(
+        c["resources"]["requests"],
+        json!({"cpu": "10m", "memory": "512Mi"})
+    );
     assert_eq!(c["env"], json!([{"name": "GOMEMLIMIT", "value": "512MiB"}]));
 
     cs.metadata
@@ -227,7 +265,10 @@ fn grpc_pod_config_overrides() {
     let err = registry_objects(&cs, &BTreeMap::new(), None, &RegistryPodOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("olm/my.catalog") && err.contains("memoryTarget") && err.contains("lots"), "{err}");
+    assert!(
+        err.contains("olm/my.catalog") && err.contains("memoryTarget") && err.contains("lots"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -254,14 +295,20 @@ fn extract_content_serves_with_opm() {
     assert_eq!(spec["initContainers"][1]["image"], "quay.io/o/c:1");
     assert_eq!(
         spec["initContainers"][1]["args"],
-        json!(["--catalog.from=/configs", "--catalog.to=/extracted-catalog/catalog"])
+        json!([
+            "--catalog.from=/configs",
+            "--catalog.to=/extracted-catalog/catalog"
+        ])
     );
     let c = &spec["containers"][0];
     assert_eq!(c["image"], "quay.io/operator-framework/opm:latest");
     assert_eq!(c["command"], json!(["/bin/opm"]));
     assert_eq!(c["args"], json!(["serve", "/extracted-catalog/catalog"]));
     assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
-    assert_eq!(c["volumeMounts"][1], json!({"mountPath": "/tmp/", "name": "tmpdir"}));
+    assert_eq!(
+        c["volumeMounts"][1],
+        json!({"mountPath": "/tmp/", "name": "tmpdir"})
+    );
 
     let cached = build(&catalog(json!({
         "sourceType": "grpc",
@@ -281,7 +328,11 @@ fn extract_content_serves_with_opm() {
     );
     assert_eq!(
         spec["containers"][0]["args"],
-        json!(["serve", "/extracted-catalog/catalog", "--cache-dir=/extracted-catalog/cache"])
+        json!([
+            "serve",
+            "/extracted-catalog/catalog",
+            "--cache-dir=/extracted-catalog/cache"
+        ])
     );
 }
 
@@ -300,7 +351,9 @@ fn pod_spec_hash_follows_the_spec_only() {
         .insert("note".into(), "x".into());
     assert_eq!(a.pod_spec_hash, build(&annotated).pod_spec_hash);
 
-    let other_image = build(&catalog(json!({"sourceType": "grpc", "image": "quay.io/o/c:2"})));
+    let other_image = build(&catalog(
+        json!({"sourceType": "grpc", "image": "quay.io/o/c:2"}),
+    ));
     assert_ne!(a.pod_spec_hash, other_image.pod_spec_hash);
     assert_eq!(a.service_spec_hash, other_image.service_spec_hash);
 }
@@ -310,11 +363,17 @@ fn pull_secrets_come_from_the_live_service_account() {
     let cs = catalog(json!({"sourceType": "grpc", "image": "quay.io/o/c:1", "secrets": ["a"]}));
     let live = [
         LocalObjectReference { name: "a".into() },
-        LocalObjectReference { name: "dockercfg-x".into() },
+        LocalObjectReference {
+            name: "dockercfg-x".into(),
+        },
     ];
-    let objects =
-        registry_objects(&cs, &BTreeMap::new(), Some(&live), &RegistryPodOptions::default())
-            .unwrap();
+    let objects = registry_objects(
+        &cs,
+        &BTreeMap::new(),
+        Some(&live),
+        &RegistryPodOptions::default(),
+    )
+    .unwrap();
     assert_eq!(
         value(&objects.pod)["spec"]["imagePullSecrets"],
         json!([{"name": "a"}, {"name": "dockercfg-x"}])
@@ -324,12 +383,15 @@ fn pull_secrets_come_from_the_live_service_account() {
 #[test]
 fn incomplete_catalogs_are_errors_not_panics() {
     let mut cs = catalog(json!({"sourceType": "grpc", "address": "x:1"}));
-    let err = registry_objects(&cs, &BTreeMap::new(), None, &RegistryPodOptions::default())
-        .unwrap_err();
-    assert_eq!(err.to_string(), "CatalogSource olm/my.catalog: spec.image is empty");
+    let err =
+        registry_objects(&cs, &BTreeMap::new(), None, &RegistryPodOptions::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "CatalogSource olm/my.catalog: spec.image is empty"
+    );
     cs.spec.image = Some("quay.io/o/c:1".into());
     cs.metadata.uid = None;
-    let err = registry_objects(&cs, &BTreeMap::new(), None, &RegistryPodOptions::default())
-        .unwrap_err();
+    let err =
+        registry_objects(&cs, &BTreeMap::new(), None, &RegistryPodOptions::default()).unwrap_err();
     assert!(err.to_string().contains("metadata.uid"));
 }

@@ -24,7 +24,9 @@ fn package_not_found(name: &str) -> QueryError {
 }
 
 fn channel_not_found(package: &str, channel: &str) -> QueryError {
-    QueryError(format!("package {package:?}, channel {channel:?} not found"))
+    QueryError(format!(
+        "package {package:?}, channel {channel:?} not found"
+    ))
 }
 
 pub fn list_packages(index: &CatalogIndex) -> Vec<proto::PackageName> {
@@ -73,7 +75,13 @@ fn full_bundle(pkg: &PackageIndex, ch: &ChannelIndex, entry: &GraphEntry) -> Ans
             entry.name
         ))
     })?;
-    Ok(to_api::bundle(pkg, ch.name(), Some(entry), b, BundleView::Full))
+    Ok(to_api::bundle(
+        pkg,
+        ch.name(),
+        Some(entry),
+        b,
+        BundleView::Full,
+    ))
 }
 
 pub fn get_bundle(
@@ -123,7 +131,12 @@ pub fn entries_that_replace(
                     .filter(|s| *s == csv_name && *s != replaces)
                     .count();
                 for _ in 0..by_replaces + by_skips {
-                    out.push(to_api::channel_entry(pkg.name(), ch.name(), &e.name, replaces));
+                    out.push(to_api::channel_entry(
+                        pkg.name(),
+                        ch.name(),
+                        &e.name,
+                        replaces,
+                    ));
                 }
             }
         }
@@ -236,10 +249,7 @@ pub fn latest_entries_that_provide(
 }
 
 /// Among the latest providers (by package name), the first in its package's default channel.
-pub fn default_bundle_that_provides(
-    index: &CatalogIndex,
-    gvk: &GvkValue,
-) -> Answer<proto::Bundle> {
+pub fn default_bundle_that_provides(index: &CatalogIndex, gvk: &GvkValue) -> Answer<proto::Bundle> {
     let not_found = || {
         QueryError(format!(
             "no entry found that provides group:{:?} version:{:?} kind:{:?}",
@@ -253,7 +263,12 @@ pub fn default_bundle_that_provides(
             continue;
         };
         if pkg.default_channel_name() == Some(entry.channel_name.as_str()) {
-            return get_bundle(index, &entry.package_name, &entry.channel_name, &entry.bundle_name);
+            return get_bundle(
+                index,
+                &entry.package_name,
+                &entry.channel_name,
+                &entry.bundle_name,
+            );
         }
     }
     Err(not_found())

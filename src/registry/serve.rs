@@ -12,7 +12,10 @@ pub enum ServeLoadError {
     #[error(transparent)]
     Load(#[from] CatalogError),
     #[error("{path}: catalog has {} problem(s); not serving it:\n{}", problems.len(), list(problems))]
-    Invalid { path: String, problems: Vec<Problem> },
+    Invalid {
+        path: String,
+        problems: Vec<Problem>,
+    },
 }
 
 fn list(problems: &[Problem]) -> String {

@@ -58,7 +58,9 @@ impl Registry for RegistryService {
         &self,
         _: Request<proto::ListPackageRequest>,
     ) -> Result<Response<Self::ListPackagesStream>, Status> {
-        Ok(Response::new(stream_of(queries::list_packages(&self.index))))
+        Ok(Response::new(stream_of(queries::list_packages(
+            &self.index,
+        ))))
     }
 
     async fn get_package(

@@ -35,6 +35,7 @@ impl Drop for Harness {
     }
 }
 
+#[derive(Default)]
 pub struct Setup {
     /// Dialled address → in-process registry address.
     pub address_overrides: BTreeMap<String, String>,
@@ -42,37 +43,40 @@ pub struct Setup {
     pub manual_clock: bool,
 }
 
-impl Default for Setup {
-    fn default() -> Self {
-        Setup {
-            address_overrides: BTreeMap::new(),
-            manual_clock: false,
-        }
-    }
-}
-
 pub async fn start(setup: Setup) -> Harness {
     let api_server = ApiServer::new();
     let client = api_server.client();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &olm_rs::api::crd::catalog_source().unwrap())
-        .await
-        .unwrap();
+    crds.create(
+        &PostParams::default(),
+        &olm_rs::api::crd::catalog_source().unwrap(),
+    )
+    .await
+    .unwrap();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for ns in [GLOBAL_NS, "team-a", "team-b"] {
         let namespace: Namespace =
             serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).unwrap();
-        namespaces.create(&PostParams::default(), &namespace).await.unwrap();
+        namespaces
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
     }
     // The CRD is served at once; wait until lists answer.
     let catalogs: Api<CatalogSource> = Api::all(client.clone());
     eventually("CatalogSource API served", || async {
-        catalogs.list(&ListParams::default()).await.is_ok().then_some(())
+        catalogs
+            .list(&ListParams::default())
+            .await
+            .is_ok()
+            .then_some(())
     })
     .await;
 
     // Starts at the wall time: the API server stamps objects (creationTimestamp) with it.
-    let manual = setup.manual_clock.then(|| ManualClock::new(jiff::Timestamp::now()));
+    let manual = setup
+        .manual_clock
+        .then(|| ManualClock::new(jiff::Timestamp::now()));
     let clock: Arc<dyn Clock> = match &manual {
         Some(m) => Arc::new(m.clone()),
         None => Arc::new(SystemClock),
@@ -149,7 +153,11 @@ pub fn etcd_index() -> Arc<CatalogIndex> {
 
 /// A free local port with nothing listening.
 pub fn closed_address() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     format!("127.0.0.1:{port}")
 }
 

@@ -75,15 +75,21 @@ pub(super) async fn sync(
     };
 
     let loaded = r.loaded_configmaps().get(key).cloned();
-    let already = loaded
-        .as_ref()
-        .filter(|l| l.uid == uid && l.resource_version == resource_version && r.ctx.catalogs.get(key).is_some_and(|s| s.index.is_some() || l.outcome.is_err()));
+    let already = loaded.as_ref().filter(|l| {
+        l.uid == uid
+            && l.resource_version == resource_version
+            && r.ctx
+                .catalogs
+                .get(key)
+                .is_some_and(|s| s.index.is_some() || l.outcome.is_err())
+    });
     let outcome = match already {
         Some(l) => l.outcome.clone(),
         None => {
             let data = cm.data.clone().unwrap_or_default();
             let built = tokio::task::spawn_blocking(move || -> Result<CatalogIndex, String> {
-                let config = configmap_catalog::declarative_config(&data).map_err(|e| e.to_string())?;
+                let config =
+                    configmap_catalog::declarative_config(&data).map_err(|e| e.to_string())?;
                 let problems = catalog::validate::validate(&config);
                 if !problems.is_empty() {
                     return Err(describe_problems(&problems));

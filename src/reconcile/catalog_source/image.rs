@@ -11,13 +11,15 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Resource, ResourceExt};
 
 use crate::api::CatalogSource;
-use crate::api::keys::{CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, POD_SPEC_HASH_LABEL};
+use crate::api::keys::{
+    CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, POD_SPEC_HASH_LABEL,
+};
 use crate::k8s::apply::apply;
 use crate::registry::image_digest::{RegistryCredentials, parse_docker_config};
 use crate::registry::pod::{self, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects};
 
-use super::pod_plan::{self, DesiredPod, PodView};
 use super::Reconciler;
+use super::pod_plan::{self, DesiredPod, PodView};
 
 /// How soon to look again while pods for two digests coexist.
 const ROLLOUT_RECHECK: Duration = Duration::from_secs(10);
@@ -74,7 +76,9 @@ pub(super) async fn ensure(
     let objects = pod::registry_objects(
         cs,
         &namespace_labels,
-        live_sa.as_ref().and_then(|sa| sa.image_pull_secrets.as_deref()),
+        live_sa
+            .as_ref()
+            .and_then(|sa| sa.image_pull_secrets.as_deref()),
         &r.ctx.options.catalog_sources.registry_pod,
     )
     .map_err(|e| e.to_string())?;
@@ -108,7 +112,8 @@ pub(super) async fn ensure(
         .await
         .map_err(|e| err("reading the registry service", e))?;
     let svc_current = live_svc.as_ref().is_some_and(|s| {
-        s.labels().get(crate::api::keys::SERVICE_SPEC_HASH_LABEL) == Some(&objects.service_spec_hash)
+        s.labels().get(crate::api::keys::SERVICE_SPEC_HASH_LABEL)
+            == Some(&objects.service_spec_hash)
     });
     if !svc_current {
         // In place (OLM deletes and recreates): ports and selector are mutable, no outage.
@@ -130,16 +135,21 @@ pub(super) async fn ensure(
     let mut digest = None;
     if let Some(poll) = poll {
         let created = cs.meta().creation_timestamp.as_ref().map(|t| t.0);
-        let serving = views
-            .iter()
-            .any(|v| !v.deleting && v.images == desired.images && v.spec_hash.as_deref() == Some(&desired.spec_hash));
+        let serving = views.iter().any(|v| {
+            !v.deleting
+                && v.images == desired.images
+                && v.spec_hash.as_deref() == Some(&desired.spec_hash)
+        });
         let due = pod_plan::poll_due(poll.last, created, poll.interval, now);
         if due || !serving {
             let image = cs.spec.image.clone().unwrap_or_default();
             let credentials = pull_credentials(r, cs).await;
             match r.ctx.image_digests.resolve(&image, &credentials).await {
                 Ok(d) => digest = Some(d),
-                Err(e) => outcome.warning = Some(format!("could not check catalog image for updates: {e}")),
+                Err(e) => {
+                    outcome.warning =
+                        Some(format!("could not check catalog image for updates: {e}"))
+                }
             }
             if due {
                 outcome.polled_at = Some(now);
@@ -181,7 +191,11 @@ pub(super) async fn ensure(
     outcome.recreated = plan.recreating;
     outcome.healthy = !plan.recreating;
     if plan.rolling {
-        outcome.requeue = Some(outcome.requeue.map_or(ROLLOUT_RECHECK, |d| d.min(ROLLOUT_RECHECK)));
+        outcome.requeue = Some(
+            outcome
+                .requeue
+                .map_or(ROLLOUT_RECHECK, |d| d.min(ROLLOUT_RECHECK)),
+        );
     }
     Ok(outcome)
 }
@@ -210,7 +224,10 @@ pub(super) fn registry_service(
         Some(p) if same && !recreated => p.created_at.clone(),
         _ => Some(Time(now)),
     };
-    crate::api::RegistryServiceStatus { created_at, ..desired }
+    crate::api::RegistryServiceStatus {
+        created_at,
+        ..desired
+    }
 }
 
 async fn delete_pod(api: &Api<Pod>, name: &str, grace: u32) -> Result<(), String> {
@@ -232,12 +249,17 @@ async fn pull_credentials(r: &Reconciler, cs: &CatalogSource) -> RegistryCredent
     let Some(secrets) = cs.spec.secrets.as_ref() else {
         return out;
     };
-    let api: Api<Secret> = Api::namespaced(r.ctx.client.clone(), &cs.namespace().unwrap_or_default());
+    let api: Api<Secret> =
+        Api::namespaced(r.ctx.client.clone(), &cs.namespace().unwrap_or_default());
     for name in secrets.iter().filter(|s| !s.is_empty()) {
         let Ok(Some(secret)) = api.get_opt(name).await else {
             continue;
         };
-        if let Some(data) = secret.data.as_ref().and_then(|d| d.get(".dockerconfigjson")) {
+        if let Some(data) = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(".dockerconfigjson"))
+        {
             for (host, credential) in parse_docker_config(&data.0) {
                 out.entry(host).or_insert(credential);
             }

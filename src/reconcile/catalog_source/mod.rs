@@ -25,10 +25,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
+use kube_runtime::WatchStreamExt;
 use kube_runtime::controller::{Action, Controller};
 use kube_runtime::reflector::{self, ObjectRef};
 use kube_runtime::watcher::{self, Event};
-use kube_runtime::WatchStreamExt;
 
 use crate::api::CatalogSource;
 use crate::registry::cache::CatalogKey;
@@ -137,22 +137,30 @@ pub async fn run(ctx: Arc<Context>) {
     let (reader, writer) = reflector::store::<CatalogSource>();
     let sweeper = Arc::clone(&reconciler);
     let sweep_reader = reader.clone();
-    let catalogs = watcher::watcher(Api::<CatalogSource>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .inspect(move |event| match event {
-            Ok(Event::Delete(cs)) => sweeper.forget(&key_of(cs)),
-            Ok(Event::InitDone) => {
-                for key in sweeper.connections.keys().into_iter().chain(sweeper.ctx.catalogs.all().into_iter().map(|s| s.key)) {
-                    let r = ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace);
-                    if sweep_reader.get(&r).is_none() {
-                        sweeper.forget(&key);
-                    }
+    let catalogs = watcher::watcher(
+        Api::<CatalogSource>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(writer)
+    .inspect(move |event| match event {
+        Ok(Event::Delete(cs)) => sweeper.forget(&key_of(cs)),
+        Ok(Event::InitDone) => {
+            for key in sweeper
+                .connections
+                .keys()
+                .into_iter()
+                .chain(sweeper.ctx.catalogs.all().into_iter().map(|s| s.key))
+            {
+                let r = ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace);
+                if sweep_reader.get(&r).is_none() {
+                    sweeper.forget(&key);
                 }
             }
-            _ => {}
-        })
-        .applied_objects();
+        }
+        _ => {}
+    })
+    .applied_objects();
 
     let connection_changes = tokio_stream::wrappers::UnboundedReceiverStream::new(changed)
         .map(|key| ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace));
@@ -163,17 +171,24 @@ pub async fn run(ctx: Arc<Context>) {
         .owns(Api::<Service>::all(client.clone()), managed.clone())
         // NetworkPolicy drift is repaired on the periodic resync; not worth a cluster-wide watch.
         .owns(Api::<ServiceAccount>::all(client.clone()), managed)
-        .watches(Api::<ConfigMap>::all(client), watcher::Config::default(), move |cm| {
-            // The catalogs reading this ConfigMap.
-            let ns = cm.namespace().unwrap_or_default();
-            let name = cm.name_any();
-            config_map_reader
-                .state()
-                .into_iter()
-                .filter(|cs| cs.namespace().as_deref() == Some(ns.as_str()) && cs.spec.config_map.as_deref() == Some(name.as_str()))
-                .map(|cs| ObjectRef::from_obj(&*cs))
-                .collect::<Vec<_>>()
-        })
+        .watches(
+            Api::<ConfigMap>::all(client),
+            watcher::Config::default(),
+            move |cm| {
+                // The catalogs reading this ConfigMap.
+                let ns = cm.namespace().unwrap_or_default();
+                let name = cm.name_any();
+                config_map_reader
+                    .state()
+                    .into_iter()
+                    .filter(|cs| {
+                        cs.namespace().as_deref() == Some(ns.as_str())
+                            && cs.spec.config_map.as_deref() == Some(name.as_str())
+                    })
+                    .map(|cs| ObjectRef::from_obj(&*cs))
+                    .collect::<Vec<_>>()
+            },
+        )
         .reconcile_on(connection_changes)
         .run(reconcile, error_policy, reconciler)
         .for_each(|result| async move {

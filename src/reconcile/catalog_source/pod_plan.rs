@@ -58,9 +58,9 @@ pub struct PodPlan {
 pub fn plan_pods(pods: &[PodView], desired: &DesiredPod, resolved_digest: Option<&str>) -> PodPlan {
     let mut plan = PodPlan::default();
     let live: Vec<&PodView> = pods.iter().filter(|p| !p.deleting).collect();
-    let (mut current, stale): (Vec<&PodView>, Vec<&PodView>) = live
-        .into_iter()
-        .partition(|p| p.images == desired.images && p.spec_hash.as_deref() == Some(&desired.spec_hash));
+    let (mut current, stale): (Vec<&PodView>, Vec<&PodView>) = live.into_iter().partition(|p| {
+        p.images == desired.images && p.spec_hash.as_deref() == Some(&desired.spec_hash)
+    });
     plan.delete.extend(stale.iter().map(|p| p.name.clone()));
     current.retain(|p| {
         if p.disrupted {
@@ -76,12 +76,12 @@ pub fn plan_pods(pods: &[PodView], desired: &DesiredPod, resolved_digest: Option
 
     // Newest first: the newest pod's digest is what is being rolled to.
     current.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.name.cmp(&b.name)));
-    if let Some(digest) = resolved_digest {
-        if !current.iter().any(|p| p.digest.as_deref() == Some(digest)) {
-            plan.create = Some(Some(digest.to_owned()));
-            plan.rolling = true;
-            return plan;
-        }
+    if let Some(digest) = resolved_digest
+        && !current.iter().any(|p| p.digest.as_deref() == Some(digest))
+    {
+        plan.create = Some(Some(digest.to_owned()));
+        plan.rolling = true;
+        return plan;
     }
     let target = resolved_digest
         .map(str::to_owned)
@@ -186,7 +186,10 @@ mod tests {
     #[test]
     fn unchanged_digest_changes_nothing() {
         let pods = [pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true)];
-        assert_eq!(plan_pods(&pods, &desired(), Some("sha256:a")), PodPlan::default());
+        assert_eq!(
+            plan_pods(&pods, &desired(), Some("sha256:a")),
+            PodPlan::default()
+        );
         assert_eq!(plan_pods(&pods, &desired(), None), PodPlan::default());
     }
 
@@ -202,7 +205,10 @@ mod tests {
         assert!(plan.rolling);
         assert!(plan.delete.is_empty() && plan.create.is_none());
 
-        let ready = PodView { ready: true, ..starting };
+        let ready = PodView {
+            ready: true,
+            ..starting
+        };
         let plan = plan_pods(&[old, ready], &desired(), None);
         assert_eq!(plan.delete, ["p1"]);
         assert!(!plan.rolling);
@@ -233,10 +239,20 @@ mod tests {
     fn polls_are_due_an_interval_after_the_last_one() {
         let interval = std::time::Duration::from_secs(600);
         let created = Some(t("2026-01-01T00:00:00Z"));
-        assert!(!poll_due(None, created, interval, t("2026-01-01T00:09:59Z")));
+        assert!(!poll_due(
+            None,
+            created,
+            interval,
+            t("2026-01-01T00:09:59Z")
+        ));
         assert!(poll_due(None, created, interval, t("2026-01-01T00:10:00Z")));
         let last = Some(t("2026-01-01T00:10:00Z"));
-        assert!(!poll_due(last, created, interval, t("2026-01-01T00:15:00Z")));
+        assert!(!poll_due(
+            last,
+            created,
+            interval,
+            t("2026-01-01T00:15:00Z")
+        ));
         assert_eq!(
             until_next_poll(last, created, interval, t("2026-01-01T00:15:00Z")),
             std::time::Duration::from_secs(300)

@@ -44,7 +44,10 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(15 * 60);
 
 /// The poll interval, when polling applies (grpc image catalogs with `registryPoll`):
 /// `Ok` when it parses, `Err((fallback, status message))` when it does not.
-pub fn poll_interval(spec: &CatalogSourceSpec, source: &Source) -> Option<Result<Duration, (Duration, String)>> {
+pub fn poll_interval(
+    spec: &CatalogSourceSpec,
+    source: &Source,
+) -> Option<Result<Duration, (Duration, String)>> {
     let poll = spec.update_strategy.as_ref()?.registry_poll.as_ref()?;
     if !matches!(source, Source::Image(_)) {
         return None;
@@ -135,23 +138,41 @@ mod tests {
     #[test]
     fn source_kinds_and_olm_messages() {
         let cases = [
-            (serde_json::json!({"sourceType": "grpc", "address": "r:50051"}), Ok(Source::Address("r:50051".into()))),
+            (
+                serde_json::json!({"sourceType": "grpc", "address": "r:50051"}),
+                Ok(Source::Address("r:50051".into())),
+            ),
             (
                 serde_json::json!({"sourceType": "grpc", "address": "r:50051", "image": "quay.io/x:1"}),
                 Ok(Source::Address("r:50051".into())),
             ),
-            (serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": ""}), Ok(Source::Image("quay.io/x:1".into()))),
-            (serde_json::json!({"sourceType": "configmap", "configMap": "cm"}), Ok(Source::ConfigMap("cm".into()))),
-            (serde_json::json!({"sourceType": "internal", "configMap": "cm"}), Ok(Source::ConfigMap("cm".into()))),
+            (
+                serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": ""}),
+                Ok(Source::Image("quay.io/x:1".into())),
+            ),
+            (
+                serde_json::json!({"sourceType": "configmap", "configMap": "cm"}),
+                Ok(Source::ConfigMap("cm".into())),
+            ),
+            (
+                serde_json::json!({"sourceType": "internal", "configMap": "cm"}),
+                Ok(Source::ConfigMap("cm".into())),
+            ),
             (
                 serde_json::json!({"sourceType": "grpc"}),
-                Err("image and address unset: at least one must be set for sourcetype: grpc".to_owned()),
+                Err(
+                    "image and address unset: at least one must be set for sourcetype: grpc"
+                        .to_owned(),
+                ),
             ),
             (
                 serde_json::json!({"sourceType": "internal"}),
                 Err("configmap name unset: must be set for sourcetype: internal".to_owned()),
             ),
-            (serde_json::json!({"sourceType": "ftp"}), Err("unknown sourcetype: ftp".to_owned())),
+            (
+                serde_json::json!({"sourceType": "ftp"}),
+                Err("unknown sourcetype: ftp".to_owned()),
+            ),
         ];
         for (json, expected) in cases {
             assert_eq!(source(&spec(json.clone())), expected, "{json}");
@@ -161,15 +182,22 @@ mod tests {
     #[test]
     fn poll_interval_applies_to_image_catalogs_only() {
         let image = Source::Image("quay.io/x:1".into());
-        let s = spec(serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
-            "updateStrategy": {"registryPoll": {"interval": "10m"}}}));
-        assert_eq!(poll_interval(&s, &image), Some(Ok(Duration::from_secs(600))));
+        let s = spec(
+            serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
+            "updateStrategy": {"registryPoll": {"interval": "10m"}}}),
+        );
+        assert_eq!(
+            poll_interval(&s, &image),
+            Some(Ok(Duration::from_secs(600)))
+        );
         assert_eq!(poll_interval(&s, &Source::Address("a:1".into())), None);
         let no_poll = spec(serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1"}));
         assert_eq!(poll_interval(&no_poll, &image), None);
 
-        let bad = spec(serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
-            "updateStrategy": {"registryPoll": {"interval": "soon"}}}));
+        let bad = spec(
+            serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
+            "updateStrategy": {"registryPoll": {"interval": "soon"}}}),
+        );
         assert_eq!(
             poll_interval(&bad, &image),
             Some(Err((
@@ -177,8 +205,10 @@ mod tests {
                 "error parsing spec.updateStrategy.registryPoll.interval. Using the default value of 15m0s instead. Error: time: invalid duration \"soon\"".to_owned()
             )))
         );
-        let empty = spec(serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
-            "updateStrategy": {"registryPoll": {}}}));
+        let empty = spec(
+            serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
+            "updateStrategy": {"registryPoll": {}}}),
+        );
         assert!(matches!(poll_interval(&empty, &image), Some(Err(_))));
     }
 
@@ -195,12 +225,28 @@ mod tests {
             ("1m30s500ms", 90.5),
         ];
         for (text, secs) in ok {
-            assert_eq!(parse_go_duration(text), Ok(Duration::from_secs_f64(secs)), "{text}");
+            assert_eq!(
+                parse_go_duration(text),
+                Ok(Duration::from_secs_f64(secs)),
+                "{text}"
+            );
         }
         assert_eq!(parse_go_duration("-5m"), Ok(Duration::ZERO));
-        assert_eq!(parse_go_duration(""), Err("time: invalid duration \"\"".into()));
-        assert_eq!(parse_go_duration("10"), Err("time: missing unit in duration \"10\"".into()));
-        assert_eq!(parse_go_duration("10x"), Err("time: unknown unit \"x\" in duration \"10x\"".into()));
-        assert_eq!(parse_go_duration("m"), Err("time: invalid duration \"m\"".into()));
+        assert_eq!(
+            parse_go_duration(""),
+            Err("time: invalid duration \"\"".into())
+        );
+        assert_eq!(
+            parse_go_duration("10"),
+            Err("time: missing unit in duration \"10\"".into())
+        );
+        assert_eq!(
+            parse_go_duration("10x"),
+            Err("time: unknown unit \"x\" in duration \"10x\"".into())
+        );
+        assert_eq!(
+            parse_go_duration("m"),
+            Err("time: invalid duration \"m\"".into())
+        );
     }
 }

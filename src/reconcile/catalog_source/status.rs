@@ -40,9 +40,12 @@ type Problem = (CatalogSourceReason, String);
 pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogKey) -> SyncOutcome {
     let now = r.ctx.clock.now();
     let observed = cs.status.clone().unwrap_or_default();
-    r.ctx
-        .catalogs
-        .register(key, cs.meta().uid.as_deref(), cs.spec.priority.unwrap_or(0), now);
+    r.ctx.catalogs.register(
+        key,
+        cs.meta().uid.as_deref(),
+        cs.spec.priority.unwrap_or(0),
+        now,
+    );
     let mut status = CatalogSourceStatus {
         message: None,
         reason: None,
@@ -232,13 +235,13 @@ fn connect(
         // When the state was entered: a sync with nothing new writes nothing.
         last_connect: Some(Time(conn.since)),
     });
-    if conn.state == LinkState::TransientFailure {
-        if let Some(error) = conn.error {
-            problem.get_or_insert((
-                CatalogSourceReason::RegistryServerError,
-                format!("couldn't connect to registry - {error}"),
-            ));
-        }
+    if conn.state == LinkState::TransientFailure
+        && let Some(error) = conn.error
+    {
+        problem.get_or_insert((
+            CatalogSourceReason::RegistryServerError,
+            format!("couldn't connect to registry - {error}"),
+        ));
     }
     if let Some(error) = conn.content_error {
         problem.get_or_insert((CatalogSourceReason::RegistryServerError, error));
@@ -246,17 +249,28 @@ fn connect(
 }
 
 /// Events for what changed between the observed and the written status.
-pub(super) fn transitions(observed: &CatalogSourceStatus, written: &CatalogSourceStatus) -> Vec<Note> {
+pub(super) fn transitions(
+    observed: &CatalogSourceStatus,
+    written: &CatalogSourceStatus,
+) -> Vec<Note> {
     let mut notes = Vec::new();
-    if written.message.is_some() && (written.message != observed.message || written.reason != observed.reason) {
+    if written.message.is_some()
+        && (written.message != observed.message || written.reason != observed.reason)
+    {
         notes.push(Note {
             warning: true,
             reason: reason_name(written.reason.as_ref()),
             message: written.message.clone().unwrap_or_default(),
         });
     }
-    let state = |s: &CatalogSourceStatus| s.connection_state.as_ref().map(|c| c.last_observed_state.clone());
-    if state(written) == Some(ConnectionState::Ready) && state(observed) != Some(ConnectionState::Ready) {
+    let state = |s: &CatalogSourceStatus| {
+        s.connection_state
+            .as_ref()
+            .map(|c| c.last_observed_state.clone())
+    };
+    if state(written) == Some(ConnectionState::Ready)
+        && state(observed) != Some(ConnectionState::Ready)
+    {
         notes.push(Note {
             warning: false,
             reason: "RegistryReady",
@@ -288,9 +302,15 @@ pub(super) async fn announce(r: &Reconciler, cs: &CatalogSource, notes: &[Note])
     let regarding = cs.object_ref(&());
     for note in notes {
         if note.warning {
-            r.ctx.events.warning(&regarding, note.reason, note.message.clone()).await;
+            r.ctx
+                .events
+                .warning(&regarding, note.reason, note.message.clone())
+                .await;
         } else {
-            r.ctx.events.normal(&regarding, note.reason, note.message.clone()).await;
+            r.ctx
+                .events
+                .normal(&regarding, note.reason, note.message.clone())
+                .await;
         }
     }
 }

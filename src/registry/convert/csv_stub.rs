@@ -44,7 +44,10 @@ pub(super) fn csv_from_metadata(
     let mut spec = Map::new();
     // The package server writes into the strategy's map and panics on a nil one: opm always
     // sends a named (empty) deployment strategy.
-    spec.insert("install".into(), json!({"strategy": "deployment", "spec": {"deployments": null}}));
+    spec.insert(
+        "install".into(),
+        json!({"strategy": "deployment", "spec": {"deployments": null}}),
+    );
     if let Some(version) = version.filter(|v| !v.is_empty()) {
         spec.insert("version".into(), Value::String(version.to_owned()));
     }
@@ -54,12 +57,13 @@ pub(super) fn csv_from_metadata(
         }
     }
     let described = spec.get("description").is_some_and(is_present);
-    if !described {
-        if let Some(description) = package.description.as_deref().filter(|d| !d.is_empty()) {
-            spec.insert("description".into(), Value::String(description.to_owned()));
-        }
+    if !described
+        && let Some(description) = package.description.as_deref().filter(|d| !d.is_empty())
+    {
+        spec.insert("description".into(), Value::String(description.to_owned()));
     }
-    spec.entry("displayName").or_insert_with(|| Value::String(String::new()));
+    spec.entry("displayName")
+        .or_insert_with(|| Value::String(String::new()));
     if let Some(icon) = &package.icon {
         spec.insert(
             "icon".into(),
@@ -131,12 +135,18 @@ mod tests {
         .unwrap();
         assert_eq!(csv["kind"], "ClusterServiceVersion");
         assert_eq!(csv["metadata"]["name"], "foo.v1.0.0");
-        assert_eq!(csv["metadata"]["annotations"]["capabilities"], "Basic Install");
+        assert_eq!(
+            csv["metadata"]["annotations"]["capabilities"],
+            "Basic Install"
+        );
         assert_eq!(csv["spec"]["install"]["strategy"], "deployment");
         assert_eq!(csv["spec"]["version"], "1.0.0");
         assert_eq!(csv["spec"]["displayName"], "Foo Operator");
         assert_eq!(csv["spec"]["description"], "The foo package");
-        assert_eq!(csv["spec"]["customresourcedefinitions"]["owned"][0]["kind"], "Foo");
+        assert_eq!(
+            csv["spec"]["customresourcedefinitions"]["owned"][0]["kind"],
+            "Foo"
+        );
         assert_eq!(csv["spec"]["icon"][0]["mediatype"], "image/png");
         assert_eq!(csv["spec"]["relatedImages"][0]["image"], "quay.io/foo/op:1");
         assert_eq!(csv["spec"]["installModes"][0]["type"], "AllNamespaces");

@@ -27,25 +27,26 @@ pub fn declarative_config(content: &RegistryContent) -> (DeclarativeConfig, Vec<
     let mut warnings = Vec::new();
     let mut config = DeclarativeConfig::default();
     let mut deprecations: BTreeMap<String, Deprecations> = BTreeMap::new();
-    let mut deprecate = |package: &str, schema: &str, name: &str, d: &Option<proto::Deprecation>| {
-        let Some(d) = d else { return };
-        let entry = DeprecationEntry {
-            reference: DeprecationReference {
-                schema: schema.to_owned(),
-                name: name.to_owned(),
-            },
-            message: d.message.clone(),
+    let mut deprecate =
+        |package: &str, schema: &str, name: &str, d: &Option<proto::Deprecation>| {
+            let Some(d) = d else { return };
+            let entry = DeprecationEntry {
+                reference: DeprecationReference {
+                    schema: schema.to_owned(),
+                    name: name.to_owned(),
+                },
+                message: d.message.clone(),
+            };
+            let list = deprecations
+                .entry(package.to_owned())
+                .or_insert_with(|| Deprecations {
+                    package: package.to_owned(),
+                    ..Deprecations::default()
+                });
+            if !list.entries.iter().any(|e| e.reference == entry.reference) {
+                list.entries.push(entry);
+            }
         };
-        let list = deprecations
-            .entry(package.to_owned())
-            .or_insert_with(|| Deprecations {
-                package: package.to_owned(),
-                ..Deprecations::default()
-            });
-        if !list.entries.iter().any(|e| e.reference == entry.reference) {
-            list.entries.push(entry);
-        }
-    };
 
     for p in &content.packages {
         config.packages.push(Package {
@@ -204,8 +205,7 @@ fn gvk_property(type_: &str, g: &proto::GroupVersionKind) -> Property {
 
 fn json_property(type_: &str, value: &serde_json::Value) -> Property {
     // A `serde_json::Value` always serialises.
-    let raw = serde_json::value::to_raw_value(value)
-        .unwrap_or_else(|_| RawValue::NULL.to_owned());
+    let raw = serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned());
     Property::new(type_, raw)
 }
 

@@ -104,20 +104,20 @@ pub fn bundle(
     let version = bundle.version_string();
     let mut objects: Vec<String> = bundle.objects().map(str::to_owned).collect();
     let mut csv_json = bundle.csv_json().map(str::to_owned);
-    if csv_json.is_none() {
-        if let [metadata] = csv_metadata.as_slice() {
-            let stub = super::csv_stub::csv_from_metadata(
-                bundle.name(),
-                metadata,
-                pkg.package(),
-                version.as_deref(),
-                &bundle.bundle().related_images,
-            );
-            if objects.is_empty() {
-                objects.push(stub.clone());
-            }
-            csv_json = Some(stub);
+    if csv_json.is_none()
+        && let [metadata] = csv_metadata.as_slice()
+    {
+        let stub = super::csv_stub::csv_from_metadata(
+            bundle.name(),
+            metadata,
+            pkg.package(),
+            version.as_deref(),
+            &bundle.bundle().related_images,
+        );
+        if objects.is_empty() {
+            objects.push(stub.clone());
         }
+        csv_json = Some(stub);
     }
     let image = bundle.image();
     if view == BundleView::Listed && !image.is_empty() {
@@ -139,9 +139,7 @@ pub fn bundle(
         provided_apis,
         required_apis,
         version: version.unwrap_or_default(),
-        skip_range: entry
-            .and_then(|e| e.skip_range.clone())
-            .unwrap_or_default(),
+        skip_range: entry.and_then(|e| e.skip_range.clone()).unwrap_or_default(),
         dependencies,
         properties: api_properties,
         replaces,
