@@ -289,3 +289,42 @@ async fn catalog_serving_an_invalid_catalog_is_unhealthy_with_the_problems() {
         "invalid content is not resolved against"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_catsrc_shows_olms_columns() {
+    let h = start(Setup::default()).await;
+    create(
+        &h,
+        &catalog_source(
+            GLOBAL_NS,
+            "operatorhubio-catalog",
+            serde_json::json!({
+                "sourceType": "grpc",
+                "address": closed_address(),
+                "displayName": "Community Operators",
+                "publisher": "OperatorHub.io"
+            }),
+        ),
+    )
+    .await;
+    // What `kubectl get catsrc` asks for: a server-side Table.
+    let request = http::Request::get(
+        "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources",
+    )
+    .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+    .body(Vec::new())
+    .unwrap();
+    let table: serde_json::Value = h.client.request(request).await.unwrap();
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Name", "Display", "Type", "Publisher", "Age"]);
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(cells[0], "operatorhubio-catalog");
+    assert_eq!(cells[1], "Community Operators");
+    assert_eq!(cells[2], "grpc");
+    assert_eq!(cells[3], "OperatorHub.io");
+}

@@ -47,6 +47,12 @@ fn load(path: &std::path::Path) -> Arc<CatalogIndex> {
     Arc::new(serve::load_for_serving(path).unwrap().index)
 }
 
+/// The v4.20 catalog, loaded once for all tests of this file.
+fn community() -> Arc<CatalogIndex> {
+    static INDEX: std::sync::OnceLock<Arc<CatalogIndex>> = std::sync::OnceLock::new();
+    Arc::clone(INDEX.get_or_init(|| load(&common::fbc_v420())))
+}
+
 /// (package, channel, bundle) of every entry, from the engine.
 fn engine_memberships(index: &CatalogIndex) -> BTreeSet<(String, String, String)> {
     let mut out = BTreeSet::new();
@@ -62,7 +68,7 @@ fn engine_memberships(index: &CatalogIndex) -> BTreeSet<(String, String, String)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_bundles_and_packages_match_the_engine_on_community_catalog() {
-    let index = load(&common::fbc_v420());
+    let index = community();
     let server = start(Arc::clone(&index)).await;
     let client = RegistryClient::connect(&server.address, ClientTimeouts::default())
         .await
@@ -172,7 +178,7 @@ async fn list_bundles_and_packages_match_the_engine_on_community_catalog() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_bundle_and_replacements_match_the_engine() {
-    let index = load(&common::fbc_v420());
+    let index = community();
     let server = start(Arc::clone(&index)).await;
     let client = RegistryClient::connect(&server.address, ClientTimeouts::default())
         .await
@@ -283,7 +289,7 @@ fn assert_call_error(err: &ClientError, message: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_client_reads_rebuilds_the_same_catalog() {
-    let index = load(&common::fbc_v420());
+    let index = community();
     let server = start(Arc::clone(&index)).await;
     let client = RegistryClient::connect(&server.address, ClientTimeouts::default())
         .await

@@ -286,22 +286,6 @@ pub fn list_bundles(index: &CatalogIndex) -> impl Iterator<Item = proto::Bundle>
     })
 }
 
-/// Number of messages `list_bundles` yields.
-pub fn listed_bundle_count(index: &CatalogIndex) -> usize {
-    index
-        .packages()
-        .iter()
-        .flat_map(|p| p.channels().iter().map(move |c| (p, c)))
-        .map(|(p, c)| {
-            c.graph()
-                .entries()
-                .iter()
-                .filter(|e| p.bundle(&e.name).is_some())
-                .count()
-        })
-        .sum()
-}
-
 /// The GVK of a provider request: `plural` is ignored by FBC servers.
 pub fn requested_gvk(group: &str, version: &str, kind: &str) -> GvkValue {
     GvkValue {
