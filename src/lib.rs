@@ -12,4 +12,5 @@ pub mod k8s;
 pub mod olm_hash;
 pub mod reconcile;
 pub mod registry;
+pub mod sandbox;
 pub mod telemetry;
