@@ -68,16 +68,26 @@ pub fn bundle(
     let mut api_properties = Vec::new();
     let mut csv_metadata = Vec::new();
     for p in bundle.properties() {
-        match p.typed() {
-            Ok(TypedProperty::Gvk(g)) => provided_apis.push(gvk(g)),
-            Ok(TypedProperty::GvkRequired(g)) => {
+        // Only the types projected here are parsed: `olm.csv.metadata` values are large and are
+        // only needed raw, for the stub CSV.
+        let typed = match p.type_.as_str() {
+            properties::GVK | properties::GVK_REQUIRED | properties::PACKAGE_REQUIRED => p.typed().ok(),
+            properties::CSV_METADATA => {
+                csv_metadata.push(&*p.value);
+                None
+            }
+            _ => None,
+        };
+        match typed {
+            Some(TypedProperty::Gvk(g)) => provided_apis.push(gvk(g)),
+            Some(TypedProperty::GvkRequired(g)) => {
                 dependencies.push(proto::Dependency {
                     r#type: properties::GVK.to_owned(),
                     value: p.value.get().to_owned(),
                 });
                 required_apis.push(gvk(g));
             }
-            Ok(TypedProperty::PackageRequired(req)) => {
+            Some(TypedProperty::PackageRequired(req)) => {
                 // opm re-encodes the requirement as a legacy `olm.package` dependency, the range
                 // under `version` (spec/catalog.md §6.3).
                 dependencies.push(proto::Dependency {
@@ -88,7 +98,6 @@ pub fn bundle(
                     })),
                 });
             }
-            Ok(TypedProperty::CsvMetadata(raw)) => csv_metadata.push(raw),
             _ => {}
         }
         // Manifests are never repeated as properties: a CSV annotation projection of them would
@@ -102,27 +111,29 @@ pub fn bundle(
     }
 
     let version = bundle.version_string();
-    let mut objects: Vec<String> = bundle.objects().map(str::to_owned).collect();
-    let mut csv_json = bundle.csv_json().map(str::to_owned);
-    if csv_json.is_none()
-        && let [metadata] = csv_metadata.as_slice()
-    {
-        let stub = super::csv_stub::csv_from_metadata(
-            bundle.name(),
-            metadata,
-            pkg.package(),
-            version.as_deref(),
-            &bundle.bundle().related_images,
-        );
-        if objects.is_empty() {
-            objects.push(stub.clone());
-        }
-        csv_json = Some(stub);
-    }
     let image = bundle.image();
-    if view == BundleView::Listed && !image.is_empty() {
-        csv_json = None;
-        objects.clear();
+    // ListBundles leaves the manifests of a bundle with an image to the image.
+    let inline = view == BundleView::Full || image.is_empty();
+    let mut objects: Vec<String> = Vec::new();
+    let mut csv_json = None;
+    if inline {
+        objects = bundle.objects().map(str::to_owned).collect();
+        csv_json = bundle.csv_json().map(str::to_owned);
+        if csv_json.is_none()
+            && let [metadata] = csv_metadata.as_slice()
+        {
+            let stub = super::csv_stub::csv_from_metadata(
+                bundle.name(),
+                metadata,
+                pkg.package(),
+                version.as_deref(),
+                &bundle.bundle().related_images,
+            );
+            if objects.is_empty() {
+                objects.push(stub.clone());
+            }
+            csv_json = Some(stub);
+        }
     }
 
     let (replaces, skips) = match (view, entry) {
