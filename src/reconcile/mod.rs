@@ -6,6 +6,7 @@
 //! stops. `controller::run` starts them all.
 
 pub mod catalog_source;
+pub mod cluster_service_version;
 
 use std::sync::Arc;
 

@@ -25,17 +25,14 @@ pub fn shared_dir() -> PathBuf {
         })
 }
 
-/// The community-operators reference catalog.
 pub fn community_operators() -> PathBuf {
     shared_dir().join("data/catalogs/community-operators-prod")
 }
 
-/// Its file-based catalog for OpenShift 4.20 (37 packages).
 pub fn fbc_v420() -> PathBuf {
     community_operators().join("catalogs/v4.20")
 }
 
-/// Its registry+v1 bundle directories, `operators/<package>/<version>/`.
 pub fn operators_dir() -> PathBuf {
     community_operators().join("operators")
 }
