@@ -69,7 +69,10 @@ async fn start_server() -> (Served, Duration) {
         {
             return (served, started.elapsed());
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "server did not come up");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "server did not come up"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }

@@ -308,12 +308,11 @@ async fn kubectl_get_catsrc_shows_olms_columns() {
     )
     .await;
     // What `kubectl get catsrc` asks for: a server-side Table.
-    let request = http::Request::get(
-        "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources",
-    )
-    .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-    .body(Vec::new())
-    .unwrap();
+    let request =
+        http::Request::get("/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources")
+            .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+            .body(Vec::new())
+            .unwrap();
     let table: serde_json::Value = h.client.request(request).await.unwrap();
     let columns: Vec<&str> = table["columnDefinitions"]
         .as_array()

@@ -1,8 +1,10 @@
 //! Index → wire: how `opm serve` projects an FBC package and bundle onto `api.Package` and
 //! `api.Bundle` (spec/catalog.md §6.2, §6.3).
 
-use crate::catalog::properties::{self, TypedProperty};
-use crate::catalog::{GraphEntry, IndexedBundle, PackageIndex};
+use std::borrow::Cow;
+
+use crate::catalog::properties;
+use crate::catalog::{GraphEntry, IndexedBundle, PackageIndex, api_projection};
 use crate::registry::proto;
 
 /// How much of a bundle a message carries.
@@ -54,7 +56,9 @@ pub fn channel_entry(
     }
 }
 
-/// `api.Bundle` for `bundle` as a member of `channel` (whose entry for it is `entry`).
+/// `api.Bundle` for `bundle` as a member of `channel` (whose entry for it is `entry`). The
+/// property, dependency and manifest projections are the catalog engine's
+/// (`catalog::api_projection`); this adds the per-channel fields and the view's trimming.
 pub fn bundle(
     pkg: &PackageIndex,
     channel: &str,
@@ -62,80 +66,20 @@ pub fn bundle(
     bundle: &IndexedBundle,
     view: BundleView,
 ) -> proto::Bundle {
-    let mut provided_apis = Vec::new();
-    let mut required_apis = Vec::new();
-    let mut dependencies = Vec::new();
-    let mut api_properties = Vec::new();
-    let mut csv_metadata = Vec::new();
-    for p in bundle.properties() {
-        // Only the types projected here are parsed: `olm.csv.metadata` values are large and are
-        // only needed raw, for the stub CSV.
-        let typed = match p.type_.as_str() {
-            properties::GVK | properties::GVK_REQUIRED | properties::PACKAGE_REQUIRED => p.typed().ok(),
-            properties::CSV_METADATA => {
-                csv_metadata.push(&*p.value);
-                None
-            }
-            _ => None,
-        };
-        match typed {
-            Some(TypedProperty::Gvk(g)) => provided_apis.push(gvk(g)),
-            Some(TypedProperty::GvkRequired(g)) => {
-                dependencies.push(proto::Dependency {
-                    r#type: properties::GVK.to_owned(),
-                    value: p.value.get().to_owned(),
-                });
-                required_apis.push(gvk(g));
-            }
-            Some(TypedProperty::PackageRequired(req)) => {
-                // opm re-encodes the requirement as a legacy `olm.package` dependency, the range
-                // under `version` (spec/catalog.md §6.3).
-                dependencies.push(proto::Dependency {
-                    r#type: properties::PACKAGE.to_owned(),
-                    value: super::go_json_text(&serde_json::json!({
-                        "packageName": req.package_name,
-                        "version": req.version_range,
-                    })),
-                });
-            }
-            _ => {}
-        }
-        // Manifests are never repeated as properties: a CSV annotation projection of them would
-        // blow etcd's object size limit (opm's reason for the filter).
-        if p.type_ != properties::CSV_METADATA && p.type_ != properties::BUNDLE_OBJECT {
-            api_properties.push(proto::Property {
-                r#type: p.type_.clone(),
-                value: p.value.get().to_owned(),
-            });
-        }
-    }
-
-    let version = bundle.version_string();
     let image = bundle.image();
     // ListBundles leaves the manifests of a bundle with an image to the image.
     let inline = view == BundleView::Full || image.is_empty();
-    let mut objects: Vec<String> = Vec::new();
-    let mut csv_json = None;
-    if inline {
-        objects = bundle.objects().map(str::to_owned).collect();
-        csv_json = bundle.csv_json().map(str::to_owned);
-        if csv_json.is_none()
-            && let [metadata] = csv_metadata.as_slice()
-        {
-            let stub = super::csv_stub::csv_from_metadata(
-                bundle.name(),
-                metadata,
-                pkg.package(),
-                version.as_deref(),
-                &bundle.bundle().related_images,
-            );
-            if objects.is_empty() {
-                objects.push(stub.clone());
-            }
-            csv_json = Some(stub);
-        }
-    }
-
+    let (csv_json, objects) = if inline {
+        (
+            api_projection::csv_json(pkg.package(), bundle).map(Cow::into_owned),
+            api_projection::objects(pkg.package(), bundle)
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect(),
+        )
+    } else {
+        (None, Vec::new())
+    };
     let (replaces, skips) = match (view, entry) {
         (BundleView::Listed, Some(e)) => (e.replaces.clone().unwrap_or_default(), e.skips.clone()),
         _ => (String::new(), Vec::new()),
@@ -147,12 +91,23 @@ pub fn bundle(
         csv_json: csv_json.unwrap_or_default(),
         object: objects,
         bundle_path: image.to_owned(),
-        provided_apis,
-        required_apis,
-        version: version.unwrap_or_default(),
+        provided_apis: bundle.provided_gvks().map(gvk).collect(),
+        required_apis: bundle.required_gvks().map(gvk).collect(),
+        version: bundle.version_string().unwrap_or_default(),
         skip_range: entry.and_then(|e| e.skip_range.clone()).unwrap_or_default(),
-        dependencies,
-        properties: api_properties,
+        dependencies: api_projection::api_dependencies(bundle)
+            .into_iter()
+            .map(|(type_, value)| proto::Dependency {
+                r#type: type_.to_owned(),
+                value,
+            })
+            .collect(),
+        properties: api_projection::api_properties(bundle)
+            .map(|(type_, value)| proto::Property {
+                r#type: type_.to_owned(),
+                value: value.to_owned(),
+            })
+            .collect(),
         replaces,
         skips,
         deprecation: deprecation(pkg.bundle_deprecation(bundle.name())),
