@@ -15,5 +15,6 @@ pub mod leader_election;
 pub mod metrics;
 pub mod olm_hash;
 pub mod reconcile;
+pub mod registry;
 pub mod sandbox;
 pub mod telemetry;

@@ -32,6 +32,8 @@ pub enum CatalogCommand {
     Graph(GraphArgs),
     /// The bundles OLM installs, one InstallPlan at a time, from an installed bundle to the head.
     UpgradePath(UpgradePathArgs),
+    /// Serve the registry gRPC API (`api.Registry`) over a catalog directory, like `opm serve`.
+    Serve(super::catalog_serve::ServeArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -102,6 +104,7 @@ pub fn run(args: CatalogArgs) -> anyhow::Result<ExitCode> {
         CatalogCommand::Render(a) => render_cmd(a),
         CatalogCommand::Graph(a) => graph_cmd(a),
         CatalogCommand::UpgradePath(a) => upgrade_path_cmd(a),
+        CatalogCommand::Serve(a) => super::catalog_serve::run(a),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Subcommands. Each lives in its own file; this one only routes.
 
 mod catalog;
+mod catalog_serve;
 mod run;
 
 use std::process::ExitCode;
@@ -31,7 +32,7 @@ pub enum Command {
     /// The ClusterServiceVersion CRD is too large for client-side apply; use
     /// `olm-rs crds | kubectl apply --server-side -f -`.
     Crds,
-    /// Catalog tools: validate, render, graph, upgrade-path.
+    /// Catalog tools: validate, render, graph, upgrade-path, serve.
     Catalog(catalog::CatalogArgs),
 }
 

@@ -110,6 +110,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             leader_election,
             controller: ControllerOptions {
                 global_catalog_namespace: args.global_catalog_namespace,
+                ..ControllerOptions::default()
             },
         };
         controller::run(client, options, shutdown_signal()).await?;

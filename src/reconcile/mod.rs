@@ -5,6 +5,7 @@
 //! `kube_runtime::Controller` (watches, owned objects, triggers) and runs it until the process
 //! stops. `controller::run` starts them all.
 
+pub mod catalog_source;
 pub mod cluster_service_version;
 
 use std::sync::Arc;
@@ -14,18 +15,25 @@ use kube::Client;
 use crate::k8s::clock::Clock;
 use crate::k8s::events::EventPublisher;
 use crate::metrics::Metrics;
+use crate::registry::cache::CatalogCache;
+use crate::registry::image_digest::{
+    HttpDigestResolver, ImageDigestResolver, UnavailableDigestResolver,
+};
 
 /// Settings that every reconciler may read.
 #[derive(Debug, Clone)]
 pub struct ControllerOptions {
     /// Catalogs in this namespace are visible from every namespace (OLM's `olm`).
     pub global_catalog_namespace: String,
+    /// CatalogSource controller settings (registry pods, connections, address overrides).
+    pub catalog_sources: catalog_source::CatalogSourceOptions,
 }
 
 impl Default for ControllerOptions {
     fn default() -> Self {
         Self {
             global_catalog_namespace: "olm".to_owned(),
+            catalog_sources: catalog_source::CatalogSourceOptions::default(),
         }
     }
 }
@@ -40,17 +48,36 @@ pub struct Context {
     pub options: ControllerOptions,
     /// Served at `/metrics`; `controller::run` puts the served registry here.
     pub metrics: Arc<Metrics>,
+    /// Every CatalogSource's loaded catalog and health; written by the CatalogSource
+    /// controller, read by everything that resolves against catalogs.
+    pub catalogs: Arc<CatalogCache>,
+    /// Asks image registries what digest a tag points at (registry pod polling).
+    pub image_digests: Arc<dyn ImageDigestResolver>,
 }
 
 impl Context {
     pub fn new(client: Client, clock: Arc<dyn Clock>, options: ControllerOptions) -> Self {
         let events = EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok());
+        let image_digests: Arc<dyn ImageDigestResolver> = match HttpDigestResolver::new() {
+            Ok(resolver) => Arc::new(resolver),
+            Err(err) => Arc::new(UnavailableDigestResolver::new(format!(
+                "no trusted CA certificates for image registries: {err}"
+            ))),
+        };
         Self {
             client,
             clock,
             events,
             options,
             metrics: Arc::new(Metrics::new()),
+            catalogs: Arc::new(CatalogCache::new()),
+            image_digests,
         }
+    }
+
+    /// Replaces the image digest resolver (tests use a fake one).
+    pub fn with_image_digests(mut self, resolver: Arc<dyn ImageDigestResolver>) -> Self {
+        self.image_digests = resolver;
+        self
     }
 }

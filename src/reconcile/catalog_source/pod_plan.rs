@@ -1,0 +1,262 @@
+//! Which registry pods to keep, delete or create for an image catalog (spec/catalog.md §3.3,
+//! §3.4), decided from what is observed. Pure.
+//!
+//! Where olm-rs departs from OLM, on purpose:
+//! - Polling asks the image registry for the tag's digest; a new pod is started only when the
+//!   digest differs from the one the serving pod was created with (OLM starts a whole "update
+//!   pod" on every poll and compares image IDs afterwards).
+//! - A new pod is started *beside* the serving one and the old one is deleted once the new one
+//!   is Ready (OLM deletes first: a short outage on every update).
+
+use jiff::{SignedDuration, Timestamp};
+
+/// What the plan needs to know about one live registry pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodView {
+    pub name: String,
+    pub created: Option<Timestamp>,
+    /// Images of all containers and init containers, in order.
+    pub images: Vec<String>,
+    pub spec_hash: Option<String>,
+    /// The catalog image digest the pod was created for (olm-rs annotation).
+    pub digest: Option<String>,
+    /// Condition Ready=True.
+    pub ready: bool,
+    /// Condition DisruptionTarget=True: being evicted or preempted; OLM force-deletes it.
+    pub disrupted: bool,
+    /// Phase Failed/Unknown, or a container waiting in CrashLoopBackOff.
+    pub failing: bool,
+    /// `deletionTimestamp` set: already going away.
+    pub deleting: bool,
+}
+
+/// What the desired pod looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesiredPod {
+    pub images: Vec<String>,
+    pub spec_hash: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodPlan {
+    /// Delete with grace period 0 (disrupted pods).
+    pub force_delete: Vec<String>,
+    /// Delete with grace period 1 (stale spec, or replaced by a Ready newer pod).
+    pub delete: Vec<String>,
+    /// Create a pod, recording this digest (if known).
+    pub create: Option<Option<String>>,
+    /// No pod is serving the current spec: the registry is being (re)created.
+    pub recreating: bool,
+    /// Pods for two digests coexist: requeue soon to finish the switch.
+    pub rolling: bool,
+    /// A newer pod failed to start and was given up (until the next poll).
+    pub failed_update: Option<String>,
+}
+
+/// Decides the pod changes. `resolved_digest` is the digest the poll just got from the image
+/// registry (`None` when no poll ran or it failed).
+pub fn plan_pods(pods: &[PodView], desired: &DesiredPod, resolved_digest: Option<&str>) -> PodPlan {
+    let mut plan = PodPlan::default();
+    let live: Vec<&PodView> = pods.iter().filter(|p| !p.deleting).collect();
+    let (mut current, stale): (Vec<&PodView>, Vec<&PodView>) = live.into_iter().partition(|p| {
+        p.images == desired.images && p.spec_hash.as_deref() == Some(&desired.spec_hash)
+    });
+    plan.delete.extend(stale.iter().map(|p| p.name.clone()));
+    current.retain(|p| {
+        if p.disrupted {
+            plan.force_delete.push(p.name.clone());
+        }
+        !p.disrupted
+    });
+    if current.is_empty() {
+        plan.create = Some(resolved_digest.map(str::to_owned));
+        plan.recreating = true;
+        return plan;
+    }
+
+    // Newest first: the newest pod's digest is what is being rolled to.
+    current.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.name.cmp(&b.name)));
+    if let Some(digest) = resolved_digest
+        && !current.iter().any(|p| p.digest.as_deref() == Some(digest))
+    {
+        plan.create = Some(Some(digest.to_owned()));
+        plan.rolling = true;
+        return plan;
+    }
+    let target = resolved_digest
+        .map(str::to_owned)
+        .or_else(|| current[0].digest.clone());
+    let (newest, older): (Vec<&PodView>, Vec<&PodView>) =
+        current.iter().partition(|p| p.digest == target);
+    if older.is_empty() {
+        return plan;
+    }
+    if newest.iter().any(|p| p.ready) {
+        plan.delete.extend(older.iter().map(|p| p.name.clone()));
+    } else if newest.iter().all(|p| p.failing) {
+        // The new pods do not start; the old ones keep serving. Give up until the next poll.
+        plan.delete.extend(newest.iter().map(|p| p.name.clone()));
+        plan.failed_update = Some(format!(
+            "registry pod {} for image digest {} does not start; keeping the serving pod",
+            newest[0].name,
+            target.as_deref().unwrap_or("(unknown)")
+        ));
+    } else {
+        plan.rolling = true;
+    }
+    plan
+}
+
+/// Whether a poll is due: `interval` after the last poll (or the catalog's creation).
+pub fn poll_due(
+    last_poll: Option<Timestamp>,
+    created: Option<Timestamp>,
+    interval: std::time::Duration,
+    now: Timestamp,
+) -> bool {
+    until_next_poll(last_poll, created, interval, now).is_zero()
+}
+
+/// Time until the next poll is due (zero when due).
+pub fn until_next_poll(
+    last_poll: Option<Timestamp>,
+    created: Option<Timestamp>,
+    interval: std::time::Duration,
+    now: Timestamp,
+) -> std::time::Duration {
+    let Some(since) = last_poll.or(created) else {
+        return std::time::Duration::ZERO;
+    };
+    let interval = SignedDuration::try_from(interval).unwrap_or(SignedDuration::MAX);
+    let due = since.checked_add(interval).unwrap_or(Timestamp::MAX);
+    let left = due.duration_since(now);
+    std::time::Duration::try_from(left).unwrap_or(std::time::Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn pod(name: &str, created: &str, digest: Option<&str>, ready: bool) -> PodView {
+        PodView {
+            name: name.into(),
+            created: Some(t(created)),
+            images: vec!["quay.io/c:1".into()],
+            spec_hash: Some("h1".into()),
+            digest: digest.map(Into::into),
+            ready,
+            disrupted: false,
+            failing: false,
+            deleting: false,
+        }
+    }
+
+    fn desired() -> DesiredPod {
+        DesiredPod {
+            images: vec!["quay.io/c:1".into()],
+            spec_hash: "h1".into(),
+        }
+    }
+
+    #[test]
+    fn no_pod_creates_one_with_the_known_digest() {
+        let plan = plan_pods(&[], &desired(), Some("sha256:a"));
+        assert_eq!(plan.create, Some(Some("sha256:a".into())));
+        assert!(plan.recreating);
+        let plan = plan_pods(&[], &desired(), None);
+        assert_eq!(plan.create, Some(None));
+    }
+
+    #[test]
+    fn stale_and_disrupted_pods_are_replaced() {
+        let mut stale = pod("old", "2026-01-01T00:00:00Z", None, true);
+        stale.spec_hash = Some("h0".into());
+        let mut disrupted = pod("evicted", "2026-01-01T00:00:00Z", None, true);
+        disrupted.disrupted = true;
+        let plan = plan_pods(&[stale, disrupted], &desired(), None);
+        assert_eq!(plan.delete, ["old"]);
+        assert_eq!(plan.force_delete, ["evicted"]);
+        assert_eq!(plan.create, Some(None));
+    }
+
+    #[test]
+    fn unchanged_digest_changes_nothing() {
+        let pods = [pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true)];
+        assert_eq!(
+            plan_pods(&pods, &desired(), Some("sha256:a")),
+            PodPlan::default()
+        );
+        assert_eq!(plan_pods(&pods, &desired(), None), PodPlan::default());
+    }
+
+    #[test]
+    fn changed_digest_starts_a_pod_beside_and_switches_when_ready() {
+        let old = pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true);
+        let plan = plan_pods(std::slice::from_ref(&old), &desired(), Some("sha256:b"));
+        assert_eq!(plan.create, Some(Some("sha256:b".into())));
+        assert!(plan.rolling && plan.delete.is_empty() && !plan.recreating);
+
+        let starting = pod("p2", "2026-01-01T01:00:00Z", Some("sha256:b"), false);
+        let plan = plan_pods(&[old.clone(), starting.clone()], &desired(), None);
+        assert!(plan.rolling);
+        assert!(plan.delete.is_empty() && plan.create.is_none());
+
+        let ready = PodView {
+            ready: true,
+            ..starting
+        };
+        let plan = plan_pods(&[old, ready], &desired(), None);
+        assert_eq!(plan.delete, ["p1"]);
+        assert!(!plan.rolling);
+    }
+
+    #[test]
+    fn pod_without_recorded_digest_is_rolled_once() {
+        let unknown = pod("p1", "2026-01-01T00:00:00Z", None, true);
+        let plan = plan_pods(&[unknown], &desired(), Some("sha256:a"));
+        assert_eq!(plan.create, Some(Some("sha256:a".into())));
+    }
+
+    #[test]
+    fn failing_new_pod_is_given_up_old_keeps_serving() {
+        let old = pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true);
+        let mut new = pod("p2", "2026-01-01T01:00:00Z", Some("sha256:b"), false);
+        new.failing = true;
+        let plan = plan_pods(&[old, new], &desired(), None);
+        assert_eq!(plan.delete, ["p2"]);
+        assert!(plan.failed_update.unwrap().contains("sha256:b"));
+        // A lone failing pod is left to the kubelet's restarts: deleting it would only churn.
+        let mut alone = pod("p3", "2026-01-01T00:00:00Z", Some("sha256:a"), false);
+        alone.failing = true;
+        assert_eq!(plan_pods(&[alone], &desired(), None), PodPlan::default());
+    }
+
+    #[test]
+    fn polls_are_due_an_interval_after_the_last_one() {
+        let interval = std::time::Duration::from_secs(600);
+        let created = Some(t("2026-01-01T00:00:00Z"));
+        assert!(!poll_due(
+            None,
+            created,
+            interval,
+            t("2026-01-01T00:09:59Z")
+        ));
+        assert!(poll_due(None, created, interval, t("2026-01-01T00:10:00Z")));
+        let last = Some(t("2026-01-01T00:10:00Z"));
+        assert!(!poll_due(
+            last,
+            created,
+            interval,
+            t("2026-01-01T00:15:00Z")
+        ));
+        assert_eq!(
+            until_next_poll(last, created, interval, t("2026-01-01T00:15:00Z")),
+            std::time::Duration::from_secs(300)
+        );
+        assert!(poll_due(None, None, interval, t("2026-01-01T00:00:00Z")));
+    }
+}

@@ -1,0 +1,252 @@
+//! Stage 1 of a CatalogSource sync (spec/catalog.md §1): what kind of catalog the spec
+//! describes, or why it describes none; and the poll interval. Pure.
+
+use std::time::Duration;
+
+use crate::api::{CatalogSourceSpec, SourceType};
+
+/// Where a catalog's content comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `grpc` + `address`: dial it. Wins over `image` when both are set, as OLM dials it
+    /// (spec/catalog.md §2); olm-rs then creates no registry pod either.
+    Address(String),
+    /// `grpc` + `image`: run the registry pod and dial its Service.
+    Image(String),
+    /// `configmap` / `internal`: read the named ConfigMap.
+    ConfigMap(String),
+}
+
+/// `status.message` for a spec OLM rejects with `SpecInvalidError` (api-types-catalog.md §1.1).
+pub fn source(spec: &CatalogSourceSpec) -> Result<Source, String> {
+    let set = |v: &Option<String>| v.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+    match &spec.source_type {
+        SourceType::Grpc => match (set(&spec.address), set(&spec.image)) {
+            (Some(address), _) => Ok(Source::Address(address)),
+            (None, Some(image)) => Ok(Source::Image(image)),
+            (None, None) => Err(
+                "image and address unset: at least one must be set for sourcetype: grpc".to_owned(),
+            ),
+        },
+        SourceType::ConfigMap | SourceType::Internal => match set(&spec.config_map) {
+            Some(name) => Ok(Source::ConfigMap(name)),
+            None => Err(format!(
+                "configmap name unset: must be set for sourcetype: {}",
+                spec.source_type
+            )),
+        },
+        other => Err(format!("unknown sourcetype: {other}")),
+    }
+}
+
+/// OLM's default poll interval.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(15 * 60);
+
+/// The poll interval, when polling applies (grpc image catalogs with `registryPoll`):
+/// `Ok` when it parses, `Err((fallback, status message))` when it does not.
+pub fn poll_interval(
+    spec: &CatalogSourceSpec,
+    source: &Source,
+) -> Option<Result<Duration, (Duration, String)>> {
+    let poll = spec.update_strategy.as_ref()?.registry_poll.as_ref()?;
+    if !matches!(source, Source::Image(_)) {
+        return None;
+    }
+    let text = poll.interval.as_deref().unwrap_or_default();
+    Some(match parse_go_duration(text) {
+        Ok(d) if d > Duration::ZERO => Ok(d),
+        Ok(_) => Err((
+            DEFAULT_POLL_INTERVAL,
+            invalid_interval_message(&format!("time: interval {text:?} must be positive")),
+        )),
+        Err(e) => Err((DEFAULT_POLL_INTERVAL, invalid_interval_message(&e))),
+    })
+}
+
+fn invalid_interval_message(error: &str) -> String {
+    format!(
+        "error parsing spec.updateStrategy.registryPoll.interval. Using the default value of 15m0s instead. Error: {error}"
+    )
+}
+
+/// Go's `time.ParseDuration`: `[-+]?(<number><unit>)+` with units ns, us (µs, μs), ms, s, m, h;
+/// a bare `0` is allowed. Errors are worded as Go words them. Negative values are returned as
+/// zero (a poll interval cannot be negative).
+pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
+    let invalid = || format!("time: invalid duration {text:?}");
+    let mut s = text;
+    let negative = if let Some(rest) = s.strip_prefix('-') {
+        s = rest;
+        true
+    } else {
+        s = s.strip_prefix('+').unwrap_or(s);
+        false
+    };
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if s.is_empty() {
+        return Err(invalid());
+    }
+    let mut total_nanos: f64 = 0.0;
+    while !s.is_empty() {
+        let number_len = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(s.len());
+        let number = &s[..number_len];
+        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+            return Err(invalid());
+        }
+        let value: f64 = number.parse().map_err(|_| invalid())?;
+        s = &s[number_len..];
+        let unit_len = s
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(s.len());
+        let unit = &s[..unit_len];
+        if unit.is_empty() {
+            return Err(format!("time: missing unit in duration {text:?}"));
+        }
+        let nanos_per_unit = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(format!("time: unknown unit {unit:?} in duration {text:?}")),
+        };
+        total_nanos += value * nanos_per_unit;
+        s = &s[unit_len..];
+    }
+    if total_nanos > i64::MAX as f64 {
+        return Err(invalid());
+    }
+    if negative {
+        return Ok(Duration::ZERO);
+    }
+    Ok(Duration::from_nanos(total_nanos.round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: serde_json::Value) -> CatalogSourceSpec {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn source_kinds_and_olm_messages() {
+        let cases = [
+            (
+                serde_json::json!({"sourceType": "grpc", "address": "r:50051"}),
+                Ok(Source::Address("r:50051".into())),
+            ),
+            (
+                serde_json::json!({"sourceType": "grpc", "address": "r:50051", "image": "quay.io/x:1"}),
+                Ok(Source::Address("r:50051".into())),
+            ),
+            (
+                serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": ""}),
+                Ok(Source::Image("quay.io/x:1".into())),
+            ),
+            (
+                serde_json::json!({"sourceType": "configmap", "configMap": "cm"}),
+                Ok(Source::ConfigMap("cm".into())),
+            ),
+            (
+                serde_json::json!({"sourceType": "internal", "configMap": "cm"}),
+                Ok(Source::ConfigMap("cm".into())),
+            ),
+            (
+                serde_json::json!({"sourceType": "grpc"}),
+                Err(
+                    "image and address unset: at least one must be set for sourcetype: grpc"
+                        .to_owned(),
+                ),
+            ),
+            (
+                serde_json::json!({"sourceType": "internal"}),
+                Err("configmap name unset: must be set for sourcetype: internal".to_owned()),
+            ),
+            (
+                serde_json::json!({"sourceType": "ftp"}),
+                Err("unknown sourcetype: ftp".to_owned()),
+            ),
+        ];
+        for (json, expected) in cases {
+            assert_eq!(source(&spec(json.clone())), expected, "{json}");
+        }
+    }
+
+    #[test]
+    fn poll_interval_applies_to_image_catalogs_only() {
+        let image = Source::Image("quay.io/x:1".into());
+        let s = spec(
+            serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
+            "updateStrategy": {"registryPoll": {"interval": "10m"}}}),
+        );
+        assert_eq!(
+            poll_interval(&s, &image),
+            Some(Ok(Duration::from_secs(600)))
+        );
+        assert_eq!(poll_interval(&s, &Source::Address("a:1".into())), None);
+        let no_poll = spec(serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1"}));
+        assert_eq!(poll_interval(&no_poll, &image), None);
+
+        let bad = spec(
+            serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
+            "updateStrategy": {"registryPoll": {"interval": "soon"}}}),
+        );
+        assert_eq!(
+            poll_interval(&bad, &image),
+            Some(Err((
+                DEFAULT_POLL_INTERVAL,
+                "error parsing spec.updateStrategy.registryPoll.interval. Using the default value of 15m0s instead. Error: time: invalid duration \"soon\"".to_owned()
+            )))
+        );
+        let empty = spec(
+            serde_json::json!({"sourceType": "grpc", "image": "quay.io/x:1",
+            "updateStrategy": {"registryPoll": {}}}),
+        );
+        assert!(matches!(poll_interval(&empty, &image), Some(Err(_))));
+    }
+
+    #[test]
+    fn go_durations() {
+        let ok = [
+            ("15m", 900.0),
+            ("1h30m", 5400.0),
+            ("45s", 45.0),
+            ("1.5h", 5400.0),
+            ("300ms", 0.3),
+            ("0", 0.0),
+            ("+2m", 120.0),
+            ("1m30s500ms", 90.5),
+        ];
+        for (text, secs) in ok {
+            assert_eq!(
+                parse_go_duration(text),
+                Ok(Duration::from_secs_f64(secs)),
+                "{text}"
+            );
+        }
+        assert_eq!(parse_go_duration("-5m"), Ok(Duration::ZERO));
+        assert_eq!(
+            parse_go_duration(""),
+            Err("time: invalid duration \"\"".into())
+        );
+        assert_eq!(
+            parse_go_duration("10"),
+            Err("time: missing unit in duration \"10\"".into())
+        );
+        assert_eq!(
+            parse_go_duration("10x"),
+            Err("time: unknown unit \"x\" in duration \"10x\"".into())
+        );
+        assert_eq!(
+            parse_go_duration("m"),
+            Err("time: invalid duration \"m\"".into())
+        );
+    }
+}
