@@ -1,11 +1,13 @@
 //! olm-rs: Operator Lifecycle Manager (OLM v0) re-built in Rust.
 //!
-//! The pure core (`api`, `catalog`, `resolve`, `plan`, `csv`, `certs`) never talks to a
-//! cluster; the thin shell (`reconcile`, `controller`, `sandbox`) reads, calls the core and
-//! writes. The README's architecture picture shows how they fit.
+//! The pure core (`api`, `catalog`, `resolve`, `plan`, `csv`, `certs`, `olm_hash`) never talks
+//! to a cluster; the thin shell (`reconcile`, `controller`, `registry`, `sandbox`) reads, calls
+//! the core and writes. The README's architecture picture shows how they fit.
 
+pub mod certs;
 pub mod controller;
 pub mod health;
 pub mod k8s;
+pub mod olm_hash;
 pub mod reconcile;
 pub mod telemetry;

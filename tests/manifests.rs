@@ -1,0 +1,78 @@
+//! The install manifests agree with each other: `config/` (kustomize) and the Helm chart grant the
+//! controller the same permissions, and every manifest parses.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize as _;
+
+fn crate_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn yaml_documents(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| {
+            serde_json::Value::deserialize(doc)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+#[test]
+fn chart_and_config_grant_the_controller_the_same_cluster_rules() {
+    let config = yaml_documents(&crate_path("config/rbac/cluster_role.yaml"));
+    let chart = yaml_documents(&crate_path("charts/olm-rs/files/cluster-role-rules.yaml"));
+    assert_eq!(config.len(), 1);
+    assert_eq!(chart.len(), 1);
+    assert_eq!(
+        config[0]["rules"], chart[0]["rules"],
+        "config/rbac/cluster_role.yaml and charts/olm-rs/files/cluster-role-rules.yaml differ"
+    );
+}
+
+#[test]
+fn controller_rbac_never_grants_wildcards() {
+    let config = yaml_documents(&crate_path("config/rbac/cluster_role.yaml"));
+    let rules = config[0]["rules"].as_array().expect("rules is a list");
+    assert!(!rules.is_empty());
+    for rule in rules {
+        for field in ["apiGroups", "resources", "verbs"] {
+            let values = rule[field].as_array().expect("rule fields are lists");
+            assert!(
+                values.iter().all(|v| v != "*"),
+                "wildcard in {field} of rule {rule}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_config_manifest_parses_and_names_its_kind() {
+    let mut seen = 0;
+    for dir in ["config/rbac", "config/manager", "config/samples"] {
+        let Ok(entries) = std::fs::read_dir(crate_path(dir)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.expect("readable dir entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+                continue;
+            }
+            for doc in yaml_documents(&path) {
+                assert!(doc["kind"].is_string(), "{}: no kind", path.display());
+                assert!(
+                    doc["apiVersion"].is_string(),
+                    "{}: no apiVersion",
+                    path.display()
+                );
+                seen += 1;
+            }
+        }
+    }
+    assert!(
+        seen >= 8,
+        "expected the rbac and manager manifests, found {seen} documents"
+    );
+}
