@@ -110,8 +110,7 @@ pub async fn run(
 
 /// Every reconciler of the process; each runs until the process stops.
 fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
-    let _ = ctx;
-    Vec::new()
+    vec![Box::pin(crate::reconcile::operator_group::run(ctx.clone()))]
 }
 
 async fn run_reconcilers(ctx: Arc<Context>) {

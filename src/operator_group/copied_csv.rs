@@ -140,6 +140,8 @@ pub struct CopyRecord {
     pub has_operator_namespace: bool,
     /// `olm.operatorGroup`.
     pub operator_group: Option<String>,
+    /// Whether the copy has a status yet (a create is followed by a status write).
+    pub has_status: bool,
     pub hashes: CopyHashes,
 }
 
@@ -156,6 +158,7 @@ pub fn copy_record(copy: &ClusterServiceVersion) -> Option<CopyRecord> {
         has_operator_namespace: annotations
             .is_some_and(|a| a.contains_key(OPERATOR_GROUP_NAMESPACE_ANNOTATION)),
         operator_group: annotations.and_then(|a| a.get(OPERATOR_GROUP_ANNOTATION)).cloned(),
+        has_status: copy.status.is_some(),
         hashes: copy_hashes(copy),
     })
 }

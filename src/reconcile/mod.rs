@@ -5,6 +5,9 @@
 //! `kube_runtime::Controller` (watches, owned objects, triggers) and runs it until the process
 //! stops. `controller::run` starts them all.
 
+pub mod copied_csv;
+pub mod operator_group;
+
 use std::sync::Arc;
 
 use kube::Client;
