@@ -20,11 +20,13 @@ use crate::operator_group::provided_apis::{
     ApiSet, ProviderState, csv_provided_apis, format_provided_apis, parse_provided_apis,
     prune_provided_apis,
 };
-use crate::operator_group::status::{Observed, ServiceAccountState, desired_status};
+use crate::operator_group::status::{
+    Observed, ServiceAccountState, desired_status, status_merge_patch,
+};
 use crate::operator_group::targets::{TargetError, select_targets};
 
 use super::queue::Next;
-use super::{ObjectKey, Shared};
+use super::{ObjectKey, Shared, merge_params};
 
 /// Why a group sync failed; the group is retried with back-off.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +97,8 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
     let mut current = (*og).clone();
     if let Some(status) = desired_status(&og, &observed) {
         let api: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), &key.namespace);
-        current = apply_status(&api, &key.name, &status)
+        current = api
+            .patch_status(&key.name, &merge_params(), &Patch::Merge(status_merge_patch(&status)))
             .await
             .map_err(api_error(key, "write status"))?;
         let new_ref = current.status.as_ref().and_then(|s| s.service_account_ref.clone());
@@ -153,7 +156,7 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
             PROVIDED_APIS_ANNOTATION: format_provided_apis(&pruned)
         }}});
         Api::<OperatorGroup>::namespaced(ctx.client.clone(), &key.namespace)
-            .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(&key.name, &merge_params(), &Patch::Merge(&patch))
             .await
             .map_err(api_error(key, "prune the olm.providedAPIs annotation"))?;
     }
@@ -189,7 +192,7 @@ async fn service_account_state(
     if account.labels().get(MANAGED_LABEL).map(String::as_str) != Some(MANAGED_LABEL_VALUE) {
         let patch = serde_json::json!({"metadata": {"labels": {MANAGED_LABEL: MANAGED_LABEL_VALUE}}});
         account = api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(name, &merge_params(), &Patch::Merge(&patch))
             .await
             .map_err(api_error(key, format!("label ServiceAccount {name}")))?;
     }
@@ -244,7 +247,7 @@ async fn annotate_members(shared: &Shared, og: &OperatorGroup, key: &ObjectKey) 
         }
         let name = csv.name_any();
         match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&wanted.merge_patch()))
+            .patch(&name, &merge_params(), &Patch::Merge(&wanted.merge_patch()))
             .await
         {
             Ok(_) => {}
@@ -264,9 +267,11 @@ async fn ensure_group_roles(shared: &Shared, key: &ObjectKey, apis: &ApiSet) -> 
     for desired in operator_group_cluster_roles(&key.namespace, &key.name, apis) {
         let name = desired.name_any();
         let existing = shared.caches.group_roles.find(|r| r.name_any() == name);
-        if existing.is_some_and(|r| cluster_role_matches(&r, &desired)) {
+        if existing.as_ref().is_some_and(|r| cluster_role_matches(r, &desired)) {
             continue;
         }
+        let drop_rule = desired.aggregation_rule.is_none()
+            && existing.as_ref().is_some_and(|r| r.aggregation_rule.is_some());
         // These roles are olm-rs's alone; forcing takes them over from OLM v0 after a migration
         // (same names, api-types.md §6).
         let mut body = serde_json::to_value(&desired).map_err(|e| GroupSyncError::Api {
@@ -276,11 +281,17 @@ async fn ensure_group_roles(shared: &Shared, key: &ObjectKey, apis: &ApiSet) -> 
         })?;
         body["apiVersion"] = "rbac.authorization.k8s.io/v1".into();
         body["kind"] = "ClusterRole".into();
-        // With no APIs the apply omits aggregationRule, which removes the rule olm-rs set
-        // earlier (§9.1: no APIs, no rule).
         api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&body))
             .await
             .map_err(api_error(key, format!("apply ClusterRole {name}")))?;
+        if drop_rule {
+            // §9.1: no APIs, no aggregation rule. Named explicitly: an apply that omits a field
+            // keeps it when another manager (OLM v0) set it.
+            let patch = serde_json::json!({"aggregationRule": null});
+            api.patch(&name, &merge_params(), &Patch::Merge(&patch))
+                .await
+                .map_err(api_error(key, format!("drop the aggregation rule of ClusterRole {name}")))?;
+        }
     }
     Ok(())
 }

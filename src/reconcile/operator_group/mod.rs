@@ -47,6 +47,16 @@ impl std::fmt::Display for ObjectKey {
     }
 }
 
+/// Parameters of the JSON merge patches this side sends: olm-rs's field manager. Merge patches
+/// are used for metadata of objects users own (CSVs, OperatorGroups, Namespaces,
+/// ServiceAccounts) — they touch exactly the keys named — and for whole-status writes.
+pub fn merge_params() -> kube::api::PatchParams {
+    kube::api::PatchParams {
+        field_manager: Some(crate::k8s::MANAGER.to_owned()),
+        ..Default::default()
+    }
+}
+
 /// Settings of the OperatorGroup side.
 #[derive(Debug, Clone)]
 pub struct OperatorGroupOptions {

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch};
 
 use crate::operator_group::namespace_labels::{desired_group_labels, namespace_label_patch};
 use crate::operator_group::targets::TargetNamespaces;
 
-use super::Shared;
+use super::{Shared, merge_params};
 use super::queue::Next;
 
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +44,7 @@ pub async fn sync(shared: &Shared, name: &str) -> Result<Next, NamespaceSyncErro
         return Ok(Next::Done);
     };
     let api: Api<Namespace> = Api::all(shared.ctx.client.clone());
-    match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+    match api.patch(name, &merge_params(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(Next::Done),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(Next::Done),
         Err(source) => Err(NamespaceSyncError {
