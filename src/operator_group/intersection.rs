@@ -1,7 +1,10 @@
 //! Provided-API reconciliation across intersecting OperatorGroups (operatorgroup.md §6.2), run
 //! by the CSV sync (csv.md §2 step 9). Pure: the caller passes the CSV's APIs and every group.
 
-use super::provided_apis::{ApiSet, format_provided_apis};
+use crate::api::OperatorGroup;
+use crate::api::keys::PROVIDED_APIS_ANNOTATION;
+
+use super::provided_apis::{ApiSet, format_provided_apis, parse_provided_apis};
 use super::targets::{TargetNamespaces, groups_intersect};
 
 /// OLM's message for `InterOperatorGroupOwnerConflict`; [`ApiReconciliation::message`] appends
@@ -22,6 +25,31 @@ pub struct GroupApis {
     pub provided: ApiSet,
     /// `spec.staticProvidedAPIs`.
     pub is_static: bool,
+}
+
+impl GroupApis {
+    /// Reads a group as the CSV sync sees it: `status.namespaces` (absent or invalid = none),
+    /// the `olm.providedAPIs` annotation and the static flag.
+    pub fn from_group(og: &OperatorGroup) -> Self {
+        let targets = og
+            .status
+            .as_ref()
+            .and_then(|s| TargetNamespaces::from_status(s.namespaces.as_deref()).ok())
+            .unwrap_or(TargetNamespaces::Named(Default::default()));
+        Self {
+            namespace: og.metadata.namespace.clone().unwrap_or_default(),
+            name: og.metadata.name.clone().unwrap_or_default(),
+            targets,
+            provided: og
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(PROVIDED_APIS_ANNOTATION))
+                .map(|v| parse_provided_apis(v))
+                .unwrap_or_default(),
+            is_static: og.spec.is_static(),
+        }
+    }
 }
 
 /// The outcome of §6.2's table.
