@@ -146,6 +146,7 @@ fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
     vec![
         Box::pin(crate::reconcile::cluster_service_version::run(ctx.clone())),
         Box::pin(crate::reconcile::catalog_source::run(ctx.clone())),
+        Box::pin(crate::reconcile::operator_group::run(ctx.clone())),
     ]
 }
 

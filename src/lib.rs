@@ -14,6 +14,7 @@ pub mod k8s;
 pub mod leader_election;
 pub mod metrics;
 pub mod olm_hash;
+pub mod operator_group;
 pub mod reconcile;
 pub mod registry;
 pub mod sandbox;

@@ -7,6 +7,8 @@
 
 pub mod catalog_source;
 pub mod cluster_service_version;
+pub mod copied_csv;
+pub mod operator_group;
 
 use std::sync::Arc;
 

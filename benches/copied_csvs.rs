@@ -1,0 +1,366 @@
+//! Copied CSVs at scale (csv.md §11): wall time from "an all-namespaces operator is Succeeded"
+//! until every other namespace holds its copy with status reason `Copied`, and the peak memory
+//! of the controller side, at 100, 500 and 2,000 namespaces.
+//!
+//! Set-up per run (not timed): a fresh embedded API server with OLM's CRDs, N namespaces, the
+//! OperatorGroup side of the controller with warm caches, the `global-operators` group and a
+//! real CSV from the shared catalog (rabbitmq-messaging-topology-operator 1.13.0, 35 kB of
+//! YAML; `OLM_RS_BENCH_CSV` picks another file) already annotated as a member. Timed: its status
+//! becomes Succeeded → all copies exist and carry the copied status.
+//!
+//! Memory: a counting global allocator puts a tag in front of every allocation saying which
+//! side made it, and live bytes are tracked per side. The controller's task is tagged
+//! "controller"; the API server's work is re-tagged "server" for as long as the in-process
+//! client polls into it (request futures and response bodies); everything else (this harness)
+//! is "bench". A free counts against the side that allocated, whoever frees. The figure is
+//! the controller's peak live bytes during the timed part. Printed per size after the criterion
+//! output, together with the process's peak RSS.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::HttpBody;
+use criterion::{Criterion, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, ObjectMeta, PartialObjectMeta, Patch, PatchParams, PostParams};
+use olm_rs::api::{ClusterServiceVersion, OperatorGroup, OperatorGroupSpec};
+use olm_rs::k8s::clock::SystemClock;
+use olm_rs::reconcile::operator_group::{OperatorGroupOptions, run_with};
+use olm_rs::reconcile::{Context, ControllerOptions};
+use olm_rs::sandbox::ApiServer;
+
+// ---- Allocation accounting by side ---------------------------------------------------------
+
+const BENCH: u8 = 0;
+const CONTROLLER: u8 = 1;
+const SERVER: u8 = 2;
+
+static LIVE: [AtomicIsize; 3] = [const { AtomicIsize::new(0) }; 3];
+static PEAK: [AtomicIsize; 3] = [const { AtomicIsize::new(0) }; 3];
+
+thread_local! {
+    static SIDE: Cell<u8> = const { Cell::new(BENCH) };
+}
+
+/// Every block carries a 16-byte header recording its side (16 keeps any alignment ≤ 16).
+const HEADER: usize = 16;
+
+struct ByThisSide;
+
+unsafe impl GlobalAlloc for ByThisSide {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let align = layout.align().max(HEADER);
+        let Ok(outer) = Layout::from_size_align(layout.size() + align, align) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: `outer` has a non-zero size; the header lies inside the block.
+        unsafe {
+            let base = System.alloc(outer);
+            if base.is_null() {
+                return base;
+            }
+            let side = SIDE.try_with(Cell::get).unwrap_or(BENCH);
+            let user = base.add(align);
+            user.sub(1).write(side);
+            let live = LIVE[side as usize].fetch_add(layout.size() as isize, Ordering::Relaxed)
+                + layout.size() as isize;
+            PEAK[side as usize].fetch_max(live, Ordering::Relaxed);
+            user
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let align = layout.align().max(HEADER);
+        // SAFETY: `ptr` came from `alloc` above with the same layout.
+        unsafe {
+            let side = ptr.sub(1).read();
+            LIVE[side as usize].fetch_sub(layout.size() as isize, Ordering::Relaxed);
+            let outer = Layout::from_size_align_unchecked(layout.size() + align, align);
+            System.dealloc(ptr.sub(align), outer);
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: ByThisSide = ByThisSide;
+
+/// Runs `inner` with allocations attributed to `side` while it is polled.
+struct Tagged<F> {
+    side: u8,
+    inner: F,
+}
+
+impl<F: Future + Unpin> Future for Tagged<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
+        let previous = SIDE.with(|s| s.replace(self.side));
+        let out = Pin::new(&mut self.inner).poll(cx);
+        SIDE.with(|s| s.set(previous));
+        out
+    }
+}
+
+fn tagged<F: Future>(side: u8, inner: F) -> Tagged<Pin<Box<F>>> {
+    Tagged {
+        side,
+        inner: Box::pin(inner),
+    }
+}
+
+/// A response body whose polling is attributed to the server (watch streams are produced as
+/// the client reads them).
+struct ServerBody<B>(B);
+
+impl<B: HttpBody + Unpin> HttpBody for ServerBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        let previous = SIDE.with(|s| s.replace(SERVER));
+        let out = Pin::new(&mut self.0).poll_frame(cx);
+        SIDE.with(|s| s.set(previous));
+        out
+    }
+}
+
+/// The embedded server's router with its work attributed to the server side.
+#[derive(Clone)]
+struct ServerSide(axum::Router);
+
+impl tower::Service<http::Request<kube::client::Body>> for ServerSide {
+    type Response = http::Response<ServerBody<axum::body::Body>>;
+    type Error = std::convert::Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        let mut router = self.0.clone();
+        let previous = SIDE.with(|s| s.replace(SERVER));
+        let call = tower::Service::call(&mut router, request);
+        SIDE.with(|s| s.set(previous));
+        Box::pin(tagged(SERVER, async move {
+            let response = call.await?;
+            Ok(response.map(ServerBody))
+        }))
+    }
+}
+
+fn live(side: u8) -> isize {
+    LIVE[side as usize].load(Ordering::Relaxed)
+}
+
+fn reset_peak(side: u8) {
+    PEAK[side as usize].store(live(side), Ordering::Relaxed);
+}
+
+fn peak(side: u8) -> isize {
+    PEAK[side as usize].load(Ordering::Relaxed)
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+// ---- One run --------------------------------------------------------------------------------
+
+fn bench_csv() -> ClusterServiceVersion {
+    let path = std::env::var_os("OLM_RS_BENCH_CSV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            common::shared_dir().join(
+                "data/catalogs/community-operators-prod/operators/rabbitmq-messaging-topology-operator/1.13.0/manifests/rabbitmq.clusterserviceversion.yaml",
+            )
+        });
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut csv: ClusterServiceVersion =
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    csv.metadata.namespace = Some("operators".into());
+    csv.status = None;
+    csv
+}
+
+struct Measurement {
+    elapsed: Duration,
+    controller_peak: isize,
+    copies: usize,
+}
+
+async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement {
+    let server = ApiServer::new();
+    let client = kube::Client::new(ServerSide(server.service()), "default");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in olm_rs::api::crd::all().expect("CRDs") {
+        crds.create(&PostParams::default(), &crd).await.expect("install CRD");
+    }
+    let ns_api: Api<Namespace> = Api::all(client.clone());
+    let mut names: Vec<String> = (0..namespaces).map(|i| format!("tenant-{i:05}")).collect();
+    names.push("operators".into());
+    for name in &names {
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        ns_api.create(&PostParams::default(), &ns).await.expect("namespace");
+    }
+    let expected = ns_api.list(&ListParams::default()).await.expect("namespaces").items.len() - 1;
+
+    let groups: Api<OperatorGroup> = Api::namespaced(client.clone(), "operators");
+    groups
+        .create(
+            &PostParams::default(),
+            &OperatorGroup::new("global-operators", OperatorGroupSpec::default()),
+        )
+        .await
+        .expect("group");
+    let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), "operators");
+    let name = csv.metadata.name.clone().expect("CSV name");
+    csvs.create(&PostParams::default(), csv).await.expect("CSV");
+
+    // The controller, with its own client (its request handling is tagged server-side too).
+    let controller_client = kube::Client::new(ServerSide(server.service()), "default");
+    let ctx = Arc::new(Context::new(
+        controller_client,
+        Arc::new(SystemClock),
+        ControllerOptions::default(),
+    ));
+    let options = OperatorGroupOptions {
+        resync: Duration::from_secs(3600),
+        ..OperatorGroupOptions::default()
+    };
+    let controller = tokio::spawn(tagged(CONTROLLER, run_with(ctx, options)));
+
+    // Wait until the group has made the CSV a member (caches warm, nothing copied yet).
+    loop {
+        let got = csvs.get(&name).await.expect("CSV");
+        if got.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("olm.targetNamespaces")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    reset_peak(CONTROLLER);
+    let started = Instant::now();
+    let status = serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "status": {"phase": "Succeeded", "reason": "InstallSucceeded",
+                   "message": "install strategy completed with no errors",
+                   "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    });
+    csvs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("status");
+
+    let all: Api<PartialObjectMeta<ClusterServiceVersion>> = Api::all(client.clone());
+    let full: Api<ClusterServiceVersion> = Api::all(client.clone());
+    let selector = ListParams::default().labels("olm.copiedFrom=operators");
+    let copies = loop {
+        let count = all.list_metadata(&selector).await.expect("list").items.len();
+        if count >= expected && all_copied(&full, expected).await {
+            break count;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let elapsed = started.elapsed();
+    let controller_peak = peak(CONTROLLER);
+    controller.abort();
+    let _ = controller.await;
+    Measurement {
+        elapsed,
+        controller_peak,
+        copies,
+    }
+}
+
+/// Whether `expected` copies carry the copied status (paged, so the check stays small).
+async fn all_copied(api: &Api<ClusterServiceVersion>, expected: usize) -> bool {
+    let mut params = ListParams::default().labels("olm.copiedFrom=operators").limit(200);
+    let mut done = 0;
+    loop {
+        let page = api.list(&params).await.expect("list");
+        done += page
+            .items
+            .iter()
+            .filter(|c| c.status.as_ref().and_then(|s| s.reason.as_ref()).map(|r| r.as_str()) == Some("Copied"))
+            .count();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    done >= expected
+}
+
+fn copied_csvs(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let csv = bench_csv();
+    let sizes: Vec<usize> = std::env::var("OLM_RS_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![100, 500, 2000]);
+    let mut summary = Vec::new();
+    let mut group = c.benchmark_group("copied_csvs");
+    // Each run takes seconds: ten runs per size, one iteration each.
+    group
+        .sample_size(10)
+        .sampling_mode(criterion::SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(1));
+    for &n in &sizes {
+        let mut peaks = Vec::new();
+        group.bench_function(format!("namespaces_{n}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let m = runtime.block_on(run_once(n, &csv));
+                    assert!(m.copies >= n, "only {} copies for {n} namespaces", m.copies);
+                    peaks.push(m.controller_peak);
+                    total += m.elapsed;
+                }
+                total
+            })
+        });
+        peaks.sort();
+        summary.push((n, peaks.first().copied().unwrap_or(0), peaks.last().copied().unwrap_or(0), peaks.len()));
+    }
+    group.finish();
+    eprintln!("\ncopied_csvs: controller-side peak live heap during the timed part (min..max over runs)");
+    for (n, low, high, runs) in summary {
+        eprintln!(
+            "  {n:>5} namespaces: {:.1}..{:.1} MiB over {runs} runs",
+            low as f64 / 1048576.0,
+            high as f64 / 1048576.0
+        );
+    }
+    eprintln!("  process peak RSS (server + controller + harness): {} MiB", peak_rss_kib() / 1024);
+}
+
+criterion_group!(benches, copied_csvs);
+criterion_main!(benches);
