@@ -148,7 +148,7 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
 
     let cluster_roles: Api<ClusterRole> = Api::all(cluster.client.clone());
     let lifted = eventually("lifted ClusterRole", || async { cluster_roles.get("demo.v1-demo-sa-x1").await.ok() }).await;
-    let lifted_rules = lifted.rules.unwrap();
+    let lifted_rules = lifted.rules.clone().unwrap();
     assert_eq!(lifted_rules[0], rules[0]);
     assert_eq!(lifted_rules[1].resources.as_deref(), Some(&["namespaces".to_string()][..]));
     assert_eq!(lifted.labels()["olm.owner"], "demo.v1");

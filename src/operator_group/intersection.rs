@@ -169,7 +169,7 @@ mod tests {
         // An all-namespaces group elsewhere claims it.
         let global = group("operators", "global", TargetNamespaces::All, A);
         assert_eq!(
-            reconcile_provided_apis(&apis, &mine, &[global.clone()]),
+            reconcile_provided_apis(&apis, &mine, std::slice::from_ref(&global)),
             ApiReconciliation::RemoveApis(String::new())
         );
         let fresh = group("ns1", "og", named(&["ns1"]), "");

@@ -204,7 +204,7 @@ mod tests {
     fn prune_waits_for_a_pending_csv_about_to_add_apis() {
         let annotation = set(&["A.v1.g", "Old.v1.g"]);
         let pending = provider(&["A.v1.g", "C.v1.g"], CsvPhase::Pending);
-        assert_eq!(prune_provided_apis(&annotation, &[pending.clone()]), None);
+        assert_eq!(prune_provided_apis(&annotation, std::slice::from_ref(&pending)), None);
         let deleting = ProviderState {
             deleting: true,
             ..pending
