@@ -9,5 +9,6 @@ pub mod controller;
 pub mod health;
 pub mod k8s;
 pub mod olm_hash;
+pub mod plan;
 pub mod reconcile;
 pub mod telemetry;
