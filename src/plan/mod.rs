@@ -9,6 +9,7 @@ pub mod gc;
 pub mod kinds;
 pub mod name;
 pub mod object;
+pub mod prepare;
 pub mod rbac;
 pub mod steps;
 
