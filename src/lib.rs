@@ -11,4 +11,5 @@ pub mod k8s;
 pub mod olm_hash;
 pub mod plan;
 pub mod reconcile;
+pub mod resolve;
 pub mod telemetry;

@@ -56,7 +56,14 @@ pub fn prepare_object(
     let Some(metadata) = metadata.as_object_mut() else {
         return object;
     };
-    for server_field in ["resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"] {
+    for server_field in [
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "managedFields",
+        "selfLink",
+    ] {
         metadata.remove(server_field);
     }
     let labels = sub_map(metadata, "labels");
@@ -87,7 +94,11 @@ pub fn prepare_object(
                     *refs = Value::Array(Vec::new());
                 }
                 if let Some(refs) = refs.as_array_mut() {
-                    refs.retain(|r| r.get("uid").and_then(Value::as_str).is_some_and(|u| !u.is_empty()));
+                    refs.retain(|r| {
+                        r.get("uid")
+                            .and_then(Value::as_str)
+                            .is_some_and(|u| !u.is_empty())
+                    });
                     if !refs.iter().any(|r| r["uid"] == owner.uid.as_str()) {
                         refs.push(csv_owner_reference(owner));
                     }
@@ -107,7 +118,10 @@ pub fn prepare_object(
 /// Owner references of a live object merged with the desired ones (ServiceAccounts keep every
 /// owner: several CSVs may share one, §7.3).
 pub fn merge_owner_references(live: Option<&Value>, desired: &mut Value) {
-    let Some(live_refs) = live.and_then(|l| l.pointer("/metadata/ownerReferences")).and_then(Value::as_array) else {
+    let Some(live_refs) = live
+        .and_then(|l| l.pointer("/metadata/ownerReferences"))
+        .and_then(Value::as_array)
+    else {
         return;
     };
     let Some(metadata) = desired.get_mut("metadata").and_then(Value::as_object_mut) else {
@@ -133,7 +147,10 @@ pub fn merge_installed_alongside(
     csv_exists: impl Fn(&str, &str) -> bool,
 ) {
     const PREFIX: &str = "operatorframework.io/installed-alongside-";
-    let Some(live_annotations) = live.pointer("/metadata/annotations").and_then(Value::as_object) else {
+    let Some(live_annotations) = live
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    else {
         return;
     };
     let Some(metadata) = desired.get_mut("metadata").and_then(Value::as_object_mut) else {
@@ -141,7 +158,9 @@ pub fn merge_installed_alongside(
     };
     let annotations = sub_map(metadata, "annotations");
     for (key, value) in live_annotations {
-        let Some(target) = value.as_str() else { continue };
+        let Some(target) = value.as_str() else {
+            continue;
+        };
         if !key.starts_with(PREFIX) || annotations.contains_key(key) {
             continue;
         }
@@ -182,11 +201,21 @@ mod tests {
     fn namespaced_objects_are_moved_labelled_and_owned() {
         let manifest = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "namespace": "elsewhere", "resourceVersion": "9"}});
-        let out = prepare_object(StepKind::ConfigMap, Scope::Namespaced, &manifest, "ns", "op.v1", Some(&owner()));
+        let out = prepare_object(
+            StepKind::ConfigMap,
+            Scope::Namespaced,
+            &manifest,
+            "ns",
+            "op.v1",
+            Some(&owner()),
+        );
         assert_eq!(out["metadata"]["namespace"], "ns");
         assert_eq!(out["metadata"]["labels"]["olm.managed"], "true");
         assert_eq!(out["metadata"]["ownerReferences"][0]["uid"], "u-1");
-        assert_eq!(out["metadata"]["ownerReferences"][0]["blockOwnerDeletion"], false);
+        assert_eq!(
+            out["metadata"]["ownerReferences"][0]["blockOwnerDeletion"],
+            false
+        );
         assert!(out["metadata"].get("resourceVersion").is_none());
     }
 
@@ -199,7 +228,14 @@ mod tests {
         assert_eq!(out["metadata"]["labels"]["olm.owner.namespace"], "ns");
         assert!(out["metadata"].get("ownerReferences").is_none());
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "w.example.com"}});
-        let out = prepare_object(StepKind::CustomResourceDefinition, Scope::Cluster, &crd, "ns", "op.v1", None);
+        let out = prepare_object(
+            StepKind::CustomResourceDefinition,
+            Scope::Cluster,
+            &crd,
+            "ns",
+            "op.v1",
+            None,
+        );
         let key = installed_alongside_annotation_key("ns", "op.v1");
         assert_eq!(out["metadata"]["annotations"][key.as_str()], "ns/op.v1");
     }
@@ -211,8 +247,17 @@ mod tests {
             installed_alongside_annotation_key("other", "gone.v1"): "other/gone.v1",
             "unrelated": "x"}}});
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "w.example.com"}});
-        let mut desired = prepare_object(StepKind::CustomResourceDefinition, Scope::Cluster, &crd, "ns", "op.v1", None);
-        merge_installed_alongside(&live, &mut desired, |ns, name| ns == "ns" && name == "op.v0");
+        let mut desired = prepare_object(
+            StepKind::CustomResourceDefinition,
+            Scope::Cluster,
+            &crd,
+            "ns",
+            "op.v1",
+            None,
+        );
+        merge_installed_alongside(&live, &mut desired, |ns, name| {
+            ns == "ns" && name == "op.v0"
+        });
         let annotations = desired["metadata"]["annotations"].as_object().unwrap();
         assert_eq!(annotations.len(), 2, "{annotations:?}");
         assert!(annotations.values().any(|v| v == "ns/op.v0"));
@@ -222,9 +267,21 @@ mod tests {
     fn service_accounts_keep_every_owner() {
         let live = json!({"metadata": {"ownerReferences": [{"uid": "u-0", "name": "op.v0"}]}});
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op"}});
-        let mut desired = prepare_object(StepKind::ServiceAccount, Scope::Namespaced, &sa, "ns", "op.v1", Some(&owner()));
+        let mut desired = prepare_object(
+            StepKind::ServiceAccount,
+            Scope::Namespaced,
+            &sa,
+            "ns",
+            "op.v1",
+            Some(&owner()),
+        );
         merge_owner_references(Some(&live), &mut desired);
-        let uids: Vec<&str> = desired["metadata"]["ownerReferences"].as_array().unwrap().iter().map(|r| r["uid"].as_str().unwrap()).collect();
+        let uids: Vec<&str> = desired["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["uid"].as_str().unwrap())
+            .collect();
         assert_eq!(uids, ["u-0", "u-1"]);
     }
 }

@@ -10,18 +10,7 @@ use super::rbac::rbac_manifests;
 /// Annotation on CSVs created by InstallPlans: the bundle's properties.
 pub const PROPERTIES_ANNOTATION: &str = "operatorframework.io/properties";
 
-/// A CatalogSource, as steps and plans name it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CatalogRef {
-    pub name: String,
-    pub namespace: String,
-}
-
-impl std::fmt::Display for CatalogRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub use crate::resolve::CatalogRef;
 
 /// A bundle whose content is known (from `olm.bundle.object` properties / `csvJson`).
 #[derive(Debug, Clone)]
