@@ -3,7 +3,9 @@
 //! delete, and the pure half of executing a plan. Nothing here talks to a cluster.
 //! spec/subscription-installplan.md §5–§8, §11.
 
+pub mod content;
 pub mod crd_safety;
+pub mod draft;
 pub mod error;
 pub mod gc;
 pub mod kinds;
@@ -13,8 +15,12 @@ pub mod prepare;
 pub mod rbac;
 pub mod steps;
 
+pub use content::{ContentError, bundle_content};
 pub use crd_safety::{
     CrdUpdateCheck, CrdUpdateError, VersionToValidate, check_crd_update, versions_to_validate,
+};
+pub use draft::{
+    PlanDraft, RESOLUTION_LABEL, ServedSubscription, next_generation, plan_reference, wire_step,
 };
 pub use error::PlanError;
 pub use gc::{PlanForGc, plans_to_delete};

@@ -10,6 +10,7 @@ pub mod decide;
 pub mod explain;
 pub mod input;
 pub mod installed;
+pub mod subscription;
 
 pub use decide::{Claims, Decision, Outcome, Target, Why, decide, decide_one};
 pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};
