@@ -4,6 +4,7 @@
 //! to a cluster; the thin shell (`reconcile`, `controller`, `registry`, `sandbox`) reads, calls
 //! the core and writes. The README's architecture picture shows how they fit.
 
+pub mod api;
 pub mod certs;
 pub mod controller;
 pub mod health;

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod crds;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "olm-rs",
@@ -23,6 +25,11 @@ pub enum Command {
     Run(run::RunArgs),
     /// Print the olm-rs version.
     Version,
+    /// Print the CustomResourceDefinitions (OLM's five kinds and OLMConfig) as one YAML stream.
+    ///
+    /// The ClusterServiceVersion CRD is too large for client-side apply; use
+    /// `olm-rs crds | kubectl apply --server-side -f -`.
+    Crds,
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -32,5 +39,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("olm-rs {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Crds => crds::run(),
     }
 }
