@@ -11,8 +11,10 @@ pub mod gc;
 pub mod kinds;
 pub mod name;
 pub mod object;
+pub mod phase;
 pub mod prepare;
 pub mod rbac;
+pub mod scope;
 pub mod steps;
 
 pub use content::{ContentError, bundle_content};
