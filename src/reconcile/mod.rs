@@ -5,6 +5,8 @@
 //! `kube_runtime::Controller` (watches, owned objects, triggers) and runs it until the process
 //! stops. `controller::run` starts them all.
 
+pub mod install_plan;
+
 use std::sync::Arc;
 
 use kube::Client;
