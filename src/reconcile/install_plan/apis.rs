@@ -39,7 +39,11 @@ pub enum ApiLookupError {
 }
 
 /// The resource of `object` (a step of kind `kind`).
-pub async fn step_api(client: &Client, kind: StepKind, object: &StepObject) -> Result<StepApi, ApiLookupError> {
+pub async fn step_api(
+    client: &Client,
+    kind: StepKind,
+    object: &StepObject,
+) -> Result<StepApi, ApiLookupError> {
     let manifest_kind = StepKind::manifest_kind(&object.kind);
     let gvk = GroupVersionKind::gvk(&object.group, &object.version, manifest_kind);
     let plural = match kind {
@@ -71,7 +75,9 @@ pub async fn step_api(client: &Client, kind: StepKind, object: &StepObject) -> R
             },
         }),
         Err(kube::Error::Discovery(_)) => Err(not_found(object, manifest_kind)),
-        Err(kube::Error::Api(status)) if status.code == 404 => Err(not_found(object, manifest_kind)),
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(not_found(object, manifest_kind))
+        }
         Err(source) => Err(ApiLookupError::Discovery {
             kind: manifest_kind.to_owned(),
             name: object.name.clone(),

@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::Client;
 use serde_json::Value;
 
 use super::apis::{StepApi, step_api};
@@ -21,7 +21,9 @@ use crate::plan::crd_safety::{CrdUpdateCheck, check_crd_update, versions_to_vali
 use crate::plan::kinds::{Scope, StepKind, supported_kind_names};
 use crate::plan::object::StepObject;
 use crate::plan::phase::PassOutcome;
-use crate::plan::prepare::{OwnerCsv, merge_installed_alongside, merge_owner_references, prepare_object};
+use crate::plan::prepare::{
+    OwnerCsv, merge_installed_alongside, merge_owner_references, prepare_object,
+};
 
 /// What a pass needs.
 pub struct Pass<'a> {
@@ -48,15 +50,25 @@ impl Pass<'_> {
     pub async fn run(&self, steps: &mut [Step], warnings: &mut Warnings) -> PassOutcome {
         let parsed = match parse(steps) {
             Ok(parsed) => parsed,
-            Err(message) => return PassOutcome::StepFailed { message, permanent: true },
+            Err(message) => {
+                return PassOutcome::StepFailed {
+                    message,
+                    permanent: true,
+                };
+            }
         };
         let mut apis: HashMap<usize, StepApi> = HashMap::new();
         if let Err(outcome) = self.check(steps, &parsed, &mut apis, warnings).await {
             return outcome;
         }
         // CRDs first, then wait for them to be served.
-        for p in parsed.iter().filter(|p| p.kind == StepKind::CustomResourceDefinition) {
-            if steps[p.index].status == StepStatus::Unknown || steps[p.index].status == StepStatus::NotPresent {
+        for p in parsed
+            .iter()
+            .filter(|p| p.kind == StepKind::CustomResourceDefinition)
+        {
+            if steps[p.index].status == StepStatus::Unknown
+                || steps[p.index].status == StepStatus::NotPresent
+            {
                 match self.apply_crd(p).await {
                     Ok(status) => steps[p.index].status = status,
                     Err(message) => return failed(message),
@@ -64,7 +76,10 @@ impl Pass<'_> {
             }
         }
         let mut waiting = false;
-        for p in parsed.iter().filter(|p| p.kind == StepKind::CustomResourceDefinition) {
+        for p in parsed
+            .iter()
+            .filter(|p| p.kind == StepKind::CustomResourceDefinition)
+        {
             if steps[p.index].status == StepStatus::WaitingForApi {
                 match self.established(&p.object.name).await {
                     Ok(true) => steps[p.index].status = StepStatus::Created,
@@ -81,14 +96,21 @@ impl Pass<'_> {
             .iter()
             .filter(|p| p.kind == StepKind::ClusterServiceVersion)
             .chain(parsed.iter().filter(|p| {
-                p.kind != StepKind::ClusterServiceVersion && p.kind != StepKind::CustomResourceDefinition
+                p.kind != StepKind::ClusterServiceVersion
+                    && p.kind != StepKind::CustomResourceDefinition
             }));
         for p in order {
-            if matches!(steps[p.index].status, StepStatus::Created | StepStatus::Present) {
+            if matches!(
+                steps[p.index].status,
+                StepStatus::Created | StepStatus::Present
+            ) {
                 continue;
             }
             let Some(api) = apis.get(&p.index) else {
-                return failed(format!("no API resolved for step {} ({} {})", p.index, p.object.kind, p.object.name));
+                return failed(format!(
+                    "no API resolved for step {} ({} {})",
+                    p.index, p.object.kind, p.object.name
+                ));
             };
             match self.apply(p, api, &mut owners).await {
                 Ok(status) => steps[p.index].status = status,
@@ -126,7 +148,10 @@ impl Pass<'_> {
                         permanent: true,
                     });
                 }
-                if matches!(steps[p.index].status, StepStatus::Unknown | StepStatus::NotPresent) {
+                if matches!(
+                    steps[p.index].status,
+                    StepStatus::Unknown | StepStatus::NotPresent
+                ) {
                     self.check_crd(p, warnings).await.map_err(failed)?;
                 }
                 continue;
@@ -136,10 +161,24 @@ impl Pass<'_> {
                     apis.insert(p.index, api);
                 }
                 // The API may come from a CRD of this very plan.
-                Err(_) if planned_crds.iter().any(|(g, k)| *g == p.object.group && k == StepKind::manifest_kind(&p.object.kind)) => {
-                    let gvk = GroupVersionKind::gvk(&p.object.group, &p.object.version, StepKind::manifest_kind(&p.object.kind));
+                Err(_)
+                    if planned_crds.iter().any(|(g, k)| {
+                        *g == p.object.group && k == StepKind::manifest_kind(&p.object.kind)
+                    }) =>
+                {
+                    let gvk = GroupVersionKind::gvk(
+                        &p.object.group,
+                        &p.object.version,
+                        StepKind::manifest_kind(&p.object.kind),
+                    );
                     let plural = format!("{}s", gvk.kind.to_ascii_lowercase());
-                    apis.insert(p.index, StepApi { resource: ApiResource::from_gvk_with_plural(&gvk, &plural), scope: p.kind.scope() });
+                    apis.insert(
+                        p.index,
+                        StepApi {
+                            resource: ApiResource::from_gvk_with_plural(&gvk, &plural),
+                            scope: p.kind.scope(),
+                        },
+                    );
                 }
                 Err(e) => return Err(failed(e.to_string())),
             }
@@ -149,7 +188,11 @@ impl Pass<'_> {
 
     async fn check_crd(&self, p: &Parsed, warnings: &mut Warnings) -> Result<(), String> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let Some(existing) = crds.get_opt(&p.object.name).await.map_err(|e| api_error("reading", p, &e))? else {
+        let Some(existing) = crds
+            .get_opt(&p.object.name)
+            .await
+            .map_err(|e| api_error("reading", p, &e))?
+        else {
             return Ok(());
         };
         let existing = serde_json::to_value(&existing).map_err(|e| e.to_string())?;
@@ -175,17 +218,24 @@ impl Pass<'_> {
 
     /// Every custom resource of `crd` at `version`, listed through that version, paginated.
     async fn list_resources(&self, crd: &Value, version: &str) -> Result<Vec<Value>, String> {
-        let text = |path: &str| crd.pointer(path).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let text = |path: &str| {
+            crd.pointer(path)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         let gvk = GroupVersionKind::gvk(&text("/spec/group"), version, &text("/spec/names/kind"));
         let resource = ApiResource::from_gvk_with_plural(&gvk, &text("/spec/names/plural"));
         let api: Api<DynamicObject> = Api::all_with(self.admin.clone(), &resource);
         let mut out = Vec::new();
         let mut params = ListParams::default().limit(500);
         loop {
-            let page = api
-                .list(&params)
-                .await
-                .map_err(|e| format!("listing existing {}/{} {}: {e}", gvk.group, gvk.version, gvk.kind))?;
+            let page = api.list(&params).await.map_err(|e| {
+                format!(
+                    "listing existing {}/{} {}: {e}",
+                    gvk.group, gvk.version, gvk.kind
+                )
+            })?;
             for item in page.items {
                 let mut value = serde_json::to_value(&item).map_err(|e| e.to_string())?;
                 // Listed objects carry no apiVersion/kind on every server; the message needs them.
@@ -202,10 +252,22 @@ impl Pass<'_> {
 
     async fn apply_crd(&self, p: &Parsed) -> Result<StepStatus, String> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let mut desired = prepare_object(p.kind, Scope::Cluster, &p.object.manifest, self.namespace, &p.resolving, None);
-        match crds.get_opt(&p.object.name).await.map_err(|e| api_error("reading", p, &e))? {
+        let mut desired = prepare_object(
+            p.kind,
+            Scope::Cluster,
+            &p.object.manifest,
+            self.namespace,
+            &p.resolving,
+            None,
+        );
+        match crds
+            .get_opt(&p.object.name)
+            .await
+            .map_err(|e| api_error("reading", p, &e))?
+        {
             None => {
-                let crd: CustomResourceDefinition = serde_json::from_value(desired).map_err(|e| format!("CustomResourceDefinition {}: {e}", p.object.name))?;
+                let crd: CustomResourceDefinition = serde_json::from_value(desired)
+                    .map_err(|e| format!("CustomResourceDefinition {}: {e}", p.object.name))?;
                 match crds.create(&PostParams::default(), &crd).await {
                     Ok(_) => Ok(StepStatus::WaitingForApi),
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(StepStatus::WaitingForApi),
@@ -215,45 +277,91 @@ impl Pass<'_> {
             Some(live) => {
                 let live = serde_json::to_value(&live).map_err(|e| e.to_string())?;
                 let csvs = self.csv_names().await?;
-                merge_installed_alongside(&live, &mut desired, |ns, name| ns == self.namespace && csvs.iter().any(|c| c == name));
+                merge_installed_alongside(&live, &mut desired, |ns, name| {
+                    ns == self.namespace && csvs.iter().any(|c| c == name)
+                });
                 strip_status(&mut desired);
-                crds.patch(&p.object.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&desired))
-                    .await
-                    .map_err(|e| api_error("updating", p, &e))?;
+                crds.patch(
+                    &p.object.name,
+                    &PatchParams::apply(MANAGER).force(),
+                    &Patch::Apply(&desired),
+                )
+                .await
+                .map_err(|e| api_error("updating", p, &e))?;
                 Ok(StepStatus::Present)
             }
         }
     }
 
     async fn csv_names(&self) -> Result<Vec<String>, String> {
-        let api: Api<DynamicObject> = Api::namespaced_with(self.admin.clone(), self.namespace, &csv_resource());
-        let list = api.list_metadata(&ListParams::default()).await.map_err(|e| format!("listing CSVs in {}: {e}", self.namespace))?;
-        Ok(list.items.into_iter().filter_map(|o| o.metadata.name).collect())
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.admin.clone(), self.namespace, &csv_resource());
+        let list = api
+            .list_metadata(&ListParams::default())
+            .await
+            .map_err(|e| format!("listing CSVs in {}: {e}", self.namespace))?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|o| o.metadata.name)
+            .collect())
     }
 
     async fn established(&self, name: &str) -> Result<bool, String> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let crd = crds.get_opt(name).await.map_err(|e| format!("reading CustomResourceDefinition {name}: {e}"))?;
-        let conditions = crd.and_then(|c| c.status).and_then(|s| s.conditions).unwrap_or_default();
-        let is_true = |t: &str| conditions.iter().any(|c| c.type_ == t && c.status == "True");
+        let crd = crds
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading CustomResourceDefinition {name}: {e}"))?;
+        let conditions = crd
+            .and_then(|c| c.status)
+            .and_then(|s| s.conditions)
+            .unwrap_or_default();
+        let is_true = |t: &str| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == t && c.status == "True")
+        };
         Ok(is_true("Established") && is_true("NamesAccepted"))
     }
 
-    async fn apply(&self, p: &Parsed, api: &StepApi, owners: &mut HashMap<String, OwnerCsv>) -> Result<StepStatus, String> {
+    async fn apply(
+        &self,
+        p: &Parsed,
+        api: &StepApi,
+        owners: &mut HashMap<String, OwnerCsv>,
+    ) -> Result<StepStatus, String> {
         let resolving = p.resolving.as_str();
         let resources: Api<DynamicObject> = match api.scope {
-            Scope::Namespaced => Api::namespaced_with(self.steps.clone(), self.namespace, &api.resource),
+            Scope::Namespaced => {
+                Api::namespaced_with(self.steps.clone(), self.namespace, &api.resource)
+            }
             Scope::Cluster => Api::all_with(self.steps.clone(), &api.resource),
         };
         let needs_owner = api.scope == Scope::Namespaced && !p.kind.create_only();
-        let owner = if needs_owner { Some(self.owner(resolving, owners).await?) } else { None };
-        let mut desired = prepare_object(p.kind, api.scope, &p.object.manifest, self.namespace, resolving, owner.as_ref());
-        let live = resources.get_opt(&p.object.name).await.map_err(|e| api_error("reading", p, &e))?;
+        let owner = if needs_owner {
+            Some(self.owner(resolving, owners).await?)
+        } else {
+            None
+        };
+        let mut desired = prepare_object(
+            p.kind,
+            api.scope,
+            &p.object.manifest,
+            self.namespace,
+            resolving,
+            owner.as_ref(),
+        );
+        let live = resources
+            .get_opt(&p.object.name)
+            .await
+            .map_err(|e| api_error("reading", p, &e))?;
         if p.kind.create_only() {
             if live.is_some() {
                 return Ok(StepStatus::Present);
             }
-            let object: DynamicObject = serde_json::from_value(desired).map_err(|e| format!("{} {}: {e}", p.object.kind, p.object.name))?;
+            let object: DynamicObject = serde_json::from_value(desired)
+                .map_err(|e| format!("{} {}: {e}", p.object.kind, p.object.name))?;
             return match resources.create(&PostParams::default(), &object).await {
                 Ok(_) => Ok(StepStatus::Created),
                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(StepStatus::Present),
@@ -265,17 +373,40 @@ impl Pass<'_> {
             merge_owner_references(live_value.as_ref(), &mut desired);
         }
         resources
-            .patch(&p.object.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&desired))
+            .patch(
+                &p.object.name,
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&desired),
+            )
             .await
-            .map_err(|e| api_error(if live.is_some() { "updating" } else { "creating" }, p, &e))?;
-        Ok(if live.is_some() { StepStatus::Present } else { StepStatus::Created })
+            .map_err(|e| {
+                api_error(
+                    if live.is_some() {
+                        "updating"
+                    } else {
+                        "creating"
+                    },
+                    p,
+                    &e,
+                )
+            })?;
+        Ok(if live.is_some() {
+            StepStatus::Present
+        } else {
+            StepStatus::Created
+        })
     }
 
-    async fn owner(&self, csv: &str, owners: &mut HashMap<String, OwnerCsv>) -> Result<OwnerCsv, String> {
+    async fn owner(
+        &self,
+        csv: &str,
+        owners: &mut HashMap<String, OwnerCsv>,
+    ) -> Result<OwnerCsv, String> {
         if let Some(owner) = owners.get(csv) {
             return Ok(owner.clone());
         }
-        let api: Api<DynamicObject> = Api::namespaced_with(self.admin.clone(), self.namespace, &csv_resource());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.admin.clone(), self.namespace, &csv_resource());
         let found = api
             .get_metadata_opt(csv)
             .await
@@ -305,7 +436,10 @@ fn strip_status(object: &mut Value) {
 }
 
 fn failed(message: String) -> PassOutcome {
-    PassOutcome::StepFailed { message, permanent: false }
+    PassOutcome::StepFailed {
+        message,
+        permanent: false,
+    }
 }
 
 fn api_error(action: &str, p: &Parsed, error: &kube::Error) -> String {
@@ -313,7 +447,11 @@ fn api_error(action: &str, p: &Parsed, error: &kube::Error) -> String {
         kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
         other => other.to_string(),
     };
-    format!("error {action} {} {}: {detail}", StepKind::manifest_kind(&p.object.kind), p.object.name)
+    format!(
+        "error {action} {} {}: {detail}",
+        StepKind::manifest_kind(&p.object.kind),
+        p.object.name
+    )
 }
 
 /// Reads every step; an unsupported kind or unreadable manifest makes the plan unusable.
@@ -336,7 +474,10 @@ fn parse(steps: &mut [Step]) -> Result<Vec<Parsed>, String> {
             .as_deref()
             .ok_or_else(|| format!("the InstallPlan contains invalid data: step {index} ({} {}) has no manifest", r.kind, r.name))
             .and_then(|m| serde_json::from_str(m).map_err(|e| format!("the InstallPlan contains invalid data: step {index} ({} {}): manifest is not JSON: {e}", r.kind, r.name)))?;
-        if manifest.get("catalogSourceName").is_some() && manifest.get("kind").and_then(Value::as_str) == Some("ConfigMap") && r.kind != "ConfigMap" {
+        if manifest.get("catalogSourceName").is_some()
+            && manifest.get("kind").and_then(Value::as_str) == Some("ConfigMap")
+            && r.kind != "ConfigMap"
+        {
             return Err(format!(
                 "step {index} ({} {}) refers to an unpacked bundle ConfigMap; olm-rs does not read unpacked bundle images yet",
                 r.kind, r.name

@@ -10,7 +10,11 @@ use kube::Client;
 use kube::client::Body;
 
 /// `client`, with every request made as `system:serviceaccount:<namespace>:<name>`.
-pub fn impersonating(client: &Client, namespace: &str, name: &str) -> Result<Client, http::header::InvalidHeaderValue> {
+pub fn impersonating(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Client, http::header::InvalidHeaderValue> {
     let user = HeaderValue::from_str(&format!("system:serviceaccount:{namespace}:{name}"))?;
     let all = HeaderValue::from_static("system:serviceaccounts");
     let own = HeaderValue::from_str(&format!("system:serviceaccounts:{namespace}"))?;

@@ -11,9 +11,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, ListParams, PostParams};
+use kube::{Resource, ResourceExt};
 use kube_runtime::controller::{Action, Controller};
 use kube_runtime::watcher;
-use kube::{Resource, ResourceExt};
 
 use crate::api::{InstallPlan, InstallPlanPhase, OperatorGroup};
 use crate::plan::phase::{self, Gate, PassOutcome};
@@ -53,7 +53,11 @@ pub enum Synced {
 }
 
 /// Syncs one plan: the whole InstallPlan state machine for one pass.
-pub async fn sync_install_plan(ctx: &Context, namespace: &str, name: &str) -> Result<Synced, InstallPlanError> {
+pub async fn sync_install_plan(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Synced, InstallPlanError> {
     let err = |source| InstallPlanError::Api {
         namespace: namespace.to_owned(),
         name: name.to_owned(),
@@ -78,7 +82,11 @@ pub async fn sync_install_plan(ctx: &Context, namespace: &str, name: &str) -> Re
     if gate == Gate::Execute {
         phase::start(&mut status, now);
         let groups: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), namespace);
-        let groups = groups.list(&ListParams::default()).await.map_err(err)?.items;
+        let groups = groups
+            .list(&ListParams::default())
+            .await
+            .map_err(err)?
+            .items;
         match execution_identity(namespace, &groups) {
             Err(message) => {
                 phase::check_failed(&mut status, &message, now);
@@ -88,13 +96,17 @@ pub async fn sync_install_plan(ctx: &Context, namespace: &str, name: &str) -> Re
                 phase::check_passed(&mut status, now);
                 let steps_client = match &identity {
                     ExecuteAs::Controller => ctx.client.clone(),
-                    ExecuteAs::ServiceAccount { namespace: ns, name: sa } => identity::impersonating(&ctx.client, ns, sa)
-                        .map_err(|e| InstallPlanError::Identity {
+                    ExecuteAs::ServiceAccount {
+                        namespace: ns,
+                        name: sa,
+                    } => identity::impersonating(&ctx.client, ns, sa).map_err(|e| {
+                        InstallPlanError::Identity {
                             namespace: namespace.to_owned(),
                             name: name.to_owned(),
                             account: sa.clone(),
                             reason: e.to_string(),
-                        })?,
+                        }
+                    })?,
                 };
                 let pass = Pass {
                     admin: &ctx.client,
@@ -116,16 +128,25 @@ pub async fn sync_install_plan(ctx: &Context, namespace: &str, name: &str) -> Re
                 if let PassOutcome::StepFailed { message, .. } = &outcome
                     && status.phase == InstallPlanPhase::Failed
                 {
-                    ctx.events.warning(&reference, "InstallComponentFailed", message.clone()).await;
+                    ctx.events
+                        .warning(&reference, "InstallComponentFailed", message.clone())
+                        .await;
                 }
             }
         }
     }
     if status == before {
-        return Ok(if requeue.is_some() { Synced::Progressed { requeue } } else { Synced::Idle });
+        return Ok(if requeue.is_some() {
+            Synced::Progressed { requeue }
+        } else {
+            Synced::Idle
+        });
     }
     plan.status = Some(status);
-    match plans.replace_status(name, &PostParams::default(), &plan).await {
+    match plans
+        .replace_status(name, &PostParams::default(), &plan)
+        .await
+    {
         Ok(_) => Ok(Synced::Progressed { requeue }),
         // Someone else wrote the plan (e.g. a user approved it): run again on fresh data.
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(Synced::Progressed {
@@ -162,7 +183,9 @@ pub async fn run(ctx: Arc<Context>) {
 async fn reconcile(plan: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action, InstallPlanError> {
     let namespace = plan.namespace().unwrap_or_default();
     match sync_install_plan(&ctx, &namespace, &plan.name_any()).await? {
-        Synced::Progressed { requeue: Some(after) } => Ok(Action::requeue(after)),
+        Synced::Progressed {
+            requeue: Some(after),
+        } => Ok(Action::requeue(after)),
         _ => Ok(Action::await_change()),
     }
 }
