@@ -6,6 +6,7 @@
 //! stops. `controller::run` starts them all.
 
 pub mod install_plan;
+pub mod subscription;
 
 use std::sync::Arc;
 
