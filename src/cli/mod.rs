@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod crds;
+mod resolve;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,6 +31,9 @@ pub enum Command {
     /// The ClusterServiceVersion CRD is too large for client-side apply; use
     /// `olm-rs crds | kubectl apply --server-side -f -`.
     Crds,
+    /// Preview what a Subscription would install and its whole upgrade path, or why nothing
+    /// would be installed.
+    Resolve(resolve::ResolveArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -40,5 +44,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Crds => crds::run(),
+        Command::Resolve(args) => resolve::run(args),
     }
 }

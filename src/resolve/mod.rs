@@ -10,6 +10,7 @@ pub mod decide;
 pub mod explain;
 pub mod input;
 pub mod installed;
+pub mod preview;
 pub mod subscription;
 
 pub use decide::{Claims, Decision, Outcome, Target, Why, decide, decide_one};
@@ -18,6 +19,7 @@ pub use input::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,
 };
 pub use installed::installed_csv;
+pub use preview::{PathStep, Preview, preview};
 
 #[cfg(test)]
 mod tests;
