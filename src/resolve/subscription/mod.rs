@@ -28,6 +28,7 @@ use crate::plan::{
 };
 
 use super::decide::{Outcome, Target, decide};
+use super::explain::Refusal;
 use super::input::{CatalogRef, NamespaceInput};
 
 /// The namespace as the Subscription sync sees it.
@@ -128,6 +129,27 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
     // 3. Apply decisions.
     for ((update, sub), decision) in updates.iter_mut().zip(&observed).zip(decisions) {
         if is_gated(&update.status) {
+            // Waiting on its plan, the Subscription is not resolved again (step C) — except
+            // that a namespace without exactly one OperatorGroup is reported on every
+            // Subscription there, waiting or not (OLM reports it on none).
+            let og_problem = matches!(
+                &decision.outcome,
+                Outcome::Refused(Refusal::OperatorGroups { .. })
+            );
+            let mut conditions = update.status.conditions.take().unwrap_or_default();
+            let changed = match &decision.outcome {
+                Outcome::Refused(refusal) if og_problem => {
+                    set_resolution_failed(&mut conditions, refusal, &now, &mut update.notes)
+                }
+                // Any ResolutionFailed on a waiting Subscription is stale: resolution succeeded
+                // when its plan was made, and only the OperatorGroup check runs while it waits.
+                _ => remove_condition(
+                    &mut conditions,
+                    SubscriptionConditionType::ResolutionFailed.as_str(),
+                ),
+            };
+            update.status.conditions = Some(conditions);
+            update.changed |= changed;
             continue;
         }
         let status = &mut update.status;
@@ -135,25 +157,8 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
         let mut changed = false;
         match decision.outcome {
             Outcome::Refused(refusal) => {
-                let message = refusal.to_string();
-                let set = set_condition(
-                    &mut conditions,
-                    SubscriptionCondition::new(
-                        SubscriptionConditionType::ResolutionFailed,
-                        ConditionStatus::True,
-                        refusal.reason(),
-                        &message,
-                    ),
-                    &now,
-                );
-                if set {
-                    update.notes.push(Note {
-                        warning: true,
-                        reason: "ResolutionFailed",
-                        message,
-                    });
-                }
-                changed |= set;
+                changed |=
+                    set_resolution_failed(&mut conditions, &refusal, &now, &mut update.notes);
             }
             Outcome::UpToDate { .. } => {
                 changed |= clear_resolution_conditions(&mut conditions);
@@ -251,6 +256,34 @@ fn plan_for(
         generation,
         steps: order_plan(steps),
     })
+}
+
+/// `ResolutionFailed=True` with the refusal's reason and words; an event when it is new.
+fn set_resolution_failed(
+    conditions: &mut Vec<SubscriptionCondition>,
+    refusal: &Refusal,
+    now: &Time,
+    notes: &mut Vec<Note>,
+) -> bool {
+    let message = refusal.to_string();
+    let set = set_condition(
+        conditions,
+        SubscriptionCondition::new(
+            SubscriptionConditionType::ResolutionFailed,
+            ConditionStatus::True,
+            refusal.reason(),
+            &message,
+        ),
+        now,
+    );
+    if set {
+        notes.push(Note {
+            warning: true,
+            reason: "ResolutionFailed",
+            message,
+        });
+    }
+    set
 }
 
 fn clear_resolution_conditions(conditions: &mut Vec<SubscriptionCondition>) -> bool {

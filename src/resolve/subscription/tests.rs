@@ -314,3 +314,30 @@ fn a_complete_plan_deleted_later_is_reported_missing() {
     assert_eq!(c.reason.as_deref(), Some("ReferencedInstallPlanNotFound"));
     assert!(u.plan.is_none());
 }
+
+#[test]
+fn operator_group_problems_reach_subscriptions_that_wait_on_a_plan() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", Some(Approval::Manual), None);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    w.ensure(&mut s, &u, "install-ddddd");
+    w.groups.names.push("second".into());
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    let c = condition(&u.status, SubscriptionConditionType::ResolutionFailed)
+        .expect("reported while waiting");
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap()
+            .contains("2 OperatorGroups (og, second)"),
+        "{c:?}"
+    );
+    assert!(u.plan.is_none());
+    s.status = Some(u.status);
+    w.groups.names.pop();
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(
+        condition(&u.status, SubscriptionConditionType::ResolutionFailed).is_none(),
+        "cleared once fixed"
+    );
+}
