@@ -133,8 +133,10 @@ async fn preflight(client: &Client, readiness: &Readiness) -> Result<(), RunErro
     readiness.set_ready("api-server");
 
     let served = match kube::discovery::oneshot::group(client, OLM_GROUP).await {
+        // Every version, not only the preferred one: OperatorGroup's preferred version is v1
+        // while the other kinds exist only in v1alpha1.
         Ok(group) => group
-            .recommended_resources()
+            .resources_by_stability()
             .into_iter()
             .map(|(resource, _)| resource.kind)
             .collect::<Vec<_>>(),

@@ -13,4 +13,5 @@ pub mod olm_hash;
 pub mod plan;
 pub mod reconcile;
 pub mod resolve;
+pub mod sandbox;
 pub mod telemetry;

@@ -1,4 +1,4 @@
-//! `crds/` and `config/crd/` must be exactly what `olm-rs crds` generates, so that a change to
+//! `crds/`, `config/crd/` and the Helm chart's `crds/` must be exactly what `olm-rs crds` generates, so that a change to
 //! the Rust types cannot ship without the CRDs that serve them.
 //!
 //! Regenerate with `OLM_RS_UPDATE_CRDS=1 cargo test --test crds_up_to_date`.
@@ -65,6 +65,8 @@ fn crd_manifests_match_the_generator() {
     let (files, config) = expected();
     let mut problems = compare(&root.join("crds"), &files, update);
     problems.extend(compare(&root.join("config/crd"), &config, update));
+    // Helm installs CRDs from the chart's own crds/ directory: the same files.
+    problems.extend(compare(&root.join("charts/olm-rs/crds"), &files, update));
     assert!(
         problems.is_empty(),
         "CRD manifests differ from what the Rust types generate:\n  {}\nRegenerate with:\n  {UPDATE_VAR}=1 cargo test --test crds_up_to_date",
