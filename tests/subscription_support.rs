@@ -166,6 +166,12 @@ impl Env {
         );
     }
 
+    /// One sync of the plan, then the plan as stored.
+    pub async fn run_plan_once(&self, name: &str) -> InstallPlan {
+        self.sync_plan(name).await;
+        self.plan(name).await
+    }
+
     /// Alternates Subscription syncs and plan executions until nothing new happens; returns the
     /// plans created along the way, in order.
     pub async fn converge(&self) -> Vec<String> {
