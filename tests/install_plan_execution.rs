@@ -65,7 +65,7 @@ async fn objects_get_olms_names_labels_and_owners() {
     assert_eq!(
         env.names("rbac.authorization.k8s.io/v1", "Role", "roles", true)
             .await,
-        [role.clone()]
+        std::slice::from_ref(&role)
     );
     assert_eq!(
         env.names(
@@ -75,7 +75,7 @@ async fn objects_get_olms_names_labels_and_owners() {
             true
         )
         .await,
-        [role.clone()]
+        std::slice::from_ref(&role)
     );
     assert!(
         env.names(

@@ -293,7 +293,7 @@ async fn a_plan_created_before_a_crash_is_adopted_not_duplicated() {
     env.restart();
     let report = env.sync_subscriptions().await;
     assert!(report.created_plans.is_empty(), "{report:?}");
-    assert_eq!(report.adopted_plans, [first.clone()]);
+    assert_eq!(report.adopted_plans, std::slice::from_ref(&first));
     assert_eq!(env.plans().await.len(), 1);
     let sub = env.subscription("widget").await;
     assert_eq!(

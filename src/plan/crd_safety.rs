@@ -10,13 +10,12 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CrdUpdateError {
     #[error(
-        "error validating existing CRs against new CRD's schema for {crd:?}: error validating {group}/{version}, Kind={kind} {object:?}: updated validation is too restrictive: {details}"
+        "error validating existing CRs against new CRD's schema for {crd:?}: error validating {gvk} {object:?}: updated validation is too restrictive: {details}"
     )]
     TooRestrictive {
         crd: String,
-        group: String,
-        version: String,
-        kind: String,
+        /// `<group>/<version>, Kind=<kind>`, as Go prints a GroupVersionKind.
+        gvk: String,
         /// `<namespace>/<name>` (`/<name>` for cluster-scoped resources), as Go prints it.
         object: String,
         details: String,
@@ -112,15 +111,13 @@ fn too_restrictive(crd: &str, object: &Value, problems: &[String]) -> CrdUpdateE
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     CrdUpdateError::TooRestrictive {
         crd: crd.to_owned(),
-        group: group.to_owned(),
-        version: version.to_owned(),
-        kind: object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        gvk: format!("{group}/{version}, Kind={kind}"),
         object: format!("{}/{}", meta("namespace"), meta("name")),
         details: problems.join(", "),
     }

@@ -164,10 +164,10 @@ pub fn merge_installed_alongside(
         if !key.starts_with(PREFIX) || annotations.contains_key(key) {
             continue;
         }
-        if let Some((ns, csv)) = target.split_once('/') {
-            if csv_exists(ns, csv) {
-                annotations.insert(key.clone(), value.clone());
-            }
+        if let Some((ns, csv)) = target.split_once('/')
+            && csv_exists(ns, csv)
+        {
+            annotations.insert(key.clone(), value.clone());
         }
     }
 }

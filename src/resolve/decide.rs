@@ -114,20 +114,19 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
 pub fn decide_one(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> Outcome {
     match resolve(ns, sub, claims) {
         Ok(outcome) => outcome,
-        Err(refusal) => Outcome::Refused(refusal),
+        Err(refusal) => Outcome::Refused(*refusal),
     }
 }
 
-fn resolve(
-    ns: &NamespaceInput<'_>,
-    sub: &Subscription,
-    claims: &mut Claims,
-) -> Result<Outcome, Refusal> {
+/// Refusals are boxed on the way out: they are large and the happy path should not pay for them.
+type Resolved = Result<Outcome, Box<Refusal>>;
+
+fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> Resolved {
     if ns.operator_groups.names.len() != 1 {
-        return Err(Refusal::OperatorGroups {
+        return Err(Box::new(Refusal::OperatorGroups {
             namespace: ns.namespace.to_owned(),
             names: ns.operator_groups.names.clone(),
-        });
+        }));
     }
     let spec = &sub.spec;
     let key = CatalogRef::new(&spec.source_namespace, &spec.source);
@@ -135,12 +134,12 @@ fn resolve(
         .catalog_namespaces()
         .contains(&spec.source_namespace.as_str())
     {
-        return Err(Refusal::CatalogNotVisible {
+        return Err(Box::new(Refusal::CatalogNotVisible {
             catalog: key,
             namespace: ns.namespace.to_owned(),
             global: ns.global_catalog_namespace.to_owned(),
             global_excluded: ns.operator_groups.exclude_global_catalogs,
-        });
+        }));
     }
     let catalog = ns.catalog(&key).ok_or_else(|| Refusal::CatalogMissing {
         catalog: key.clone(),
@@ -149,11 +148,11 @@ fn resolve(
     let index = match &catalog.content {
         CatalogContent::Ready(index) => index.as_ref(),
         CatalogContent::Unavailable(reason) => {
-            return Err(Refusal::CatalogUnavailable {
+            return Err(Box::new(Refusal::CatalogUnavailable {
                 catalog: key,
                 package: spec.name.clone(),
                 reason: reason.clone(),
-            });
+            }));
         }
     };
     let current = sub
@@ -162,11 +161,11 @@ fn resolve(
         .and_then(|s| s.installed_csv.as_deref())
         .and_then(|name| ns.installed_csv(name));
     let Some(package) = index.package(&spec.name) else {
-        return Err(Refusal::PackageNotFound {
+        return Err(Box::new(Refusal::PackageNotFound {
             catalog: key,
             package: spec.name.clone(),
             similar: similar_names(&spec.name, index.packages().iter().map(PackageIndex::name)),
-        });
+        }));
     };
     let wanted_channel = spec.channel.as_deref().filter(|c| !c.is_empty());
     let channels =
@@ -250,14 +249,14 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    fn fresh(&self, starting: Option<&str>, claims: &mut Claims) -> Result<Outcome, Refusal> {
+    fn fresh(&self, starting: Option<&str>, claims: &mut Claims) -> Resolved {
         if let Some(starting) = starting {
             let Some(channel) = self
                 .channels
                 .iter()
                 .find(|c| c.graph().entry(starting).is_some())
             else {
-                return Err(Refusal::StartingCsvNotFound {
+                return Err(Box::new(Refusal::StartingCsvNotFound {
                     catalog: self.key.clone(),
                     package: self.package.name().to_owned(),
                     channel: self.wanted_channel.map(str::to_owned),
@@ -269,7 +268,7 @@ impl Search<'_> {
                         .filter(|c| c.graph().entry(starting).is_some())
                         .map(|c| c.name().to_owned())
                         .collect(),
-                });
+                }));
             };
             let mut tried = Tried::default();
             let entry = channel.graph().entry(starting);
@@ -279,7 +278,7 @@ impl Search<'_> {
             {
                 return Ok(Outcome::Install(target));
             }
-            return Err(tried.into_refusal(self));
+            return Err(Box::new(tried.into_refusal(self)));
         }
         let mut tried = Tried::default();
         for channel in self.channels {
@@ -298,10 +297,10 @@ impl Search<'_> {
                 }
             }
         }
-        Err(tried.into_refusal(self))
+        Err(Box::new(tried.into_refusal(self)))
     }
 
-    fn upgrade(&self, current: &InstalledCsv, claims: &mut Claims) -> Result<Outcome, Refusal> {
+    fn upgrade(&self, current: &InstalledCsv, claims: &mut Claims) -> Resolved {
         let mut tried = Tried::default();
         for channel in self.channels {
             let candidates = match channel
@@ -329,7 +328,7 @@ impl Search<'_> {
             }
         }
         if !tried.is_empty() {
-            return Err(tried.into_refusal(self));
+            return Err(Box::new(tried.into_refusal(self)));
         }
         // Nothing replaces the installed CSV. Staying put is always allowed (resolution.md §5
         // step 6), but a Subscription whose channel does not even contain the installed CSV
@@ -364,13 +363,15 @@ impl Search<'_> {
                 installed: current.name.clone(),
                 why,
             }),
-            (None, Some(c)) if self.wanted_channel.is_some() => Err(Refusal::CannotFollowChannel {
-                catalog: self.key.clone(),
-                package: self.package.name().to_owned(),
-                channel: c.name().to_owned(),
-                installed: current.name.clone(),
-                detail: why,
-            }),
+            (None, Some(c)) if self.wanted_channel.is_some() => {
+                Err(Box::new(Refusal::CannotFollowChannel {
+                    catalog: self.key.clone(),
+                    package: self.package.name().to_owned(),
+                    channel: c.name().to_owned(),
+                    installed: current.name.clone(),
+                    detail: why,
+                }))
+            }
             // Any channel allowed and none lists the installed CSV: it came from elsewhere
             // (another catalog or package); nothing here upgrades it.
             _ => Ok(Outcome::UpToDate {

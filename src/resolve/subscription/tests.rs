@@ -156,10 +156,10 @@ impl World {
     }
 }
 
-fn condition<'a>(
-    status: &'a SubscriptionStatus,
+fn condition(
+    status: &SubscriptionStatus,
     kind: SubscriptionConditionType,
-) -> Option<&'a SubscriptionCondition> {
+) -> Option<&SubscriptionCondition> {
     status.conditions.iter().flatten().find(|c| c.type_ == kind)
 }
 
