@@ -110,8 +110,9 @@ pub async fn run(
 
 /// Every reconciler of the process; each runs until the process stops.
 fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
-    let _ = ctx;
-    Vec::new()
+    vec![Box::pin(crate::reconcile::cluster_service_version::run(
+        ctx.clone(),
+    ))]
 }
 
 async fn run_reconcilers(ctx: Arc<Context>) {

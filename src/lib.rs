@@ -5,8 +5,10 @@
 //! the core and writes. The README's architecture picture shows how they fit.
 
 pub mod api;
+pub mod catalog;
 pub mod certs;
 pub mod controller;
+pub mod csv;
 pub mod health;
 pub mod k8s;
 pub mod olm_hash;

@@ -1,5 +1,6 @@
 //! Subcommands. Each lives in its own file; this one only routes.
 
+mod catalog;
 mod run;
 
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ pub enum Command {
     /// The ClusterServiceVersion CRD is too large for client-side apply; use
     /// `olm-rs crds | kubectl apply --server-side -f -`.
     Crds,
+    /// Catalog tools: validate, render, graph, upgrade-path.
+    Catalog(catalog::CatalogArgs),
     /// Preview what a Subscription would install and its whole upgrade path, or why nothing
     /// would be installed.
     Resolve(resolve::ResolveArgs),
@@ -44,6 +47,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Crds => crds::run(),
+        Command::Catalog(args) => catalog::run(args),
         Command::Resolve(args) => resolve::run(args),
     }
 }

@@ -5,6 +5,7 @@
 //! `kube_runtime::Controller` (watches, owned objects, triggers) and runs it until the process
 //! stops. `controller::run` starts them all.
 
+pub mod cluster_service_version;
 pub mod install_plan;
 pub mod subscription;
 

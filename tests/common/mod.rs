@@ -24,3 +24,15 @@ pub fn shared_dir() -> PathBuf {
             panic!("shared reference data not found; tried {candidates:?} (set OLM_RS_SHARED)")
         })
 }
+
+pub fn community_operators() -> PathBuf {
+    shared_dir().join("data/catalogs/community-operators-prod")
+}
+
+pub fn fbc_v420() -> PathBuf {
+    community_operators().join("catalogs/v4.20")
+}
+
+pub fn operators_dir() -> PathBuf {
+    community_operators().join("operators")
+}

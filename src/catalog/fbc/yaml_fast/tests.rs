@@ -1,0 +1,150 @@
+use proptest::prelude::*;
+use serde_json::Value;
+
+use super::to_json_documents;
+use crate::catalog::fbc::documents::split_yaml_slow;
+
+fn slow(text: &str) -> Option<Vec<Value>> {
+    split_yaml_slow(text).ok().map(|docs| {
+        docs.iter()
+            .map(|d| serde_json::from_str(&d.json).unwrap())
+            .collect()
+    })
+}
+
+fn fast(text: &str) -> Option<Vec<Value>> {
+    to_json_documents(text).map(|docs| {
+        docs.iter()
+            .map(|(j, _)| serde_json::from_str(j).unwrap_or_else(|e| panic!("bad JSON {j}: {e}")))
+            .collect()
+    })
+}
+
+/// The fast path either declines or agrees with libyaml.
+fn agrees(text: &str) {
+    if let Some(f) = fast(text) {
+        assert_eq!(Some(f), slow(text), "fast path disagrees on:\n{text}");
+    }
+}
+
+/// The fast path handles `text` and agrees with libyaml.
+fn handles(text: &str) {
+    let f = fast(text).unwrap_or_else(|| panic!("fast path declined:\n{text}"));
+    assert_eq!(Some(f), slow(text), "fast path disagrees on:\n{text}");
+}
+
+#[test]
+fn handles_go_yaml_style() {
+    handles("---\nschema: olm.package\nname: etcd\ndefaultChannel: stable\n");
+    handles("a:\n- x\n- y: 1\n  z: [] \n- {}\nb: ~\n");
+    handles(
+        "entries:\n  - name: a\n    skips:\n      - b\n      - c\n    skipRange: '>=1.0.0 <1.2.0'\n",
+    );
+    handles("k: |\n  line 1\n\n   indented\n  last\n");
+    handles("k: |-\n  a\n  b\n\n\nnext: 1\n");
+    handles("k: |+\n  a\n\n\nnext: 1\n");
+    handles("k: >-\n  folded\n  text\n\n  para\n    more\n  end\n");
+    handles("k: >\n  a\n  b\n");
+    handles("d: 'it''s a\n  long one'\ne: \"tab\\there \\u00e9 \\\"q\\\" \\\n  joined\"\n");
+    handles("d: \"line one\n  \n  line three\"\n");
+    handles(
+        "p: a long plain\n  scalar that goes\n\n  on\nq: 1.5\nr: 007\ns: 0x1f\nt: true\nu: null\nv:\n",
+    );
+    handles("x: a#b # comment\n# full comment\ny: http://example.com:8080/x\n");
+    handles("\"quoted key\": 1\n'single': 2\nplain key with spaces  : 3\n");
+    handles("---\na: 1\n---\n---\nb: 2\n...\n".trim_end_matches("...\n"));
+    handles("top:\n  nested:\n    deeper: [] # c\n  back: x\nout: y\n");
+    handles("- a\n- b:\n    c: d\n-\n  e: f\n");
+    handles("k: é ü 中文 ok\n");
+    handles(
+        "keywords: ['aqua-security', 'key value', \"x\\ty\"]\nprovider: {name: Infinispan, n: 5}\nc: [ ] # e\nd: [a, 1, true, null, ~, 1.5]\n",
+    );
+}
+
+#[test]
+fn declines_what_it_does_not_handle() {
+    for text in [
+        "a: &x 1\nb: *x\n",
+        "a: !tag 1\n",
+        "a: [1, [2]]\n",
+        "a: [1,\n  2]\n",
+        "a: [1, ]\n",
+        "a: {b: http://x}\n",
+        "? complex\n: value\n",
+        "a:\r\n  b: 1\r\n",
+        "a:\n\tb: 1\n",
+        "k: |2\n   x\n",
+        "%YAML 1.2\n---\na: 1\n",
+        "a: 1\na: 2\n",
+        "a: b: c\n",
+        "a: \"unterminated\n",
+        "- - a\n",
+        "k: 340282366920938463463374607431768211455\n",
+    ] {
+        assert!(fast(text).is_none(), "should decline:\n{text}");
+    }
+}
+
+#[test]
+fn fuzz_regressions() {
+    // A byte-order mark after the start; whitespace-only last line without newline.
+    for text in ["\n\u{feff}", "0\n ", "a: b\n  ", "k: |\n  x\n "] {
+        agrees(text);
+    }
+}
+
+#[test]
+fn reports_document_lines() {
+    let docs = to_json_documents("# c\n---\na: 1\n---\n\nb: 2\n").unwrap();
+    let lines: Vec<u32> = docs.iter().map(|(_, l)| *l).collect();
+    assert_eq!(lines, [3, 6]);
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let text = prop_oneof![
+        "[a-z]{1,8}",
+        "[ -~]{0,20}",
+        "[a-z ]{1,30}\n[a-z ]{0,30}",
+        Just("yes".to_string()),
+        Just("0755".to_string()),
+        Just("1.0".to_string()),
+        Just("null".to_string()),
+        Just("- x".to_string()),
+        Just("a: b".to_string()),
+        Just("  lead".to_string()),
+        Just("trail  ".to_string()),
+        Just("é\u{1F600}".to_string()),
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1.0e6f64..1.0e6).prop_map(Value::from),
+        text.prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 40, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map("[a-zA-Z][a-zA-Z0-9./-]{0,10}", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn agrees_with_libyaml_on_emitted_yaml(v in json_value()) {
+        let text = serde_yaml_ng::to_string(&v).unwrap();
+        agrees(&text);
+    }
+
+    #[test]
+    fn agrees_with_libyaml_on_mangled_yaml(v in json_value(), cut in 0usize..200, insert in "[ :#'\"|>\\-\n]{1,3}") {
+        let mut text = serde_yaml_ng::to_string(&v).unwrap();
+        let at = text.char_indices().map(|(i, _)| i).nth(cut % text.chars().count().max(1)).unwrap_or(0);
+        text.insert_str(at, &insert);
+        agrees(&text);
+    }
+}

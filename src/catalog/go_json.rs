@@ -1,0 +1,439 @@
+//! Reading JSON the way Go's `encoding/json` reads it into opm's structs, which is what decides
+//! whether `opm validate` accepts a catalog: object keys match struct fields case-insensitively
+//! (the last matching key wins), `null` leaves a field unset, unknown keys are ignored, and a
+//! value of the wrong kind is an error worded `json: cannot unmarshal <kind> into Go struct field
+//! <Struct.field> of type <type>`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// The JSON kind of a raw value, named as Go names it in unmarshal errors.
+pub fn kind(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'"') => "string",
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b't' | b'f') => "bool",
+        Some(b'n') => "null",
+        _ => "number",
+    }
+}
+
+pub fn is_null(raw: &RawValue) -> bool {
+    raw.get() == "null"
+}
+
+/// A Go unmarshal type error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnmarshalError {
+    #[error("json: cannot unmarshal {kind} into Go struct field {field} of type {go_type}")]
+    Field {
+        kind: &'static str,
+        field: String,
+        go_type: &'static str,
+    },
+    #[error("json: cannot unmarshal {kind} into Go value of type {go_type}")]
+    Value {
+        kind: &'static str,
+        go_type: &'static str,
+    },
+    #[error("{0}")]
+    Syntax(String),
+}
+
+/// The members of a JSON object, in document order, borrowing the values.
+pub struct Fields<'a> {
+    members: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'a> Fields<'a> {
+    /// `Ok(None)` when `raw` is `null` (Go leaves the struct zero); an error when it is not an
+    /// object.
+    pub fn of(
+        raw: &'a RawValue,
+        go_type: &'static str,
+    ) -> Result<Option<Fields<'a>>, UnmarshalError> {
+        if is_null(raw) {
+            return Ok(None);
+        }
+        if kind(raw) != "object" {
+            return Err(UnmarshalError::Value {
+                kind: kind(raw),
+                go_type,
+            });
+        }
+        let members =
+            parse_members(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
+        Ok(Some(Fields { members }))
+    }
+
+    pub fn members(&self) -> &[(Cow<'a, str>, &'a RawValue)] {
+        &self.members
+    }
+
+    /// The last member whose key equals `name` ignoring ASCII case, unless its value is `null`.
+    pub fn get(&self, name: &str) -> Option<&'a RawValue> {
+        self.members
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+            .filter(|v| !is_null(v))
+    }
+
+    pub fn string(&self, name: &str, owner: &str) -> Result<Option<String>, UnmarshalError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(raw) => string_value(raw, || format!("{owner}.{name}")).map(Some),
+        }
+    }
+
+    pub fn string_list(&self, name: &str, owner: &str) -> Result<Vec<String>, UnmarshalError> {
+        let Some(raw) = self.get(name) else {
+            return Ok(Vec::new());
+        };
+        let field = || format!("{owner}.{name}");
+        array_items(raw, field, "[]string")?
+            .into_iter()
+            .map(|item| {
+                if is_null(item) {
+                    Ok(String::new())
+                } else {
+                    string_value(item, field)
+                }
+            })
+            .collect()
+    }
+}
+
+fn string_value(raw: &RawValue, field: impl Fn() -> String) -> Result<String, UnmarshalError> {
+    if kind(raw) != "string" {
+        return Err(UnmarshalError::Field {
+            kind: kind(raw),
+            field: field(),
+            go_type: "string",
+        });
+    }
+    serde_json::from_str(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))
+}
+
+/// The items of a JSON array (`null` gives none).
+pub fn array_items<'a>(
+    raw: &'a RawValue,
+    field: impl Fn() -> String,
+    go_type: &'static str,
+) -> Result<Vec<&'a RawValue>, UnmarshalError> {
+    if is_null(raw) {
+        return Ok(Vec::new());
+    }
+    if kind(raw) != "array" {
+        return Err(UnmarshalError::Field {
+            kind: kind(raw),
+            field: field(),
+            go_type,
+        });
+    }
+    serde_json::from_str::<Vec<&RawValue>>(raw.get())
+        .map_err(|e| UnmarshalError::Syntax(e.to_string()))
+}
+
+/// Parses the members of a JSON object text without copying values.
+pub fn parse_members(text: &str) -> Result<Vec<(Cow<'_, str>, &RawValue)>, serde_json::Error> {
+    struct MembersVisitor;
+    impl<'de> Visitor<'de> for MembersVisitor {
+        type Value = Vec<(Cow<'de, str>, &'de RawValue)>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
+            while let Some(key) = map.next_key::<BorrowedOrOwned<'de>>()? {
+                let value: &'de RawValue = map.next_value()?;
+                out.push((key.0, value));
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let members = (&mut de).deserialize_map(MembersVisitor)?;
+    de.end()?;
+    Ok(members)
+}
+
+/// A key that borrows from the input unless it contains escapes.
+struct BorrowedOrOwned<'a>(Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for BorrowedOrOwned<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BorrowedOrOwned<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(BorrowedOrOwned(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(BorrowedOrOwned(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(BorrowedOrOwned(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Go's `json.Marshal` of a generic value: compact, object keys sorted, `<`, `>`, `&` and
+/// U+2028/U+2029 escaped as `\u003c` … (what opm writes for bundle objects, spec/catalog.md
+/// §8.3, and in the L4 message).
+pub fn marshal_sorted(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    write_sorted(value, &mut out);
+    out
+}
+
+fn write_sorted(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_string(k, out);
+                out.push(':');
+                write_sorted(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_sorted(v, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => write_go_string(s, out),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A JSON string literal escaped as Go's encoder does (HTML-safe).
+pub fn write_go_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Go's `%v` of a decoded JSON value (as `interface{}`).
+pub fn go_format_v(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Null => "<nil>".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => go_float(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(go_format_v).collect::<Vec<_>>().join(" ")
+        ),
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{k}:{}", go_format_v(&map[*k])))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+/// Go's `%t` of a decoded JSON value: only booleans format; others print as `%!t(type=value)`.
+pub fn go_format_t(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Null => "%!t(<nil>)".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("%!t(float64={})", go_float(n.as_f64().unwrap_or(0.0))),
+        Value::String(s) => format!("%!t(string={s})"),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(go_format_t).collect::<Vec<_>>().join(" ")
+        ),
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("%!t(string={k}):{}", go_format_t(&map[*k])))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+fn go_float(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        format!("{f:.0}")
+    } else {
+        format!("{f}")
+    }
+}
+
+/// An element of an array of objects, parsed in the same pass as the array.
+pub enum ObjectItem<'a> {
+    Object(Vec<(Cow<'a, str>, &'a RawValue)>),
+    Null,
+    /// Not an object: its Go kind name.
+    Other(&'static str),
+}
+
+impl<'de> serde::Deserialize<'de> for ObjectItem<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ObjectItem<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some(key) = map.next_key::<BorrowedOrOwned<'de>>()? {
+                    let value: &'de RawValue = map.next_value()?;
+                    out.push((key.0, value));
+                }
+                Ok(ObjectItem::Object(out))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Null)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("bool"))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("number"))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("number"))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("number"))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(ObjectItem::Other("string"))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(ObjectItem::Other("array"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'a> Fields<'a> {
+    pub fn from_members(members: Vec<(Cow<'a, str>, &'a RawValue)>) -> Fields<'a> {
+        Fields { members }
+    }
+
+    /// The items of an array-of-objects member, each parsed once.
+    pub fn object_list(
+        &self,
+        name: &str,
+        owner: &str,
+        go_type: &'static str,
+        item_type: &'static str,
+    ) -> Result<Vec<Option<Fields<'a>>>, UnmarshalError> {
+        let Some(raw) = self.get(name) else {
+            return Ok(Vec::new());
+        };
+        if kind(raw) != "array" {
+            return Err(UnmarshalError::Field {
+                kind: kind(raw),
+                field: format!("{owner}.{name}"),
+                go_type,
+            });
+        }
+        let items: Vec<ObjectItem<'a>> =
+            serde_json::from_str(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
+        items
+            .into_iter()
+            .map(|item| match item {
+                ObjectItem::Object(m) => Ok(Some(Fields { members: m })),
+                ObjectItem::Null => Ok(None),
+                ObjectItem::Other(kind) => Err(UnmarshalError::Field {
+                    kind,
+                    field: format!("{owner}.{name}"),
+                    go_type: item_type,
+                }),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_match_case_insensitively_last_wins() {
+        let raw: Box<RawValue> =
+            serde_json::from_str(r#"{"Name":"a","name":"b","skips":["x",null],"n":null}"#).unwrap();
+        let f = Fields::of(&raw, "declcfg.ChannelEntry").unwrap().unwrap();
+        assert_eq!(
+            f.string("name", "ChannelEntry").unwrap().as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            f.string_list("skips", "ChannelEntry").unwrap(),
+            vec!["x", ""]
+        );
+        assert_eq!(f.string("n", "ChannelEntry").unwrap(), None);
+    }
+
+    #[test]
+    fn wrong_kinds_are_go_errors() {
+        let raw: Box<RawValue> = serde_json::from_str(r#"{"entries":"x","name":5}"#).unwrap();
+        let f = Fields::of(&raw, "declcfg.Channel").unwrap().unwrap();
+        assert_eq!(
+            f.string("name", "Channel").unwrap_err().to_string(),
+            "json: cannot unmarshal number into Go struct field Channel.name of type string"
+        );
+        let arr: Box<RawValue> = serde_json::from_str("[1]").unwrap();
+        assert_eq!(
+            Fields::of(&arr, "property.Package")
+                .err()
+                .unwrap()
+                .to_string(),
+            "json: cannot unmarshal array into Go value of type property.Package"
+        );
+    }
+}

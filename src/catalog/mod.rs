@@ -1,0 +1,29 @@
+//! The catalog engine (pure): file-based catalogs, registry+v1 bundle directories, validation
+//! as `opm validate` does it, blang semver ranges, and the upgrade graph OLM walks.
+//! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
+
+pub mod api_projection;
+pub mod bundle_dir;
+pub mod dot;
+pub mod error;
+pub mod fbc;
+pub mod go_json;
+pub mod index;
+pub mod load;
+pub mod model;
+pub mod properties;
+pub mod replaces_mode;
+pub mod semver_range;
+pub mod upgrade_graph;
+pub mod validate;
+
+pub use error::{CatalogError, Location, Problem, Rule};
+pub use index::{CatalogIndex, ChannelIndex, EntryRef, IndexedBundle, PackageIndex};
+pub use load::{CatalogKind, load_catalog};
+pub use model::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
+    Deprecations, Icon, Origin, OtherBlob, Package, Property, RelatedImage,
+};
+pub use upgrade_graph::{
+    Candidate, EdgeKind, GraphEdge, GraphEntry, GraphError, NoUpdate, UpgradeGraph, UpgradePath,
+};

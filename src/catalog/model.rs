@@ -1,0 +1,171 @@
+//! The declarative-config model: what a file-based catalog (FBC) holds, one struct per schema.
+//! spec/catalog.md §7.2. Big values (property values, inline manifests) are kept as raw JSON
+//! text and parsed only when someone asks (see `properties.rs`).
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+pub const SCHEMA_PACKAGE: &str = "olm.package";
+pub const SCHEMA_CHANNEL: &str = "olm.channel";
+pub const SCHEMA_BUNDLE: &str = "olm.bundle";
+pub const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
+
+/// Where a blob was read from: file (relative to the catalog root) and the line its document
+/// starts on, when known.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub file: Option<Arc<str>>,
+    pub line: Option<u32>,
+}
+
+impl Origin {
+    pub fn new(file: Arc<str>, line: Option<u32>) -> Origin {
+        Origin {
+            file: Some(file),
+            line,
+        }
+    }
+}
+
+/// One `{type, value}` property; `value` is the raw JSON text as found in the catalog.
+#[derive(Debug, Clone)]
+pub struct Property {
+    pub type_: String,
+    pub value: Box<RawValue>,
+}
+
+impl Property {
+    pub fn new(type_: impl Into<String>, value: Box<RawValue>) -> Property {
+        Property {
+            type_: type_.into(),
+            value,
+        }
+    }
+
+    /// Builds a property from any serialisable value.
+    pub fn from_value<T: serde::Serialize>(
+        type_: impl Into<String>,
+        value: &T,
+    ) -> Result<Property, serde_json::Error> {
+        Ok(Property::new(
+            type_,
+            serde_json::value::to_raw_value(value)?,
+        ))
+    }
+}
+
+impl PartialEq for Property {
+    fn eq(&self, other: &Property) -> bool {
+        self.type_ == other.type_ && self.value.get() == other.value.get()
+    }
+}
+
+/// `olm.package`.
+#[derive(Debug, Clone, Default)]
+pub struct Package {
+    pub name: String,
+    pub default_channel: Option<String>,
+    pub description: Option<String>,
+    pub icon: Option<Icon>,
+    pub properties: Vec<Property>,
+    pub origin: Origin,
+}
+
+/// Package icon; `base64data` is kept encoded (it was checked to decode at load).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Icon {
+    pub base64data: String,
+    pub mediatype: String,
+}
+
+/// `olm.channel`.
+#[derive(Debug, Clone, Default)]
+pub struct Channel {
+    pub package: String,
+    pub name: String,
+    pub entries: Vec<ChannelEntry>,
+    pub properties: Vec<Property>,
+    pub origin: Origin,
+}
+
+/// One entry of a channel: the upgrade edges *into* bundle `name`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelEntry {
+    pub name: String,
+    pub replaces: Option<String>,
+    pub skips: Vec<String>,
+    pub skip_range: Option<String>,
+}
+
+/// `olm.bundle`. Inline manifests (`olm.bundle.object` properties) are decoded at load and kept
+/// as JSON in `objects`, in property order; they are not repeated in `properties`.
+#[derive(Debug, Clone, Default)]
+pub struct Bundle {
+    pub package: String,
+    pub name: String,
+    pub image: String,
+    pub properties: Vec<Property>,
+    pub related_images: Vec<RelatedImage>,
+    pub objects: Vec<Box<RawValue>>,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RelatedImage {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub image: String,
+}
+
+/// `olm.deprecations` (at most one per package).
+#[derive(Debug, Clone, Default)]
+pub struct Deprecations {
+    pub package: String,
+    pub entries: Vec<DeprecationEntry>,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeprecationEntry {
+    pub reference: DeprecationReference,
+    pub message: String,
+}
+
+/// What a deprecation entry points at: `schema` is `olm.package`, `olm.channel` or `olm.bundle`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct DeprecationReference {
+    pub schema: String,
+    pub name: String,
+}
+
+/// A blob with a schema olm-rs does not interpret; kept verbatim.
+#[derive(Debug, Clone)]
+pub struct OtherBlob {
+    pub schema: String,
+    pub package: Option<String>,
+    pub name: Option<String>,
+    pub blob: Box<RawValue>,
+    pub origin: Origin,
+}
+
+/// Everything a catalog directory holds, in load order.
+#[derive(Debug, Clone, Default)]
+pub struct DeclarativeConfig {
+    pub packages: Vec<Package>,
+    pub channels: Vec<Channel>,
+    pub bundles: Vec<Bundle>,
+    pub deprecations: Vec<Deprecations>,
+    pub others: Vec<OtherBlob>,
+}
+
+impl DeclarativeConfig {
+    pub fn merge(&mut self, other: DeclarativeConfig) {
+        self.packages.extend(other.packages);
+        self.channels.extend(other.channels);
+        self.bundles.extend(other.bundles);
+        self.deprecations.extend(other.deprecations);
+        self.others.extend(other.others);
+    }
+}

@@ -1,0 +1,43 @@
+//! The ClusterServiceVersion lifecycle as pure functions of observed state (csv.md).
+//!
+//! Nothing here talks to a cluster: the reconciler (`reconcile::cluster_service_version`) takes
+//! a snapshot of what it sees ([`Observed`]), asks [`sync`] what to do, and does it.
+//!
+//! Map of the module:
+//! - [`gate`] — csv.md §2, the checks before the phase switch;
+//! - [`phase`] — csv.md §3–§5, one handler per phase, and [`after_install`];
+//! - [`requirements`], [`permissions`], [`rbac_eval`] — csv.md §6;
+//! - [`install_strategy`], [`config_overrides`] — csv.md §7, subscription-installplan.md §4;
+//! - [`health`], [`drift`] — csv.md §8 and Known pain #6;
+//! - [`replacement`] — csv.md §10; [`cleanup`] — csv.md §13;
+//! - [`permission_objects`] — re-creating the RBAC an InstallPlan made (Known pain #1).
+
+pub mod cleanup;
+pub mod config_overrides;
+pub mod drift;
+pub mod gate;
+pub mod health;
+pub mod identity;
+pub mod install_modes;
+pub mod install_strategy;
+pub mod label_selector;
+pub mod observed;
+pub mod ownership;
+pub mod permission_objects;
+pub mod permissions;
+pub mod phase;
+pub mod provided_apis;
+pub mod rbac_eval;
+pub mod replacement;
+pub mod requirements;
+pub mod strategy;
+pub mod sync;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+
+pub use observed::{
+    CertificateSupport, Discovery, Observed, OperatorConditionView, Served, ServerVersion,
+};
+pub use phase::{InstallFailure, after_install, sync};
+pub use sync::{Action, CsvEvent, InstallPlan, Requeue, Sync};

@@ -1,0 +1,115 @@
+//! The phase machine (csv.md §3–§5): one sync of one CSV as a pure function of what is
+//! observed. [`sync`] decides; the reconciler performs the returned actions and, after an
+//! install, asks [`after_install`] what that means for the status.
+
+mod install;
+mod pending;
+mod replacing;
+mod running;
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
+
+use super::gate::{Gate, gate};
+use super::health::Health;
+use super::observed::Observed;
+use super::sync::{Decision, Requeue, Sync};
+
+pub use install::{InstallFailure, after_install};
+
+/// OLM fails an install that is not healthy this long after entering `Installing` (csv.md §3.1).
+pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How often a CSV waiting for its components is looked at again.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Everything a phase handler reads.
+struct Ctx<'a> {
+    csv: &'a ClusterServiceVersion,
+    seen: &'a Observed,
+    group: &'a OperatorGroup,
+    now: Timestamp,
+}
+
+/// One sync of a CSV that is not being deleted (deletion: [`super::cleanup`]).
+pub fn sync(csv: &ClusterServiceVersion, seen: &Observed, now: Timestamp) -> Sync {
+    if csv.metadata.deletion_timestamp.is_some() {
+        return Sync::nothing("CSV is being deleted");
+    }
+    let (mut d, group) = match gate(csv, seen, now) {
+        Gate::Stop(d) => return d.finish(),
+        Gate::Pass { decision, group } => (decision, group),
+    };
+    let ctx = Ctx {
+        csv,
+        seen,
+        group,
+        now,
+    };
+    match d.phase() {
+        CsvPhase::None => {
+            d.set(
+                CsvPhase::Pending,
+                CsvReason::RequirementsUnknown,
+                "requirements not yet checked",
+            );
+        }
+        CsvPhase::Pending => pending::pending(&ctx, &mut d),
+        CsvPhase::InstallReady => install::install_ready(&ctx, &mut d),
+        CsvPhase::Installing => install::installing(&ctx, &mut d),
+        CsvPhase::Succeeded => running::succeeded(&ctx, &mut d),
+        CsvPhase::Failed => running::failed(&ctx, &mut d),
+        CsvPhase::Replacing => replacing::replacing(&ctx, &mut d),
+        CsvPhase::Deleting => {
+            d.act(super::sync::Action::DeleteCsv);
+        }
+        CsvPhase::Unknown | CsvPhase::Other(_) => {
+            d.note(format!("phase {:?} is not driven", d.phase().as_str()));
+        }
+    }
+    d.finish()
+}
+
+/// Maps the health evaluation to a status (csv.md §8 "Outcome"), with the handler's requeue
+/// phase and reason.
+fn apply_health(d: &mut Decision, health: Health, phase: CsvPhase, reason: CsvReason) {
+    match health {
+        Health::Healthy => {
+            d.set(
+                CsvPhase::Succeeded,
+                CsvReason::InstallSucceeded,
+                "install strategy completed with no errors",
+            );
+        }
+        Health::Unrecoverable(why) => {
+            d.set(
+                CsvPhase::Failed,
+                CsvReason::InstallCheckFailed,
+                format!("install failed: {why}"),
+            );
+        }
+        Health::Changed(why) => {
+            d.set(CsvPhase::InstallReady, reason, format!("installing: {why}"));
+        }
+        Health::NotReady(why) => {
+            d.set(phase, reason, format!("installing: {why}"))
+                .requeue(Requeue::After(POLL_INTERVAL));
+        }
+    }
+}
+
+/// `base` plus what is missing (csv.md Known pain #1: say exactly what).
+fn with_summary(base: &str, check: &super::requirements::RequirementCheck) -> String {
+    if !check.unmet.is_empty() {
+        format!("{base}: {}", check.summary())
+    } else if let Some(unknown) = check.unknown.first() {
+        format!("{base}: could not check: {unknown}")
+    } else {
+        base.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests;

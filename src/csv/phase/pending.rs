@@ -1,0 +1,196 @@
+//! `Pending`: check requirements, wait for the CSV being replaced (csv.md §3.1 Pending).
+
+use std::time::Duration;
+
+use crate::api::{CsvPhase, CsvReason};
+
+use super::super::identity::name;
+use super::super::observed::OperatorConditionView;
+use super::super::ownership::{api_service_owner_conflict, crd_owner_conflict, validate_webhooks};
+use super::super::permission_objects::{may_repair_permissions, permissions_to_repair};
+use super::super::replacement::replaced_csv;
+use super::super::requirements::{RequirementCheck, check_requirements};
+use super::super::sync::{Action, Decision, Requeue};
+use super::{Ctx, POLL_INTERVAL, with_summary};
+
+pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
+    let replaced = replaced_csv(ctx.csv, ctx.seen);
+    // Step 1.
+    if replaced.is_some()
+        && let Err(detail) = upgradeable(ctx.seen.replaced_operator_condition.as_ref())
+    {
+        d.set(
+            CsvPhase::Pending,
+            CsvReason::OperatorConditionNotUpgradeable,
+            format!("operator is not upgradeable: {detail}"),
+        )
+        .requeue(Requeue::After(POLL_INTERVAL));
+        return;
+    }
+    // Step 2.
+    let check = match check_requirements(ctx.csv, ctx.seen) {
+        Ok(check) => check,
+        Err(err) => {
+            d.set(
+                CsvPhase::Failed,
+                CsvReason::InvalidInstallStrategy,
+                format!("install strategy invalid: {err}"),
+            );
+            return;
+        }
+    };
+    d.set_requirements(check.statuses.clone());
+    // Step 3.
+    if let Some(prev) = replaced
+        && prev.status.as_ref().map(|s| s.phase()) == Some(CsvPhase::Succeeded)
+    {
+        d.act(Action::RequeueCsv(name(prev).to_owned()));
+    }
+    // Step 4.
+    if !check.met {
+        let repairing = repair_permissions(ctx, &check, d);
+        d.set(
+            CsvPhase::Pending,
+            CsvReason::RequirementsNotMet,
+            with_summary("one or more requirements couldn't be found", &check),
+        );
+        if !repairing {
+            d.requeue(Requeue::Backoff("requirements not met".to_owned()));
+        }
+        return;
+    }
+    // Step 5.
+    if let Err(message) = validate_webhooks(ctx.csv) {
+        d.set(
+            CsvPhase::Failed,
+            CsvReason::InvalidWebhookDescription,
+            message,
+        );
+        return;
+    }
+    // Step 6.
+    if let Some((other, crd)) = crd_owner_conflict(ctx.csv, ctx.seen) {
+        d.set(
+            CsvPhase::Failed,
+            CsvReason::OwnerConflict,
+            format!("conflicting CRD owner in namespace: CRD {crd} is owned by ClusterServiceVersion {other}"),
+        );
+        return;
+    }
+    // Step 7.
+    if let Some(api) = api_service_owner_conflict(ctx.csv, ctx.seen) {
+        d.set(
+            CsvPhase::Failed,
+            CsvReason::OwnerConflict,
+            format!("unable to adopt APIService {api}"),
+        );
+        return;
+    }
+    // Step 8.
+    if let Some(prev) = replaced {
+        let phase = prev
+            .status
+            .as_ref()
+            .map(|s| s.phase())
+            .unwrap_or(CsvPhase::None);
+        if phase != CsvPhase::Replacing {
+            d.note(format!(
+                "waiting for {} (phase {:?}) to be Replacing",
+                name(prev),
+                phase.as_str()
+            ))
+            .requeue(Requeue::After(POLL_INTERVAL));
+            return;
+        }
+    }
+    // Step 9.
+    d.set(
+        CsvPhase::InstallReady,
+        CsvReason::AllRequirementsMet,
+        "all requirements found, attempting install",
+    );
+}
+
+/// Adds an `EnsurePermissions` action when ServiceAccounts or RBAC the install plan made are
+/// missing and may be re-created. Returns whether it did.
+pub(super) fn repair_permissions(
+    ctx: &Ctx<'_>,
+    check: &RequirementCheck,
+    d: &mut Decision,
+) -> bool {
+    if check.service_account_gaps.is_empty() {
+        return false;
+    }
+    if let Err(why) = may_repair_permissions(ctx.csv, Some(ctx.group), ctx.seen) {
+        d.note(format!("not re-creating permissions: {why}"));
+        return false;
+    }
+    match permissions_to_repair(ctx.csv, ctx.seen) {
+        Ok(objects) if !objects.is_empty() => {
+            d.event(
+                false,
+                "PermissionsRestored",
+                format!("re-creating {}", objects.describe()),
+            )
+            .act(Action::EnsurePermissions(objects))
+            .requeue(Requeue::After(Duration::from_secs(1)));
+            true
+        }
+        Ok(_) => false,
+        Err(err) => {
+            d.note(format!("cannot compute permissions to restore: {err}"));
+            false
+        }
+    }
+}
+
+/// csv.md §3.1 "OperatorCondition check": `Err` carries OLM's detail text.
+fn upgradeable(condition: Option<&OperatorConditionView>) -> Result<(), String> {
+    let Some(oc) = condition else {
+        return Ok(());
+    };
+    if let Some((status, message)) = &oc.upgradeable_override {
+        return if status == "True" {
+            Ok(())
+        } else {
+            Err(format!("The operator is not upgradeable: {message}"))
+        };
+    }
+    if let Some((status, message, observed)) = &oc.upgradeable_condition {
+        if *observed < oc.generation {
+            return Err(format!(
+                "The operatorcondition status \"Upgradeable\"=\"{status}\" is outdated"
+            ));
+        }
+        if status == "False" {
+            return Err(format!("The operator is not upgradeable: {message}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_condition_rules() {
+        assert_eq!(upgradeable(None), Ok(()));
+        let mut oc = OperatorConditionView {
+            generation: 2,
+            upgradeable_override: None,
+            upgradeable_condition: Some(("False".into(), "migrating".into(), 2)),
+        };
+        assert_eq!(
+            upgradeable(Some(&oc)),
+            Err("The operator is not upgradeable: migrating".into())
+        );
+        oc.upgradeable_condition = Some(("True".into(), String::new(), 1));
+        assert_eq!(
+            upgradeable(Some(&oc)),
+            Err("The operatorcondition status \"Upgradeable\"=\"True\" is outdated".into())
+        );
+        oc.upgradeable_override = Some(("True".into(), String::new()));
+        assert_eq!(upgradeable(Some(&oc)), Ok(()));
+    }
+}

@@ -1,0 +1,198 @@
+//! `Succeeded` and `Failed`: keep checking a running operator (csv.md §3.1).
+
+use std::time::Duration;
+
+use crate::api::{CsvPhase, CsvReason, UpgradeStrategy};
+
+use super::super::health::{Health, drifted, evaluate};
+use super::super::identity::name;
+use super::super::install_strategy::desired_deployments;
+use super::super::observed::CertificateSupport;
+use super::super::replacement::replacement_of;
+use super::super::requirements::check_requirements;
+use super::super::strategy::needs_certificates;
+use super::super::sync::{Action, Decision, Requeue};
+use super::install::stop_without_installer;
+use super::pending::repair_permissions;
+use super::{Ctx, apply_health, with_summary};
+
+/// How often a healthy operator is re-checked without any event.
+const SUCCEEDED_RECHECK: Duration = Duration::from_secs(5 * 60);
+
+pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
+    // Step 1.
+    if let Some(next) = replacement_of(ctx.csv, ctx.seen) {
+        d.set(
+            CsvPhase::Replacing,
+            CsvReason::BeingReplaced,
+            format!("being replaced by csv: {}", name(next)),
+        );
+        return;
+    }
+    // Step 2. Steps 3-4 (APIService resources, certificate rotation) join with the
+    // certificate provider.
+    if stop_without_installer(ctx, d) {
+        return;
+    }
+    // Step 5.
+    let check = match check_requirements(ctx.csv, ctx.seen) {
+        Ok(check) => check,
+        Err(err) => {
+            d.set(
+                CsvPhase::Failed,
+                CsvReason::InvalidInstallStrategy,
+                format!("install strategy invalid: {err}"),
+            );
+            return;
+        }
+    };
+    if !check.met {
+        if check.only_unknown() {
+            // Known pain #3: a failed lookup is not a missing API; keep running, look again.
+            d.note(format!(
+                "requirements could not be checked: {}",
+                check.unknown.join("; ")
+            ))
+            .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
+            return;
+        }
+        if repair_permissions(ctx, &check, d) {
+            // Put back what was deleted first; the next sync re-checks.
+            return;
+        }
+        d.set_requirements(check.statuses.clone());
+        d.set(
+            CsvPhase::Failed,
+            CsvReason::RequirementsNotMet,
+            with_summary("requirements no longer met", &check),
+        );
+        return;
+    }
+    d.set_requirements(check.statuses);
+    // Step 6.
+    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv)))
+    else {
+        d.set(
+            CsvPhase::Pending,
+            CsvReason::NeedsReinstall,
+            "calculated deployment install is bad",
+        );
+        return;
+    };
+    // Step 7.
+    let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
+    let healthy = health == Health::Healthy;
+    apply_health(d, health, CsvPhase::Failed, CsvReason::ComponentUnhealthy);
+    if healthy {
+        // Known pain #6: put back hand-edited or scaled Deployments.
+        let drift = drifted(&desired, &ctx.seen.deployments);
+        if !drift.is_empty() {
+            let what: Vec<String> = drift
+                .iter()
+                .map(|(want, path)| format!("{} ({path})", want.name))
+                .collect();
+            d.event(
+                false,
+                "DeploymentDriftReverted",
+                format!("re-applying drifted deployments: {}", what.join(", ")),
+            )
+            .act(Action::ReapplyDeployments(
+                drift.into_iter().map(|(want, _)| want.clone()).collect(),
+            ));
+        }
+        d.requeue(Requeue::After(SUCCEEDED_RECHECK));
+    }
+    // Step 8 (per-API ClusterRoles) is the OperatorGroup controller's.
+}
+
+pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
+    // Step 1.
+    let fail_forward = ctx.group.spec.effective_upgrade_strategy()
+        == UpgradeStrategy::TechPreviewUnsafeFailForward;
+    if fail_forward && let Some(next) = replacement_of(ctx.csv, ctx.seen) {
+        d.set(
+            CsvPhase::Replacing,
+            CsvReason::BeingReplaced,
+            format!(
+                "Fail Forward is enabled, allowing Failed csv to be replaced by csv: {}",
+                name(next)
+            ),
+        );
+        return;
+    }
+    // Step 2.
+    if stop_without_installer(ctx, d) {
+        return;
+    }
+    // Steps 3-5: the gate passed this time, so the group problem is gone.
+    let recovered = match d.reason() {
+        Some(
+            CsvReason::NoTargetNamespaces
+            | CsvReason::NoOperatorGroup
+            | CsvReason::TooManyOperatorGroups
+            | CsvReason::UnsupportedOperatorGroup,
+        ) => Some("InstallModes now support target namespaces"),
+        Some(CsvReason::InterOperatorGroupOwnerConflict) => {
+            Some("OperatorGroup no longer intersecting with conflicting owner")
+        }
+        Some(CsvReason::CannotModifyStaticOperatorGroupProvidedApis) => {
+            Some("static OperatorGroup and intersecting groups now support providedAPIs")
+        }
+        _ => None,
+    };
+    if let Some(message) = recovered {
+        d.set(CsvPhase::Pending, CsvReason::RequirementsUnknown, message);
+        return;
+    }
+    // Step 6. An invalid strategy stays Failed (OLM bounces it through Pending and back).
+    let check = match check_requirements(ctx.csv, ctx.seen) {
+        Ok(check) => check,
+        Err(err) => {
+            d.set(
+                CsvPhase::Failed,
+                CsvReason::InvalidInstallStrategy,
+                format!("install strategy invalid: {err}"),
+            );
+            return;
+        }
+    };
+    if !check.met {
+        if check.only_unknown() {
+            d.note(format!(
+                "requirements could not be checked: {}",
+                check.unknown.join("; ")
+            ))
+            .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
+            return;
+        }
+        repair_permissions(ctx, &check, d);
+        d.set_requirements(check.statuses.clone());
+        d.set(
+            CsvPhase::Pending,
+            CsvReason::RequirementsNotMet,
+            with_summary("requirements not met", &check),
+        );
+        return;
+    }
+    d.set_requirements(check.statuses);
+    // Steps 7-8 join with the certificate provider. Until then a CSV that needs certificates
+    // stays in its install failure instead of cycling through a reinstall that cannot work.
+    if needs_certificates(ctx.csv) && ctx.seen.certificates == CertificateSupport::Unavailable {
+        d.note("waiting for certificate support")
+            .requeue(Requeue::After(SUCCEEDED_RECHECK));
+        return;
+    }
+    // Step 9.
+    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv)))
+    else {
+        d.set(
+            CsvPhase::Pending,
+            CsvReason::NeedsReinstall,
+            "calculated deployment install is bad",
+        );
+        return;
+    };
+    // Step 10.
+    let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
+    apply_health(d, health, CsvPhase::Pending, CsvReason::NeedsReinstall);
+}

@@ -1,0 +1,203 @@
+//! What one sync of a CSV decides, as data: the status to write, events, actions, and when to
+//! look again. The reconciler carries it out; nothing here performs I/O.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::{
+    ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, RequirementStatus,
+};
+
+use super::install_strategy::DesiredDeployment;
+use super::permission_objects::PermissionObjects;
+
+/// A Kubernetes Event to publish on the CSV.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CsvEvent {
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+/// Deployments to create or update, and orphans to delete (csv.md §7.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstallPlan {
+    pub deployments: Vec<DesiredDeployment>,
+    pub delete_orphans: Vec<String>,
+}
+
+/// A write or request the reconciler must perform.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Add finalizer `operators.coreos.com/csv-cleanup`.
+    AddFinalizer,
+    /// Merge these annotations into the CSV's metadata, `None` removing a key (group
+    /// membership, csv.md §2 step 6).
+    SetAnnotations(BTreeMap<String, Option<String>>),
+    /// Set `olm.providedAPIs` on the CSV's OperatorGroup (operatorgroup.md §6.2).
+    SetProvidedApis { group: String, annotation: String },
+    /// Delete these Deployments of the strategy (inter-group API conflicts).
+    DeleteDeployments(Vec<String>),
+    /// Run the install (InstallReady); afterwards call [`super::phase::after_install`].
+    Install(InstallPlan),
+    /// Re-apply Deployments whose live objects drifted from the desired ones.
+    ReapplyDeployments(Vec<DesiredDeployment>),
+    /// Re-create the ServiceAccounts and RBAC the CSV's install plan made (csv.md Known pain #1).
+    EnsurePermissions(PermissionObjects),
+    /// Sync another CSV of the namespace soon (upgrade hand-offs).
+    RequeueCsv(String),
+    /// Delete this CSV (phase Deleting).
+    DeleteCsv,
+}
+
+/// When to sync this CSV again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Requeue {
+    /// Only on the next watch event or periodic resync.
+    Resync,
+    /// After a fixed delay.
+    After(Duration),
+    /// With exponential back-off: the sync did not achieve what it needs (OLM returns an error).
+    Backoff(String),
+}
+
+/// The decision of one sync.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sync {
+    /// The status to write; `None` when nothing changed.
+    pub status: Option<ClusterServiceVersionStatus>,
+    pub events: Vec<CsvEvent>,
+    pub actions: Vec<Action>,
+    pub requeue: Requeue,
+    /// Why nothing happened, when that is worth a log line.
+    pub note: Option<String>,
+}
+
+impl Sync {
+    pub fn nothing(note: impl Into<String>) -> Self {
+        Self {
+            status: None,
+            events: Vec::new(),
+            actions: Vec::new(),
+            requeue: Requeue::Resync,
+            note: Some(note.into()),
+        }
+    }
+
+    pub fn phase(&self) -> Option<CsvPhase> {
+        self.status.as_ref().map(|s| s.phase())
+    }
+}
+
+/// Builds a [`Sync`] from the CSV's current status. Status changes go through
+/// [`ClusterServiceVersionStatus::record_phase`] ("set if changed", csv.md §4) and emit one event
+/// each.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    before: ClusterServiceVersionStatus,
+    status: ClusterServiceVersionStatus,
+    now: Time,
+    events: Vec<CsvEvent>,
+    actions: Vec<Action>,
+    requeue: Requeue,
+    note: Option<String>,
+}
+
+impl Decision {
+    pub fn new(csv: &ClusterServiceVersion, now: Timestamp) -> Self {
+        let status = csv.status.clone().unwrap_or_default();
+        Self {
+            before: status.clone(),
+            status,
+            now: Time(truncate_to_seconds(now)),
+            events: Vec::new(),
+            actions: Vec::new(),
+            requeue: Requeue::Resync,
+            note: None,
+        }
+    }
+
+    /// The status as decided so far.
+    pub fn status(&self) -> &ClusterServiceVersionStatus {
+        &self.status
+    }
+
+    pub fn phase(&self) -> CsvPhase {
+        self.status.phase()
+    }
+
+    pub fn reason(&self) -> Option<&CsvReason> {
+        self.status.reason.as_ref()
+    }
+
+    /// Sets phase/reason/message if any of them differs; emits an event when it does.
+    pub fn set(
+        &mut self,
+        phase: CsvPhase,
+        reason: CsvReason,
+        message: impl Into<String>,
+    ) -> &mut Self {
+        let message = message.into();
+        let warning = phase == CsvPhase::Failed;
+        if self
+            .status
+            .record_phase(phase, reason.clone(), &message, &self.now)
+        {
+            self.events.push(CsvEvent {
+                warning,
+                reason: reason.to_string(),
+                message,
+            });
+        }
+        self
+    }
+
+    /// Stores `requirementStatus` (written whenever it changes, unlike OLM — Known pain #2).
+    pub fn set_requirements(&mut self, statuses: Vec<RequirementStatus>) -> &mut Self {
+        self.status.requirement_status = Some(statuses);
+        self
+    }
+
+    pub fn act(&mut self, action: Action) -> &mut Self {
+        self.actions.push(action);
+        self
+    }
+
+    pub fn event(&mut self, warning: bool, reason: &str, message: impl Into<String>) -> &mut Self {
+        self.events.push(CsvEvent {
+            warning,
+            reason: reason.to_owned(),
+            message: message.into(),
+        });
+        self
+    }
+
+    pub fn requeue(&mut self, requeue: Requeue) -> &mut Self {
+        self.requeue = requeue;
+        self
+    }
+
+    pub fn note(&mut self, note: impl Into<String>) -> &mut Self {
+        self.note = Some(note.into());
+        self
+    }
+
+    pub fn finish(self) -> Sync {
+        let changed = self.status != self.before;
+        Sync {
+            status: changed.then_some(self.status),
+            events: self.events,
+            actions: self.actions,
+            requeue: self.requeue,
+            note: self.note,
+        }
+    }
+}
+
+/// Status times are written with second precision (csv.md §4).
+pub fn truncate_to_seconds(t: Timestamp) -> Timestamp {
+    Timestamp::from_second(t.as_second()).unwrap_or(t)
+}

@@ -1,0 +1,327 @@
+//! Carries out a [`Sync`]: metadata first, then the actions, then the status, then events.
+//!
+//! CSV metadata (finalizer, membership annotations) is written with JSON merge patches, not
+//! server-side apply: several code paths share the `olm-rs` field manager on the CSV, and an
+//! apply that omits a field the same manager applied earlier would remove it.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ObjectReference, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PropagationPolicy};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::api::{CSV_FINALIZER, ClusterServiceVersion, OperatorGroup};
+use crate::csv::identity::{name, namespace};
+use crate::csv::permission_objects::PermissionObjects;
+use crate::csv::{Action, CsvEvent, InstallFailure, InstallPlan, Sync};
+use crate::k8s::MANAGER;
+use crate::k8s::events::EventPublisher;
+
+use super::ReconcileError;
+
+/// The writes of one sync. Returns the install outcome when the sync installed.
+pub struct Executor<'a> {
+    pub client: &'a Client,
+    pub events: &'a EventPublisher,
+    /// CSVs to requeue (upgrade hand-offs).
+    pub requeue: &'a tokio::sync::mpsc::UnboundedSender<ClusterServiceVersion>,
+}
+
+fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
+    let what = what.into();
+    move |source| ReconcileError::Kube { what, source }
+}
+
+fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 404)
+}
+
+impl Executor<'_> {
+    fn csvs(&self, ns: &str) -> Api<ClusterServiceVersion> {
+        Api::namespaced(self.client.clone(), ns)
+    }
+
+    /// Runs the metadata changes and actions of `sync`; returns the install outcome if an
+    /// install ran, and the CSV as last written (its resourceVersion guards the status write).
+    pub async fn run(
+        &self,
+        csv: &ClusterServiceVersion,
+        sync: &Sync,
+    ) -> Result<(ClusterServiceVersion, Option<Result<(), InstallFailure>>), ReconcileError> {
+        let current = self.metadata(csv, &sync.actions).await?;
+        let mut installed = None;
+        for action in &sync.actions {
+            match action {
+                Action::AddFinalizer | Action::SetAnnotations(_) => {}
+                Action::SetProvidedApis { group, annotation } => {
+                    self.set_provided_apis(namespace(csv), group, annotation)
+                        .await?;
+                }
+                Action::DeleteDeployments(names) => {
+                    for deployment in names {
+                        self.delete_deployment(namespace(csv), deployment).await?;
+                    }
+                }
+                Action::Install(plan) => installed = Some(self.install(namespace(csv), plan).await),
+                Action::ReapplyDeployments(list) => {
+                    for desired in list {
+                        self.apply_deployment(namespace(csv), &desired.deployment)
+                            .await
+                            .map_err(|e| ReconcileError::Kube {
+                                what: format!("re-apply Deployment {}", desired.name),
+                                source: e,
+                            })?;
+                    }
+                }
+                Action::EnsurePermissions(objects) => self.ensure_permissions(objects).await?,
+                Action::RequeueCsv(other) => {
+                    let mut stub = ClusterServiceVersion::new(other, csv.spec.clone());
+                    stub.metadata.namespace = Some(namespace(csv).to_owned());
+                    // The receiver lives as long as the controller; a send error means it is
+                    // shutting down, when a lost requeue does not matter.
+                    let _ = self.requeue.send(stub);
+                }
+                Action::DeleteCsv => {
+                    match self
+                        .csvs(namespace(csv))
+                        .delete(name(csv), &DeleteParams::default())
+                        .await
+                    {
+                        Ok(_) => {}
+                        Err(e) if is_not_found(&e) => {}
+                        Err(e) => return Err(kube_err(format!("delete CSV {}", name(csv)))(e)),
+                    }
+                }
+            }
+        }
+        Ok((current, installed))
+    }
+
+    /// Finalizer and annotations in one merge patch, guarded by the resourceVersion read.
+    async fn metadata(
+        &self,
+        csv: &ClusterServiceVersion,
+        actions: &[Action],
+    ) -> Result<ClusterServiceVersion, ReconcileError> {
+        let mut meta = Map::new();
+        for action in actions {
+            match action {
+                Action::AddFinalizer => {
+                    let mut finalizers = csv.finalizers().to_vec();
+                    if !finalizers.iter().any(|f| f == CSV_FINALIZER) {
+                        finalizers.push(CSV_FINALIZER.to_owned());
+                    }
+                    meta.insert("finalizers".into(), json!(finalizers));
+                }
+                Action::SetAnnotations(annotations) => {
+                    let map: Map<String, Value> = annotations
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
+                        .collect();
+                    meta.insert("annotations".into(), Value::Object(map));
+                }
+                _ => {}
+            }
+        }
+        if meta.is_empty() {
+            return Ok(csv.clone());
+        }
+        meta.insert("resourceVersion".into(), json!(csv.resource_version()));
+        let patch = json!({ "metadata": meta });
+        self.csvs(namespace(csv))
+            .patch(name(csv), &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(kube_err(format!("update metadata of CSV {}", name(csv))))
+    }
+
+    async fn set_provided_apis(
+        &self,
+        ns: &str,
+        group: &str,
+        annotation: &str,
+    ) -> Result<(), ReconcileError> {
+        let api: Api<OperatorGroup> = Api::namespaced(self.client.clone(), ns);
+        let patch = json!({"metadata": {"annotations": {crate::api::keys::PROVIDED_APIS_ANNOTATION: annotation}}});
+        match api
+            .patch(group, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
+            Err(e) => Err(kube_err(format!(
+                "update olm.providedAPIs of OperatorGroup {group}"
+            ))(e)),
+        }
+    }
+
+    async fn delete_deployment(&self, ns: &str, deployment: &str) -> Result<(), ReconcileError> {
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
+        // csv.md §7.1 step 3: foreground, one second of grace.
+        let params = DeleteParams {
+            grace_period_seconds: Some(1),
+            propagation_policy: Some(PropagationPolicy::Foreground),
+            ..Default::default()
+        };
+        match api.delete(deployment, &params).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
+            Err(e) => Err(kube_err(format!("delete Deployment {deployment}"))(e)),
+        }
+    }
+
+    /// OLM replaces the whole Deployment; the equivalent apply takes every field it sets.
+    async fn apply_deployment(
+        &self,
+        ns: &str,
+        deployment: &Deployment,
+    ) -> Result<Deployment, kube::Error> {
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
+        api.patch(
+            &deployment.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(deployment),
+        )
+        .await
+    }
+
+    async fn install(&self, ns: &str, plan: &InstallPlan) -> Result<(), InstallFailure> {
+        for desired in &plan.deployments {
+            if let Err(err) = self.apply_deployment(ns, &desired.deployment).await {
+                let text = err.to_string();
+                return Err(match err {
+                    kube::Error::Api(status) if status.code == 403 => {
+                        InstallFailure::Forbidden(text)
+                    }
+                    _ => InstallFailure::Other(text),
+                });
+            }
+        }
+        for orphan in &plan.delete_orphans {
+            self.delete_deployment(ns, orphan)
+                .await
+                .map_err(|e| InstallFailure::Other(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    async fn ensure_permissions(&self, objects: &PermissionObjects) -> Result<(), ReconcileError> {
+        for sa in &objects.service_accounts {
+            self.apply_namespaced::<ServiceAccount>(sa).await?;
+        }
+        for role in &objects.roles {
+            self.apply_namespaced::<Role>(role).await?;
+        }
+        for binding in &objects.role_bindings {
+            self.apply_namespaced::<RoleBinding>(binding).await?;
+        }
+        for role in &objects.cluster_roles {
+            self.apply_cluster::<ClusterRole>(role).await?;
+        }
+        for binding in &objects.cluster_role_bindings {
+            self.apply_cluster::<ClusterRoleBinding>(binding).await?;
+        }
+        Ok(())
+    }
+
+    async fn apply_namespaced<K>(&self, obj: &K) -> Result<(), ReconcileError>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let ns = obj.namespace().unwrap_or_default();
+        let api: Api<K> = Api::namespaced(self.client.clone(), &ns);
+        api.patch(
+            &obj.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(obj),
+        )
+        .await
+        .map(|_| ())
+        .map_err(kube_err(format!(
+            "restore {} {}/{}",
+            K::kind(&()),
+            ns,
+            obj.name_any()
+        )))
+    }
+
+    async fn apply_cluster<K>(&self, obj: &K) -> Result<(), ReconcileError>
+    where
+        K: Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api: Api<K> = Api::all(self.client.clone());
+        api.patch(
+            &obj.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(obj),
+        )
+        .await
+        .map(|_| ())
+        .map_err(kube_err(format!(
+            "restore {} {}",
+            K::kind(&()),
+            obj.name_any()
+        )))
+    }
+
+    /// Writes the whole status through the status subresource; the resourceVersion makes a
+    /// decision taken on a stale cache fail with a conflict instead of overwriting newer status.
+    pub async fn write_status(
+        &self,
+        csv: &ClusterServiceVersion,
+        status: &crate::api::ClusterServiceVersionStatus,
+    ) -> Result<(), ReconcileError> {
+        let body = json!({
+            "apiVersion": ClusterServiceVersion::api_version(&()),
+            "kind": ClusterServiceVersion::kind(&()),
+            "metadata": {"name": name(csv), "resourceVersion": csv.resource_version()},
+            "status": status,
+        });
+        self.csvs(namespace(csv))
+            .patch_status(
+                name(csv),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+            .map(|_| ())
+            .map_err(kube_err(format!("write status of CSV {}", name(csv))))
+    }
+
+    pub async fn publish(&self, csv: &ClusterServiceVersion, events: &[CsvEvent]) {
+        let regarding = object_reference(csv);
+        for event in events {
+            if event.warning {
+                self.events
+                    .warning(&regarding, &event.reason, event.message.clone())
+                    .await;
+            } else {
+                self.events
+                    .normal(&regarding, &event.reason, event.message.clone())
+                    .await;
+            }
+        }
+    }
+}
+
+pub fn object_reference(csv: &ClusterServiceVersion) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(ClusterServiceVersion::api_version(&()).into_owned()),
+        kind: Some(ClusterServiceVersion::kind(&()).into_owned()),
+        name: csv.metadata.name.clone(),
+        namespace: csv.metadata.namespace.clone(),
+        uid: csv.metadata.uid.clone(),
+        resource_version: csv.metadata.resource_version.clone(),
+        ..Default::default()
+    }
+}

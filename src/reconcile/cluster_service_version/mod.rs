@@ -1,0 +1,276 @@
+//! The ClusterServiceVersion reconciler: the thin shell around [`crate::csv`].
+//!
+//! Each reconcile observes (stores + a few live lookups), asks the pure core what to do,
+//! performs it, writes the status and publishes events. Requeues follow the decision.
+
+mod deletion;
+mod execute;
+mod observe;
+mod stores;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+use kube::api::Api;
+use kube::{Client, ResourceExt};
+use kube_runtime::controller::{Action as ControllerAction, Controller};
+use kube_runtime::reflector::{ObjectRef, Store};
+use kube_runtime::watcher;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use crate::api::keys::COPIED_FROM_LABEL;
+use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription};
+use crate::csv::cleanup::{cleanup, has_finalizer};
+use crate::csv::identity::{is_copy, name};
+use crate::csv::replacement::{replaced_csv, replacement_of};
+use crate::csv::{Requeue, after_install, sync};
+
+use super::Context;
+use execute::Executor;
+use stores::{Stores, managed, reflect};
+
+/// How often a CSV is re-synced without events (OLM: 5 minutes).
+pub const RESYNC: Duration = Duration::from_secs(5 * 60);
+
+/// Why a reconcile failed; the CSV is retried with back-off.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("{what}: {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("CSV {csv}: {reason}")]
+    Backoff { csv: String, reason: String },
+    #[error("the reflector stores stopped")]
+    StoresStopped,
+}
+
+/// What each reconcile shares.
+struct Shared {
+    client: Client,
+    ctx: Arc<Context>,
+    stores: Stores,
+    requeue: tokio::sync::mpsc::UnboundedSender<ClusterServiceVersion>,
+    /// Consecutive failures per CSV, for exponential back-off.
+    failures: Mutex<HashMap<ObjectRef<ClusterServiceVersion>, u32>>,
+}
+
+/// Runs the CSV controller until the process stops.
+pub async fn run(ctx: Arc<Context>) {
+    let client = ctx.client.clone();
+    let csv_api: Api<ClusterServiceVersion> = Api::all(client.clone());
+    // Copies are never driven (csv.md §1); not watching them keeps the cache small.
+    let not_copies = format!("!{COPIED_FROM_LABEL}");
+    let controller = Controller::new(csv_api, watcher::Config::default().labels(&not_copies));
+    let csvs = controller.store();
+
+    let (operator_groups, og_trigger) = reflect(&client, None);
+    let (subscriptions, sub_trigger) = reflect(&client, None);
+    let (crds, crd_trigger) = reflect(&client, None);
+    let (api_services, api_trigger) = reflect(&client, None);
+    let (deployments, dep_trigger) = reflect(&client, Some(&managed()));
+    let (service_accounts, sa_trigger) = reflect(&client, None);
+    let (roles, role_trigger) = reflect(&client, None);
+    let (role_bindings, rb_trigger) = reflect(&client, None);
+    let (cluster_roles, cr_trigger) = reflect(&client, None);
+    let (cluster_role_bindings, crb_trigger) = reflect(&client, None);
+    let stores = Stores {
+        csvs: csvs.clone(),
+        operator_groups,
+        subscriptions,
+        crds,
+        api_services,
+        deployments,
+        service_accounts,
+        roles,
+        role_bindings,
+        cluster_roles,
+        cluster_role_bindings,
+    };
+    let (requeue, requeued) = tokio::sync::mpsc::unbounded_channel();
+    let requeued = UnboundedReceiverStream::new(requeued).map(Ok::<_, watcher::Error>);
+
+    let controller = controller
+        .watches_stream(requeued, |csv: ClusterServiceVersion| {
+            Some(ObjectRef::from_obj(&csv))
+        })
+        .watches_stream(og_trigger, by_namespace::<OperatorGroup>(csvs.clone()))
+        .watches_stream(sub_trigger, |sub: Subscription| {
+            stores::csv_of_subscription(&sub)
+        })
+        .watches_stream(crd_trigger, {
+            let csvs = csvs.clone();
+            move |crd: CustomResourceDefinition| stores::csvs_using_crd(&csvs, &crd.name_any())
+        })
+        .watches_stream(api_trigger, {
+            let csvs = csvs.clone();
+            move |api: APIService| stores::csvs_using_api_service(&csvs, &api)
+        })
+        .watches_stream(dep_trigger, |dep: Deployment| stores::owners(&dep))
+        .watches_stream(sa_trigger, by_namespace::<ServiceAccount>(csvs.clone()))
+        .watches_stream(role_trigger, by_namespace::<Role>(csvs.clone()))
+        .watches_stream(rb_trigger, by_namespace::<RoleBinding>(csvs.clone()))
+        .watches_stream(cr_trigger, |role: ClusterRole| stores::owners(&role))
+        .watches_stream(crb_trigger, {
+            let csvs = csvs.clone();
+            move |binding: ClusterRoleBinding| stores::csvs_for_cluster_binding(&csvs, &binding)
+        });
+
+    let shared = Arc::new(Shared {
+        client,
+        ctx,
+        stores,
+        requeue,
+        failures: Mutex::new(HashMap::new()),
+    });
+    controller
+        .run(reconcile, error_policy, shared)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(%err, "CSV reconcile ended with an error");
+            }
+        })
+        .await;
+}
+
+/// Maps an object to every CSV of its namespace (RBAC, ServiceAccounts, OperatorGroups).
+fn by_namespace<K: kube::Resource>(
+    csvs: Store<ClusterServiceVersion>,
+) -> impl Fn(K) -> Vec<ObjectRef<ClusterServiceVersion>> + Send + Sync + 'static {
+    move |obj| stores::csvs_in(&csvs, obj.meta().namespace.as_deref().unwrap_or_default())
+}
+
+async fn reconcile(
+    csv: Arc<ClusterServiceVersion>,
+    shared: Arc<Shared>,
+) -> Result<ControllerAction, ReconcileError> {
+    shared
+        .stores
+        .ready()
+        .await
+        .map_err(|_| ReconcileError::StoresStopped)?;
+    let key = ObjectRef::from_obj(csv.as_ref());
+    let seen = observe::observe(&shared.client, &shared.stores, &csv).await;
+    let executor = Executor {
+        client: &shared.client,
+        events: &shared.ctx.events,
+        requeue: &shared.requeue,
+    };
+
+    if csv.metadata.deletion_timestamp.is_some() {
+        if is_copy(&csv) || !has_finalizer(&csv) {
+            return Ok(ControllerAction::await_change());
+        }
+        let plan = cleanup(&csv, &seen);
+        let done = deletion::finalize(&shared.client, &csv, &plan).await?;
+        return Ok(if done {
+            ControllerAction::await_change()
+        } else {
+            ControllerAction::requeue(Duration::from_secs(1))
+        });
+    }
+
+    let now = shared.ctx.clock.now();
+    let mut decision = sync(&csv, &seen, now);
+    tracing::debug!(
+        csv = %observe::key(&csv),
+        phase = ?decision.phase(),
+        actions = decision.actions.len(),
+        requeue = ?decision.requeue,
+        note = decision.note.as_deref().unwrap_or_default(),
+        "CSV sync decided"
+    );
+    let (written, installed) = executor.run(&csv, &decision).await?;
+    if let Some(outcome) = installed {
+        if let Err(err) = &outcome {
+            tracing::info!(csv = %observe::key(&csv), ?err, "install failed");
+        }
+        decision = after_install(&written, outcome, now);
+    }
+    if let Some(status) = &decision.status {
+        executor.write_status(&written, status).await?;
+        // Phase changes matter to the CSVs on either side of an upgrade (csv.md §1.1).
+        for other in [replaced_csv(&csv, &seen), replacement_of(&csv, &seen)]
+            .into_iter()
+            .flatten()
+        {
+            let _ = shared.requeue.send(other.clone());
+        }
+    }
+    executor.publish(&csv, &decision.events).await;
+
+    let action = match decision.requeue {
+        Requeue::Backoff(reason) => {
+            return Err(ReconcileError::Backoff {
+                csv: name(&csv).to_owned(),
+                reason,
+            });
+        }
+        // Our own status write brings the CSV back through the watch; an immediate requeue
+        // would only race the cache.
+        Requeue::After(d) if d.is_zero() && decision.status.is_some() => {
+            ControllerAction::requeue(resync())
+        }
+        Requeue::After(d) if d >= RESYNC => ControllerAction::requeue(resync()),
+        Requeue::After(d) => ControllerAction::requeue(d),
+        Requeue::Resync => ControllerAction::requeue(resync()),
+    };
+    reset_failures(&shared, &key);
+    Ok(action)
+}
+
+/// The resync period with OLM's ±20 % jitter, so CSVs synced together (e.g. after a restart)
+/// do not all come back at the same moment.
+fn resync() -> Duration {
+    use rand::Rng;
+    RESYNC.mul_f64(rand::rng().random_range(0.8..1.2))
+}
+
+fn reset_failures(shared: &Shared, key: &ObjectRef<ClusterServiceVersion>) {
+    if let Ok(mut failures) = shared.failures.lock() {
+        failures.remove(key);
+    }
+}
+
+/// Exponential back-off per CSV: 1 s doubling to 5 minutes.
+fn error_policy(
+    csv: Arc<ClusterServiceVersion>,
+    err: &ReconcileError,
+    shared: Arc<Shared>,
+) -> ControllerAction {
+    // A write based on a cache older than the object is refused with 409; the watch is about
+    // to deliver the newer object, so retry soon and without counting it as a failure.
+    if let ReconcileError::Kube {
+        source: kube::Error::Api(status),
+        ..
+    } = err
+        && status.code == 409
+    {
+        tracing::debug!(%err, "CSV changed while syncing; retrying");
+        return ControllerAction::requeue(Duration::from_millis(200));
+    }
+    let key = ObjectRef::from_obj(csv.as_ref());
+    let attempts = match shared.failures.lock() {
+        Ok(mut failures) => {
+            let n = failures.entry(key).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        }
+        Err(_) => 1,
+    };
+    match err {
+        ReconcileError::Backoff { .. } => tracing::debug!(%err, attempts, "CSV not ready"),
+        _ => tracing::warn!(%err, attempts, "CSV sync failed"),
+    }
+    let delay = Duration::from_secs(1u64 << attempts.saturating_sub(1).min(9)).min(RESYNC);
+    ControllerAction::requeue(delay)
+}

@@ -1,0 +1,191 @@
+//! The reflector stores the CSV reconciler reads, and the trigger streams that fill them: every
+//! watched kind is watched once, its stream both updates the store and requeues the CSVs it
+//! concerns (csv.md §1.1).
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+use kube::api::Api;
+use kube::{Client, Resource, ResourceExt};
+use kube_runtime::WatchStreamExt;
+use kube_runtime::reflector::{self, ObjectRef, Store};
+use kube_runtime::watcher::{self, watcher};
+use serde::de::DeserializeOwned;
+
+use crate::api::keys::{MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
+use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription};
+use crate::csv::identity::{CSV_KIND, is_copy};
+
+/// Read-only views of the cluster, shared by every reconcile.
+#[derive(Clone)]
+pub struct Stores {
+    pub csvs: Store<ClusterServiceVersion>,
+    pub operator_groups: Store<OperatorGroup>,
+    pub subscriptions: Store<Subscription>,
+    pub crds: Store<CustomResourceDefinition>,
+    pub api_services: Store<APIService>,
+    pub deployments: Store<Deployment>,
+    pub service_accounts: Store<ServiceAccount>,
+    pub roles: Store<Role>,
+    pub role_bindings: Store<RoleBinding>,
+    pub cluster_roles: Store<ClusterRole>,
+    pub cluster_role_bindings: Store<ClusterRoleBinding>,
+}
+
+impl Stores {
+    /// Waits until every store has listed once (reconciling on a half-filled cache would see
+    /// requirements as missing).
+    pub async fn ready(&self) -> Result<(), reflector::store::WriterDropped> {
+        self.csvs.wait_until_ready().await?;
+        self.operator_groups.wait_until_ready().await?;
+        self.subscriptions.wait_until_ready().await?;
+        self.crds.wait_until_ready().await?;
+        self.api_services.wait_until_ready().await?;
+        self.deployments.wait_until_ready().await?;
+        self.service_accounts.wait_until_ready().await?;
+        self.roles.wait_until_ready().await?;
+        self.role_bindings.wait_until_ready().await?;
+        self.cluster_roles.wait_until_ready().await?;
+        self.cluster_role_bindings.wait_until_ready().await?;
+        Ok(())
+    }
+}
+
+/// A trigger stream: watches `K`, keeps `store` current, yields every touched object.
+pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
+
+/// Starts the reflector of `K` (all namespaces, optional label selector).
+pub fn reflect<K>(client: &Client, labels: Option<&str>) -> (Store<K>, Trigger<K>)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let api: Api<K> = Api::all(client.clone());
+    let mut config = watcher::Config::default();
+    if let Some(labels) = labels {
+        config = config.labels(labels);
+    }
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, config).default_backoff())
+        .touched_objects()
+        .boxed();
+    (reader, stream)
+}
+
+/// Label selector for objects OLM manages.
+pub fn managed() -> String {
+    format!("{MANAGED_LABEL}=true")
+}
+
+fn csv_ref(name: &str, namespace: &str) -> ObjectRef<ClusterServiceVersion> {
+    ObjectRef::new(name).within(namespace)
+}
+
+/// The CSV named by an object's owner labels (`olm.owner*`), or its CSV ownerReferences.
+pub fn owners<K: Resource>(obj: &K) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let labels = obj.labels();
+    let mut out = Vec::new();
+    if labels.get(OWNER_KIND_LABEL).map(String::as_str) == Some(CSV_KIND)
+        && let (Some(name), Some(ns)) = (labels.get(OWNER_LABEL), labels.get(OWNER_NAMESPACE_LABEL))
+    {
+        out.push(csv_ref(name, ns));
+    }
+    if let Some(ns) = obj.namespace() {
+        for owner in obj.owner_references().iter().filter(|o| o.kind == CSV_KIND) {
+            out.push(csv_ref(&owner.name, &ns));
+        }
+    }
+    out
+}
+
+/// Every non-copied CSV in `namespace`.
+pub fn csvs_in(
+    store: &Store<ClusterServiceVersion>,
+    namespace: &str,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    store
+        .state()
+        .iter()
+        .filter(|c| c.namespace().as_deref() == Some(namespace) && !is_copy(c))
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect()
+}
+
+/// CSVs that own or require the CRD `name` (an in-memory index instead of the `olm.api.*`
+/// labels OLM never stores, csv.md §1.1).
+pub fn csvs_using_crd(
+    store: &Store<ClusterServiceVersion>,
+    name: &str,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    store
+        .state()
+        .iter()
+        .filter(|c| {
+            let crds = c.spec.custom_resource_definitions.as_ref();
+            let listed = |list: Option<&Vec<crate::api::CrdDescription>>| {
+                list.into_iter().flatten().any(|d| d.name == name)
+            };
+            crds.is_some_and(|d| listed(d.owned.as_ref()) || listed(d.required.as_ref()))
+        })
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect()
+}
+
+/// CSVs that own or require the APIService `name` (`<version>.<group>`), plus its owner.
+pub fn csvs_using_api_service(
+    store: &Store<ClusterServiceVersion>,
+    api: &APIService,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let name = api.name_any();
+    let mut out: Vec<_> = store
+        .state()
+        .iter()
+        .filter(|c| {
+            c.spec.api_service_definitions.as_ref().is_some_and(|d| {
+                d.owned
+                    .iter()
+                    .chain(d.required.iter())
+                    .flatten()
+                    .any(|a| a.api_service_name() == name)
+            })
+        })
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect();
+    out.extend(owners(api));
+    out
+}
+
+/// CSVs a ClusterRoleBinding may concern: its owner, and the CSVs of the namespaces of its
+/// ServiceAccount subjects.
+pub fn csvs_for_cluster_binding(
+    store: &Store<ClusterServiceVersion>,
+    binding: &ClusterRoleBinding,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let mut out = owners(binding);
+    for subject in binding.subjects.iter().flatten() {
+        if subject.kind == "ServiceAccount"
+            && let Some(ns) = &subject.namespace
+        {
+            out.extend(csvs_in(store, ns));
+        }
+    }
+    out
+}
+
+/// The CSV a Subscription installed.
+pub fn csv_of_subscription(sub: &Subscription) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let ns = sub.namespace().unwrap_or_default();
+    sub.status
+        .as_ref()
+        .and_then(|s| s.installed_csv.as_deref())
+        .map(|name| vec![csv_ref(name, &ns)])
+        .unwrap_or_default()
+}
