@@ -110,9 +110,10 @@ pub async fn run(
 
 /// Every reconciler of the process; each runs until the process stops.
 fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
-    vec![Box::pin(crate::reconcile::cluster_service_version::run(
-        ctx.clone(),
-    ))]
+    vec![
+        Box::pin(crate::reconcile::cluster_service_version::run(ctx.clone())),
+        Box::pin(crate::reconcile::install_plan::run(ctx.clone())),
+    ]
 }
 
 async fn run_reconcilers(ctx: Arc<Context>) {

@@ -174,10 +174,10 @@ async fn ensure_plan(
         }
         return Ok((plan, false));
     }
-    let mut rng = rand::rng();
     let mut attempts = 0;
     let created = loop {
-        let name = install_plan_name(&mut rng);
+        // The thread-local generator must not live across an await (it is not Send).
+        let name = install_plan_name(&mut rand::rng());
         match api
             .create(&PostParams::default(), &draft.install_plan(&name))
             .await
