@@ -128,13 +128,19 @@ impl Pass<'_> {
         apis: &mut HashMap<usize, StepApi>,
         warnings: &mut Warnings,
     ) -> Result<(), PassOutcome> {
-        let planned_crds: Vec<(String, String)> = parsed
+        // (group, kind, plural, namespaced) of the APIs this plan's own CRDs will serve.
+        let planned_crds: Vec<(String, String, String, bool)> = parsed
             .iter()
             .filter(|p| p.kind == StepKind::CustomResourceDefinition)
             .filter_map(|p| {
-                let group = p.object.manifest.pointer("/spec/group")?.as_str()?;
-                let kind = p.object.manifest.pointer("/spec/names/kind")?.as_str()?;
-                Some((group.to_owned(), kind.to_owned()))
+                let text = |path: &str| p.object.manifest.pointer(path).and_then(Value::as_str);
+                let scope = text("/spec/scope").unwrap_or("Namespaced");
+                Some((
+                    text("/spec/group")?.to_owned(),
+                    text("/spec/names/kind")?.to_owned(),
+                    text("/spec/names/plural")?.to_owned(),
+                    scope == "Namespaced",
+                ))
             })
             .collect();
         for p in parsed {
@@ -161,26 +167,23 @@ impl Pass<'_> {
                     apis.insert(p.index, api);
                 }
                 // The API may come from a CRD of this very plan.
-                Err(_)
-                    if planned_crds.iter().any(|(g, k)| {
-                        *g == p.object.group && k == StepKind::manifest_kind(&p.object.kind)
-                    }) =>
-                {
-                    let gvk = GroupVersionKind::gvk(
-                        &p.object.group,
-                        &p.object.version,
-                        StepKind::manifest_kind(&p.object.kind),
-                    );
-                    let plural = format!("{}s", gvk.kind.to_ascii_lowercase());
-                    apis.insert(
-                        p.index,
-                        StepApi {
-                            resource: ApiResource::from_gvk_with_plural(&gvk, &plural),
-                            scope: p.kind.scope(),
-                        },
-                    );
+                Err(e) => {
+                    let kind = StepKind::manifest_kind(&p.object.kind);
+                    let Some((_, _, plural, namespaced)) = planned_crds
+                        .iter()
+                        .find(|(g, k, _, _)| *g == p.object.group && k == kind)
+                    else {
+                        return Err(failed(e.to_string()));
+                    };
+                    let gvk = GroupVersionKind::gvk(&p.object.group, &p.object.version, kind);
+                    let scope = if *namespaced {
+                        Scope::Namespaced
+                    } else {
+                        Scope::Cluster
+                    };
+                    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+                    apis.insert(p.index, StepApi { resource, scope });
                 }
-                Err(e) => return Err(failed(e.to_string())),
             }
         }
         Ok(())

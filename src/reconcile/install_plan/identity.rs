@@ -31,3 +31,54 @@ pub fn impersonating(
     });
     Ok(Client::new(service, namespace.to_owned()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[tokio::test]
+    async fn requests_carry_the_service_account_identity() {
+        let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let record = seen.clone();
+        let backend = tower::service_fn(move |request: Request<Body>| {
+            let mut headers = record.lock().unwrap();
+            for (name, value) in request.headers() {
+                if name.as_str().starts_with("impersonate-") {
+                    headers.push((name.to_string(), value.to_str().unwrap().to_owned()));
+                }
+            }
+            let body = r#"{"major":"1","minor":"33","gitVersion":"v1.33.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"","platform":""}"#;
+            async move {
+                Ok::<_, std::convert::Infallible>(http::Response::new(Body::from(
+                    body.as_bytes().to_vec(),
+                )))
+            }
+        });
+        let client = Client::new(backend, "default");
+        let scoped = impersonating(&client, "ops", "installer").unwrap();
+        scoped.apiserver_version().await.expect("answered");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "impersonate-user".to_owned(),
+                    "system:serviceaccount:ops:installer".to_owned()
+                ),
+                (
+                    "impersonate-group".to_owned(),
+                    "system:serviceaccounts".to_owned()
+                ),
+                (
+                    "impersonate-group".to_owned(),
+                    "system:serviceaccounts:ops".to_owned()
+                ),
+                (
+                    "impersonate-group".to_owned(),
+                    "system:authenticated".to_owned()
+                ),
+            ]
+        );
+    }
+}

@@ -94,6 +94,19 @@ pub async fn sync_install_plan(
             }
             Ok(identity) => {
                 phase::check_passed(&mut status, now);
+                if let ExecuteAs::ServiceAccount {
+                    namespace: ns,
+                    name: sa,
+                } = &identity
+                {
+                    status.attenuated_service_account_ref = Some(ObjectReference {
+                        api_version: Some("v1".into()),
+                        kind: Some("ServiceAccount".into()),
+                        name: Some(sa.clone()),
+                        namespace: Some(ns.clone()),
+                        ..ObjectReference::default()
+                    });
+                }
                 let steps_client = match &identity {
                     ExecuteAs::Controller => ctx.client.clone(),
                     ExecuteAs::ServiceAccount {
