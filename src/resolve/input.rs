@@ -7,27 +7,7 @@ use crate::catalog::CatalogIndex;
 use crate::catalog::properties::GvkValue;
 use crate::catalog::semver_range::Version;
 
-/// A CatalogSource by namespace and name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CatalogRef {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl CatalogRef {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        CatalogRef {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for CatalogRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub use crate::plan::CatalogRef;
 
 /// One catalog visible from the namespace.
 #[derive(Debug, Clone)]
