@@ -147,6 +147,12 @@ fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
         Box::pin(crate::reconcile::cluster_service_version::run(ctx.clone())),
         Box::pin(crate::reconcile::catalog_source::run(ctx.clone())),
         Box::pin(crate::reconcile::operator_group::run(ctx.clone())),
+        Box::pin(crate::reconcile::subscription::run(
+            ctx.clone(),
+            ctx.catalogs.clone(),
+            crate::reconcile::subscription::catalog_changes(&ctx.catalogs),
+        )),
+        Box::pin(crate::reconcile::install_plan::run(ctx.clone())),
     ]
 }
 

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod crds;
+mod resolve;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,6 +35,9 @@ pub enum Command {
     Crds,
     /// Catalog tools: validate, render, graph, upgrade-path, serve.
     Catalog(catalog::CatalogArgs),
+    /// Preview what a Subscription would install and its whole upgrade path, or why nothing
+    /// would be installed.
+    Resolve(resolve::ResolveArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -45,5 +49,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Crds => crds::run(),
         Command::Catalog(args) => catalog::run(args),
+        Command::Resolve(args) => resolve::run(args),
     }
 }

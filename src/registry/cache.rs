@@ -14,27 +14,8 @@ use tokio::sync::{broadcast, watch};
 
 use crate::catalog::CatalogIndex;
 
-/// Which CatalogSource.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CatalogKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl CatalogKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> CatalogKey {
-        CatalogKey {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for CatalogKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+/// Which CatalogSource: the same key the resolver and planner use.
+pub use crate::plan::CatalogRef as CatalogKey;
 
 /// Why a catalog is (un)healthy, for conditions and `kubectl describe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,0 +1,210 @@
+//! Resolution benchmarks: one Subscription against the community catalog `catalogs/v4.20`, and
+//! a namespace with 200 Subscriptions (decisions alone, and the whole status pass).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use jiff::Timestamp;
+use serde_json::Value;
+
+use olm_rs::api::{Subscription, SubscriptionSpec, SubscriptionStatus};
+use olm_rs::catalog::model::{DeclarativeConfig, Property};
+use olm_rs::catalog::{CatalogIndex, load_catalog};
+use olm_rs::resolve::subscription::{NamespaceState, sync_namespace};
+use olm_rs::resolve::{
+    CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups, decide,
+};
+
+fn shared() -> PathBuf {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    std::env::var_os("OLM_RS_SHARED")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([crate_dir.join("../shared"), PathBuf::from("/work/shared")])
+        .find(|p| p.join("data").is_dir())
+        .expect("shared data (set OLM_RS_SHARED)")
+}
+
+fn v4_20() -> DeclarativeConfig {
+    let dir = shared().join("data/catalogs/community-operators-prod/catalogs/v4.20");
+    load_catalog(&dir).expect("catalog loads").1
+}
+
+fn sub(name: &str, package: &str, installed: Option<&str>) -> Subscription {
+    let mut s = Subscription::new(
+        name,
+        SubscriptionSpec {
+            source: "community".into(),
+            source_namespace: "olm".into(),
+            name: package.into(),
+            channel: None,
+            starting_csv: None,
+            install_plan_approval: None,
+            config: None,
+        },
+    );
+    s.metadata.namespace = Some("bench".into());
+    s.metadata.uid = Some(format!("uid-{name}"));
+    if let Some(csv) = installed {
+        let mut status = SubscriptionStatus::new(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::UNIX_EPOCH),
+        );
+        status.installed_csv = Some(csv.into());
+        status.current_csv = Some(csv.into());
+        s.status = Some(status);
+    }
+    s
+}
+
+/// `copies` copies of the catalog with package names and API groups suffixed, so that many
+/// Subscriptions can live in one namespace without competing for a package or an API.
+fn widened(config: &DeclarativeConfig, copies: usize) -> DeclarativeConfig {
+    let mut out = DeclarativeConfig::default();
+    for i in 0..copies {
+        let rename = |p: &str| format!("{p}-{i}");
+        for p in &config.packages {
+            let mut p = p.clone();
+            p.name = rename(&p.name);
+            out.packages.push(p);
+        }
+        for c in &config.channels {
+            let mut c = c.clone();
+            c.package = rename(&c.package);
+            out.channels.push(c);
+        }
+        for b in &config.bundles {
+            let mut b = b.clone();
+            b.package = rename(&b.package);
+            b.properties = b
+                .properties
+                .iter()
+                .map(|p| {
+                    if p.type_ != "olm.gvk" {
+                        return p.clone();
+                    }
+                    let mut v: Value = serde_json::from_str(p.value.get()).expect("gvk JSON");
+                    let group = format!("{}-{i}", v["group"].as_str().unwrap_or_default());
+                    v["group"] = group.into();
+                    Property::from_value("olm.gvk", &v).expect("serialises")
+                })
+                .collect();
+            out.bundles.push(b);
+        }
+    }
+    out
+}
+
+fn catalogs(index: Arc<CatalogIndex>) -> Vec<CatalogInput> {
+    vec![CatalogInput {
+        key: CatalogRef::new("olm", "community"),
+        priority: 0,
+        uid: Some("uid-community".into()),
+        content: CatalogContent::Ready(index),
+        healthy: true,
+    }]
+}
+
+fn bench(c: &mut Criterion) {
+    let config = v4_20();
+    let index = Arc::new(CatalogIndex::new(config.clone()));
+    let groups = OperatorGroups {
+        names: vec!["og".into()],
+        exclude_global_catalogs: false,
+    };
+
+    // One Subscription: an installed operator five hops from its head, and a fresh install.
+    let cats = catalogs(index.clone());
+    let installed = vec![InstalledCsv {
+        name: "kube-green.v0.5.0".into(),
+        version: olm_rs::catalog::semver_range::parse_tolerant("0.5.0").ok(),
+        package: Some("kube-green".into()),
+        provided: vec![],
+        phase: "Succeeded".into(),
+    }];
+    let upgrade = [sub("kube-green", "kube-green", Some("kube-green.v0.5.0"))];
+    let fresh = [sub("opendatahub", "opendatahub-operator", None)];
+    c.bench_function("resolve one subscription (upgrade, v4.20)", |b| {
+        b.iter(|| {
+            decide(&NamespaceInput {
+                namespace: "bench",
+                subscriptions: &upgrade,
+                installed: &installed,
+                catalogs: &cats,
+                operator_groups: &groups,
+                global_catalog_namespace: "olm",
+            })
+        })
+    });
+    c.bench_function("resolve one subscription (fresh install, v4.20)", |b| {
+        b.iter(|| {
+            decide(&NamespaceInput {
+                namespace: "bench",
+                subscriptions: &fresh,
+                installed: &[],
+                catalogs: &cats,
+                operator_groups: &groups,
+                global_catalog_namespace: "olm",
+            })
+        })
+    });
+
+    // 200 Subscriptions in one namespace, half of them installed one release behind the head.
+    let wide = Arc::new(CatalogIndex::new(widened(&config, 6)));
+    let cats = catalogs(wide.clone());
+    let mut subs = Vec::new();
+    let mut installed = Vec::new();
+    for (i, package) in wide.packages().iter().take(200).enumerate() {
+        let head = package
+            .default_channel()
+            .or_else(|| package.channels().first())
+            .and_then(|c| c.graph().channel_order().ok())
+            .and_then(|order| order.get(1).map(|e| e.name.clone()));
+        let installed_csv = head.filter(|_| i % 2 == 0);
+        if let Some(csv) = &installed_csv {
+            installed.push(InstalledCsv {
+                name: csv.clone(),
+                version: package.bundle(csv).and_then(|b| b.version().cloned()),
+                package: Some(package.name().to_owned()),
+                provided: package
+                    .bundle(csv)
+                    .map(|b| b.provided_gvks().collect())
+                    .unwrap_or_default(),
+                phase: "Succeeded".into(),
+            });
+        }
+        subs.push(sub(
+            &format!("sub-{i}"),
+            package.name(),
+            installed_csv.as_deref(),
+        ));
+    }
+    assert_eq!(subs.len(), 200);
+    let input = NamespaceInput {
+        namespace: "bench",
+        subscriptions: &subs,
+        installed: &installed,
+        catalogs: &cats,
+        operator_groups: &groups,
+        global_catalog_namespace: "olm",
+    };
+    let refused = decide(&input)
+        .iter()
+        .filter(|d| matches!(d.outcome, olm_rs::resolve::Outcome::Refused(_)))
+        .count();
+    assert_eq!(refused, 0, "every Subscription of the benchmark resolves");
+    c.bench_function("resolve a namespace of 200 subscriptions", |b| {
+        b.iter(|| decide(&input))
+    });
+    let state = NamespaceState {
+        input,
+        plans: &[],
+        now: Timestamp::from_second(1_000_000).expect("time"),
+    };
+    c.bench_function("status pass over a namespace of 200 subscriptions", |b| {
+        b.iter(|| sync_namespace(&state))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,84 @@
+//! A catalog bundle's manifests: inline `olm.bundle.object` properties (or `csvJson` + `object`
+//! over gRPC). Bundles known only by image cannot be installed yet: pulling bundle images
+//! directly is a later issue, and olm-rs runs no unpack Jobs.
+
+use serde_json::{Value, json};
+
+use super::steps::{BundleContent, CatalogRef};
+use crate::catalog::index::IndexedBundle;
+use crate::catalog::properties::{BUNDLE_OBJECT, CSV_METADATA};
+
+/// Why a bundle's manifests are not available.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContentError {
+    #[error(
+        "bundle {bundle} is only available as the image {image} in catalog {catalog}; olm-rs does not pull bundle images yet, so it cannot be installed from this catalog (a catalog whose bundles carry their manifests as olm.bundle.object properties can be)"
+    )]
+    ImageOnly {
+        bundle: String,
+        image: String,
+        catalog: CatalogRef,
+    },
+    #[error("bundle {bundle} in catalog {catalog} has neither manifests nor an image")]
+    Empty { bundle: String, catalog: CatalogRef },
+    #[error("bundle {bundle} in catalog {catalog}: manifest #{index} is not valid JSON: {reason}")]
+    BadManifest {
+        bundle: String,
+        catalog: CatalogRef,
+        index: usize,
+        reason: String,
+    },
+}
+
+/// The manifests and properties of `bundle` from `catalog`.
+pub fn bundle_content(
+    bundle: &IndexedBundle,
+    catalog: &CatalogRef,
+) -> Result<BundleContent, ContentError> {
+    let manifests = bundle
+        .objects()
+        .enumerate()
+        .map(|(index, text)| {
+            serde_json::from_str::<Value>(text).map_err(|e| ContentError::BadManifest {
+                bundle: bundle.name().to_owned(),
+                catalog: catalog.clone(),
+                index,
+                reason: e.to_string(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if manifests.is_empty() {
+        return Err(if bundle.image().is_empty() {
+            ContentError::Empty {
+                bundle: bundle.name().to_owned(),
+                catalog: catalog.clone(),
+            }
+        } else {
+            ContentError::ImageOnly {
+                bundle: bundle.name().to_owned(),
+                image: bundle.image().to_owned(),
+                catalog: catalog.clone(),
+            }
+        });
+    }
+    Ok(BundleContent {
+        name: bundle.name().to_owned(),
+        manifests,
+        properties: csv_properties(bundle),
+        catalog: catalog.clone(),
+    })
+}
+
+/// The properties projected onto the CSV: all but `olm.bundle.object` and `olm.csv.metadata`,
+/// which the registry leaves out to keep CSVs small (operator-registry `model_to_api.go`).
+fn csv_properties(bundle: &IndexedBundle) -> Vec<Value> {
+    bundle
+        .properties()
+        .iter()
+        .filter(|p| p.type_ != BUNDLE_OBJECT && p.type_ != CSV_METADATA)
+        .map(|p| {
+            let value: Value = serde_json::from_str(p.value.get()).unwrap_or(Value::Null);
+            json!({"type": p.type_, "value": value})
+        })
+        .collect()
+}

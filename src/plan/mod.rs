@@ -1,0 +1,36 @@
+//! Plans (pure): a resolved bundle turned into the ordered steps of an InstallPlan, the RBAC
+//! OLM derives from a CSV (with OLM's names), the CRD update safety check, which old plans to
+//! delete, and the pure half of executing a plan. Nothing here talks to a cluster.
+//! spec/subscription-installplan.md §5–§8, §11.
+
+pub mod content;
+pub mod crd_safety;
+pub mod draft;
+pub mod error;
+pub mod gc;
+pub mod kinds;
+pub mod name;
+pub mod object;
+pub mod phase;
+pub mod prepare;
+pub mod rbac;
+pub mod scope;
+pub mod steps;
+
+pub use content::{ContentError, bundle_content};
+pub use crd_safety::{
+    CrdUpdateCheck, CrdUpdateError, VersionToValidate, check_crd_update, versions_to_validate,
+};
+pub use draft::{
+    PlanDraft, RESOLUTION_LABEL, ServedSubscription, next_generation, plan_reference, wire_step,
+};
+pub use error::PlanError;
+pub use gc::{PlanForGc, plans_to_delete};
+pub use kinds::{Scope, StepKind};
+pub use name::install_plan_name;
+pub use object::StepObject;
+pub use rbac::rbac_manifests;
+pub use steps::{
+    BundleContent, CatalogRef, PlannedStep, bundle_steps, catalog_source_names, csv_names,
+    order_plan,
+};

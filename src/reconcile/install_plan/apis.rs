@@ -1,0 +1,96 @@
+//! Where a step's object lives on the API server: its resource and scope. Kinds olm-rs knows
+//! are mapped directly; the extra kinds of §7.3 (PrometheusRule, ConsoleYAMLSample, …) are
+//! looked up by discovery, since their APIs come from CRDs that may or may not be installed.
+
+use kube::Client;
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope as DiscoveryScope;
+
+use crate::plan::kinds::{Scope, StepKind};
+use crate::plan::object::StepObject;
+
+/// A step's resource.
+#[derive(Debug, Clone)]
+pub struct StepApi {
+    pub resource: ApiResource,
+    pub scope: Scope,
+}
+
+/// Why the resource of a step could not be found.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiLookupError {
+    /// OLM's wording (§7.3).
+    #[error(
+        "api-server resource not found installing {kind} {name}: GroupVersionKind {group}/{version}, Kind={kind} not found on the cluster. This API may have been deprecated and removed, see https://kubernetes.io/docs/reference/using-api/deprecation-guide/ for more information."
+    )]
+    NotFound {
+        group: String,
+        version: String,
+        kind: String,
+        name: String,
+    },
+    #[error("discovering the API of {kind} {name}: {source}")]
+    Discovery {
+        kind: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The resource of `object` (a step of kind `kind`).
+pub async fn step_api(
+    client: &Client,
+    kind: StepKind,
+    object: &StepObject,
+) -> Result<StepApi, ApiLookupError> {
+    let manifest_kind = StepKind::manifest_kind(&object.kind);
+    let gvk = GroupVersionKind::gvk(&object.group, &object.version, manifest_kind);
+    let plural = match kind {
+        StepKind::CustomResourceDefinition => Some("customresourcedefinitions"),
+        StepKind::ClusterServiceVersion => Some("clusterserviceversions"),
+        StepKind::Subscription => Some("subscriptions"),
+        StepKind::ServiceAccount => Some("serviceaccounts"),
+        StepKind::Role => Some("roles"),
+        StepKind::RoleBinding => Some("rolebindings"),
+        StepKind::ClusterRole => Some("clusterroles"),
+        StepKind::ClusterRoleBinding => Some("clusterrolebindings"),
+        StepKind::Service => Some("services"),
+        StepKind::ConfigMap => Some("configmaps"),
+        StepKind::BundleSecret => Some("secrets"),
+        StepKind::Discovered(_) => None,
+    };
+    if let Some(plural) = plural {
+        return Ok(StepApi {
+            resource: ApiResource::from_gvk_with_plural(&gvk, plural),
+            scope: kind.scope(),
+        });
+    }
+    match kube::discovery::pinned_kind(client, &gvk).await {
+        Ok((resource, caps)) => Ok(StepApi {
+            resource,
+            scope: match caps.scope {
+                DiscoveryScope::Cluster => Scope::Cluster,
+                DiscoveryScope::Namespaced => Scope::Namespaced,
+            },
+        }),
+        Err(kube::Error::Discovery(_)) => Err(not_found(object, manifest_kind)),
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(not_found(object, manifest_kind))
+        }
+        Err(source) => Err(ApiLookupError::Discovery {
+            kind: manifest_kind.to_owned(),
+            name: object.name.clone(),
+            source,
+        }),
+    }
+}
+
+fn not_found(object: &StepObject, kind: &str) -> ApiLookupError {
+    ApiLookupError::NotFound {
+        group: object.group.clone(),
+        version: object.version.clone(),
+        kind: kind.to_owned(),
+        name: object.name.clone(),
+    }
+}

@@ -1,0 +1,209 @@
+//! The InstallPlan reconciler (thin shell): approval, the OperatorGroup check, one execution
+//! pass, the phase machine of `plan::phase`, one status write.
+
+mod apis;
+mod execute;
+mod identity;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, ListParams, PostParams};
+use kube::{Resource, ResourceExt};
+use kube_runtime::controller::{Action, Controller};
+use kube_runtime::watcher;
+
+use crate::api::{InstallPlan, InstallPlanPhase, OperatorGroup};
+use crate::plan::phase::{self, Gate, PassOutcome};
+use crate::plan::scope::{ExecuteAs, execution_identity};
+use crate::reconcile::Context;
+
+pub use execute::Pass;
+
+/// How often an installing plan is looked at again (OLM: 5 s).
+pub const INSTALLING_RESYNC: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallPlanError {
+    #[error("install plan {namespace}/{name}: {source}")]
+    Api {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("install plan {namespace}/{name}: cannot act as service account {account}: {reason}")]
+    Identity {
+        namespace: String,
+        name: String,
+        account: String,
+        reason: String,
+    },
+}
+
+/// What one sync did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Synced {
+    /// The plan is gone, terminal, waiting for approval or not written yet.
+    Idle,
+    /// Its status moved; look again after the delay when given.
+    Progressed { requeue: Option<Duration> },
+}
+
+/// Syncs one plan: the whole InstallPlan state machine for one pass.
+pub async fn sync_install_plan(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Synced, InstallPlanError> {
+    let err = |source| InstallPlanError::Api {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        source,
+    };
+    let plans: Api<InstallPlan> = Api::namespaced(ctx.client.clone(), namespace);
+    let Some(mut plan) = plans.get_opt(name).await.map_err(err)? else {
+        return Ok(Synced::Idle);
+    };
+    // A plan with neither steps nor bundle lookups is still being written by the Subscription
+    // sync, which also repairs one whose status write was lost.
+    let Some(mut status) = plan.status.clone() else {
+        return Ok(Synced::Idle);
+    };
+    if status.plan.is_none() && status.bundle_lookups.is_none() {
+        return Ok(Synced::Idle);
+    }
+    let before = status.clone();
+    let now = ctx.clock.now();
+    let gate = phase::gate(&mut status, plan.spec.approved);
+    let mut requeue = None;
+    if gate == Gate::Execute {
+        phase::start(&mut status, now);
+        let groups: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), namespace);
+        let groups = groups
+            .list(&ListParams::default())
+            .await
+            .map_err(err)?
+            .items;
+        match execution_identity(namespace, &groups) {
+            Err(message) => {
+                phase::check_failed(&mut status, &message, now);
+                requeue = Some(INSTALLING_RESYNC);
+            }
+            Ok(identity) => {
+                phase::check_passed(&mut status, now);
+                if let ExecuteAs::ServiceAccount {
+                    namespace: ns,
+                    name: sa,
+                } = &identity
+                {
+                    status.attenuated_service_account_ref = Some(ObjectReference {
+                        api_version: Some("v1".into()),
+                        kind: Some("ServiceAccount".into()),
+                        name: Some(sa.clone()),
+                        namespace: Some(ns.clone()),
+                        ..ObjectReference::default()
+                    });
+                }
+                let steps_client = match &identity {
+                    ExecuteAs::Controller => ctx.client.clone(),
+                    ExecuteAs::ServiceAccount {
+                        namespace: ns,
+                        name: sa,
+                    } => identity::impersonating(&ctx.client, ns, sa).map_err(|e| {
+                        InstallPlanError::Identity {
+                            namespace: namespace.to_owned(),
+                            name: name.to_owned(),
+                            account: sa.clone(),
+                            reason: e.to_string(),
+                        }
+                    })?,
+                };
+                let pass = Pass {
+                    admin: &ctx.client,
+                    steps: &steps_client,
+                    namespace,
+                };
+                let mut warnings = Vec::new();
+                let mut steps = status.plan.take().unwrap_or_default();
+                let outcome = pass.run(&mut steps, &mut warnings).await;
+                status.plan = Some(steps);
+                phase::after_pass(&mut status, &outcome, now);
+                if status.phase == InstallPlanPhase::Installing {
+                    requeue = Some(INSTALLING_RESYNC);
+                }
+                let reference = object_reference(&plan);
+                for (reason, message) in warnings {
+                    ctx.events.warning(&reference, reason, message).await;
+                }
+                if let PassOutcome::StepFailed { message, .. } = &outcome
+                    && status.phase == InstallPlanPhase::Failed
+                {
+                    ctx.events
+                        .warning(&reference, "InstallComponentFailed", message.clone())
+                        .await;
+                }
+            }
+        }
+    }
+    if status == before {
+        return Ok(if requeue.is_some() {
+            Synced::Progressed { requeue }
+        } else {
+            Synced::Idle
+        });
+    }
+    plan.status = Some(status);
+    match plans
+        .replace_status(name, &PostParams::default(), &plan)
+        .await
+    {
+        Ok(_) => Ok(Synced::Progressed { requeue }),
+        // Someone else wrote the plan (e.g. a user approved it): run again on fresh data.
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Synced::Progressed {
+            requeue: Some(Duration::from_millis(200)),
+        }),
+        Err(e) => Err(err(e)),
+    }
+}
+
+fn object_reference(plan: &InstallPlan) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(InstallPlan::api_version(&()).into_owned()),
+        kind: Some(InstallPlan::kind(&()).into_owned()),
+        name: plan.metadata.name.clone(),
+        namespace: plan.metadata.namespace.clone(),
+        uid: plan.metadata.uid.clone(),
+        ..ObjectReference::default()
+    }
+}
+
+/// Runs the InstallPlan controller until the process stops.
+pub async fn run(ctx: Arc<Context>) {
+    let plans: Api<InstallPlan> = Api::all(ctx.client.clone());
+    Controller::new(plans, watcher::Config::default())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "install plan reconcile");
+            }
+        })
+        .await;
+}
+
+async fn reconcile(plan: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action, InstallPlanError> {
+    let namespace = plan.namespace().unwrap_or_default();
+    match sync_install_plan(&ctx, &namespace, &plan.name_any()).await? {
+        Synced::Progressed {
+            requeue: Some(after),
+        } => Ok(Action::requeue(after)),
+        _ => Ok(Action::await_change()),
+    }
+}
+
+fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(plan = %plan.name_any(), %error, "install plan sync failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}

@@ -1,0 +1,124 @@
+//! Where the Subscription sync gets catalogs from. The controller reads the registry's catalog
+//! cache; tests and `olm-rs resolve` hand in catalogs loaded from disk.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::Stream;
+
+use crate::catalog::{CatalogIndex, load_catalog};
+use crate::registry::cache::{CatalogCache, CatalogSnapshot};
+use crate::resolve::{CatalogContent, CatalogInput, CatalogRef};
+
+/// Catalogs visible from a namespace: those in it and, when different, in the global catalog
+/// namespace (resolution.md §2).
+pub trait CatalogSnapshots: Send + Sync {
+    fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput>;
+}
+
+/// A fixed set of catalogs.
+#[derive(Debug, Clone, Default)]
+pub struct StaticCatalogs {
+    catalogs: Vec<CatalogInput>,
+}
+
+impl StaticCatalogs {
+    pub fn new(catalogs: Vec<CatalogInput>) -> Self {
+        StaticCatalogs { catalogs }
+    }
+
+    /// Adds (or replaces) a readable catalog.
+    pub fn with_index(mut self, key: CatalogRef, index: Arc<CatalogIndex>) -> Self {
+        self.catalogs.retain(|c| c.key != key);
+        self.catalogs.push(CatalogInput {
+            uid: Some(format!("static-{key}")),
+            key,
+            priority: 0,
+            content: CatalogContent::Ready(index),
+            healthy: true,
+        });
+        self
+    }
+
+    /// Adds (or replaces) a catalog that cannot be read.
+    pub fn with_unavailable(mut self, key: CatalogRef, reason: impl Into<String>) -> Self {
+        self.catalogs.retain(|c| c.key != key);
+        self.catalogs.push(CatalogInput {
+            uid: Some(format!("static-{key}")),
+            key,
+            priority: 0,
+            content: CatalogContent::Unavailable(reason.into()),
+            healthy: false,
+        });
+        self
+    }
+}
+
+impl CatalogSnapshots for StaticCatalogs {
+    fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput> {
+        self.catalogs
+            .iter()
+            .filter(|c| c.key.namespace == namespace || c.key.namespace == global_namespace)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The running controller's catalogs: what the CatalogSource controller loaded. The index is
+/// shared (`Arc`), never copied. Stale content of a catalog that went unhealthy stays readable,
+/// as OLM keeps resolving from its last good cache, while `healthy: false` still reaches
+/// `status.catalogHealth` and the `CatalogSourcesUnhealthy` condition.
+impl CatalogSnapshots for CatalogCache {
+    fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput> {
+        CatalogCache::visible_from(self, namespace, global_namespace)
+            .into_iter()
+            .map(catalog_input)
+            .collect()
+    }
+}
+
+fn catalog_input(snapshot: CatalogSnapshot) -> CatalogInput {
+    let content = match snapshot.index {
+        Some(index) => CatalogContent::Ready(index),
+        None if snapshot.health.message.is_empty() => CatalogContent::Unavailable(format!(
+            "catalog {} has not been loaded yet",
+            snapshot.key
+        )),
+        None => CatalogContent::Unavailable(snapshot.health.message.clone()),
+    };
+    CatalogInput {
+        priority: snapshot.priority.clamp(i32::MIN.into(), i32::MAX.into()) as i32,
+        uid: snapshot.uid,
+        healthy: snapshot.health.healthy,
+        key: snapshot.key,
+        content,
+    }
+}
+
+/// Yields once per change to any catalog (content, health, existence): the Subscription
+/// controller then re-syncs every namespace with Subscriptions. Changes that land while a
+/// sync runs collapse into one wake-up.
+pub fn catalog_changes(cache: &CatalogCache) -> impl Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold(cache.changes(), |mut rx| async move {
+        rx.changed().await.ok()?;
+        rx.borrow_and_update();
+        Some(((), rx))
+    })
+}
+
+/// Why a catalog directory could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("catalog {path}: {reason}")]
+pub struct LoadError {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Loads a catalog directory (FBC, or registry+v1 bundle directories) into an index.
+pub fn load_index(path: &Path) -> Result<Arc<CatalogIndex>, LoadError> {
+    let (_, config, _problems) = load_catalog(path).map_err(|e| LoadError {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(Arc::new(CatalogIndex::new(config)))
+}

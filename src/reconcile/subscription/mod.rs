@@ -1,0 +1,190 @@
+//! The Subscription reconciler (thin shell). Resolution is per namespace (resolution.md §1), so
+//! the unit of work is a namespace: any event on a Subscription, InstallPlan, CSV or
+//! OperatorGroup of a namespace with Subscriptions queues it, as does a catalog change or the
+//! periodic resync. Each sync reads the namespace, calls the pure core
+//! (`resolve::subscription`), and writes.
+
+mod catalogs;
+mod observe;
+mod queue;
+mod sync;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject};
+use kube_runtime::WatchStreamExt;
+use kube_runtime::watcher::{self, Event};
+
+pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
+pub use observe::csv_resource;
+pub use queue::NamespaceQueue;
+pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
+
+use crate::api::{InstallPlan, OperatorGroup, Subscription};
+use crate::reconcile::Context;
+
+/// Every namespace with Subscriptions is synced at least this often (OLM resyncs too).
+pub const RESYNC: Duration = Duration::from_secs(300);
+/// Delay before retrying a namespace whose sync failed or conflicted.
+pub const RETRY: Duration = Duration::from_secs(5);
+/// Namespaces synced in parallel.
+pub const WORKERS: usize = 2;
+
+/// Runs the Subscription controller until the process stops. `catalog_changes` yields whenever
+/// a catalog's content or health changed (every namespace with Subscriptions is then synced).
+pub async fn run(
+    ctx: Arc<Context>,
+    catalogs: Arc<dyn CatalogSnapshots>,
+    catalog_changes: impl Stream<Item = ()> + Send + 'static,
+) {
+    let queue = NamespaceQueue::new();
+    let known: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let client = ctx.client.clone();
+
+    let subscriptions = {
+        let (queue, known) = (queue.clone(), known.clone());
+        namespaces_of(watcher::watcher(
+            Api::<Subscription>::all(client.clone()),
+            watcher::Config::default(),
+        ))
+        .for_each(move |ns| {
+            known
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(ns.clone());
+            queue.add(&ns);
+            async {}
+        })
+    };
+    let plans = follow(
+        namespaces_of(watcher::watcher(
+            Api::<InstallPlan>::all(client.clone()),
+            watcher::Config::default(),
+        )),
+        queue.clone(),
+        known.clone(),
+    );
+    let groups = follow(
+        namespaces_of(watcher::watcher(
+            Api::<OperatorGroup>::all(client.clone()),
+            watcher::Config::default(),
+        )),
+        queue.clone(),
+        known.clone(),
+    );
+    let csvs = follow(
+        namespaces_of(watcher::watcher(
+            Api::<DynamicObject>::all_with(client.clone(), &csv_resource()),
+            watcher::Config::default(),
+        )),
+        queue.clone(),
+        known.clone(),
+    );
+    let catalog_events = {
+        let (queue, known) = (queue.clone(), known.clone());
+        catalog_changes.for_each(move |()| {
+            for ns in snapshot(&known) {
+                queue.add(&ns);
+            }
+            async {}
+        })
+    };
+    let resync = {
+        let (queue, known) = (queue.clone(), known.clone());
+        async move {
+            let mut tick = tokio::time::interval(RESYNC);
+            loop {
+                tick.tick().await;
+                for ns in snapshot(&known) {
+                    queue.add(&ns);
+                }
+            }
+        }
+    };
+    let workers = futures::future::join_all(
+        (0..WORKERS).map(|_| worker(ctx.clone(), catalogs.clone(), queue.clone())),
+    );
+    tokio::select! {
+        () = subscriptions => tracing::warn!("subscription watch ended"),
+        () = plans => tracing::warn!("install plan watch ended"),
+        () = groups => tracing::warn!("operator group watch ended"),
+        () = csvs => tracing::warn!("csv watch ended"),
+        () = catalog_events => tracing::warn!("catalog change stream ended"),
+        () = resync => {},
+        _ = workers => {},
+    }
+}
+
+async fn worker(
+    ctx: Arc<Context>,
+    catalogs: Arc<dyn CatalogSnapshots>,
+    queue: Arc<NamespaceQueue>,
+) {
+    loop {
+        let ns = queue.next().await;
+        match sync_namespace(&ctx, catalogs.as_ref(), &ns).await {
+            Ok(report) => {
+                if report.retry_soon {
+                    queue.add_after(&ns, RETRY);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(namespace = %ns, %error, "subscription sync failed; retrying");
+                queue.add_after(&ns, RETRY);
+            }
+        }
+        queue.done(&ns);
+    }
+}
+
+/// Namespaces of the objects a watch reports (restarting the watch on errors).
+fn namespaces_of<K>(
+    events: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
+) -> impl Stream<Item = String> + Send
+where
+    K: kube::Resource + Clone + Send + 'static,
+{
+    events.default_backoff().filter_map(|event| async move {
+        match event {
+            Ok(Event::Apply(o) | Event::Delete(o) | Event::InitApply(o)) => o.namespace(),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::debug!(%error, "watch error; the watch restarts");
+                None
+            }
+        }
+    })
+}
+
+/// Queues namespaces that have Subscriptions.
+async fn follow(
+    events: impl Stream<Item = String>,
+    queue: Arc<NamespaceQueue>,
+    known: Arc<Mutex<HashSet<String>>>,
+) {
+    events
+        .for_each(move |ns| {
+            if known
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&ns)
+            {
+                queue.add(&ns);
+            }
+            async {}
+        })
+        .await;
+}
+
+fn snapshot(known: &Mutex<HashSet<String>>) -> Vec<String> {
+    known
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .cloned()
+        .collect()
+}

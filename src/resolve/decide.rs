@@ -1,0 +1,532 @@
+//! What each Subscription of a namespace gets (resolution.md §5): a fresh install (channel
+//! head, or `startingCSV`), the next hop of its upgrade path, nothing new, or a refusal in plain
+//! words. Decided for all Subscriptions of the namespace at once — the seam where dependency
+//! solving (a later issue) will plug in — but each decision stands alone: one bad Subscription
+//! or catalog never blocks another.
+
+use std::collections::HashMap;
+
+use crate::api::Subscription;
+use crate::catalog::CatalogIndex;
+use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
+use crate::catalog::properties::{self, GvkValue};
+use crate::catalog::semver_range::Version;
+use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
+
+use super::explain::{Refusal, similar_names};
+use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
+
+/// The decision for one Subscription.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The Subscription's name.
+    pub subscription: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Install `target` (fresh, or one hop up the upgrade path).
+    Install(Target),
+    /// An installed CSV of the package that no Subscription claims becomes this one's.
+    Adopt { csv: String },
+    /// The installed CSV stays: nothing newer is reachable from it.
+    UpToDate { installed: String, why: NoUpdate },
+    /// Nothing can be installed, and why.
+    Refused(Refusal),
+}
+
+/// A bundle chosen for a Subscription.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub catalog: CatalogRef,
+    pub package: String,
+    pub channel: String,
+    /// Bundle (CSV) name.
+    pub bundle: String,
+    pub version: Option<String>,
+    /// The installed CSV this one replaces; `None` for a fresh install.
+    pub replaces: Option<String>,
+    pub why: Why,
+}
+
+/// How the target was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// Fresh install of the channel head (or the first installable entry below it).
+    ChannelHead,
+    /// Fresh install of `spec.startingCSV`.
+    StartingCsv,
+    /// Upgrade of the installed CSV along an edge of this kind.
+    Upgrade(EdgeKind),
+}
+
+/// Decides for every Subscription of the namespace, in the order given. Subscriptions are
+/// considered oldest first (creation time, then name) when two compete for a package or an
+/// API, so the one created first keeps it.
+pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
+    let mut order: Vec<&Subscription> = ns.subscriptions.iter().collect();
+    order.sort_by(|a, b| {
+        let key = |s: &Subscription| {
+            (
+                s.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                s.metadata.name.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    let mut claims = Claims::new(ns);
+    let mut by_name: HashMap<String, Outcome> = HashMap::new();
+    let mut packages: HashMap<&str, &str> = HashMap::new();
+    for sub in order {
+        let name = sub.metadata.name.as_deref().unwrap_or_default();
+        let outcome = match packages.get(sub.spec.name.as_str()) {
+            Some(other) => Outcome::Refused(Refusal::PackageAlreadySubscribed {
+                package: sub.spec.name.clone(),
+                other: (*other).to_owned(),
+            }),
+            None => {
+                packages.insert(&sub.spec.name, name);
+                decide_one(ns, sub, &mut claims)
+            }
+        };
+        by_name.insert(name.to_owned(), outcome);
+    }
+    ns.subscriptions
+        .iter()
+        .map(|sub| {
+            let name = sub.metadata.name.clone().unwrap_or_default();
+            let outcome = by_name.remove(&name).unwrap_or_else(|| {
+                Outcome::Refused(Refusal::PackageAlreadySubscribed {
+                    package: sub.spec.name.clone(),
+                    other: name.clone(),
+                })
+            });
+            Decision {
+                subscription: name,
+                outcome,
+            }
+        })
+        .collect()
+}
+
+/// The decision for one Subscription alone (the `olm-rs resolve` preview).
+pub fn decide_one(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> Outcome {
+    match resolve(ns, sub, claims) {
+        Ok(outcome) => outcome,
+        Err(refusal) => Outcome::Refused(*refusal),
+    }
+}
+
+/// Refusals are boxed on the way out: they are large and the happy path should not pay for them.
+type Resolved = Result<Outcome, Box<Refusal>>;
+
+fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> Resolved {
+    if ns.operator_groups.names.len() != 1 {
+        return Err(Box::new(Refusal::OperatorGroups {
+            namespace: ns.namespace.to_owned(),
+            names: ns.operator_groups.names.clone(),
+        }));
+    }
+    let spec = &sub.spec;
+    let key = CatalogRef::new(&spec.source_namespace, &spec.source);
+    if !ns
+        .catalog_namespaces()
+        .contains(&spec.source_namespace.as_str())
+    {
+        return Err(Box::new(Refusal::CatalogNotVisible {
+            catalog: key,
+            namespace: ns.namespace.to_owned(),
+            global: ns.global_catalog_namespace.to_owned(),
+            global_excluded: ns.operator_groups.exclude_global_catalogs,
+        }));
+    }
+    let catalog = ns.catalog(&key).ok_or_else(|| Refusal::CatalogMissing {
+        catalog: key.clone(),
+        package: spec.name.clone(),
+    })?;
+    let index = match &catalog.content {
+        CatalogContent::Ready(index) => index.as_ref(),
+        CatalogContent::Unavailable(reason) => {
+            return Err(Box::new(Refusal::CatalogUnavailable {
+                catalog: key,
+                package: spec.name.clone(),
+                reason: reason.clone(),
+            }));
+        }
+    };
+    let current = sub
+        .status
+        .as_ref()
+        .and_then(|s| s.installed_csv.as_deref())
+        .and_then(|name| ns.installed_csv(name));
+    let Some(package) = index.package(&spec.name) else {
+        return Err(Box::new(Refusal::PackageNotFound {
+            catalog: key,
+            package: spec.name.clone(),
+            similar: similar_names(&spec.name, index.packages().iter().map(PackageIndex::name)),
+        }));
+    };
+    let wanted_channel = spec.channel.as_deref().filter(|c| !c.is_empty());
+    let channels =
+        ranked_channels(package, wanted_channel).ok_or_else(|| Refusal::ChannelNotFound {
+            catalog: key.clone(),
+            package: spec.name.clone(),
+            channel: wanted_channel.unwrap_or_default().to_owned(),
+            channels: package
+                .channels()
+                .iter()
+                .map(|c| c.name().to_owned())
+                .collect(),
+            default_channel: package.default_channel_name().map(str::to_owned),
+        })?;
+    let search = Search {
+        key: &key,
+        package,
+        channels: &channels,
+        wanted_channel,
+        sub_name: sub.metadata.name.as_deref().unwrap_or_default(),
+    };
+    match current {
+        Some(current) => search.upgrade(current, claims),
+        None => {
+            if let Some(csv) = orphan_of_package(ns, index, &spec.name) {
+                return Ok(Outcome::Adopt {
+                    csv: csv.name.clone(),
+                });
+            }
+            let starting = spec.starting_csv.as_deref().filter(|s| !s.is_empty());
+            search.fresh(starting, claims)
+        }
+    }
+}
+
+/// Channels to search: the requested one, or all of them, default channel first, then by
+/// name (resolution.md §5 step 4). `None` when the requested channel does not exist.
+fn ranked_channels<'a>(
+    package: &'a PackageIndex,
+    wanted: Option<&str>,
+) -> Option<Vec<&'a ChannelIndex>> {
+    if let Some(name) = wanted {
+        return package.channel(name).map(|c| vec![c]);
+    }
+    let default = package.default_channel_name();
+    let mut channels: Vec<&ChannelIndex> = package.channels().iter().collect();
+    channels.sort_by_key(|c| (Some(c.name()) != default, c.name().to_owned()));
+    Some(channels)
+}
+
+/// An installed CSV of `package` that no Subscription claims (neither as installed nor as
+/// current CSV). OLM refuses a new Subscription next to it ("exists and is not referenced by
+/// a subscription", known pain); olm-rs adopts it instead.
+fn orphan_of_package<'a>(
+    ns: &'a NamespaceInput<'_>,
+    index: &CatalogIndex,
+    package: &str,
+) -> Option<&'a InstalledCsv> {
+    let claimed = |name: &str| {
+        ns.subscriptions.iter().any(|s| {
+            s.status.as_ref().is_some_and(|st| {
+                st.installed_csv.as_deref() == Some(name) || st.current_csv.as_deref() == Some(name)
+            })
+        })
+    };
+    ns.installed.iter().find(|csv| {
+        let of_package = match &csv.package {
+            Some(p) => p == package,
+            None => index.bundle(package, &csv.name).is_some(),
+        };
+        of_package && !claimed(&csv.name)
+    })
+}
+
+struct Search<'a> {
+    key: &'a CatalogRef,
+    package: &'a PackageIndex,
+    channels: &'a [&'a ChannelIndex],
+    wanted_channel: Option<&'a str>,
+    sub_name: &'a str,
+}
+
+impl Search<'_> {
+    fn fresh(&self, starting: Option<&str>, claims: &mut Claims) -> Resolved {
+        if let Some(starting) = starting {
+            let Some(channel) = self
+                .channels
+                .iter()
+                .find(|c| c.graph().entry(starting).is_some())
+            else {
+                return Err(Box::new(Refusal::StartingCsvNotFound {
+                    catalog: self.key.clone(),
+                    package: self.package.name().to_owned(),
+                    channel: self.wanted_channel.map(str::to_owned),
+                    starting_csv: starting.to_owned(),
+                    found_in: self
+                        .package
+                        .channels()
+                        .iter()
+                        .filter(|c| c.graph().entry(starting).is_some())
+                        .map(|c| c.name().to_owned())
+                        .collect(),
+                }));
+            };
+            let mut tried = Tried::default();
+            let entry = channel.graph().entry(starting);
+            if let Some(entry) = entry
+                && let Some(target) =
+                    self.try_entry(channel, entry, None, Why::StartingCsv, claims, &mut tried)
+            {
+                return Ok(Outcome::Install(target));
+            }
+            return Err(Box::new(tried.into_refusal(self)));
+        }
+        let mut tried = Tried::default();
+        for channel in self.channels {
+            let order = match channel.graph().channel_order() {
+                Ok(order) => order,
+                Err(error) => {
+                    tried.broken.push((channel.name().to_owned(), error));
+                    continue;
+                }
+            };
+            for entry in order {
+                if let Some(target) =
+                    self.try_entry(channel, entry, None, Why::ChannelHead, claims, &mut tried)
+                {
+                    return Ok(Outcome::Install(target));
+                }
+            }
+        }
+        Err(Box::new(tried.into_refusal(self)))
+    }
+
+    fn upgrade(&self, current: &InstalledCsv, claims: &mut Claims) -> Resolved {
+        let mut tried = Tried::default();
+        for channel in self.channels {
+            let candidates = match channel
+                .graph()
+                .replacement_candidates(&current.name, current.version.as_ref())
+            {
+                Ok(candidates) => candidates,
+                Err(error) => {
+                    tried.broken.push((channel.name().to_owned(), error));
+                    continue;
+                }
+            };
+            for candidate in candidates {
+                let why = Why::Upgrade(candidate.via);
+                if let Some(target) = self.try_entry(
+                    channel,
+                    candidate.entry,
+                    Some(current),
+                    why,
+                    claims,
+                    &mut tried,
+                ) {
+                    return Ok(Outcome::Install(target));
+                }
+            }
+        }
+        if !tried.is_empty() {
+            return Err(Box::new(tried.into_refusal(self)));
+        }
+        // Nothing replaces the installed CSV. Staying put is always allowed (resolution.md §5
+        // step 6), but a Subscription whose channel does not even contain the installed CSV
+        // cannot follow that channel: say so instead of staying silent.
+        let home = self
+            .channels
+            .iter()
+            .find(|c| c.graph().entry(&current.name).is_some());
+        let channel = home.or(self.channels.first()).copied();
+        let why = match channel {
+            Some(c) => match c
+                .graph()
+                .next_bundle_for(&current.name, current.version.as_ref())
+            {
+                Err(why) => why,
+                // Unreachable in practice: a candidate would have been found above.
+                Ok(_) => NoUpdate::AtHead {
+                    channel: c.name().to_owned(),
+                    installed: current.name.clone(),
+                },
+            },
+            None => NoUpdate::NoEdge {
+                channel: String::new(),
+                installed: current.name.clone(),
+                version: current.version.as_ref().map(Version::to_string),
+                in_channel: false,
+                skipped_replacers: Vec::new(),
+            },
+        };
+        match (home, channel) {
+            (Some(_), _) => Ok(Outcome::UpToDate {
+                installed: current.name.clone(),
+                why,
+            }),
+            (None, Some(c)) if self.wanted_channel.is_some() => {
+                Err(Box::new(Refusal::CannotFollowChannel {
+                    catalog: self.key.clone(),
+                    package: self.package.name().to_owned(),
+                    channel: c.name().to_owned(),
+                    installed: current.name.clone(),
+                    detail: why,
+                }))
+            }
+            // Any channel allowed and none lists the installed CSV: it came from elsewhere
+            // (another catalog or package); nothing here upgrades it.
+            _ => Ok(Outcome::UpToDate {
+                installed: current.name.clone(),
+                why,
+            }),
+        }
+    }
+
+    /// The target for `entry`, unless its bundle is prohibited (`olm.deprecated`) or provides an
+    /// API another operator already provides; what was passed over is recorded in `tried`.
+    fn try_entry(
+        &self,
+        channel: &ChannelIndex,
+        entry: &GraphEntry,
+        current: Option<&InstalledCsv>,
+        why: Why,
+        claims: &mut Claims,
+        tried: &mut Tried,
+    ) -> Option<Target> {
+        let bundle = self.package.bundle(&entry.name);
+        if let Some(bundle) = bundle {
+            if is_prohibited(bundle) {
+                tried.deprecated.push(entry.name.clone());
+                return None;
+            }
+            let provided: Vec<GvkValue> = bundle.provided_gvks().collect();
+            if let Some(conflict) = claims.conflict(
+                &provided,
+                self.package.name(),
+                current.map(|c| c.name.as_str()),
+            ) {
+                tried.conflicts.push((entry.name.clone(), conflict));
+                return None;
+            }
+            claims.claim(
+                &provided,
+                format!(
+                    "bundle {} chosen for Subscription {}",
+                    entry.name, self.sub_name
+                ),
+            );
+        }
+        Some(Target {
+            catalog: self.key.clone(),
+            package: self.package.name().to_owned(),
+            channel: channel.name().to_owned(),
+            bundle: entry.name.clone(),
+            version: bundle.and_then(IndexedBundle::version_string),
+            replaces: current.map(|c| c.name.clone()),
+            why,
+        })
+    }
+}
+
+/// `olm.deprecated` (legacy sqlite deprecation) makes a bundle uninstallable (resolution.md §11);
+/// FBC `olm.deprecations` does not.
+fn is_prohibited(bundle: &IndexedBundle) -> bool {
+    bundle
+        .properties()
+        .iter()
+        .any(|p| p.type_ == properties::DEPRECATED)
+}
+
+/// Candidates passed over, to explain a refusal.
+#[derive(Default)]
+struct Tried {
+    deprecated: Vec<String>,
+    conflicts: Vec<(String, (GvkValue, String))>,
+    broken: Vec<(String, GraphError)>,
+}
+
+impl Tried {
+    fn is_empty(&self) -> bool {
+        self.deprecated.is_empty() && self.conflicts.is_empty() && self.broken.is_empty()
+    }
+
+    fn into_refusal(mut self, search: &Search<'_>) -> Refusal {
+        let catalog = search.key.clone();
+        let package = search.package.name().to_owned();
+        if let Some((bundle, (gvk, provider))) = self.conflicts.drain(..).next() {
+            return Refusal::ApiConflict {
+                bundle,
+                kind: gvk.kind,
+                group: gvk.group,
+                version: gvk.version,
+                provider,
+            };
+        }
+        if !self.deprecated.is_empty() {
+            return Refusal::AllDeprecated {
+                catalog,
+                package,
+                channel: search.wanted_channel.map(str::to_owned),
+                bundles: self.deprecated,
+            };
+        }
+        if let Some((channel, error)) = self.broken.drain(..).next() {
+            return Refusal::ChannelUnusable {
+                catalog,
+                package,
+                channel,
+                error,
+            };
+        }
+        Refusal::NoBundles {
+            catalog,
+            package,
+            channel: search.wanted_channel.map(str::to_owned),
+        }
+    }
+}
+
+/// Which operator provides which API in the namespace (resolution.md §7: at most one provider
+/// of a GVK). Installed CSVs count, except the one being replaced, older CSVs of the same
+/// package (still around while an upgrade finishes) and CSVs on their way out.
+pub struct Claims<'a> {
+    installed: &'a [InstalledCsv],
+    chosen: HashMap<GvkValue, String>,
+}
+
+impl<'a> Claims<'a> {
+    pub fn new(ns: &NamespaceInput<'a>) -> Self {
+        Claims {
+            installed: ns.installed,
+            chosen: HashMap::new(),
+        }
+    }
+
+    fn conflict(
+        &self,
+        provided: &[GvkValue],
+        package: &str,
+        replacing: Option<&str>,
+    ) -> Option<(GvkValue, String)> {
+        for gvk in provided {
+            if let Some(by) = self.chosen.get(gvk) {
+                return Some((gvk.clone(), by.clone()));
+            }
+            let installed = self.installed.iter().find(|csv| {
+                Some(csv.name.as_str()) != replacing
+                    && csv.package.as_deref() != Some(package)
+                    && !matches!(csv.phase.as_str(), "Replacing" | "Deleting")
+                    && csv.provided.contains(gvk)
+            });
+            if let Some(csv) = installed {
+                return Some((gvk.clone(), format!("installed operator {}", csv.name)));
+            }
+        }
+        None
+    }
+
+    fn claim(&mut self, provided: &[GvkValue], by: String) {
+        for gvk in provided {
+            self.chosen.entry(gvk.clone()).or_insert_with(|| by.clone());
+        }
+    }
+}

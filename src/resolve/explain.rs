@@ -1,0 +1,313 @@
+//! Why a Subscription gets nothing, in plain words (spec README: "Resolution failures are
+//! explained in plain words: which package, which constraint, which candidates were tried").
+//!
+//! Every refusal names the Subscription's catalog, package and channel; the condition reason
+//! stays OLM's (`ConstraintsNotSatisfiable` / `ErrorPreventedResolution`, resolution.md §9).
+
+use crate::catalog::upgrade_graph::{GraphError, NoUpdate};
+
+use super::input::CatalogRef;
+
+/// `ResolutionFailed` reason for a refusal nothing but a change of the inputs can fix.
+pub const CONSTRAINTS_NOT_SATISFIABLE: &str = "ConstraintsNotSatisfiable";
+/// `ResolutionFailed` reason for a refusal caused by an error (catalog down, bad graph, …).
+pub const ERROR_PREVENTED_RESOLUTION: &str = "ErrorPreventedResolution";
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("{}", operator_groups(.namespace, .names))]
+    OperatorGroups {
+        namespace: String,
+        names: Vec<String>,
+    },
+    #[error(
+        "catalog source {catalog} cannot be used from namespace {namespace}: a Subscription may only use catalogs in its own namespace{}",
+        global_note(.global, *.global_excluded)
+    )]
+    CatalogNotVisible {
+        catalog: CatalogRef,
+        namespace: String,
+        global: String,
+        global_excluded: bool,
+    },
+    #[error(
+        "catalog source {catalog} does not exist, so package {package:?} cannot be looked up in it"
+    )]
+    CatalogMissing {
+        catalog: CatalogRef,
+        package: String,
+    },
+    #[error(
+        "catalog source {catalog} cannot be read ({reason}), so package {package:?} cannot be resolved until it can"
+    )]
+    CatalogUnavailable {
+        catalog: CatalogRef,
+        package: String,
+        reason: String,
+    },
+    #[error("package {package:?} is not in catalog {catalog}{}", suggest(.similar))]
+    PackageNotFound {
+        catalog: CatalogRef,
+        package: String,
+        similar: Vec<String>,
+    },
+    #[error(
+        "channel {channel:?} of package {package:?} is not in catalog {catalog}; the package has channel{} {}{}",
+        plural(.channels.len()), quoted(.channels), default_note(.default_channel.as_deref())
+    )]
+    ChannelNotFound {
+        catalog: CatalogRef,
+        package: String,
+        channel: String,
+        channels: Vec<String>,
+        default_channel: Option<String>,
+    },
+    #[error(
+        "startingCSV {starting_csv} is not in {} of package {package:?} in catalog {catalog}{}",
+        channel_words(.channel.as_deref()), found_elsewhere(.found_in)
+    )]
+    StartingCsvNotFound {
+        catalog: CatalogRef,
+        package: String,
+        channel: Option<String>,
+        starting_csv: String,
+        /// Channels of the package that do list it.
+        found_in: Vec<String>,
+    },
+    #[error(
+        "channel {channel:?} of package {package:?} in catalog {catalog} cannot be used: {error}"
+    )]
+    ChannelUnusable {
+        catalog: CatalogRef,
+        package: String,
+        channel: String,
+        error: GraphError,
+    },
+    #[error("{} of package {package:?} in catalog {catalog} has no bundle to install", channel_words(.channel.as_deref()))]
+    NoBundles {
+        catalog: CatalogRef,
+        package: String,
+        channel: Option<String>,
+    },
+    #[error(
+        "the installed operator {installed} cannot move to {} of package {package:?} in catalog {catalog}: {detail}",
+        channel_words(Some(.channel))
+    )]
+    CannotFollowChannel {
+        catalog: CatalogRef,
+        package: String,
+        channel: String,
+        installed: String,
+        detail: NoUpdate,
+    },
+    #[error(
+        "every bundle that could be installed from {} of package {package:?} in catalog {catalog} is marked olm.deprecated: {}",
+        channel_words(.channel.as_deref()), .bundles.join(", ")
+    )]
+    AllDeprecated {
+        catalog: CatalogRef,
+        package: String,
+        channel: Option<String>,
+        bundles: Vec<String>,
+    },
+    #[error(
+        "package {package:?} is already subscribed to by Subscription {other} in this namespace, and only one operator of a package can be installed in a namespace"
+    )]
+    PackageAlreadySubscribed { package: String, other: String },
+    #[error(
+        "bundle {bundle} provides {kind} ({group}/{version}), which {provider} already provides; only one operator may provide an API in a namespace"
+    )]
+    ApiConflict {
+        bundle: String,
+        kind: String,
+        group: String,
+        version: String,
+        /// e.g. `installed operator other.v1.0.0` or `bundle x.v2 chosen for Subscription x`.
+        provider: String,
+    },
+}
+
+impl Refusal {
+    /// The `ResolutionFailed` reason OLM would give.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refusal::OperatorGroups { .. }
+            | Refusal::CatalogUnavailable { .. }
+            | Refusal::ChannelUnusable { .. } => ERROR_PREVENTED_RESOLUTION,
+            _ => CONSTRAINTS_NOT_SATISFIABLE,
+        }
+    }
+}
+
+fn operator_groups(namespace: &str, names: &[String]) -> String {
+    match names {
+        [] => format!(
+            "namespace {namespace} has no OperatorGroup: create one (exactly one per namespace) to say which namespaces its operators serve"
+        ),
+        _ => format!(
+            "namespace {namespace} has {} OperatorGroups ({}); exactly one is allowed per namespace, delete the others",
+            names.len(),
+            names.join(", ")
+        ),
+    }
+}
+
+fn global_note(global: &str, excluded: bool) -> String {
+    if excluded {
+        format!(
+            " (the global catalog namespace {global} is excluded by the OperatorGroup's olm.operatorframework.io/exclude-global-namespace-resolution annotation)"
+        )
+    } else {
+        format!(" or in the global catalog namespace {global}")
+    }
+}
+
+fn suggest(similar: &[String]) -> String {
+    match similar {
+        [] => String::new(),
+        _ => format!("; did you mean {}?", quoted(similar).replace(", ", " or ")),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn quoted(names: &[String]) -> String {
+    if names.is_empty() {
+        return "(none)".into();
+    }
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn default_note(default: Option<&str>) -> String {
+    default.map_or_else(String::new, |d| format!(" (default {d:?})"))
+}
+
+fn channel_words(channel: Option<&str>) -> String {
+    match channel {
+        Some(c) => format!("channel {c:?}"),
+        None => "any channel".into(),
+    }
+}
+
+fn found_elsewhere(channels: &[String]) -> String {
+    match channels {
+        [] => "; no channel of the package lists it".into(),
+        _ => format!(
+            "; it is listed in channel{} {}",
+            plural(channels.len()),
+            quoted(channels)
+        ),
+    }
+}
+
+/// Package names close to `wanted` (substring either way, or at most two edits), for
+/// "did you mean" hints. At most three, closest first.
+pub fn similar_names<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut scored: Vec<(usize, &str)> = names
+        .filter(|n| *n != wanted)
+        .filter_map(|n| {
+            let d = edit_distance(wanted, n);
+            let contains = !wanted.is_empty() && (n.contains(wanted) || wanted.contains(n));
+            (d <= 2 || contains).then_some((d, n))
+        })
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, n)| n.to_owned())
+        .collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            row[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1);
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cat() -> CatalogRef {
+        CatalogRef::new("olm", "community")
+    }
+
+    #[test]
+    fn messages_name_catalog_package_and_channel() {
+        let r = Refusal::ChannelNotFound {
+            catalog: cat(),
+            package: "etcd".into(),
+            channel: "beta".into(),
+            channels: vec!["alpha".into(), "stable".into()],
+            default_channel: Some("stable".into()),
+        };
+        assert_eq!(
+            r.to_string(),
+            "channel \"beta\" of package \"etcd\" is not in catalog olm/community; the package has channels \"alpha\", \"stable\" (default \"stable\")"
+        );
+        assert_eq!(r.reason(), CONSTRAINTS_NOT_SATISFIABLE);
+        let r = Refusal::PackageNotFound {
+            catalog: cat(),
+            package: "etcdd".into(),
+            similar: similar_names(
+                "etcdd",
+                ["etcd", "prometheus", "etcdd-operator"].into_iter(),
+            ),
+        };
+        assert_eq!(
+            r.to_string(),
+            "package \"etcdd\" is not in catalog olm/community; did you mean \"etcd\" or \"etcdd-operator\"?"
+        );
+    }
+
+    #[test]
+    fn operator_group_count_is_explained_and_is_an_error() {
+        let none = Refusal::OperatorGroups {
+            namespace: "ns".into(),
+            names: vec![],
+        };
+        assert!(
+            none.to_string()
+                .starts_with("namespace ns has no OperatorGroup")
+        );
+        assert_eq!(none.reason(), ERROR_PREVENTED_RESOLUTION);
+        let two = Refusal::OperatorGroups {
+            namespace: "ns".into(),
+            names: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            two.to_string(),
+            "namespace ns has 2 OperatorGroups (a, b); exactly one is allowed per namespace, delete the others"
+        );
+    }
+
+    #[test]
+    fn starting_csv_hint_names_the_channels_that_have_it() {
+        let r = Refusal::StartingCsvNotFound {
+            catalog: cat(),
+            package: "etcd".into(),
+            channel: Some("stable".into()),
+            starting_csv: "etcd.v0.6.1".into(),
+            found_in: vec!["alpha".into()],
+        };
+        assert_eq!(
+            r.to_string(),
+            "startingCSV etcd.v0.6.1 is not in channel \"stable\" of package \"etcd\" in catalog olm/community; it is listed in channel \"alpha\""
+        );
+    }
+}

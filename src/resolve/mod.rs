@@ -1,0 +1,25 @@
+//! Resolution (pure): what each Subscription of a namespace gets, and why not when it gets
+//! nothing. spec/resolution.md §1–§5, §9, §11–§13.
+//!
+//! `decide` takes every Subscription of a namespace, the installed CSVs and the visible catalogs
+//! and returns one decision per Subscription. This issue resolves each Subscription's own
+//! upgrade path; dependency solving (olm.gvk.required / olm.package.required) will extend
+//! `decide` without changing its shape.
+
+pub mod decide;
+pub mod explain;
+pub mod input;
+pub mod installed;
+pub mod preview;
+pub mod subscription;
+
+pub use decide::{Claims, Decision, Outcome, Target, Why, decide, decide_one};
+pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};
+pub use input::{
+    CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,
+};
+pub use installed::installed_csv;
+pub use preview::{PathStep, Preview, preview};
+
+#[cfg(test)]
+mod tests;

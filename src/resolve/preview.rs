@@ -1,0 +1,92 @@
+//! What a Subscription would get, with the whole upgrade path it would then follow — the
+//! preview behind `olm-rs resolve` (OLM never offered one).
+
+use serde::Serialize;
+
+use crate::api::Subscription;
+
+use super::decide::{Claims, Outcome, Target, Why, decide_one};
+use super::input::NamespaceInput;
+
+/// The decision for one Subscription, and where it leads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preview {
+    pub outcome: Outcome,
+    /// The bundles installed one InstallPlan each, starting with the decided target and ending
+    /// at the channel head (or where the path stops). Empty unless something is installed.
+    pub path: Vec<PathStep>,
+    /// Why the path ends before the channel head, if it does.
+    pub stopped: Option<String>,
+}
+
+/// One InstallPlan along the way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathStep {
+    pub bundle: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// How it was reached: `channelHead`, `startingCSV`, `replaces`, `skips`, `skipRange`.
+    pub via: String,
+    /// The CSV it replaces, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+}
+
+/// Previews `sub` in the namespace `ns`.
+pub fn preview(ns: &NamespaceInput<'_>, sub: &Subscription) -> Preview {
+    let mut claims = Claims::new(ns);
+    let outcome = decide_one(ns, sub, &mut claims);
+    let (path, stopped) = match &outcome {
+        Outcome::Install(target) => path_from(ns, target),
+        _ => (Vec::new(), None),
+    };
+    Preview {
+        outcome,
+        path,
+        stopped,
+    }
+}
+
+pub fn why_name(why: Why) -> String {
+    match why {
+        Why::ChannelHead => "channelHead".into(),
+        Why::StartingCsv => "startingCSV".into(),
+        Why::Upgrade(edge) => edge.to_string(),
+    }
+}
+
+fn path_from(ns: &NamespaceInput<'_>, target: &Target) -> (Vec<PathStep>, Option<String>) {
+    let mut path = vec![PathStep {
+        bundle: target.bundle.clone(),
+        version: target.version.clone(),
+        via: why_name(target.why),
+        replaces: target.replaces.clone(),
+    }];
+    let graph = ns
+        .catalog(&target.catalog)
+        .and_then(|c| c.index())
+        .and_then(|index| index.package(&target.package))
+        .and_then(|p| p.channel(&target.channel).map(|c| (p, c)));
+    let Some((package, channel)) = graph else {
+        return (path, None);
+    };
+    let version = package.bundle(&target.bundle).and_then(|b| b.version());
+    let walk = channel.graph().upgrade_path(&target.bundle, version);
+    let mut previous = target.bundle.clone();
+    for step in &walk.steps {
+        let name = step.entry.name.clone();
+        path.push(PathStep {
+            version: package.bundle(&name).and_then(|b| b.version_string()),
+            bundle: name.clone(),
+            via: step.via.to_string(),
+            replaces: Some(std::mem::replace(&mut previous, name)),
+        });
+    }
+    // "At the head already" is where a path normally ends; anything else is worth saying.
+    let stopped = walk.stopped.and_then(|why| match why {
+        crate::catalog::upgrade_graph::NoUpdate::AtHead { .. } => None,
+        other => Some(other.to_string()),
+    });
+    (path, stopped)
+}

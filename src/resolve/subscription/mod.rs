@@ -1,0 +1,307 @@
+//! The status of every Subscription of a namespace, and the InstallPlans to ensure (pure).
+//!
+//! One pass, in OLM's order (subscription-installplan.md §1, resolution.md §1):
+//! 1. observe: catalog health, the referenced plan (step E), the CSV (step B), deprecations;
+//! 2. resolve the Subscriptions not waiting on a plan (step C) with their observed status;
+//! 3. turn each decision into status and, for a new target, a plan to ensure (step D).
+//!
+//! Plans serve one Subscription each: a `Manual` plan only ever installs the operator of the
+//! Subscription that asked for manual approval (OLM's namespace-wide approval is a known pain),
+//! and one Subscription's broken bundle never holds up another's plan.
+
+mod deprecation;
+mod health;
+mod plan_state;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message};
+
+use crate::api::subscription::reason;
+use crate::api::{
+    ConditionStatus, InstallPlan, Subscription, SubscriptionCondition, SubscriptionConditionType,
+    SubscriptionState, SubscriptionStatus, remove_condition, set_condition,
+};
+use crate::plan::{
+    PlanDraft, ServedSubscription, bundle_content, bundle_steps, next_generation, order_plan,
+};
+
+use super::decide::{Outcome, Target, decide};
+use super::explain::Refusal;
+use super::input::{CatalogRef, NamespaceInput};
+
+/// The namespace as the Subscription sync sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct NamespaceState<'a> {
+    pub input: NamespaceInput<'a>,
+    /// Every InstallPlan of the namespace.
+    pub plans: &'a [InstallPlan],
+    pub now: Timestamp,
+}
+
+/// What to do for one Subscription.
+#[derive(Debug, Clone)]
+pub struct SubscriptionUpdate {
+    pub name: String,
+    /// The status to write (see `changed`); a plan, when requested, is attached to it with
+    /// [`attach_plan`] once it exists.
+    pub status: SubscriptionStatus,
+    /// Whether `status` differs from what the Subscription has.
+    pub changed: bool,
+    pub plan: Option<PlanRequest>,
+    /// Events to publish on the Subscription.
+    pub notes: Vec<Note>,
+}
+
+/// A plan to create (or find, if a previous attempt created it) for a Subscription.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    pub draft: PlanDraft,
+    pub target: Target,
+}
+
+/// An Event on the Subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Computes every Subscription's status and the plans to ensure, in input order.
+pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
+    let now = Time(state.now);
+    let input = &state.input;
+    let csv_exists = |name: &str| input.installed_csv(name).is_some();
+
+    // 1. Observe.
+    let mut observed: Vec<Subscription> = Vec::with_capacity(input.subscriptions.len());
+    let mut updates: Vec<SubscriptionUpdate> = Vec::with_capacity(input.subscriptions.len());
+    for sub in input.subscriptions {
+        let mut status = sub
+            .status
+            .clone()
+            .unwrap_or_else(|| SubscriptionStatus::new(now.clone()));
+        let mut notes = Vec::new();
+        let targeted = CatalogRef::new(&sub.spec.source_namespace, &sub.spec.source);
+        let mut changed = sub.status.is_none();
+        changed |= health::update_catalog_health(&mut status, &targeted, input.catalogs, &now);
+        let (plan_changed, observation) = plan_state::observe_plan(&mut status, state.plans, &now);
+        changed |= plan_changed;
+        match observation {
+            PlanObservation::PendingPlanDeleted { plan } => notes.push(Note {
+                warning: true,
+                reason: "InstallPlanMissing",
+                message: format!("install plan {plan} was deleted before it completed; resolving again for a new plan"),
+            }),
+            PlanObservation::Missing { .. } | PlanObservation::Nothing => {}
+        }
+        changed |= plan_state::observe_csv(&mut status, csv_exists);
+        if let Some(index) = input.catalog(&targeted).and_then(|c| c.index()) {
+            changed |= deprecation::update_deprecations(&mut status, sub, index, &now);
+        }
+        let mut seen = sub.clone();
+        seen.status = Some(status.clone());
+        observed.push(seen);
+        updates.push(SubscriptionUpdate {
+            name: sub.metadata.name.clone().unwrap_or_default(),
+            status,
+            changed,
+            plan: None,
+            notes,
+        });
+    }
+
+    // 2. Resolve with what was just observed.
+    let resolved_input = NamespaceInput {
+        subscriptions: &observed,
+        ..*input
+    };
+    let decisions = decide(&resolved_input);
+    let mut generation = next_generation(
+        observed
+            .iter()
+            .filter_map(|s| s.status.as_ref()?.install_plan_generation),
+        state.plans.iter().filter_map(|p| p.spec.generation),
+    );
+
+    // 3. Apply decisions.
+    for ((update, sub), decision) in updates.iter_mut().zip(&observed).zip(decisions) {
+        if is_gated(&update.status) {
+            // Waiting on its plan, the Subscription is not resolved again (step C) — except
+            // that a namespace without exactly one OperatorGroup is reported on every
+            // Subscription there, waiting or not (OLM reports it on none).
+            let og_problem = matches!(
+                &decision.outcome,
+                Outcome::Refused(Refusal::OperatorGroups { .. })
+            );
+            let mut conditions = update.status.conditions.take().unwrap_or_default();
+            let changed = match &decision.outcome {
+                Outcome::Refused(refusal) if og_problem => {
+                    set_resolution_failed(&mut conditions, refusal, &now, &mut update.notes)
+                }
+                // Any ResolutionFailed on a waiting Subscription is stale: resolution succeeded
+                // when its plan was made, and only the OperatorGroup check runs while it waits.
+                _ => remove_condition(
+                    &mut conditions,
+                    SubscriptionConditionType::ResolutionFailed.as_str(),
+                ),
+            };
+            update.status.conditions = Some(conditions);
+            update.changed |= changed;
+            continue;
+        }
+        let status = &mut update.status;
+        let mut conditions = status.conditions.take().unwrap_or_default();
+        let mut changed = false;
+        match decision.outcome {
+            Outcome::Refused(refusal) => {
+                changed |=
+                    set_resolution_failed(&mut conditions, &refusal, &now, &mut update.notes);
+            }
+            Outcome::UpToDate { .. } => {
+                changed |= clear_resolution_conditions(&mut conditions);
+            }
+            Outcome::Adopt { csv } => {
+                clear_resolution_conditions(&mut conditions);
+                status.current_csv = Some(csv.clone());
+                status.installed_csv = Some(csv.clone());
+                status.state = Some(SubscriptionState::AtLatestKnown);
+                changed = true;
+                update.notes.push(Note {
+                    warning: false,
+                    reason: "AdoptedInstalledCSV",
+                    message: format!(
+                        "{csv} was installed in this namespace without a Subscription; this Subscription now manages it"
+                    ),
+                });
+            }
+            Outcome::Install(target) => {
+                changed |= remove_condition(
+                    &mut conditions,
+                    SubscriptionConditionType::ResolutionFailed.as_str(),
+                );
+                let already = status.current_csv.as_deref() == Some(target.bundle.as_str())
+                    && csv_exists(&target.bundle);
+                if !already {
+                    match plan_for(input, sub, &target, generation) {
+                        Ok(draft) => {
+                            generation += 1;
+                            changed |= clear_unpack_conditions(&mut conditions);
+                            update.plan = Some(PlanRequest { draft, target });
+                        }
+                        Err(message) => {
+                            let set = set_condition(
+                                &mut conditions,
+                                SubscriptionCondition::new(
+                                    SubscriptionConditionType::BundleUnpackFailed,
+                                    ConditionStatus::True,
+                                    reason::ERROR_PREVENTED_UNPACKING,
+                                    &message,
+                                ),
+                                &now,
+                            );
+                            if set {
+                                update.notes.push(Note {
+                                    warning: true,
+                                    reason: "BundleUnpackFailed",
+                                    message,
+                                });
+                            }
+                            changed |= set;
+                        }
+                    }
+                }
+            }
+        }
+        status.conditions = Some(conditions);
+        update.changed |= changed;
+    }
+    for update in &mut updates {
+        if update.changed {
+            update.status.last_updated = now.clone();
+        }
+    }
+    updates
+}
+
+/// The plan installing `target` for `sub`, or why its bundle cannot be installed.
+fn plan_for(
+    input: &NamespaceInput<'_>,
+    sub: &Subscription,
+    target: &Target,
+    generation: i64,
+) -> Result<PlanDraft, String> {
+    let index = input
+        .catalog(&target.catalog)
+        .and_then(|c| c.index())
+        .ok_or_else(|| format!("catalog source {} is no longer readable", target.catalog))?;
+    let bundle = index
+        .bundle(&target.package, &target.bundle)
+        .ok_or_else(|| format!("bundle {} is listed in channel {:?} of package {:?} in catalog {} but the catalog has no such bundle", target.bundle, target.channel, target.package, target.catalog))?;
+    let content = bundle_content(bundle, &target.catalog).map_err(|e| e.to_string())?;
+    let steps = bundle_steps(&content, input.namespace, target.replaces.as_deref())
+        .map_err(|e| e.to_string())?;
+    Ok(PlanDraft {
+        namespace: input.namespace.to_owned(),
+        subscriptions: vec![ServedSubscription {
+            name: sub.metadata.name.clone().unwrap_or_default(),
+            uid: sub.metadata.uid.clone().unwrap_or_default(),
+            bundle: target.bundle.clone(),
+            replaces: target.replaces.clone(),
+            catalog: target.catalog.to_string(),
+        }],
+        approval: sub.spec.effective_approval(),
+        generation,
+        steps: order_plan(steps),
+    })
+}
+
+/// `ResolutionFailed=True` with the refusal's reason and words; an event when it is new.
+fn set_resolution_failed(
+    conditions: &mut Vec<SubscriptionCondition>,
+    refusal: &Refusal,
+    now: &Time,
+    notes: &mut Vec<Note>,
+) -> bool {
+    let message = refusal.to_string();
+    let set = set_condition(
+        conditions,
+        SubscriptionCondition::new(
+            SubscriptionConditionType::ResolutionFailed,
+            ConditionStatus::True,
+            refusal.reason(),
+            &message,
+        ),
+        now,
+    );
+    if set {
+        notes.push(Note {
+            warning: true,
+            reason: "ResolutionFailed",
+            message,
+        });
+    }
+    set
+}
+
+fn clear_resolution_conditions(conditions: &mut Vec<SubscriptionCondition>) -> bool {
+    remove_condition(
+        conditions,
+        SubscriptionConditionType::ResolutionFailed.as_str(),
+    ) | clear_unpack_conditions(conditions)
+}
+
+fn clear_unpack_conditions(conditions: &mut Vec<SubscriptionCondition>) -> bool {
+    remove_condition(
+        conditions,
+        SubscriptionConditionType::BundleUnpackFailed.as_str(),
+    ) | remove_condition(
+        conditions,
+        SubscriptionConditionType::BundleUnpacking.as_str(),
+    )
+}
+
+#[cfg(test)]
+mod tests;

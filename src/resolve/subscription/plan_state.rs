@@ -1,0 +1,224 @@
+//! What a Subscription's status says about its InstallPlan and CSV
+//! (subscription-installplan.md §1 steps B and E, §2 plan conditions, §2.1 plan message).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::subscription::reason;
+use crate::api::{
+    ConditionStatus, InstallPlan, InstallPlanConditionType, InstallPlanPhase, InstallPlanReference,
+    SubscriptionCondition, SubscriptionConditionType, SubscriptionState, SubscriptionStatus,
+    remove_condition, set_condition,
+};
+use crate::plan::plan_reference;
+
+/// What happened to the referenced plan, for an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanObservation {
+    /// No plan referenced, or it is there.
+    Nothing,
+    /// The referenced plan, still pending, is gone: the reference was cleared for a new one.
+    PendingPlanDeleted { plan: String },
+    /// The referenced plan of an installed Subscription is gone (`InstallPlanMissing`).
+    Missing { plan: String },
+}
+
+/// Step E and the plan conditions: looks up the referenced plan among `plans`.
+pub fn observe_plan(
+    status: &mut SubscriptionStatus,
+    plans: &[InstallPlan],
+    now: &Time,
+) -> (bool, PlanObservation) {
+    let Some(name) = referenced_plan(status) else {
+        let mut conditions = status.conditions.take().unwrap_or_default();
+        let changed = clear_plan_conditions(&mut conditions);
+        status.conditions = Some(conditions);
+        return (changed, PlanObservation::Nothing);
+    };
+    let plan = plans
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(name.as_str()));
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    let mut changed = false;
+    let observation = match plan {
+        Some(plan) => {
+            changed |= remove_condition(
+                &mut conditions,
+                SubscriptionConditionType::InstallPlanMissing.as_str(),
+            );
+            changed |= set_plan_conditions(&mut conditions, plan, now);
+            PlanObservation::Nothing
+        }
+        None if status.state() == SubscriptionState::UpgradePending => {
+            // OLM clears the reference so resolution runs again; olm-rs does the same and
+            // reports it (OLM could keep pointing at a deleted plan awaiting approval forever).
+            status.install_plan_ref = None;
+            status.install_plan = None;
+            status.current_csv = None;
+            status.state = None;
+            changed = true;
+            changed |= clear_plan_conditions(&mut conditions);
+            PlanObservation::PendingPlanDeleted { plan: name }
+        }
+        None => {
+            changed |= clear_plan_conditions(&mut conditions);
+            changed |= set_condition(
+                &mut conditions,
+                SubscriptionCondition::new(
+                    SubscriptionConditionType::InstallPlanMissing,
+                    ConditionStatus::True,
+                    reason::REFERENCED_INSTALL_PLAN_NOT_FOUND,
+                    &format!("install plan {name} referenced by the subscription no longer exists"),
+                ),
+                now,
+            );
+            PlanObservation::Missing { plan: name }
+        }
+    };
+    status.conditions = Some(conditions);
+    (changed, observation)
+}
+
+/// Step B: `AtLatestKnown` once the CSV for `currentCSV` exists, else `UpgradePending`.
+pub fn observe_csv(status: &mut SubscriptionStatus, csv_exists: impl Fn(&str) -> bool) -> bool {
+    let Some(current) = status.current_csv.clone().filter(|c| !c.is_empty()) else {
+        return false;
+    };
+    let state = if csv_exists(&current) {
+        SubscriptionState::AtLatestKnown
+    } else {
+        SubscriptionState::UpgradePending
+    };
+    if status.state() == state {
+        return false;
+    }
+    if state == SubscriptionState::AtLatestKnown {
+        status.installed_csv = Some(current);
+    }
+    status.state = Some(state);
+    true
+}
+
+/// Whether the Subscription waits on its plan (step C): it does not re-resolve.
+pub fn is_gated(status: &SubscriptionStatus) -> bool {
+    referenced_plan(status).is_some() && status.state() == SubscriptionState::UpgradePending
+}
+
+/// Records a plan just ensured for `csv` (step D).
+pub fn attach_plan(status: &mut SubscriptionStatus, plan: &InstallPlan, csv: &str, now: &Time) {
+    let reference = plan_reference(plan);
+    status.install_plan = Some(InstallPlanReference {
+        api_version: crate::api::V1ALPHA1.into(),
+        kind: "InstallPlan".into(),
+        name: plan.metadata.name.clone().unwrap_or_default(),
+        uuid: plan.metadata.uid.clone().unwrap_or_default(),
+    });
+    status.install_plan_ref = Some(reference);
+    status.install_plan_generation = plan.spec.generation;
+    status.current_csv = Some(csv.to_owned());
+    status.state = Some(SubscriptionState::UpgradePending);
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    remove_condition(
+        &mut conditions,
+        SubscriptionConditionType::InstallPlanMissing.as_str(),
+    );
+    set_plan_conditions(&mut conditions, plan, now);
+    status.conditions = Some(conditions);
+}
+
+fn referenced_plan(status: &SubscriptionStatus) -> Option<String> {
+    status
+        .install_plan_ref
+        .as_ref()
+        .and_then(|r| r.name.clone())
+        .or_else(|| status.install_plan.as_ref().map(|r| r.name.clone()))
+        .filter(|n| !n.is_empty())
+}
+
+fn clear_plan_conditions(conditions: &mut Vec<SubscriptionCondition>) -> bool {
+    let mut changed = false;
+    for kind in [
+        SubscriptionConditionType::InstallPlanPending,
+        SubscriptionConditionType::InstallPlanFailed,
+        SubscriptionConditionType::InstallPlanMissing,
+    ] {
+        changed |= remove_condition(conditions, kind.as_str());
+    }
+    changed
+}
+
+fn set_plan_conditions(
+    conditions: &mut Vec<SubscriptionCondition>,
+    plan: &InstallPlan,
+    now: &Time,
+) -> bool {
+    let phase = plan
+        .status
+        .as_ref()
+        .map(|s| s.phase.clone())
+        .unwrap_or(InstallPlanPhase::None);
+    let message = plan_message(plan);
+    let pending = SubscriptionConditionType::InstallPlanPending;
+    let failed = SubscriptionConditionType::InstallPlanFailed;
+    match phase {
+        InstallPlanPhase::Complete => {
+            remove_condition(conditions, pending.as_str())
+                | remove_condition(conditions, failed.as_str())
+        }
+        InstallPlanPhase::Failed => {
+            let why = installed_condition(plan)
+                .and_then(|c| c.reason.as_ref().map(|r| r.as_str().to_owned()))
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| reason::INSTALL_PLAN_FAILED.to_owned());
+            remove_condition(conditions, pending.as_str())
+                | set_condition(
+                    conditions,
+                    SubscriptionCondition::new(failed, ConditionStatus::True, &why, &message),
+                    now,
+                )
+        }
+        other => {
+            let why = match other {
+                InstallPlanPhase::None => reason::INSTALL_PLAN_NOT_YET_RECONCILED.to_owned(),
+                phase => phase.as_str().to_owned(),
+            };
+            remove_condition(conditions, failed.as_str())
+                | set_condition(
+                    conditions,
+                    SubscriptionCondition::new(pending, ConditionStatus::True, &why, &message),
+                    now,
+                )
+        }
+    }
+}
+
+fn installed_condition(plan: &InstallPlan) -> Option<&crate::api::InstallPlanCondition> {
+    plan.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == Some(InstallPlanConditionType::Installed))
+}
+
+/// §2.1: the `Installed` condition's message when it has a status other than Unknown, else the
+/// messages of pending bundle lookups, each followed by `.`.
+pub fn plan_message(plan: &InstallPlan) -> String {
+    if let Some(c) = installed_condition(plan)
+        && c.status
+            .as_ref()
+            .is_some_and(|s| *s != ConditionStatus::Unknown)
+        && let Some(m) = c.message.as_deref().filter(|m| !m.is_empty())
+    {
+        return m.to_owned();
+    }
+    let lookups = plan.status.as_ref().and_then(|s| s.bundle_lookups.as_ref());
+    lookups
+        .into_iter()
+        .flatten()
+        .flat_map(|l| l.conditions.iter().flatten())
+        .filter(|c| c.type_ == crate::api::BundleLookupConditionType::BundleLookupPending)
+        .filter_map(|c| c.message.as_deref())
+        .map(|m| format!("{m}."))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

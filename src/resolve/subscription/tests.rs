@@ -1,0 +1,343 @@
+//! The namespace sync over hand-built catalogs, plans and CSVs.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::api::{Approval, InstallPlanPhase, SubscriptionSpec};
+use crate::catalog::CatalogIndex;
+use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
+use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
+
+fn csv(name: &str) -> Value {
+    json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+           "metadata": {"name": name}, "spec": {"install": {"strategy": "deployment", "spec": {"deployments": []}}}})
+}
+
+fn bundle(name: &str, version: &str, inline: bool) -> Bundle {
+    let objects = if inline {
+        vec![serde_json::value::to_raw_value(&csv(name)).unwrap()]
+    } else {
+        vec![]
+    };
+    Bundle {
+        package: "etcd".into(),
+        name: name.into(),
+        image: format!("quay.io/test/{name}"),
+        properties: vec![
+            Property::from_value(
+                "olm.package",
+                &json!({"packageName": "etcd", "version": version}),
+            )
+            .unwrap(),
+        ],
+        objects,
+        ..Bundle::default()
+    }
+}
+
+fn catalog(inline: bool) -> CatalogIndex {
+    let entry = |name: &str, replaces: Option<&str>| ChannelEntry {
+        name: name.into(),
+        replaces: replaces.map(Into::into),
+        ..ChannelEntry::default()
+    };
+    CatalogIndex::new(DeclarativeConfig {
+        packages: vec![Package {
+            name: "etcd".into(),
+            default_channel: Some("stable".into()),
+            ..Package::default()
+        }],
+        channels: vec![Channel {
+            package: "etcd".into(),
+            name: "stable".into(),
+            entries: vec![
+                entry("etcd.v1", None),
+                entry("etcd.v2", Some("etcd.v1")),
+                entry("etcd.v3", Some("etcd.v2")),
+            ],
+            ..Channel::default()
+        }],
+        bundles: vec![
+            bundle("etcd.v1", "1.0.0", inline),
+            bundle("etcd.v2", "2.0.0", inline),
+            bundle("etcd.v3", "3.0.0", inline),
+        ],
+        ..DeclarativeConfig::default()
+    })
+}
+
+fn sub(name: &str, approval: Option<Approval>, starting: Option<&str>) -> Subscription {
+    let mut s = Subscription::new(
+        name,
+        SubscriptionSpec {
+            source: "cat".into(),
+            source_namespace: "olm".into(),
+            name: "etcd".into(),
+            channel: Some("stable".into()),
+            starting_csv: starting.map(Into::into),
+            install_plan_approval: approval,
+            config: None,
+        },
+    );
+    s.metadata.namespace = Some("ns".into());
+    s.metadata.uid = Some(format!("uid-{name}"));
+    s
+}
+
+struct World {
+    catalogs: Vec<CatalogInput>,
+    installed: Vec<InstalledCsv>,
+    groups: OperatorGroups,
+    plans: Vec<InstallPlan>,
+}
+
+impl World {
+    fn new(inline: bool) -> World {
+        World {
+            catalogs: vec![CatalogInput {
+                key: CatalogRef::new("olm", "cat"),
+                priority: 0,
+                uid: Some("cat-uid".into()),
+                content: CatalogContent::Ready(Arc::new(catalog(inline))),
+                healthy: true,
+            }],
+            installed: vec![],
+            groups: OperatorGroups {
+                names: vec!["og".into()],
+                exclude_global_catalogs: false,
+            },
+            plans: vec![],
+        }
+    }
+
+    fn sync(&self, subs: &[Subscription]) -> Vec<SubscriptionUpdate> {
+        sync_namespace(&NamespaceState {
+            input: NamespaceInput {
+                namespace: "ns",
+                subscriptions: subs,
+                installed: &self.installed,
+                catalogs: &self.catalogs,
+                operator_groups: &self.groups,
+                global_catalog_namespace: "olm",
+            },
+            plans: &self.plans,
+            now: Timestamp::from_second(1_000).unwrap(),
+        })
+    }
+
+    /// Creates the requested plan as the shell would and records it on the Subscription.
+    fn ensure(&mut self, sub: &mut Subscription, update: &SubscriptionUpdate, name: &str) {
+        let request = update.plan.as_ref().expect("a plan was requested");
+        let mut plan = request.draft.install_plan(name);
+        plan.metadata.uid = Some(format!("uid-{name}"));
+        plan.status = Some(request.draft.initial_status());
+        let mut status = update.status.clone();
+        attach_plan(
+            &mut status,
+            &plan,
+            &request.target.bundle,
+            &Time(Timestamp::from_second(1_000).unwrap()),
+        );
+        sub.status = Some(status);
+        self.plans.push(plan);
+    }
+
+    fn install(&mut self, name: &str, version: &str) {
+        self.installed.push(InstalledCsv {
+            name: name.into(),
+            version: crate::catalog::semver_range::parse_tolerant(version).ok(),
+            package: Some("etcd".into()),
+            provided: vec![],
+            phase: "Succeeded".into(),
+        });
+    }
+}
+
+fn condition(
+    status: &SubscriptionStatus,
+    kind: SubscriptionConditionType,
+) -> Option<&SubscriptionCondition> {
+    status.conditions.iter().flatten().find(|c| c.type_ == kind)
+}
+
+#[test]
+fn automatic_fresh_install_then_hop_by_hop_to_the_head() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", None, Some("etcd.v1"));
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    let request = u.plan.as_ref().unwrap();
+    assert_eq!(request.target.bundle, "etcd.v1");
+    assert_eq!(request.draft.approval, Approval::Automatic);
+    assert_eq!(request.draft.generation, 1);
+    let health = condition(
+        &u.status,
+        SubscriptionConditionType::CatalogSourcesUnhealthy,
+    )
+    .unwrap();
+    assert_eq!(
+        (health.status.as_str(), health.reason.as_deref()),
+        ("False", Some("CatalogSourcesAdded"))
+    );
+    w.ensure(&mut s, &u, "install-aaaaa");
+    let st = s.status.as_ref().unwrap();
+    assert_eq!(st.state(), SubscriptionState::UpgradePending);
+    assert_eq!(st.current_csv.as_deref(), Some("etcd.v1"));
+    assert_eq!(
+        condition(st, SubscriptionConditionType::InstallPlanPending)
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some("Installing")
+    );
+
+    // While the plan runs, the Subscription waits on it.
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.plan.is_none());
+
+    // The plan created the CSV: AtLatestKnown, then the next hop in the same pass.
+    w.plans[0].status.as_mut().unwrap().phase = InstallPlanPhase::Complete;
+    w.install("etcd.v1", "1.0.0");
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert_eq!(u.status.installed_csv.as_deref(), Some("etcd.v1"));
+    let request = u.plan.as_ref().unwrap();
+    assert_eq!(
+        (
+            request.target.bundle.as_str(),
+            request.target.replaces.as_deref()
+        ),
+        ("etcd.v2", Some("etcd.v1"))
+    );
+    assert_eq!(request.draft.generation, 2);
+    assert!(condition(&u.status, SubscriptionConditionType::InstallPlanPending).is_none());
+}
+
+#[test]
+fn manual_plans_serve_only_their_own_subscription() {
+    let w = World::new(true);
+    let mut other = sub("other", None, None);
+    other.spec.name = "etcd".into();
+    let manual = sub("manual", Some(Approval::Manual), None);
+    let updates = w.sync(&[manual]);
+    let draft = &updates[0].plan.as_ref().unwrap().draft;
+    assert_eq!(draft.approval, Approval::Manual);
+    assert_eq!(draft.subscriptions.len(), 1);
+    assert_eq!(draft.subscriptions[0].name, "manual");
+    assert!(!draft.install_plan("install-x").spec.approved);
+}
+
+#[test]
+fn awaiting_approval_is_pending_and_a_deleted_pending_plan_is_replaced() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", Some(Approval::Manual), None);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    w.ensure(&mut s, &u, "install-bbbbb");
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.plan.is_none(), "gated while the plan awaits approval");
+    let pending = condition(&u.status, SubscriptionConditionType::InstallPlanPending).unwrap();
+    assert_eq!(pending.reason.as_deref(), Some("RequiresApproval"));
+
+    w.plans.clear();
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.status.install_plan_ref.is_none());
+    assert_eq!(
+        u.plan.as_ref().unwrap().target.bundle,
+        "etcd.v3",
+        "a new plan replaces the deleted one"
+    );
+    assert_eq!(u.notes[0].reason, "InstallPlanMissing");
+}
+
+#[test]
+fn an_image_only_bundle_is_reported_not_planned() {
+    let w = World::new(false);
+    let u = w.sync(&[sub("etcd", None, None)]).remove(0);
+    assert!(u.plan.is_none());
+    let c = condition(&u.status, SubscriptionConditionType::BundleUnpackFailed).unwrap();
+    assert_eq!(c.reason.as_deref(), Some("ErrorPreventedUnpacking"));
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap()
+            .contains("olm-rs does not pull bundle images yet"),
+        "{c:?}"
+    );
+    assert!(condition(&u.status, SubscriptionConditionType::ResolutionFailed).is_none());
+}
+
+#[test]
+fn refusals_are_conditions_written_once() {
+    let mut w = World::new(true);
+    w.groups.names.clear();
+    let mut s = sub("etcd", None, None);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    let c = condition(&u.status, SubscriptionConditionType::ResolutionFailed).unwrap();
+    assert_eq!(c.reason.as_deref(), Some("ErrorPreventedResolution"));
+    assert_eq!(u.notes.len(), 1);
+    s.status = Some(u.status);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.notes.is_empty());
+    // health reason moves from CatalogSourcesAdded to AllCatalogSourcesHealthy once
+    assert!(u.changed);
+    s.status = Some(u.status);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(!u.changed, "an unchanged world rewrites nothing");
+}
+
+#[test]
+fn a_complete_plan_deleted_later_is_reported_missing() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", None, None);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    w.ensure(&mut s, &u, "install-ccccc");
+    w.install("etcd.v3", "3.0.0");
+    w.plans.clear();
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    // The plan vanished before its CSV was observed: the CSV it created is picked up anyway.
+    assert_eq!(u.status.state(), SubscriptionState::AtLatestKnown);
+    assert_eq!(u.status.installed_csv.as_deref(), Some("etcd.v3"));
+    assert!(u.plan.is_none());
+    // Once installed, a deleted plan is only reported.
+    let mut st = u.status.clone();
+    st.current_csv = Some("etcd.v3".into());
+    st.installed_csv = Some("etcd.v3".into());
+    st.state = Some(SubscriptionState::AtLatestKnown);
+    st.install_plan_ref = Some(k8s_openapi::api::core::v1::ObjectReference {
+        name: Some("install-ccccc".into()),
+        ..Default::default()
+    });
+    s.status = Some(st);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    let c = condition(&u.status, SubscriptionConditionType::InstallPlanMissing).unwrap();
+    assert_eq!(c.reason.as_deref(), Some("ReferencedInstallPlanNotFound"));
+    assert!(u.plan.is_none());
+}
+
+#[test]
+fn operator_group_problems_reach_subscriptions_that_wait_on_a_plan() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", Some(Approval::Manual), None);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    w.ensure(&mut s, &u, "install-ddddd");
+    w.groups.names.push("second".into());
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    let c = condition(&u.status, SubscriptionConditionType::ResolutionFailed)
+        .expect("reported while waiting");
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap()
+            .contains("2 OperatorGroups (og, second)"),
+        "{c:?}"
+    );
+    assert!(u.plan.is_none());
+    s.status = Some(u.status);
+    w.groups.names.pop();
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(
+        condition(&u.status, SubscriptionConditionType::ResolutionFailed).is_none(),
+        "cleared once fixed"
+    );
+}

@@ -1,0 +1,68 @@
+//! The Subscription and InstallPlan controllers running as in `olm-rs run` (watches, work queue,
+//! requeues) against the embedded API: a Subscription reaches its head with no manual stepping.
+
+#[path = "subscription_support.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+
+use olm_rs::api::SubscriptionState;
+use olm_rs::reconcile::{install_plan, subscription};
+
+#[tokio::test]
+async fn controllers_take_a_subscription_from_starting_csv_to_the_head() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", widget_catalog());
+    let catalogs: Arc<dyn subscription::CatalogSnapshots> = Arc::new(env.catalogs.clone());
+    // Time must move for real here: the controllers requeue on the tokio clock, and plans are
+    // judged by the context clock only for their retry window.
+    let ctx = env.ctx.clone();
+    let subs = tokio::spawn(subscription::run(
+        ctx.clone(),
+        catalogs,
+        futures::stream::pending(),
+    ));
+    let plans = tokio::spawn(install_plan::run(ctx));
+    env.subscribe(
+        "widget",
+        "widget",
+        "community",
+        json!({"channel": "stable", "startingCSV": "widget-operator.v1.0.0"}),
+    )
+    .await;
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let sub = env.subscription("widget").await;
+        let st = sub.status.as_ref();
+        if st.is_some_and(|s| {
+            s.state() == SubscriptionState::AtLatestKnown
+                && s.installed_csv.as_deref() == Some("widget-operator.v1.2.0")
+        }) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "did not reach the head: {:?}",
+            sub.status
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let plans_made = env.plans().await;
+    assert_eq!(
+        plans_made.len(),
+        3,
+        "one plan per hop, never two for the same resolution"
+    );
+    assert!(plans_made.iter().all(|p| {
+        p.status
+            .as_ref()
+            .is_some_and(|s| s.phase == olm_rs::api::InstallPlanPhase::Complete)
+    }));
+    subs.abort();
+    plans.abort();
+}
