@@ -12,6 +12,11 @@ use crate::fixtures::{self, e2e_dir};
 pub type Check = fn() -> anyhow::Result<()>;
 
 pub const ALL: &[(&str, Check)] = &[
+    ("catalog_validates", catalog_validates),
+    (
+        "bundles_yaml_is_rendered_from_the_bundles",
+        bundles_yaml_is_rendered_from_the_bundles,
+    ),
     (
         "bundles_hold_the_versions_the_journeys_use",
         bundles_hold_the_versions_the_journeys_use,
@@ -22,6 +27,84 @@ pub const ALL: &[(&str, Check)] = &[
     ),
     ("scripts_parse", scripts_parse),
 ];
+
+/// `olm-rs catalog validate e2e/catalog`: the catalog image would serve it.
+fn catalog_validates() -> anyhow::Result<()> {
+    use olm_rs::catalog::{load_catalog, validate};
+    let dir = e2e_dir().join("catalog");
+    let (_kind, config, mut problems) = load_catalog(&dir)?;
+    problems.extend(validate::validate(&config));
+    let errors: Vec<String> = problems
+        .iter()
+        .filter(|p| !p.rule.is_warning())
+        .map(ToString::to_string)
+        .collect();
+    ensure!(
+        errors.is_empty(),
+        "{} is invalid:\n{}",
+        dir.display(),
+        errors.join("\n")
+    );
+    let counts = (
+        config.packages.len(),
+        config.channels.len(),
+        config.bundles.len(),
+    );
+    ensure!(
+        counts == (1, 2, 3),
+        "packages, channels, bundles: {counts:?}, expected (1, 2, 3)"
+    );
+    Ok(())
+}
+
+/// `e2e/catalog/<package>/bundles.yaml` is exactly what `olm-rs catalog render` makes of the
+/// bundle directories (compared as JSON values). `OLM_RS_UPDATE_E2E_CATALOG=1` rewrites it.
+fn bundles_yaml_is_rendered_from_the_bundles() -> anyhow::Result<()> {
+    use olm_rs::catalog::bundle_dir::{self, render};
+    let package_dir = e2e_dir().join("bundles").join(fixtures::PACKAGE);
+    let mut dirs: Vec<_> = std::fs::read_dir(&package_dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    dirs.sort();
+    let mut rendered = Vec::new();
+    for dir in dirs {
+        let bundle =
+            bundle_dir::read(&dir).with_context(|| format!("reading {}", dir.display()))?;
+        let out =
+            render::render(&bundle, "").with_context(|| format!("rendering {}", dir.display()))?;
+        ensure!(
+            out.warnings.is_empty(),
+            "{}: {:?}",
+            dir.display(),
+            out.warnings
+        );
+        rendered.push(render::bundle_blob(&out.bundle));
+    }
+    let path = e2e_dir()
+        .join("catalog")
+        .join(fixtures::PACKAGE)
+        .join("bundles.yaml");
+    if std::env::var_os("OLM_RS_UPDATE_E2E_CATALOG").is_some() {
+        let mut text = format!(
+            "# Rendered from e2e/bundles/{}/*/ (olm-rs catalog render, as opm render does).\n\
+             # Do not edit: OLM_RS_UPDATE_E2E_CATALOG=1 cargo test --test e2e rewrites it.\n",
+            fixtures::PACKAGE
+        );
+        for blob in &rendered {
+            text.push_str("---\n");
+            text.push_str(&serde_yaml_ng::to_string(blob)?);
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let committed = yaml_documents(&path)?;
+    ensure!(
+        committed == rendered,
+        "{} is not what the bundle directories render to; regenerate it with \
+         OLM_RS_UPDATE_E2E_CATALOG=1 cargo test --test e2e",
+        path.display()
+    );
+    Ok(())
+}
 
 /// Every journey constant names a CSV of `e2e/bundles`, and each upgrade edge of the CSVs is
 /// the one the catalog's channels declare.
