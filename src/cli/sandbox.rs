@@ -109,7 +109,7 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     let timeout = std::time::Duration::try_from(args.timeout)
         .ok()
         .filter(|t| !t.is_zero())
-        .with_context(|| format!("--timeout {}: must be positive", args.timeout))?;
+        .with_context(|| format!("--timeout {:#}: must be positive", args.timeout))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -143,7 +143,7 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
                 }
                 () = &mut deadline, if args.exit_when_settled => {
                     eprintln!(
-                        "error: the Subscription {OPERATORS_NAMESPACE}/{} did not settle within {} \
+                        "error: the Subscription {OPERATORS_NAMESPACE}/{} did not settle within {:#} \
                          (head {}); see the lines above for where it stopped",
                         sandbox.choice().package,
                         args.timeout,
