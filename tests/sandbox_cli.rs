@@ -59,7 +59,13 @@ fn csv(version: &str) -> String {
 }
 
 fn install_hop() -> Vec<&'static str> {
-    vec!["created", "Pending", "InstallReady", "Installing", "Succeeded"]
+    vec![
+        "created",
+        "Pending",
+        "InstallReady",
+        "Installing",
+        "Succeeded",
+    ]
 }
 
 fn replaced_hop() -> Vec<&'static str> {
@@ -160,7 +166,11 @@ async fn a_manual_plan_waits_until_approved_through_the_printed_kubeconfig() {
             // Nothing is installed while the plan waits.
             assert!(
                 !output.iter().any(|l: &String| l.contains(" CSV ")
-                    && l.contains(&csv(if approved.is_empty() { "1.1.1" } else { "1.2.0" }))),
+                    && l.contains(&csv(if approved.is_empty() {
+                        "1.1.1"
+                    } else {
+                        "1.2.0"
+                    }))),
                 "installed before approval:\n{}",
                 output.join("\n")
             );
@@ -180,7 +190,11 @@ async fn a_manual_plan_waits_until_approved_through_the_printed_kubeconfig() {
     }
     let text = output.join("\n");
     assert!(child.wait().await.unwrap().success(), "{text}");
-    assert_eq!(approved.len(), 2, "1.1.1, then 1.2.0 (skips 1.1.1):\n{text}");
+    assert_eq!(
+        approved.len(),
+        2,
+        "1.1.1, then 1.2.0 (skips 1.1.1):\n{text}"
+    );
     let phases = csv_phases(&output);
     assert_eq!(
         phases.keys().cloned().collect::<Vec<_>>(),
