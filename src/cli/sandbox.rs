@@ -103,6 +103,15 @@ fn catalog_dir(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     )
 }
 
+/// `println!` returning the write error instead of panicking: a closed pipe (`| head`) means
+/// nobody reads any more, and the sandbox stops cleanly.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     telemetry::init_logging(LogFormat::Text, &args.log_level);
     let catalog = catalog_dir(args.catalog.as_deref())?;
@@ -124,7 +133,7 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         };
         let sandbox = Sandbox::start(options).await?;
         let kubeconfig = KubeconfigFile::write(args.kubeconfig_out.clone(), &sandbox)?;
-        banner(&sandbox, &kubeconfig.path);
+        say!("{}", banner(&sandbox, &kubeconfig.path))?;
 
         let mut follower = sandbox.follow().await;
         sandbox.subscribe().await?;
@@ -138,7 +147,7 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         loop {
             tokio::select! {
                 () = &mut shutdown => {
-                    println!("stopping (Ctrl-C)…");
+                    let _ = say!("stopping (Ctrl-C)…");
                     break;
                 }
                 () = &mut deadline, if args.exit_when_settled => {
@@ -154,21 +163,28 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
                 }
                 report = follower.next() => match report {
                     Some(Report::Line { transition, settled }) => {
-                        println!("{}  {transition}", now());
+                        if say!("{}  {transition}", now()).is_err() {
+                            break;
+                        }
                         match settled {
                             Some(s) if !was_settled => {
                                 was_settled = true;
-                                println!(
+                                let line = say!(
                                     "settled: {} Succeeded, Subscription AtLatestKnown ({:.1}s)",
                                     s.installed_csv,
                                     started.elapsed().as_secs_f64()
                                 );
+                                if line.is_err() {
+                                    break;
+                                }
                                 if args.exit_when_settled {
                                     break;
                                 }
                                 if !hinted {
                                     hinted = true;
-                                    try_it(&sandbox);
+                                    if say!("{}", try_it(&sandbox)).is_err() {
+                                        break;
+                                    }
                                 }
                             }
                             Some(_) => {}
@@ -182,9 +198,9 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         }
         drop(follower);
         sandbox.shutdown().await?;
-        kubeconfig.remove();
+        drop(kubeconfig);
         if code == ExitCode::SUCCESS {
-            println!("stopped.");
+            let _ = say!("stopped.");
         }
         Ok(code)
     })
@@ -194,49 +210,52 @@ fn now() -> String {
     jiff::Zoned::now().strftime("%H:%M:%S%.3f").to_string()
 }
 
-fn banner(sandbox: &Sandbox, kubeconfig: &Path) {
+fn banner(sandbox: &Sandbox, kubeconfig: &Path) -> String {
     let choice = sandbox.choice();
     let (catalog, packages, bundles) = sandbox.catalog();
-    println!(
-        "olm-rs sandbox: a SIMULATED cluster. The Kubernetes API runs in this process, in memory;\n\
-         no pod ever runs — a simulator marks Deployments available. The OLM controllers are the\n\
-         real olm-rs ones. Nothing here touches a real cluster.\n"
-    );
-    println!("  API server    {}", sandbox.url());
-    println!(
-        "  catalog       {}: {packages} package(s), {bundles} bundle(s), served on {} as \
-         CatalogSource {CATALOG_NAMESPACE}/{CATALOG_SOURCE}",
-        catalog.display(),
-        sandbox.registry_address()
-    );
     let from = match &choice.starting_csv {
         Some(csv) => format!("starting at {csv}"),
         None => "installing the head".to_owned(),
     };
-    println!(
-        "  subscription  {OPERATORS_NAMESPACE}/{}: channel {}, {from}, head {}, approval {}",
-        choice.package, choice.channel, choice.head, choice.approval
-    );
-    println!("\nexport KUBECONFIG={}\n", kubeconfig.display());
+    format!(
+        "olm-rs sandbox: a SIMULATED cluster. The Kubernetes API runs in this process, in memory;\n\
+         no pod ever runs — a simulator marks Deployments available. The OLM controllers are the\n\
+         real olm-rs ones. Nothing here touches a real cluster.\n\n  \
+         API server    {url}\n  \
+         catalog       {catalog}: {packages} package(s), {bundles} bundle(s), served on {registry} \
+         as CatalogSource {CATALOG_NAMESPACE}/{CATALOG_SOURCE}\n  \
+         subscription  {OPERATORS_NAMESPACE}/{package}: channel {channel}, {from}, head {head}, \
+         approval {approval}\n\n\
+         export KUBECONFIG={kubeconfig}\n",
+        url = sandbox.url(),
+        catalog = catalog.display(),
+        registry = sandbox.registry_address(),
+        package = choice.package,
+        channel = choice.channel,
+        head = choice.head,
+        approval = choice.approval,
+        kubeconfig = kubeconfig.display(),
+    )
 }
 
-fn try_it(sandbox: &Sandbox) {
+fn try_it(sandbox: &Sandbox) -> String {
     let choice = sandbox.choice();
-    println!("The sandbox stays up until Ctrl-C. In another shell, after the export above:");
-    println!("  kubectl get csv,installplan,subscription -w");
+    let mut text =
+        "The sandbox stays up until Ctrl-C. In another shell, after the export above:\n  \
+                    kubectl get csv,installplan,subscription -w\n"
+            .to_owned();
     if let Some(other) = choice.channels.iter().find(|c| **c != choice.channel) {
-        println!(
-            "  kubectl patch subscription {} --type merge -p '{{\"spec\":{{\"channel\":\"{other}\"}}}}'",
+        text.push_str(&format!(
+            "  kubectl patch subscription {} --type merge -p '{{\"spec\":{{\"channel\":\"{other}\"}}}}'\n",
             choice.package
-        );
+        ));
     }
-    if choice.approval == Approval::Manual {
-        println!(
-            "  (approve each InstallPlan with the command printed on its RequiresApproval line)"
-        );
+    text.push_str(if choice.approval == Approval::Manual {
+        "  (approve each InstallPlan with the command printed on its RequiresApproval line)"
     } else {
-        println!("  (restart with --approval Manual to approve each InstallPlan by hand)");
-    }
+        "  (restart with --approval Manual to approve each InstallPlan by hand)"
+    });
+    text
 }
 
 /// The kubeconfig written for `kubectl`; a default one lives in its own temporary directory,
@@ -262,9 +281,12 @@ impl KubeconfigFile {
             .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
         Ok(Self { path, remove_dir })
     }
+}
 
-    fn remove(self) {
-        if let Some(dir) = self.remove_dir {
+/// Also on an early error return: a kubeconfig pointing at a stopped sandbox is useless.
+impl Drop for KubeconfigFile {
+    fn drop(&mut self) {
+        if let Some(dir) = self.remove_dir.take() {
             let _ = std::fs::remove_dir_all(dir);
         }
     }

@@ -52,45 +52,35 @@ pub struct SandboxOptions {
     pub subscription: SubscriptionRequest,
 }
 
-/// Why the sandbox could not start or stopped badly.
+/// Why the sandbox could not start or stopped badly. Causes are part of each message (not
+/// `source()`), so the CLI prints every cause once.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("catalog {}: {source}", path.display())]
+    #[error("catalog {}: {cause}", path.display())]
     Catalog {
         path: PathBuf,
-        #[source]
-        source: ServeLoadError,
+        cause: ServeLoadError,
     },
-    #[error("catalog {}: {source}", path.display())]
-    Choice {
-        path: PathBuf,
-        #[source]
-        source: ChoiceError,
-    },
-    #[error("cannot listen on {addr} ({what}): {source}")]
+    #[error("catalog {}: {cause}", path.display())]
+    Choice { path: PathBuf, cause: ChoiceError },
+    #[error("cannot listen on {addr} ({what}): {cause}")]
     Listen {
         what: &'static str,
         addr: SocketAddr,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("creating {what}: {source}")]
-    Create {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("{what} is not a valid object: {source}")]
+    #[error("creating {what}: {cause}")]
+    Create { what: String, cause: kube::Error },
+    #[error("{what} is not a valid object: {cause}")]
     Object {
         what: String,
-        #[source]
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
     #[error("generating OLM's CRDs: {0}")]
     Crds(String),
     #[error("the controllers stopped: {0}")]
-    Controllers(#[source] RunError),
-    #[error(transparent)]
+    Controllers(RunError),
+    #[error("the registry stopped: {0}")]
     Registry(ServeError),
 }
 
@@ -136,14 +126,14 @@ impl Sandbox {
     /// anything listens), then starts everything but the Subscription.
     pub async fn start(options: SandboxOptions) -> Result<Sandbox, SandboxError> {
         let path = options.catalog.clone();
-        let loaded = serve::load_for_serving(&path).map_err(|source| SandboxError::Catalog {
+        let loaded = serve::load_for_serving(&path).map_err(|cause| SandboxError::Catalog {
             path: path.clone(),
-            source,
+            cause,
         })?;
         let choice = objects::choose_subscription(&loaded.index, &options.subscription).map_err(
-            |source| SandboxError::Choice {
+            |cause| SandboxError::Choice {
                 path: path.clone(),
-                source,
+                cause,
             },
         )?;
         let packages = loaded.index.packages().len();
@@ -154,27 +144,27 @@ impl Sandbox {
         let http = api
             .serve(options.api_addr)
             .await
-            .map_err(|source| SandboxError::Listen {
+            .map_err(|cause| SandboxError::Listen {
                 what: "Kubernetes API",
                 addr: options.api_addr,
-                source,
+                cause,
             })?;
         install_olm(&client).await?;
 
         let registry_addr: SocketAddr = ([127, 0, 0, 1], 0).into();
         let listener = tokio::net::TcpListener::bind(registry_addr)
             .await
-            .map_err(|source| SandboxError::Listen {
+            .map_err(|cause| SandboxError::Listen {
                 what: "registry",
                 addr: registry_addr,
-                source,
+                cause,
             })?;
         let registry_address = listener
             .local_addr()
-            .map_err(|source| SandboxError::Listen {
+            .map_err(|cause| SandboxError::Listen {
                 what: "registry",
                 addr: registry_addr,
-                source,
+                cause,
             })?
             .to_string();
         let index = Arc::new(loaded.index);
@@ -288,9 +278,9 @@ async fn install_olm(client: &Client) -> Result<(), SandboxError> {
         let name = crd.metadata.name.clone().unwrap_or_default();
         crds.create(&PostParams::default(), &crd)
             .await
-            .map_err(|source| SandboxError::Create {
+            .map_err(|cause| SandboxError::Create {
                 what: format!("CustomResourceDefinition {name}"),
-                source,
+                cause,
             })?;
     }
     for ns in objects::namespaces() {
@@ -319,12 +309,12 @@ where
         None => Api::all_with(client.clone(), &resource),
     };
     let object: DynamicObject =
-        serde_json::from_value(value).map_err(|source| SandboxError::Object {
+        serde_json::from_value(value).map_err(|cause| SandboxError::Object {
             what: what.clone(),
-            source,
+            cause,
         })?;
     api.create(&PostParams::default(), &object)
         .await
-        .map_err(|source| SandboxError::Create { what, source })?;
+        .map_err(|cause| SandboxError::Create { what, cause })?;
     Ok(())
 }
