@@ -20,4 +20,5 @@ pub mod reconcile;
 pub mod registry;
 pub mod resolve;
 pub mod sandbox;
+pub mod sandbox_run;
 pub mod telemetry;

@@ -3,6 +3,7 @@
 mod catalog;
 mod catalog_serve;
 mod run;
+mod sandbox;
 
 use std::process::ExitCode;
 
@@ -38,6 +39,9 @@ pub enum Command {
     /// Preview what a Subscription would install and its whole upgrade path, or why nothing
     /// would be installed.
     Resolve(resolve::ResolveArgs),
+    /// Start a simulated cluster with OLM in it and the sample catalog, subscribe, and print
+    /// every phase change; then stay up for `kubectl` until Ctrl-C.
+    Sandbox(sandbox::SandboxArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -50,5 +54,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Crds => crds::run(),
         Command::Catalog(args) => catalog::run(args),
         Command::Resolve(args) => resolve::run(args),
+        Command::Sandbox(args) => sandbox::run(args),
     }
 }
