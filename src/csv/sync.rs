@@ -11,6 +11,7 @@ use crate::api::{
     ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, RequirementStatus,
 };
 
+use super::certs::CertInstall;
 use super::install_strategy::DesiredDeployment;
 use super::permission_objects::PermissionObjects;
 
@@ -22,11 +23,13 @@ pub struct CsvEvent {
     pub message: String,
 }
 
-/// Deployments to create or update, and orphans to delete (csv.md §7.1).
+/// Deployments to create or update, and orphans to delete (csv.md §7.1), with the
+/// certificate objects written before and the CA consumers written after the Deployments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstallPlan {
     pub deployments: Vec<DesiredDeployment>,
     pub delete_orphans: Vec<String>,
+    pub certs: Option<CertInstall>,
 }
 
 /// A write or request the reconciler must perform.

@@ -188,6 +188,9 @@ impl Executor<'_> {
     }
 
     async fn install(&self, ns: &str, plan: &InstallPlan) -> Result<(), InstallFailure> {
+        if let Some(certs) = &plan.certs {
+            super::certs::write_cert_objects(self.client, certs).await?;
+        }
         for desired in &plan.deployments {
             if let Err(err) = self.apply_deployment(ns, &desired.deployment).await {
                 let text = err.to_string();
@@ -198,6 +201,9 @@ impl Executor<'_> {
                     _ => InstallFailure::Other(text),
                 });
             }
+        }
+        if let Some(certs) = &plan.certs {
+            super::certs::inject_ca(self.client, certs).await?;
         }
         for orphan in &plan.delete_orphans {
             self.delete_deployment(ns, orphan)
