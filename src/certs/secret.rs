@@ -27,10 +27,17 @@ pub struct CertSecretData {
 
 impl std::fmt::Debug for CertSecretData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let text = |v: &Option<Vec<u8>>| v.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+        let text =
+            |v: &Option<Vec<u8>>| v.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
         f.debug_struct("CertSecretData")
             .field("tls_crt", &text(&self.tls_crt))
-            .field("tls_key", &self.tls_key.as_ref().map(|k| format!("<{} bytes redacted>", k.len())))
+            .field(
+                "tls_key",
+                &self
+                    .tls_key
+                    .as_ref()
+                    .map(|k| format!("<{} bytes redacted>", k.len())),
+            )
             .field("olm_ca_key", &text(&self.olm_ca_key))
             .finish()
     }
@@ -108,7 +115,13 @@ mod tests {
             olm_ca_key: None,
         };
         let shown = format!("{data:?}");
-        assert!(!shown.contains("SECRET") && !shown.contains("PRIVATE"), "{shown}");
-        assert!(shown.contains("CERT") && shown.contains("redacted"), "{shown}");
+        assert!(
+            !shown.contains("SECRET") && !shown.contains("PRIVATE"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("CERT") && shown.contains("redacted"),
+            "{shown}"
+        );
     }
 }

@@ -24,7 +24,9 @@ use crate::certs::{CertSecretData, ServiceName, olm_ca_hash};
 use super::identity::namespace;
 use super::strategy::certificate_deployments;
 
-pub use install::{CertDeployment, CertInstall, CertInstallError, WebhookConfiguration, plan_cert_install};
+pub use install::{
+    CertDeployment, CertInstall, CertInstallError, WebhookConfiguration, plan_cert_install,
+};
 
 /// A cert Secret as the CSV controller sees it: its name, `olmcahash` annotation, owner kinds
 /// and the three data members. Debug output never shows the key (see [`CertSecretData`]).
@@ -69,7 +71,10 @@ pub fn service_of(csv: &ClusterServiceVersion, deployment: &str) -> ServiceName 
 /// `olmcahash` per cert deployment, from the CA in each live Secret: the pod template
 /// annotation the running Deployments must carry (csv.md §7.3 "cert data taken from the live
 /// Secret"). Deployments whose Secret is missing or has no CA are left out.
-pub fn live_ca_hashes(csv: &ClusterServiceVersion, certs: &CertObjects) -> BTreeMap<String, String> {
+pub fn live_ca_hashes(
+    csv: &ClusterServiceVersion,
+    certs: &CertObjects,
+) -> BTreeMap<String, String> {
     certificate_deployments(csv)
         .into_iter()
         .filter_map(|d| {

@@ -71,7 +71,9 @@ pub fn api_service_issues(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<A
             continue;
         };
         if !api_service_adoptable(csv, api, seen) {
-            unadoptable.push(format!("APIService {api_name} is owned by another operator"));
+            unadoptable.push(format!(
+                "APIService {api_name} is owned by another operator"
+            ));
             continue;
         }
         let spec = api.spec.clone().unwrap_or_default();
@@ -91,7 +93,9 @@ pub fn api_service_issues(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<A
         // 3.
         let ca_bundle = spec.ca_bundle.map(|b| b.0).unwrap_or_default();
         if !is_certificate_pem(&ca_bundle) {
-            issue(format!("APIService {api_name}: caBundle is not a certificate"));
+            issue(format!(
+                "APIService {api_name}: caBundle is not a certificate"
+            ));
             continue;
         }
         let ca_hash = olm_ca_hash(&ca_bundle);
@@ -99,8 +103,16 @@ pub fn api_service_issues(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<A
         match seen.certs.secret(&svc.secret_name()) {
             None => issue(format!("Secret {ns}/{} not found", svc.secret_name())),
             Some(secret) => {
-                if !secret.data.tls_crt.as_deref().is_some_and(is_certificate_pem) {
-                    issue(format!("Secret {ns}/{}: tls.crt is not a certificate", svc.secret_name()));
+                if !secret
+                    .data
+                    .tls_crt
+                    .as_deref()
+                    .is_some_and(is_certificate_pem)
+                {
+                    issue(format!(
+                        "Secret {ns}/{}: tls.crt is not a certificate",
+                        svc.secret_name()
+                    ));
                 }
                 if secret.ca_hash_annotation.as_deref() != Some(ca_hash.as_str()) {
                     issue(format!(
@@ -140,7 +152,11 @@ pub fn api_service_issues(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<A
         // 8.
         let secret_name = svc.secret_name();
         let named = |n: Option<&String>, want: &str| n.map(String::as_str) == Some(want);
-        if !seen.roles.iter().any(|r| named(r.metadata.name.as_ref(), &secret_name)) {
+        if !seen
+            .roles
+            .iter()
+            .any(|r| named(r.metadata.name.as_ref(), &secret_name))
+        {
             issue(format!("Role {ns}/{secret_name} not found"));
         }
         if !seen

@@ -40,7 +40,11 @@ pub fn add_cert_volumes(spec: &mut DeploymentSpec, secret_name: &str, ca_hash: &
         .insert(OLM_CA_HASH_ANNOTATION.to_owned(), ca_hash.to_owned());
 
     let pod = spec.template.spec.get_or_insert_with(Default::default);
-    if pod.service_account_name.as_deref().is_none_or(str::is_empty) {
+    if pod
+        .service_account_name
+        .as_deref()
+        .is_none_or(str::is_empty)
+    {
         pod.service_account_name = Some(DEFAULT_SERVICE_ACCOUNT.to_owned());
     }
     let wanted = [

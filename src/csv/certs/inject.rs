@@ -45,10 +45,11 @@ pub fn api_service(
     existing: Option<&APIService>,
     annotations: Option<&BTreeMap<String, String>>,
 ) -> APIService {
-    let priorities = existing.and_then(|a| a.spec.as_ref()).map_or(
-        (GROUP_PRIORITY_MINIMUM, VERSION_PRIORITY),
-        |s| (s.group_priority_minimum, s.version_priority),
-    );
+    let priorities = existing
+        .and_then(|a| a.spec.as_ref())
+        .map_or((GROUP_PRIORITY_MINIMUM, VERSION_PRIORITY), |s| {
+            (s.group_priority_minimum, s.version_priority)
+        });
     APIService {
         metadata: ObjectMeta {
             name: Some(desc.api_service_name()),
@@ -123,7 +124,11 @@ pub fn webhook_labels(
     labels
 }
 
-fn client_config(csv: &ClusterServiceVersion, desc: &WebhookDescription, ca_pem: &[u8]) -> WebhookClientConfig {
+fn client_config(
+    csv: &ClusterServiceVersion,
+    desc: &WebhookDescription,
+    ca_pem: &[u8],
+) -> WebhookClientConfig {
     WebhookClientConfig {
         service: Some(WebhookService {
             namespace: namespace(csv).to_owned(),
@@ -137,7 +142,11 @@ fn client_config(csv: &ClusterServiceVersion, desc: &WebhookDescription, ca_pem:
     }
 }
 
-fn webhook_meta(name: Option<&str>, desc: &WebhookDescription, labels: BTreeMap<String, String>) -> ObjectMeta {
+fn webhook_meta(
+    name: Option<&str>,
+    desc: &WebhookDescription,
+    labels: BTreeMap<String, String>,
+) -> ObjectMeta {
     ObjectMeta {
         name: name.map(str::to_owned),
         generate_name: name.is_none().then(|| format!("{}-", desc.generate_name)),

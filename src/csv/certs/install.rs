@@ -16,8 +16,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 
 use crate::api::{
-    ClusterServiceVersion, InstallModeType, OperatorGroup, WebhookAdmissionType,
-    WebhookDescription,
+    ClusterServiceVersion, InstallModeType, OperatorGroup, WebhookAdmissionType, WebhookDescription,
 };
 use crate::certs::{CertError, CertPlan, plan_certs};
 use crate::olm_hash::{GoJsonError, webhook_description_hash};
@@ -44,12 +43,16 @@ use super::{service_of, webhooks};
 pub enum CertInstallError {
     #[error(transparent)]
     Strategy(#[from] StrategyError),
-    #[error("deployment {deployment} named by an owned APIService or webhook is not in the install strategy")]
+    #[error(
+        "deployment {deployment} named by an owned APIService or webhook is not in the install strategy"
+    )]
     DeploymentNotInStrategy { deployment: String },
     #[error("{what} {name} names no deploymentName")]
     NoDeployment { what: &'static str, name: String },
     // certs.md Known pain #7: OLM silently wires such webhooks to a Service that does not exist.
-    #[error("webhook {webhook}: deploymentName {deployment:?} contains '.', which cannot name the webhook's Service")]
+    #[error(
+        "webhook {webhook}: deploymentName {deployment:?} contains '.', which cannot name the webhook's Service"
+    )]
     DottedWebhookDeployment { webhook: String, deployment: String },
     #[error("certificates for deployment {deployment}: {source}")]
     Cert {
@@ -128,8 +131,16 @@ impl CertInstall {
     /// in the Secrets (certs.md Known pain #1): the newest issue time and the earliest
     /// rotation time.
     pub fn status_times(&self) -> Option<(Timestamp, Timestamp)> {
-        let last = self.deployments.iter().map(|d| d.certs.certs_last_updated).max()?;
-        let rotate = self.deployments.iter().map(|d| d.certs.certs_rotate_at).min()?;
+        let last = self
+            .deployments
+            .iter()
+            .map(|d| d.certs.certs_last_updated)
+            .max()?;
+        let rotate = self
+            .deployments
+            .iter()
+            .map(|d| d.certs.certs_rotate_at)
+            .min()?;
         Some((last, rotate))
     }
 
@@ -289,10 +300,7 @@ pub fn plan_cert_install(
                 let labels = webhook_labels(csv, desc, &description_hash(desc)?);
                 let lookup = webhook_lookup_labels(csv, desc);
                 let names = existing_names(
-                    seen.certs
-                        .mutating_webhooks
-                        .iter()
-                        .map(|w| &w.metadata),
+                    seen.certs.mutating_webhooks.iter().map(|w| &w.metadata),
                     &lookup,
                 );
                 for name in names {
@@ -310,10 +318,7 @@ pub fn plan_cert_install(
                 let labels = webhook_labels(csv, desc, &description_hash(desc)?);
                 let lookup = webhook_lookup_labels(csv, desc);
                 let names = existing_names(
-                    seen.certs
-                        .validating_webhooks
-                        .iter()
-                        .map(|w| &w.metadata),
+                    seen.certs.validating_webhooks.iter().map(|w| &w.metadata),
                     &lookup,
                 );
                 for name in names {

@@ -134,7 +134,11 @@ pub fn secret_reader_role(csv: &ClusterServiceVersion, svc: &ServiceName) -> Rol
     }
 }
 
-pub fn secret_reader_binding(csv: &ClusterServiceVersion, svc: &ServiceName, sa: &str) -> RoleBinding {
+pub fn secret_reader_binding(
+    csv: &ClusterServiceVersion,
+    svc: &ServiceName,
+    sa: &str,
+) -> RoleBinding {
     RoleBinding {
         metadata: owned_meta(csv, &svc.secret_name()),
         role_ref: RoleRef {

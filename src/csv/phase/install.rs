@@ -70,7 +70,10 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
             return;
         }
     };
-    let ca_hashes = certs.as_ref().map(CertInstall::ca_hashes).unwrap_or_default();
+    let ca_hashes = certs
+        .as_ref()
+        .map(CertInstall::ca_hashes)
+        .unwrap_or_default();
     let config = ctx.seen.subscription_config(name(ctx.csv));
     let desired = match desired_deployments_with_certs(ctx.csv, config, &ca_hashes) {
         Ok(desired) => desired,

@@ -194,8 +194,7 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     };
     // Step 10.
     let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
-    if health == Health::Healthy
-        && not_ready(ctx, d, CsvPhase::Pending, CsvReason::NeedsReinstall)
+    if health == Health::Healthy && not_ready(ctx, d, CsvPhase::Pending, CsvReason::NeedsReinstall)
     {
         return;
     }

@@ -86,10 +86,20 @@ where
     .await
     .map(|_| ())
     // csv.md §3.1 InstallReady: Forbidden on the Service, Secret or cert RBAC is retried.
-    .map_err(|e| failure(format!("{} {ns}/{}", K::kind(&()), obj.name_any()), e, false))
+    .map_err(|e| {
+        failure(
+            format!("{} {ns}/{}", K::kind(&()), obj.name_any()),
+            e,
+            false,
+        )
+    })
 }
 
-async fn apply_cluster<K>(client: &Client, obj: &K, forbidden_is_final: bool) -> Result<(), InstallFailure>
+async fn apply_cluster<K>(
+    client: &Client,
+    obj: &K,
+    forbidden_is_final: bool,
+) -> Result<(), InstallFailure>
 where
     K: Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
         + Clone
@@ -105,12 +115,21 @@ where
     )
     .await
     .map(|_| ())
-    .map_err(|e| failure(format!("{} {}", K::kind(&()), obj.name_any()), e, forbidden_is_final))
+    .map_err(|e| {
+        failure(
+            format!("{} {}", K::kind(&()), obj.name_any()),
+            e,
+            forbidden_is_final,
+        )
+    })
 }
 
 /// certs.md §6.3 steps 2–3: Service, Secret and RBAC of every cert deployment, before the
 /// Deployments that mount the Secrets.
-pub async fn write_cert_objects(client: &Client, certs: &CertInstall) -> Result<(), InstallFailure> {
+pub async fn write_cert_objects(
+    client: &Client,
+    certs: &CertInstall,
+) -> Result<(), InstallFailure> {
     for d in &certs.deployments {
         apply_ns::<Service>(client, &d.service).await?;
         apply_ns::<Secret>(client, &d.secret).await?;
@@ -143,9 +162,13 @@ pub async fn inject_ca(client: &Client, certs: &CertInstall) -> Result<(), Insta
         // InstallPlan with the same field manager, and an apply of just this field would
         // drop the rest of that manager's fields.
         let patch = json!({"spec": {"conversion": conversion.conversion}});
-        crds.patch(&conversion.crd, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| failure(format!("conversion of CRD {}", conversion.crd), e, true))?;
+        crds.patch(
+            &conversion.crd,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|e| failure(format!("conversion of CRD {}", conversion.crd), e, true))?;
     }
     Ok(())
 }
@@ -176,11 +199,14 @@ where
 /// leaks them, certs.md §3.5).
 pub async fn delete_auth_readers(client: &Client, selector: &str) -> Result<(), ReconcileError> {
     let api: Api<RoleBinding> = Api::namespaced(client.clone(), KUBE_SYSTEM);
-    api.delete_collection(&DeleteParams::default(), &ListParams::default().labels(selector))
-        .await
-        .map(|_| ())
-        .map_err(|source| ReconcileError::Kube {
-            what: format!("delete kube-system RoleBindings labelled {selector}"),
-            source,
-        })
+    api.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels(selector),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| ReconcileError::Kube {
+        what: format!("delete kube-system RoleBindings labelled {selector}"),
+        source,
+    })
 }
