@@ -113,12 +113,10 @@ fn assert_valid_secret(secret: &Secret, issued: Timestamp) -> Vec<u8> {
     ca_pem
 }
 
-fn template_ca_hash(h: &Harness) -> impl std::future::Future<Output = String> + '_ {
-    async move {
-        let dep = h.deployments().get("op").await.unwrap();
-        let template = dep.spec.unwrap().template;
-        template.metadata.unwrap().annotations.unwrap()["olmcahash"].clone()
-    }
+async fn template_ca_hash(h: &Harness) -> String {
+    let dep = h.deployments().get("op").await.unwrap();
+    let template = dep.spec.unwrap().template;
+    template.metadata.unwrap().annotations.unwrap()["olmcahash"].clone()
 }
 
 #[tokio::test]
