@@ -12,6 +12,7 @@ use crate::api::{
 };
 
 use super::certs::CertInstall;
+use super::certs::check::WebhookKind;
 use super::install_strategy::DesiredDeployment;
 use super::permission_objects::PermissionObjects;
 
@@ -50,6 +51,9 @@ pub enum Action {
     ReapplyDeployments(Vec<DesiredDeployment>),
     /// Re-create the ServiceAccounts and RBAC the CSV's install plan made (csv.md Known pain #1).
     EnsurePermissions(PermissionObjects),
+    /// Delete webhook configurations of this CSV that no definition asks for any more
+    /// (csv.md §8 step 3).
+    DeleteWebhookConfigurations(Vec<(WebhookKind, String)>),
     /// Sync another CSV of the namespace soon (upgrade hand-offs).
     RequeueCsv(String),
     /// Delete this CSV (phase Deleting).

@@ -297,3 +297,91 @@ pub fn cert_health(csv: &ClusterServiceVersion, seen: &Observed) -> CertHealth {
     }
     CertHealth::Healthy
 }
+
+/// Which kind of webhook configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WebhookKind {
+    Validating,
+    Mutating,
+}
+
+/// csv.md §8 step 3: this CSV's webhook configurations whose generate-name label matches no
+/// current definition of their kind (a webhook dropped or renamed in the CSV).
+pub fn stale_webhooks(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<(WebhookKind, String)> {
+    let wanted = |kind: WebhookKind| -> Vec<&str> {
+        webhooks(csv)
+            .filter(|w| match kind {
+                WebhookKind::Mutating => w.type_ == WebhookAdmissionType::MutatingAdmissionWebhook,
+                WebhookKind::Validating => {
+                    w.type_ == WebhookAdmissionType::ValidatingAdmissionWebhook
+                }
+            })
+            .map(|w| w.generate_name.as_str())
+            .collect()
+    };
+    let stale =
+        |kind: WebhookKind,
+         metas: Vec<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>| {
+            let keep = wanted(kind);
+            metas
+                .into_iter()
+                .filter(|m| has_owner_labels(csv, m.labels.as_ref()))
+                .filter(|m| {
+                    let generated = m
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(WEBHOOK_GENERATE_NAME_LABEL))
+                        .map(String::as_str)
+                        .unwrap_or_default();
+                    !keep.contains(&generated)
+                })
+                .filter_map(|m| m.name.clone())
+                .map(|n| (kind, n))
+                .collect::<Vec<_>>()
+        };
+    let mut out = stale(
+        WebhookKind::Validating,
+        seen.certs
+            .validating_webhooks
+            .iter()
+            .map(|w| &w.metadata)
+            .collect(),
+    );
+    out.extend(stale(
+        WebhookKind::Mutating,
+        seen.certs
+            .mutating_webhooks
+            .iter()
+            .map(|w| &w.metadata)
+            .collect(),
+    ));
+    out
+}
+
+/// csv.md §13: CRDs whose conversion webhook goes with the CSV — every `conversionCRDs` entry,
+/// unless a CSV in the namespace replaces this one (it takes the conversion over).
+pub fn conversion_resets(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<String> {
+    let me = super::super::identity::name(csv);
+    let replaced = seen
+        .csvs
+        .iter()
+        .any(|c| super::super::identity::replaces(c) == Some(me));
+    if replaced {
+        return Vec::new();
+    }
+    let mut crds: Vec<String> = webhooks(csv)
+        .filter(|w| w.type_ == WebhookAdmissionType::ConversionWebhook)
+        .flat_map(|w| w.conversion_crds.iter().flatten().cloned())
+        .filter(|crd| {
+            seen.crd(crd).is_some_and(|c| {
+                c.spec
+                    .conversion
+                    .as_ref()
+                    .is_some_and(|conv| conv.strategy == "Webhook")
+            })
+        })
+        .collect();
+    crds.sort();
+    crds.dedup();
+    crds
+}

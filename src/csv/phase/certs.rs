@@ -7,14 +7,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::{CsvPhase, CsvReason};
 
-use super::super::certs::check::{CertHealth, api_service_issues, cert_health, rotation_due};
+use super::super::certs::check::{
+    CertHealth, api_service_issues, cert_health, rotation_due, stale_webhooks,
+};
 use super::super::certs::live_ca_hashes;
 use super::super::identity::name;
 use super::super::install_strategy::{
     BuildError, DesiredDeployment, desired_deployments_with_certs,
 };
 use super::super::strategy::needs_certificates;
-use super::super::sync::{Decision, Requeue, Sync, truncate_to_seconds};
+use super::super::sync::{Action, Decision, Requeue, Sync, truncate_to_seconds};
 use super::{Ctx, POLL_INTERVAL};
 
 /// The Deployments as they must run now, with `olmcahash` from the live cert Secrets.
@@ -93,6 +95,10 @@ pub(super) fn not_ready(
     phase: CsvPhase,
     reason: CsvReason,
 ) -> bool {
+    let stale = stale_webhooks(ctx.csv, ctx.seen);
+    if !stale.is_empty() {
+        d.act(Action::DeleteWebhookConfigurations(stale));
+    }
     if !needs_certificates(ctx.csv) {
         return false;
     }

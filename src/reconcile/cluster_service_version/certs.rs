@@ -2,6 +2,9 @@
 //! and writes what [`crate::csv::certs::plan_cert_install`] planned. Key material is passed
 //! through to the API server and never logged.
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -14,6 +17,7 @@ use serde_json::json;
 
 use crate::certs::{CertSecretData, OLM_CA_HASH_ANNOTATION};
 use crate::csv::InstallFailure;
+use crate::csv::certs::check::WebhookKind;
 use crate::csv::certs::resources::KUBE_SYSTEM;
 use crate::csv::certs::{CertInstall, CertObjects, SeenSecret, WebhookConfiguration};
 use crate::k8s::MANAGER;
@@ -209,4 +213,57 @@ pub async fn delete_auth_readers(client: &Client, selector: &str) -> Result<(), 
         what: format!("delete kube-system RoleBindings labelled {selector}"),
         source,
     })
+}
+
+/// Uninstall: CRDs converted by the CSV's webhook go back to `strategy: None`, so their
+/// objects stay readable once the operator is gone (csv.md §13).
+pub async fn reset_conversions(client: &Client, crds: &[String]) -> Result<(), ReconcileError> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let patch = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
+    for crd in crds {
+        match api
+            .patch(crd, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(ReconcileError::Kube {
+                    what: format!("reset the conversion of CRD {crd}"),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes webhook configurations no definition asks for any more (404 is fine).
+pub async fn delete_webhooks(
+    client: &Client,
+    stale: &[(WebhookKind, String)],
+) -> Result<(), ReconcileError> {
+    for (kind, name) in stale {
+        let result = match kind {
+            WebhookKind::Validating => {
+                let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+                api.delete(name, &DeleteParams::default()).await.map(|_| ())
+            }
+            WebhookKind::Mutating => {
+                let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+                api.delete(name, &DeleteParams::default()).await.map(|_| ())
+            }
+        };
+        match result {
+            Ok(()) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(ReconcileError::Kube {
+                    what: format!("delete stale {kind:?}WebhookConfiguration {name}"),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
 }

@@ -77,6 +77,9 @@ impl Executor<'_> {
                     }
                 }
                 Action::EnsurePermissions(objects) => self.ensure_permissions(objects).await?,
+                Action::DeleteWebhookConfigurations(stale) => {
+                    super::certs::delete_webhooks(self.client, stale).await?;
+                }
                 Action::RequeueCsv(other) => {
                     let mut stub = ClusterServiceVersion::new(other, csv.spec.clone());
                     stub.metadata.namespace = Some(namespace(csv).to_owned());

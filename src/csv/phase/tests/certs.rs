@@ -419,3 +419,116 @@ fn an_api_service_of_another_operator_is_not_adopted() {
         "install strategy failed: pre-existing APIService v1.x.example.com is not adoptable",
     );
 }
+
+fn with_conversion(mut c: ClusterServiceVersion) -> ClusterServiceVersion {
+    c.spec.webhook_definitions = Some(
+        serde_json::from_value(serde_json::json!([{
+            "generateName": "cdemo.example.com", "type": "ConversionWebhook",
+            "deploymentName": "op", "containerPort": 443, "sideEffects": "None",
+            "admissionReviewVersions": ["v1", "v1beta1"], "conversionCRDs": ["demos.example.com"]
+        }]))
+        .unwrap(),
+    );
+    c
+}
+
+fn all_namespaces_only(mut c: ClusterServiceVersion) -> ClusterServiceVersion {
+    for mode in c.spec.install_modes.iter_mut().flatten() {
+        mode.supported = mode.type_ == crate::api::InstallModeType::AllNamespaces;
+    }
+    c
+}
+
+#[test]
+fn conversion_webhooks_wire_owned_crds_and_check_olms_preconditions() {
+    use crate::csv::certs::plan_cert_install;
+    let group = og("og", NS, &[""]);
+
+    let c = with_conversion(csv("a.v1"));
+    let seen = api_ready(&c);
+    let err = plan_cert_install(&c, &seen, &group, t(0)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unable to manage conversion webhook: CSVs with conversion webhooks must support only AllNamespaces"
+    );
+
+    let c = all_namespaces_only(with_conversion(csv("a.v1")));
+    let certs = plan_cert_install(&c, &seen, &group, t(0)).unwrap().unwrap();
+    let [conversion] = certs.conversions.as_slice() else {
+        panic!("one conversion: {:?}", certs.conversions);
+    };
+    assert_eq!(conversion.crd, "demos.example.com");
+    let value = serde_json::to_value(&conversion.conversion).unwrap();
+    assert_eq!(value["strategy"], "Webhook");
+    assert_eq!(
+        value["webhook"]["clientConfig"]["service"],
+        serde_json::json!({"namespace": NS, "name": "op-service", "path": "/", "port": 443})
+    );
+    assert_eq!(
+        value["webhook"]["conversionReviewVersions"],
+        serde_json::json!(["v1", "v1beta1"])
+    );
+    assert!(
+        certs.webhooks.is_empty(),
+        "conversion is no admission webhook"
+    );
+
+    let mut not_owned = c.clone();
+    not_owned.spec.custom_resource_definitions = None;
+    assert_eq!(
+        plan_cert_install(&not_owned, &seen, &group, t(0))
+            .unwrap_err()
+            .to_string(),
+        "unable to manage conversion webhook: csv a.v1 does not own CRD demos.example.com"
+    );
+    let mut preserving = seen.clone();
+    let mut crd = (*preserving.crds[0]).clone();
+    crd.spec.preserve_unknown_fields = Some(true);
+    preserving.crds = vec![Arc::new(crd)];
+    assert!(
+        plan_cert_install(&c, &preserving, &group, t(0))
+            .unwrap_err()
+            .to_string()
+            .contains("preserveUnknownFields")
+    );
+}
+
+#[test]
+fn uninstall_resets_conversion_unless_a_replacement_takes_over() {
+    use crate::csv::certs::check::conversion_resets;
+    let c = all_namespaces_only(with_conversion(csv("a.v1")));
+    let mut seen = api_ready(&c);
+    assert!(conversion_resets(&c, &seen).is_empty(), "nothing wired yet");
+    let mut crd = (*seen.crds[0]).clone();
+    crd.spec.conversion = Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: None,
+    });
+    seen.crds = vec![Arc::new(crd)];
+    assert_eq!(conversion_resets(&c, &seen), ["demos.example.com"]);
+    let next = replacing(csv("a.v2"), "a.v1");
+    seen.csvs.push(Arc::new(next));
+    assert!(conversion_resets(&c, &seen).is_empty());
+}
+
+#[test]
+fn webhook_configurations_of_dropped_definitions_are_deleted() {
+    let (done, mut seen, _) = succeeded_install(with_webhook(csv("a.v1"), "op"));
+    let mut old = (*seen.certs.validating_webhooks[0]).clone();
+    old.metadata.name = Some("vold.example.com-abcde".into());
+    old.metadata.labels.as_mut().unwrap().insert(
+        "olm.webhook-description-generate-name".into(),
+        "vold.example.com".into(),
+    );
+    seen.certs.validating_webhooks.push(Arc::new(old));
+    let sync = sync(&done, &seen, t(30));
+    assert!(
+        sync.actions
+            .contains(&Action::DeleteWebhookConfigurations(vec![(
+                crate::csv::certs::check::WebhookKind::Validating,
+                "vold.example.com-abcde".into()
+            )])),
+        "{:?}",
+        sync.actions
+    );
+}
