@@ -124,7 +124,8 @@ pub fn webhook_labels(
     labels
 }
 
-fn client_config(
+/// The client config of a webhook configuration for `desc`: its deployment's Service and CA.
+pub fn webhook_client_config(
     csv: &ClusterServiceVersion,
     desc: &WebhookDescription,
     ca_pem: &[u8],
@@ -207,15 +208,6 @@ pub fn mutating_configuration(
             match_conditions: None,
         }]),
     }
-}
-
-/// The client config of a webhook configuration for `desc`.
-pub fn webhook_client_config(
-    csv: &ClusterServiceVersion,
-    desc: &WebhookDescription,
-    ca_pem: &[u8],
-) -> WebhookClientConfig {
-    client_config(csv, desc, ca_pem)
 }
 
 /// certs.md §4.3: `spec.conversion` of a CRD converted by `desc`.
