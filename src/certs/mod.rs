@@ -17,7 +17,9 @@ use jiff::SignedDuration;
 pub use error::CertError;
 pub use issue::{CaBundle, ORGANIZATION, ServingCert, issue_ca, issue_serving_cert, parse_ca};
 pub use plan::{CertPlan, plan_certs};
-pub use rotation::{CertValidity, RotationReason, RotationVerdict, needs_rotation};
+pub use rotation::{
+    CertValidity, RotationReason, RotationVerdict, is_certificate_pem, needs_rotation,
+};
 pub use secret::{
     CertSecretData, OLM_CA_HASH_ANNOTATION, OLM_CA_KEY, SECRET_TYPE_TLS, TLS_CRT_KEY, TLS_KEY_KEY,
     olm_ca_hash,

@@ -10,7 +10,7 @@ use super::{
 };
 
 /// What the cert Secret of one deployment should hold after an install attempt.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CertPlan {
     /// `tls.crt`, `tls.key`, `olmCAKey`, all present.
     pub secret_data: CertSecretData,

@@ -155,6 +155,12 @@ fn present<'a>(value: &'a Option<Vec<u8>>, key: &'static str) -> Result<&'a [u8]
 }
 
 /// The first PEM block, which must be a `CERTIFICATE` (OLM reads only the first).
+/// Whether `pem_bytes` holds a PEM `CERTIFICATE` block that parses as X.509 (the caBundle and
+/// `tls.crt` checks of certs.md §7).
+pub fn is_certificate_pem(pem_bytes: &[u8]) -> bool {
+    certificate_der(pem_bytes, "certificate").is_ok_and(|der| parse(&der, "certificate").is_ok())
+}
+
 fn certificate_der(pem_bytes: &[u8], key: &'static str) -> Result<Vec<u8>, RotationReason> {
     let not_cert = |detail: String| RotationReason::NotACertificate { key, detail };
     let block = pem::parse(pem_bytes).map_err(|e| not_cert(e.to_string()))?;

@@ -16,12 +16,31 @@ pub const OLM_CA_KEY: &str = "olmCAKey";
 /// Annotation on the Secret and on the pod template: SHA-256 hex of the CA PEM.
 pub const OLM_CA_HASH_ANNOTATION: &str = "olmcahash";
 
-/// The three data members of a cert Secret, each as stored (bytes, not base64).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The three data members of a cert Secret, each as stored (bytes, not base64). `Debug`
+/// shows certificates but never the key.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct CertSecretData {
     pub tls_crt: Option<Vec<u8>>,
     pub tls_key: Option<Vec<u8>>,
     pub olm_ca_key: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for CertSecretData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text =
+            |v: &Option<Vec<u8>>| v.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+        f.debug_struct("CertSecretData")
+            .field("tls_crt", &text(&self.tls_crt))
+            .field(
+                "tls_key",
+                &self
+                    .tls_key
+                    .as_ref()
+                    .map(|k| format!("<{} bytes redacted>", k.len())),
+            )
+            .field("olm_ca_key", &text(&self.olm_ca_key))
+            .finish()
+    }
 }
 
 impl CertSecretData {
@@ -86,5 +105,23 @@ mod tests {
         assert_eq!(map.keys().collect::<Vec<_>>(), ["olmCAKey", "tls.crt"]);
         map.insert("other".to_owned(), ByteString(b"x".to_vec()));
         assert_eq!(CertSecretData::from_secret_data(&map), data);
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let data = CertSecretData {
+            tls_crt: Some(b"CERT".to_vec()),
+            tls_key: Some(b"-----BEGIN EC PRIVATE KEY-----SECRET".to_vec()),
+            olm_ca_key: None,
+        };
+        let shown = format!("{data:?}");
+        assert!(
+            !shown.contains("SECRET") && !shown.contains("PRIVATE"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("CERT") && shown.contains("redacted"),
+            "{shown}"
+        );
     }
 }

@@ -18,6 +18,8 @@ pub struct Cleanup {
     pub api_services: Vec<String>,
     /// ClusterRoles / ClusterRoleBindings still seen with the owner labels.
     pub remaining: Vec<String>,
+    /// CRDs whose conversion webhook is reset to `strategy: None` (certs.md §4.3).
+    pub conversion_resets: Vec<String>,
 }
 
 impl Cleanup {
@@ -71,5 +73,6 @@ pub fn cleanup(csv: &ClusterServiceVersion, seen: &Observed) -> Cleanup {
         owner_selector: owner_selector(csv),
         api_services,
         remaining: roles.chain(bindings).collect(),
+        conversion_resets: super::certs::check::conversion_resets(csv, seen),
     }
 }

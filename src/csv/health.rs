@@ -1,5 +1,5 @@
-//! "Is it installed?" — the Deployment part of OLM's health evaluation (csv.md §8). APIService
-//! and webhook checks join here once certificates are provided (`observed::CertificateSupport`).
+//! "Is it installed?" — the Deployment part of OLM's health evaluation (csv.md §8). The
+//! APIService and webhook part is [`super::certs::check::cert_health`].
 
 use std::sync::Arc;
 

@@ -15,6 +15,9 @@ use crate::olm_hash::{
     set_revision_history_limit,
 };
 
+use crate::certs::ServiceName;
+
+use super::certs::deployment::add_cert_volumes;
 use super::config_overrides::apply_config;
 use super::identity::{
     has_owner_labels, is_owned_by, managed_owner_labels, name, namespace, owner_reference,
@@ -29,8 +32,8 @@ pub struct DesiredDeployment {
     pub deployment: Deployment,
     /// `olm.deployment-spec-hash`.
     pub spec_hash: String,
-    /// Serves an owned APIService or a webhook: needs the certificate changes of certs.md §5
-    /// (the seam for the certificate provider).
+    /// Serves an owned APIService or a webhook (certs.md §5 changes applied when its CA hash
+    /// was known).
     pub serves_certificates: bool,
 }
 
@@ -49,10 +52,21 @@ pub enum BuildError {
     Shape { deployment: String, message: String },
 }
 
-/// Every strategy Deployment, in strategy order.
+/// Every strategy Deployment, in strategy order, without certificate changes.
 pub fn desired_deployments(
     csv: &ClusterServiceVersion,
     config: Option<&SubscriptionConfig>,
+) -> Result<Vec<DesiredDeployment>, BuildError> {
+    desired_deployments_with_certs(csv, config, &BTreeMap::new())
+}
+
+/// Every strategy Deployment, in strategy order; a cert deployment named in `ca_hashes` gets
+/// the certs.md §5 changes with that `olmcahash` before anything else (csv.md §7.2), so the
+/// spec hash covers them.
+pub fn desired_deployments_with_certs(
+    csv: &ClusterServiceVersion,
+    config: Option<&SubscriptionConfig>,
+    ca_hashes: &BTreeMap<String, String>,
 ) -> Result<Vec<DesiredDeployment>, BuildError> {
     let strategy = deployment_strategy(csv)?;
     let cert_deployments = certificate_deployments(csv);
@@ -60,8 +74,10 @@ pub fn desired_deployments(
         .deployments
         .iter()
         .map(|d| {
-            let mut desired = build_one(csv, d, config)?;
-            desired.serves_certificates = cert_deployments.contains(&d.name);
+            let serves = cert_deployments.contains(&d.name);
+            let ca_hash = ca_hashes.get(&d.name).filter(|_| serves);
+            let mut desired = build_one(csv, d, config, ca_hash.map(String::as_str))?;
+            desired.serves_certificates = serves;
             Ok(desired)
         })
         .collect()
@@ -71,6 +87,7 @@ fn build_one(
     csv: &ClusterServiceVersion,
     entry: &StrategyDeploymentSpec,
     config: Option<&SubscriptionConfig>,
+    ca_hash: Option<&str>,
 ) -> Result<DesiredDeployment, BuildError> {
     let deployment = entry.name.clone();
     let encoding = |source| BuildError::Encoding {
@@ -81,9 +98,17 @@ fn build_one(
         deployment: deployment.clone(),
         message: err.to_string(),
     };
-    // Step 1 (certificate changes) belongs to the certificate provider; see `serves_certificates`.
+    // Step 1: certificate volumes, mounts and `olmcahash` (certs.md §5).
+    let mut value = match ca_hash {
+        Some(hash) => {
+            let mut spec = entry.spec.clone();
+            let secret = ServiceName::for_deployment(&entry.name, namespace(csv)).secret_name();
+            add_cert_volumes(&mut spec, &secret, hash);
+            serde_json::to_value(&spec).map_err(shape)?
+        }
+        None => serde_json::to_value(&entry.spec).map_err(shape)?,
+    };
     // Step 2: the CSV's annotations on top of the template's own.
-    let mut value = serde_json::to_value(&entry.spec).map_err(shape)?;
     let csv_annotations = csv.metadata.annotations.clone().unwrap_or_default();
     merge_csv_annotations(&mut value, &csv_annotations).map_err(encoding)?;
     // Step 3: Subscription config.

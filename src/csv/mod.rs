@@ -9,9 +9,11 @@
 //! - [`requirements`], [`permissions`], [`rbac_eval`] — csv.md §6;
 //! - [`install_strategy`], [`config_overrides`] — csv.md §7, subscription-installplan.md §4;
 //! - [`health`], [`drift`] — csv.md §8 and Known pain #6;
+//! - [`certs`] — certs.md: cert objects, CA injection, rotation and APIService checks;
 //! - [`replacement`] — csv.md §10; [`cleanup`] — csv.md §13;
 //! - [`permission_objects`] — re-creating the RBAC an InstallPlan made (Known pain #1).
 
+pub mod certs;
 pub mod cleanup;
 pub mod config_overrides;
 pub mod drift;
@@ -36,8 +38,6 @@ pub mod sync;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use observed::{
-    CertificateSupport, Discovery, Observed, OperatorConditionView, Served, ServerVersion,
-};
-pub use phase::{InstallFailure, after_install, sync};
+pub use observed::{Discovery, Observed, OperatorConditionView, Served, ServerVersion};
+pub use phase::{InstallFailure, after_install, after_install_with_certs, sync};
 pub use sync::{Action, CsvEvent, InstallPlan, Requeue, Sync};

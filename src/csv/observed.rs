@@ -13,6 +13,7 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 
 use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription, SubscriptionConfig};
 
+use super::certs::CertObjects;
 use super::rbac_eval::RbacIndex;
 
 /// A snapshot of the cluster as far as one CSV's sync is concerned.
@@ -42,8 +43,9 @@ pub struct Observed {
     pub subscriptions: Vec<Arc<Subscription>>,
     /// The OperatorCondition named like the CSV this one replaces, if any (csv.md §3.1 Pending).
     pub replaced_operator_condition: Option<OperatorConditionView>,
-    /// Whether serving certificates for owned APIServices and webhooks can be provisioned.
-    pub certificates: CertificateSupport,
+    /// Cert Secrets, Services, webhook configurations and `kube-system` auth-reader bindings
+    /// (certs.md).
+    pub certs: CertObjects,
 }
 
 /// The API server's version as `/version` reports it.
@@ -57,15 +59,6 @@ impl Default for ServerVersion {
     fn default() -> Self {
         Self::Unavailable("not read".to_owned())
     }
-}
-
-/// The seam for APIService and webhook serving certificates (certs.md). Until a provider is
-/// wired in, CSVs that need them stop at the install step with OLM's retryable install failure.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CertificateSupport {
-    #[default]
-    Unavailable,
-    Available,
 }
 
 /// The parts of an `operators.coreos.com/v2` OperatorCondition that decide upgradeability.

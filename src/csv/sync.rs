@@ -11,6 +11,8 @@ use crate::api::{
     ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, RequirementStatus,
 };
 
+use super::certs::CertInstall;
+use super::certs::check::WebhookKind;
 use super::install_strategy::DesiredDeployment;
 use super::permission_objects::PermissionObjects;
 
@@ -22,11 +24,13 @@ pub struct CsvEvent {
     pub message: String,
 }
 
-/// Deployments to create or update, and orphans to delete (csv.md §7.1).
+/// Deployments to create or update, and orphans to delete (csv.md §7.1), with the
+/// certificate objects written before and the CA consumers written after the Deployments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstallPlan {
     pub deployments: Vec<DesiredDeployment>,
     pub delete_orphans: Vec<String>,
+    pub certs: Option<CertInstall>,
 }
 
 /// A write or request the reconciler must perform.
@@ -47,6 +51,9 @@ pub enum Action {
     ReapplyDeployments(Vec<DesiredDeployment>),
     /// Re-create the ServiceAccounts and RBAC the CSV's install plan made (csv.md Known pain #1).
     EnsurePermissions(PermissionObjects),
+    /// Delete webhook configurations of this CSV that no definition asks for any more
+    /// (csv.md §8 step 3).
+    DeleteWebhookConfigurations(Vec<(WebhookKind, String)>),
     /// Sync another CSV of the namespace soon (upgrade hand-offs).
     RequeueCsv(String),
     /// Delete this CSV (phase Deleting).

@@ -6,15 +6,16 @@ use jiff::Timestamp;
 
 use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
 
-use super::super::health::evaluate;
+use super::super::certs::{CertInstall, plan_cert_install};
+use super::super::health::{Health, evaluate};
 use super::super::identity::name;
 use super::super::install_strategy::{
-    DesiredDeployment, desired_deployments, orphaned_deployments,
+    DesiredDeployment, desired_deployments_with_certs, orphaned_deployments,
 };
-use super::super::observed::{CertificateSupport, Observed};
+use super::super::observed::Observed;
 use super::super::rbac_eval::{Request, Scope, ServiceAccountUser};
-use super::super::strategy::{certificate_deployments, needs_certificates};
 use super::super::sync::{Action, Decision, InstallPlan, Requeue, Sync};
+use super::certs::{desired_now, not_ready, record_cert_times};
 use super::{Ctx, INSTALL_TIMEOUT, POLL_INTERVAL, apply_health};
 
 /// Why the group's installer cannot be built (operatorgroup.md §8); OLM only logs it.
@@ -56,18 +57,25 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
     if stop_without_installer(ctx, d) {
         return;
     }
-    if needs_certificates(ctx.csv) && ctx.seen.certificates == CertificateSupport::Unavailable {
-        d.set(
-            CsvPhase::Failed,
-            CsvReason::InstallComponentFailed,
-            format!(
-                "install strategy failed: {}",
-                certificates_unavailable(ctx.csv)
-            ),
-        );
-        return;
-    }
-    let desired = match desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv))) {
+    // certs.md §6.3: Services, Secrets (reused while valid) and RBAC of the cert deployments,
+    // and the CA consumers, planned before the Deployments that mount the Secrets.
+    let certs = match plan_cert_install(ctx.csv, ctx.seen, ctx.group, ctx.now) {
+        Ok(certs) => certs,
+        Err(err) => {
+            d.set(
+                CsvPhase::Failed,
+                CsvReason::InstallComponentFailed,
+                format!("install strategy failed: {err}"),
+            );
+            return;
+        }
+    };
+    let ca_hashes = certs
+        .as_ref()
+        .map(CertInstall::ca_hashes)
+        .unwrap_or_default();
+    let config = ctx.seen.subscription_config(name(ctx.csv));
+    let desired = match desired_deployments_with_certs(ctx.csv, config, &ca_hashes) {
         Ok(desired) => desired,
         Err(err) => {
             d.set(
@@ -93,18 +101,20 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
         );
         return;
     }
+    if let Some(certs) = &certs {
+        for (deployment, why) in certs.reissued() {
+            d.event(
+                false,
+                "CertificatesIssued",
+                format!("issuing certificates for deployment {deployment}: {why}"),
+            );
+        }
+    }
     d.act(Action::Install(InstallPlan {
         deployments: desired,
         delete_orphans: orphans,
+        certs,
     }));
-}
-
-/// Text of the certificate seam's failure.
-pub(super) fn certificates_unavailable(csv: &ClusterServiceVersion) -> String {
-    format!(
-        "serving certificates for owned APIServices and webhooks cannot be provisioned yet (deployments: {})",
-        certificate_deployments(csv).join(", ")
-    )
 }
 
 /// How an install attempt went wrong.
@@ -114,6 +124,22 @@ pub enum InstallFailure {
     Forbidden(String),
     /// Anything else: retried.
     Other(String),
+}
+
+/// [`after_install`], also recording `status.certsLastUpdated` / `certsRotateAt` from the
+/// install's certificates when it succeeded (certs.md §6.3 step 5).
+pub fn after_install_with_certs(
+    csv: &ClusterServiceVersion,
+    outcome: Result<(), InstallFailure>,
+    certs: Option<&CertInstall>,
+    now: Timestamp,
+) -> Sync {
+    let succeeded = outcome.is_ok();
+    let mut sync = after_install(csv, outcome, now);
+    if succeeded {
+        record_cert_times(&mut sync, certs.and_then(CertInstall::status_times));
+    }
+    sync
 }
 
 /// The status after the reconciler ran the install of an `InstallReady` CSV.
@@ -152,7 +178,7 @@ pub fn after_install(
 }
 
 pub(super) fn installing(ctx: &Ctx<'_>, d: &mut Decision) {
-    let desired = match desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv))) {
+    let desired = match desired_now(ctx) {
         Ok(desired) => desired,
         Err(_) => {
             d.set(
@@ -164,7 +190,11 @@ pub(super) fn installing(ctx: &Ctx<'_>, d: &mut Decision) {
         }
     };
     let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
-    apply_health(d, health, CsvPhase::Installing, CsvReason::InstallWaiting);
+    let certs_pending = health == Health::Healthy
+        && not_ready(ctx, d, CsvPhase::Installing, CsvReason::InstallWaiting);
+    if !certs_pending {
+        apply_health(d, health, CsvPhase::Installing, CsvReason::InstallWaiting);
+    }
     if d.phase() != CsvPhase::Installing {
         return;
     }

@@ -2,6 +2,7 @@
 //! observed. [`sync`] decides; the reconciler performs the returned actions and, after an
 //! install, asks [`after_install`] what that means for the status.
 
+mod certs;
 mod install;
 mod pending;
 mod replacing;
@@ -18,7 +19,7 @@ use super::health::Health;
 use super::observed::Observed;
 use super::sync::{Decision, Requeue, Sync};
 
-pub use install::{InstallFailure, after_install};
+pub use install::{InstallFailure, after_install, after_install_with_certs};
 
 /// OLM fails an install that is not healthy this long after entering `Installing` (csv.md §3.1).
 pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);

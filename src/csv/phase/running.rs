@@ -6,12 +6,10 @@ use crate::api::{CsvPhase, CsvReason, UpgradeStrategy};
 
 use super::super::health::{Health, drifted, evaluate};
 use super::super::identity::name;
-use super::super::install_strategy::desired_deployments;
-use super::super::observed::CertificateSupport;
 use super::super::replacement::replacement_of;
 use super::super::requirements::check_requirements;
-use super::super::strategy::needs_certificates;
 use super::super::sync::{Action, Decision, Requeue};
+use super::certs::{desired_now, failed_checks, not_ready, succeeded_checks};
 use super::install::stop_without_installer;
 use super::pending::repair_permissions;
 use super::{Ctx, apply_health, with_summary};
@@ -29,9 +27,12 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
         );
         return;
     }
-    // Step 2. Steps 3-4 (APIService resources, certificate rotation) join with the
-    // certificate provider.
+    // Step 2.
     if stop_without_installer(ctx, d) {
+        return;
+    }
+    // Steps 3-4: APIService resources, certificate rotation.
+    if succeeded_checks(ctx, d) {
         return;
     }
     // Step 5.
@@ -70,8 +71,7 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
     }
     d.set_requirements(check.statuses);
     // Step 6.
-    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv)))
-    else {
+    let Ok(desired) = desired_now(ctx) else {
         d.set(
             CsvPhase::Pending,
             CsvReason::NeedsReinstall,
@@ -81,8 +81,12 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
     };
     // Step 7.
     let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
-    let healthy = health == Health::Healthy;
-    apply_health(d, health, CsvPhase::Failed, CsvReason::ComponentUnhealthy);
+    let mut healthy = health == Health::Healthy;
+    if healthy && not_ready(ctx, d, CsvPhase::Failed, CsvReason::ComponentUnhealthy) {
+        healthy = false;
+    } else {
+        apply_health(d, health, CsvPhase::Failed, CsvReason::ComponentUnhealthy);
+    }
     if healthy {
         // Known pain #6: put back hand-edited or scaled Deployments.
         let drift = drifted(&desired, &ctx.seen.deployments);
@@ -175,16 +179,12 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
         return;
     }
     d.set_requirements(check.statuses);
-    // Steps 7-8 join with the certificate provider. Until then a CSV that needs certificates
-    // stays in its install failure instead of cycling through a reinstall that cannot work.
-    if needs_certificates(ctx.csv) && ctx.seen.certificates == CertificateSupport::Unavailable {
-        d.note("waiting for certificate support")
-            .requeue(Requeue::After(SUCCEEDED_RECHECK));
+    // Steps 7-8: APIService resources, certificate rotation.
+    if failed_checks(ctx, d) {
         return;
     }
     // Step 9.
-    let Ok(desired) = desired_deployments(ctx.csv, ctx.seen.subscription_config(name(ctx.csv)))
-    else {
+    let Ok(desired) = desired_now(ctx) else {
         d.set(
             CsvPhase::Pending,
             CsvReason::NeedsReinstall,
@@ -194,5 +194,9 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     };
     // Step 10.
     let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
+    if health == Health::Healthy && not_ready(ctx, d, CsvPhase::Pending, CsvReason::NeedsReinstall)
+    {
+        return;
+    }
     apply_health(d, health, CsvPhase::Pending, CsvReason::NeedsReinstall);
 }

@@ -48,6 +48,8 @@ pub async fn finalize(
     delete_labelled::<ClusterRole>(client, selector).await?;
     delete_labelled::<MutatingWebhookConfiguration>(client, selector).await?;
     delete_labelled::<ValidatingWebhookConfiguration>(client, selector).await?;
+    super::certs::delete_auth_readers(client, selector).await?;
+    super::certs::reset_conversions(client, &cleanup.conversion_resets).await?;
     let api_services: Api<APIService> = Api::all(client.clone());
     for api in &cleanup.api_services {
         match api_services.delete(api, &DeleteParams::default()).await {

@@ -77,6 +77,9 @@ impl Executor<'_> {
                     }
                 }
                 Action::EnsurePermissions(objects) => self.ensure_permissions(objects).await?,
+                Action::DeleteWebhookConfigurations(stale) => {
+                    super::certs::delete_webhooks(self.client, stale).await?;
+                }
                 Action::RequeueCsv(other) => {
                     let mut stub = ClusterServiceVersion::new(other, csv.spec.clone());
                     stub.metadata.namespace = Some(namespace(csv).to_owned());
@@ -188,6 +191,9 @@ impl Executor<'_> {
     }
 
     async fn install(&self, ns: &str, plan: &InstallPlan) -> Result<(), InstallFailure> {
+        if let Some(certs) = &plan.certs {
+            super::certs::write_cert_objects(self.client, certs).await?;
+        }
         for desired in &plan.deployments {
             if let Err(err) = self.apply_deployment(ns, &desired.deployment).await {
                 let text = err.to_string();
@@ -198,6 +204,9 @@ impl Executor<'_> {
                     _ => InstallFailure::Other(text),
                 });
             }
+        }
+        if let Some(certs) = &plan.certs {
+            super::certs::inject_ca(self.client, certs).await?;
         }
         for orphan in &plan.delete_orphans {
             self.delete_deployment(ns, orphan)

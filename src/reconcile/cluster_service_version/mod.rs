@@ -3,6 +3,7 @@
 //! Each reconcile observes (stores + a few live lookups), asks the pure core what to do,
 //! performs it, writes the status and publishes events. Requeues follow the decision.
 
+mod certs;
 mod deletion;
 mod execute;
 mod observe;
@@ -13,8 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
@@ -30,7 +34,7 @@ use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription};
 use crate::csv::cleanup::{cleanup, has_finalizer};
 use crate::csv::identity::{is_copy, name};
 use crate::csv::replacement::{replaced_csv, replacement_of};
-use crate::csv::{Requeue, after_install, sync};
+use crate::csv::{Action, Requeue, after_install_with_certs, sync};
 
 use super::Context;
 use execute::Executor;
@@ -83,6 +87,12 @@ pub async fn run(ctx: Arc<Context>) {
     let (role_bindings, rb_trigger) = reflect(&client, None);
     let (cluster_roles, cr_trigger) = reflect(&client, None);
     let (cluster_role_bindings, crb_trigger) = reflect(&client, None);
+    let (secrets, secret_trigger) = reflect::<Secret>(&client, Some(&managed()));
+    let (services, service_trigger) = reflect::<Service>(&client, Some(&managed()));
+    let (validating_webhooks, vwc_trigger) =
+        reflect::<ValidatingWebhookConfiguration>(&client, Some(&managed()));
+    let (mutating_webhooks, mwc_trigger) =
+        reflect::<MutatingWebhookConfiguration>(&client, Some(&managed()));
     let stores = Stores {
         csvs: csvs.clone(),
         operator_groups,
@@ -95,6 +105,10 @@ pub async fn run(ctx: Arc<Context>) {
         role_bindings,
         cluster_roles,
         cluster_role_bindings,
+        secrets,
+        services,
+        validating_webhooks,
+        mutating_webhooks,
     };
     let (requeue, requeued) = tokio::sync::mpsc::unbounded_channel();
     let requeued = UnboundedReceiverStream::new(requeued).map(Ok::<_, watcher::Error>);
@@ -123,6 +137,14 @@ pub async fn run(ctx: Arc<Context>) {
         .watches_stream(crb_trigger, {
             let csvs = csvs.clone();
             move |binding: ClusterRoleBinding| stores::csvs_for_cluster_binding(&csvs, &binding)
+        })
+        .watches_stream(secret_trigger, |s: Secret| stores::owners(&s))
+        .watches_stream(service_trigger, |s: Service| stores::owners(&s))
+        .watches_stream(vwc_trigger, |w: ValidatingWebhookConfiguration| {
+            stores::owners(&w)
+        })
+        .watches_stream(mwc_trigger, |w: MutatingWebhookConfiguration| {
+            stores::owners(&w)
         });
 
     let shared = Arc::new(Shared {
@@ -194,7 +216,11 @@ async fn reconcile(
         if let Err(err) = &outcome {
             tracing::info!(csv = %observe::key(&csv), ?err, "install failed");
         }
-        decision = after_install(&written, outcome, now);
+        let certs = decision.actions.iter().find_map(|a| match a {
+            Action::Install(plan) => plan.certs.as_ref(),
+            _ => None,
+        });
+        decision = after_install_with_certs(&written, outcome, certs, now);
     }
     if let Some(status) = &decision.status {
         executor.write_status(&written, status).await?;

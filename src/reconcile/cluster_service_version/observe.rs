@@ -10,7 +10,7 @@ use kube::{Client, ResourceExt};
 
 use crate::api::ClusterServiceVersion;
 use crate::csv::identity::{name, namespace, replaces};
-use crate::csv::{CertificateSupport, Discovery, Observed, OperatorConditionView, ServerVersion};
+use crate::csv::{Discovery, Observed, OperatorConditionView, ServerVersion};
 
 use super::stores::Stores;
 
@@ -44,7 +44,7 @@ pub async fn observe(client: &Client, stores: &Stores, csv: &ClusterServiceVersi
             Some(old) if replaced_exists => operator_condition(client, ns, old).await,
             _ => None,
         },
-        certificates: CertificateSupport::Unavailable,
+        certs: super::certs::observe_certs(stores, ns),
     }
 }
 

@@ -3,8 +3,11 @@
 //! concerns (csv.md §1.1).
 
 use futures::{Stream, StreamExt};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
@@ -33,6 +36,11 @@ pub struct Stores {
     pub role_bindings: Store<RoleBinding>,
     pub cluster_roles: Store<ClusterRole>,
     pub cluster_role_bindings: Store<ClusterRoleBinding>,
+    /// `olm.managed` Secrets, Services and webhook configurations (certs.md).
+    pub secrets: Store<Secret>,
+    pub services: Store<Service>,
+    pub validating_webhooks: Store<ValidatingWebhookConfiguration>,
+    pub mutating_webhooks: Store<MutatingWebhookConfiguration>,
 }
 
 impl Stores {
@@ -50,6 +58,10 @@ impl Stores {
         self.role_bindings.wait_until_ready().await?;
         self.cluster_roles.wait_until_ready().await?;
         self.cluster_role_bindings.wait_until_ready().await?;
+        self.secrets.wait_until_ready().await?;
+        self.services.wait_until_ready().await?;
+        self.validating_webhooks.wait_until_ready().await?;
+        self.mutating_webhooks.wait_until_ready().await?;
         Ok(())
     }
 }

@@ -53,33 +53,6 @@ fn a_renamed_deployment_is_an_orphan_of_the_install() {
 }
 
 #[test]
-fn owned_apiservices_stop_at_the_certificate_seam() {
-    let mut c = in_phase(csv("a.v1"), P::InstallReady, R::AllRequirementsMet, t(0));
-    c.spec.api_service_definitions = Some(serde_json::from_value(serde_json::json!({
-        "owned": [{"name": "things", "group": "x.example.com", "version": "v1", "kind": "Thing", "deploymentName": "op"}]
-    })).unwrap());
-    let mut seen = ready(&[&c]);
-    let mut group = og("og", NS, &[NS]);
-    group.metadata.annotations = Some(labels(&[(
-        PROVIDED_APIS_ANNOTATION,
-        "Demo.v1.example.com,Thing.v1.x.example.com",
-    )]));
-    seen.operator_groups = vec![Arc::new(group.clone())];
-    seen.all_operator_groups = vec![Arc::new(group)];
-    assert_outcome(
-        &sync(&c, &seen, t(10)),
-        P::Failed,
-        R::InstallComponentFailed,
-        "install strategy failed: serving certificates for owned APIServices and webhooks cannot be provisioned yet (deployments: op)",
-    );
-    seen.certificates = CertificateSupport::Available;
-    assert!(matches!(
-        sync(&c, &seen, t(10)).actions.first(),
-        Some(Action::Install(_))
-    ));
-}
-
-#[test]
 fn a_scoped_group_without_deployment_rights_fails_without_retry() {
     let c = in_phase(csv("a.v1"), P::InstallReady, R::AllRequirementsMet, t(0));
     let mut seen = ready(&[&c]);
