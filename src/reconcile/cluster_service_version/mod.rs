@@ -28,9 +28,10 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use crate::api::keys::COPIED_FROM_LABEL;
 use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription};
 use crate::csv::cleanup::{cleanup, has_finalizer};
-use crate::csv::identity::{is_copy, name};
+use crate::csv::identity::name;
 use crate::csv::replacement::{replaced_csv, replacement_of};
 use crate::csv::{Requeue, after_install, sync};
+use crate::operator_group::is_copied;
 
 use super::Context;
 use execute::Executor;
@@ -167,7 +168,7 @@ async fn reconcile(
     };
 
     if csv.metadata.deletion_timestamp.is_some() {
-        if is_copy(&csv) || !has_finalizer(&csv) {
+        if is_copied(&csv) || !has_finalizer(&csv) {
             return Ok(ControllerAction::await_change());
         }
         let plan = cleanup(&csv, &seen);

@@ -17,7 +17,8 @@ use serde::de::DeserializeOwned;
 
 use crate::api::keys::{MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription};
-use crate::csv::identity::{CSV_KIND, is_copy};
+use crate::csv::identity::CSV_KIND;
+use crate::operator_group::is_copied;
 
 /// Read-only views of the cluster, shared by every reconcile.
 #[derive(Clone)]
@@ -114,7 +115,7 @@ pub fn csvs_in(
     store
         .state()
         .iter()
-        .filter(|c| c.namespace().as_deref() == Some(namespace) && !is_copy(c))
+        .filter(|c| c.namespace().as_deref() == Some(namespace) && !is_copied(c))
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
 }
