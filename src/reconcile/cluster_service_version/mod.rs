@@ -104,7 +104,10 @@ pub async fn run(ctx: Arc<Context>) {
         .watches_stream(requeued, |csv: ClusterServiceVersion| {
             Some(ObjectRef::from_obj(&csv))
         })
-        .watches_stream(og_trigger, by_namespace::<OperatorGroup>(csvs.clone()))
+        .watches_stream(og_trigger, {
+            let csvs = csvs.clone();
+            move |og: OperatorGroup| stores::csvs_concerned_by_group(&csvs, &og)
+        })
         .watches_stream(sub_trigger, |sub: Subscription| {
             stores::csv_of_subscription(&sub)
         })
