@@ -117,6 +117,25 @@ async fn an_all_namespaces_group_installs_its_csv_and_copies_it_everywhere_else(
         "the Deployment watches all namespaces"
     );
 
+    // Metrics after the status write: Succeeded, no abnormal series, reconciles timed.
+    let text = h.ctx().metrics.encode();
+    assert!(
+        text.lines().any(|l| l.starts_with("csv_succeeded{")
+            && l.contains("name=\"demo.v0.1.0\"")
+            && l.ends_with(" 1")),
+        "{text}"
+    );
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("csv_abnormal{") && l.contains("demo.v0.1.0")),
+        "{text}"
+    );
+    assert!(
+        text.contains("olm_rs_reconcile_duration_seconds_count{kind=\"ClusterServiceVersion\""),
+        "{text}"
+    );
+
     // Every namespace but the operator's own (the API server also has default, kube-system…).
     let namespaces: Api<Namespace> = Api::all(h.client.clone());
     let mut want: Vec<(String, String)> = namespaces
@@ -151,6 +170,15 @@ async fn an_all_namespaces_group_installs_its_csv_and_copies_it_everywhere_else(
             .await
             .is_empty()
             .then_some(())
+    })
+    .await;
+    // The finalizer's removal and the metrics update are one reconcile apart.
+    eventually("a deleted CSV's metric series go", || async {
+        let text = h.ctx().metrics.encode();
+        (!text
+            .lines()
+            .any(|l| l.starts_with("csv_") && l.contains("demo.v0.1.0")))
+        .then_some(())
     })
     .await;
 }
@@ -233,6 +261,13 @@ async fn an_intersecting_group_providing_the_api_fails_the_csv_naming_both() {
     let failed = h
         .wait_for("demo.v0.1.0", P::Failed, R::InterOperatorGroupOwnerConflict)
         .await;
+    let text = h.ctx().metrics.encode();
+    assert!(
+        text.lines().any(|l| l.starts_with("csv_abnormal{")
+            && l.contains("phase=\"Failed\"")
+            && l.contains("reason=\"InterOperatorGroupOwnerConflict\"")),
+        "{text}"
+    );
     assert_eq!(
         message(&failed),
         "intersecting operatorgroups provide the same apis: Demo.v1.example.com also provided by operatorgroup(s) operators/global-operators"

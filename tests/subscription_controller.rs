@@ -63,6 +63,52 @@ async fn controllers_take_a_subscription_from_starting_csv_to_the_head() {
             .as_ref()
             .is_some_and(|s| s.phase == olm_rs::api::InstallPlanPhase::Complete)
     }));
+    // Observability (issue 9): the syncs are counted under the Subscription's current labels,
+    // resolutions and reconciles are timed.
+    let text = env.ctx.metrics.encode();
+    let series = |prefix: &str, parts: &[&str]| {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .find(|l| parts.iter().all(|p| l.contains(p)))
+            .map(str::to_owned)
+    };
+    let synced = series(
+        "subscription_sync_total{",
+        &[
+            "name=\"widget\"",
+            "installed=\"widget-operator.v1.2.0\"",
+            "package=\"widget\"",
+        ],
+    )
+    .unwrap_or_else(|| panic!("no subscription_sync_total for the head:\n{text}"));
+    let count: f64 = synced.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(count >= 1.0, "{synced}");
+    assert!(
+        series(
+            "subscription_sync_total{",
+            &["installed=\"widget-operator.v1.0.0\""]
+        )
+        .is_none(),
+        "the series of the old installed CSV is replaced"
+    );
+    assert!(
+        series(
+            "olm_resolution_duration_seconds_count{",
+            &["outcome=\"succeeded\""]
+        )
+        .is_some(),
+        "{text}"
+    );
+    for kind in ["Subscription", "InstallPlan"] {
+        assert!(
+            series(
+                "olm_rs_reconcile_duration_seconds_count{",
+                &[&format!("kind=\"{kind}\"")]
+            )
+            .is_some(),
+            "no reconcile latency for {kind}"
+        );
+    }
     subs.abort();
     plans.abort();
 }
