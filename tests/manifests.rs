@@ -101,13 +101,19 @@ fn config_deployment_matches_the_chart_on_leader_election_and_pod_identity() {
         ("--leader-election-retry-period", "retryPeriod"),
     ] {
         let want = format!("{flag}={}", election[key].as_str().expect("duration text"));
-        assert!(args.contains(&want.as_str()), "{want} missing from {args:?}");
+        assert!(
+            args.contains(&want.as_str()),
+            "{want} missing from {args:?}"
+        );
         assert!(template.contains(flag), "the chart no longer passes {flag}");
     }
     // Every flag the config passes is one the chart passes too.
     for arg in &args[1..] {
         let flag = arg.split('=').next().unwrap_or_default();
-        assert!(template.contains(flag), "{flag} is not in the chart's Deployment");
+        assert!(
+            template.contains(flag),
+            "{flag} is not in the chart's Deployment"
+        );
     }
     let env = container["env"].as_array().expect("env is a list");
     for (name, path) in [
@@ -119,7 +125,13 @@ fn config_deployment_matches_the_chart_on_leader_election_and_pod_identity() {
             .find(|e| e["name"] == name)
             .unwrap_or_else(|| panic!("{name} missing from config/manager env"));
         assert_eq!(var["valueFrom"]["fieldRef"]["fieldPath"], path, "{name}");
-        assert!(template.contains(&format!("name: {name}")), "{name} not in chart");
-        assert!(template.contains(&format!("fieldPath: {path}")), "{path} not in chart");
+        assert!(
+            template.contains(&format!("name: {name}")),
+            "{name} not in chart"
+        );
+        assert!(
+            template.contains(&format!("fieldPath: {path}")),
+            "{path} not in chart"
+        );
     }
 }

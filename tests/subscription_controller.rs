@@ -109,6 +109,33 @@ async fn controllers_take_a_subscription_from_starting_csv_to_the_head() {
             "no reconcile latency for {kind}"
         );
     }
+    // Events of the main transitions: plans announced on the Subscription, each completed
+    // plan on itself (events are written after the status, so wait for them).
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(env.client(), NS);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = events.list(&Default::default()).await.unwrap().items;
+        let count = |kind: &str, reason: &str| {
+            list.iter()
+                .filter(|e| {
+                    e.reason.as_deref() == Some(reason)
+                        && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some(kind)
+                })
+                .count()
+        };
+        let created = count("Subscription", "InstallPlanCreated");
+        let completed = count("InstallPlan", "InstallSucceeded");
+        // The recorder folds repeats of one reason on one object into a single event series.
+        if created >= 1 && completed == 3 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "events: {created} InstallPlanCreated, {completed} InstallSucceeded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     subs.abort();
     plans.abort();
 }

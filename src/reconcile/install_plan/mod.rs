@@ -150,6 +150,15 @@ pub async fn sync_install_plan(
             }
         }
     }
+    if status.phase == InstallPlanPhase::Complete && before.phase != InstallPlanPhase::Complete {
+        ctx.events
+            .normal(
+                &object_reference(&plan),
+                "InstallSucceeded",
+                "every step of the plan is applied",
+            )
+            .await;
+    }
     if status == before {
         return Ok(if requeue.is_some() {
             Synced::Progressed { requeue }

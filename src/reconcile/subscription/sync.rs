@@ -114,6 +114,18 @@ pub async fn sync_namespace(
                 .map_err(api_err("creating an install plan"))?;
             let name = plan.name_any();
             if created {
+                // The Subscription's main transition: an install or upgrade is planned.
+                let what = match &request.target.replaces {
+                    Some(old) => format!("upgrade from {old} to {}", request.target.bundle),
+                    None => format!("install of {}", request.target.bundle),
+                };
+                ctx.events
+                    .normal(
+                        &object_reference(sub),
+                        "InstallPlanCreated",
+                        format!("created InstallPlan {name} for the {what}"),
+                    )
+                    .await;
                 report.created_plans.push(name);
             } else {
                 report.adopted_plans.push(name);
