@@ -335,3 +335,27 @@ async fn a_group_selecting_nothing_fails_its_csv_until_a_namespace_matches() {
     let after = h.csvs().get("demo.v0.1.0").await.unwrap();
     assert_eq!(before.resource_version(), after.resource_version());
 }
+
+/// `kubectl get og` prints `NAME AGE`: the OperatorGroup CRD declares no printer columns
+/// (api-types.md), so the server's default Table applies.
+#[tokio::test]
+async fn kubectl_get_og_shows_name_and_age() {
+    let h = Harness::start_all_controllers().await;
+    group(&h, NS, "og", json!({}), json!({})).await;
+    let request = http::Request::get(format!(
+        "/apis/operators.coreos.com/v1/namespaces/{NS}/operatorgroups"
+    ))
+    .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+    .body(Vec::new())
+    .unwrap();
+    let table: Value = h.client.request(request).await.unwrap();
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("a Table")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap_or_default())
+        .collect();
+    // For a CRD without printer columns the API server adds `Age` (creationTimestamp).
+    assert_eq!(columns, vec!["Name", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][0], "og");
+}
