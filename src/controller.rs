@@ -156,7 +156,9 @@ fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
     ]
 }
 
-async fn run_reconcilers(ctx: Arc<Context>) {
+/// Runs every reconciler of the process (what `olm-rs run` starts once it leads) until they
+/// all stop. Public so flow tests drive the same set of controllers, cooperating as deployed.
+pub async fn run_reconcilers(ctx: Arc<Context>) {
     let all = reconcilers(&ctx);
     if all.is_empty() {
         // Nothing to run yet: stay up until shutdown rather than exiting early.

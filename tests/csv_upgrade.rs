@@ -34,6 +34,9 @@ async fn an_upgrade_takes_over_the_deployment_and_deletes_the_old_csv() {
         .map(|o| o.name)
         .collect();
     assert_eq!(owners, vec!["demo.v0.2.0".to_string()]);
+    // One upgrade counted, when the old CSV entered Replacing.
+    let text = h.ctx().metrics.encode();
+    assert!(text.lines().any(|l| l == "csv_upgrade_count 1"), "{text}");
 }
 
 #[tokio::test]

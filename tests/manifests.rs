@@ -76,3 +76,62 @@ fn every_config_manifest_parses_and_names_its_kind() {
         "expected the rbac and manager manifests, found {seen} documents"
     );
 }
+
+/// The kustomize Deployment runs the controller the way the chart does with leader election on:
+/// the same flags (election durations = the chart's defaults) and the downward-API env that
+/// names the Lease holder and the Lease namespace.
+#[test]
+fn config_deployment_matches_the_chart_on_leader_election_and_pod_identity() {
+    let config = yaml_documents(&crate_path("config/manager/deployment.yaml"));
+    let container = &config[0]["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args is a list")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let values = yaml_documents(&crate_path("charts/olm-rs/values.yaml"));
+    let election = &values[0]["leaderElection"];
+    let template = std::fs::read_to_string(crate_path("charts/olm-rs/templates/deployment.yaml"))
+        .expect("chart deployment template");
+    assert!(args.contains(&"--leader-elect"), "{args:?}");
+    for (flag, key) in [
+        ("--leader-election-lease-duration", "leaseDuration"),
+        ("--leader-election-renew-deadline", "renewDeadline"),
+        ("--leader-election-retry-period", "retryPeriod"),
+    ] {
+        let want = format!("{flag}={}", election[key].as_str().expect("duration text"));
+        assert!(
+            args.contains(&want.as_str()),
+            "{want} missing from {args:?}"
+        );
+        assert!(template.contains(flag), "the chart no longer passes {flag}");
+    }
+    // Every flag the config passes is one the chart passes too.
+    for arg in &args[1..] {
+        let flag = arg.split('=').next().unwrap_or_default();
+        assert!(
+            template.contains(flag),
+            "{flag} is not in the chart's Deployment"
+        );
+    }
+    let env = container["env"].as_array().expect("env is a list");
+    for (name, path) in [
+        ("POD_NAME", "metadata.name"),
+        ("POD_NAMESPACE", "metadata.namespace"),
+    ] {
+        let var = env
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing from config/manager env"));
+        assert_eq!(var["valueFrom"]["fieldRef"]["fieldPath"], path, "{name}");
+        assert!(
+            template.contains(&format!("name: {name}")),
+            "{name} not in chart"
+        );
+        assert!(
+            template.contains(&format!("fieldPath: {path}")),
+            "{path} not in chart"
+        );
+    }
+}

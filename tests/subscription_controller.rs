@@ -63,6 +63,79 @@ async fn controllers_take_a_subscription_from_starting_csv_to_the_head() {
             .as_ref()
             .is_some_and(|s| s.phase == olm_rs::api::InstallPlanPhase::Complete)
     }));
+    // Observability (issue 9): the syncs are counted under the Subscription's current labels,
+    // resolutions and reconciles are timed.
+    let text = env.ctx.metrics.encode();
+    let series = |prefix: &str, parts: &[&str]| {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .find(|l| parts.iter().all(|p| l.contains(p)))
+            .map(str::to_owned)
+    };
+    let synced = series(
+        "subscription_sync_total{",
+        &[
+            "name=\"widget\"",
+            "installed=\"widget-operator.v1.2.0\"",
+            "package=\"widget\"",
+        ],
+    )
+    .unwrap_or_else(|| panic!("no subscription_sync_total for the head:\n{text}"));
+    let count: f64 = synced.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(count >= 1.0, "{synced}");
+    assert!(
+        series(
+            "subscription_sync_total{",
+            &["installed=\"widget-operator.v1.0.0\""]
+        )
+        .is_none(),
+        "the series of the old installed CSV is replaced"
+    );
+    assert!(
+        series(
+            "olm_resolution_duration_seconds_count{",
+            &["outcome=\"succeeded\""]
+        )
+        .is_some(),
+        "{text}"
+    );
+    for kind in ["Subscription", "InstallPlan"] {
+        assert!(
+            series(
+                "olm_rs_reconcile_duration_seconds_count{",
+                &[&format!("kind=\"{kind}\"")]
+            )
+            .is_some(),
+            "no reconcile latency for {kind}"
+        );
+    }
+    // Events of the main transitions: plans announced on the Subscription, each completed
+    // plan on itself (events are written after the status, so wait for them).
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(env.client(), NS);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = events.list(&Default::default()).await.unwrap().items;
+        let count = |kind: &str, reason: &str| {
+            list.iter()
+                .filter(|e| {
+                    e.reason.as_deref() == Some(reason)
+                        && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some(kind)
+                })
+                .count()
+        };
+        let created = count("Subscription", "InstallPlanCreated");
+        let completed = count("InstallPlan", "InstallSucceeded");
+        // The recorder folds repeats of one reason on one object into a single event series.
+        if created >= 1 && completed == 3 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "events: {created} InstallPlanCreated, {completed} InstallSucceeded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     subs.abort();
     plans.abort();
 }

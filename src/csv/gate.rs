@@ -1,22 +1,22 @@
 //! The checks every sync runs before the phase switch (csv.md §2): copies, the NoRetry freeze,
 //! the API surface, OperatorGroup membership, install modes, targets and provided APIs.
-
-use std::collections::BTreeMap;
+//!
+//! Membership, install modes and provided-API reconciliation are OperatorGroup semantics: they
+//! come from [`crate::operator_group`], which the OperatorGroup sync uses too, so both
+//! controllers agree on what a member CSV's annotations must be.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::api::keys::{
-    OPERATOR_GROUP_ANNOTATION, OPERATOR_GROUP_NAMESPACE_ANNOTATION, TARGET_NAMESPACES_ANNOTATION,
-};
+use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
-
-use super::identity::{annotation, is_copy, namespace};
-use super::install_modes::{InstallModeSet, split_targets};
-use super::observed::Observed;
-use super::provided_apis::{
-    ProvidedApiDecision, check_required_crd_names, provided_apis, reconcile_provided_apis,
+use crate::operator_group::{
+    ApiReconciliation, GroupApis, MemberAnnotations, check_install_modes, csv_provided_apis,
+    is_copied, reconcile_provided_apis,
 };
+
+use super::identity::{annotation, namespace};
+use super::observed::Observed;
 use super::strategy::deployment_strategy;
 use super::sync::{Action, Decision, Requeue};
 
@@ -45,7 +45,7 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
         d.act(Action::AddFinalizer);
     }
     // Step 2.
-    if is_copy(csv) {
+    if is_copied(csv) {
         d.note("copied CSVs are not driven by the CSV sync");
         return Gate::Stop(d);
     }
@@ -63,15 +63,17 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
         }
         return Gate::Stop(d);
     }
-    // Step 4.
-    let apis =
-        match provided_apis(csv).and_then(|apis| check_required_crd_names(csv).map(|()| apis)) {
-            Ok(apis) => apis,
-            Err(err) => {
-                d.note(err.to_string());
-                return Gate::Stop(d);
-            }
-        };
+    // Step 4: a CRD name without a dot aborts the sync without a status change.
+    let apis = match csv_provided_apis(csv)
+        .map_err(|e| e.to_string())
+        .and_then(|apis| check_required_crd_names(csv).map(|()| apis))
+    {
+        Ok(apis) => apis,
+        Err(err) => {
+            d.note(err);
+            return Gate::Stop(d);
+        }
+    };
     // Step 6.
     let group = match seen.operator_groups.as_slice() {
         [] => {
@@ -101,13 +103,24 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
             return Gate::Stop(d);
         }
     };
-    if group_annotations_differ(&csv.metadata, group) {
-        let wanted = group_annotations(group);
-        let current = csv.metadata.annotations.clone().unwrap_or_default();
-        if wanted.iter().any(|(k, v)| current.get(k) != v.as_ref()) {
-            d.act(Action::SetAnnotations(wanted));
+    let wanted = match MemberAnnotations::for_group(group) {
+        Ok(wanted) => wanted,
+        Err(err) => {
+            d.note(format!(
+                "operatorgroup {}/{} has an invalid status.namespaces: {err}",
+                group.metadata.namespace.as_deref().unwrap_or_default(),
+                group.metadata.name.as_deref().unwrap_or_default()
+            ));
+            return Gate::Stop(d);
         }
-        if !selects_something(group) {
+    };
+    // A group that selects nothing never "matches" (OLM would read a left-over `""` as all
+    // namespaces), so such a CSV always ends here.
+    if wanted.target_namespaces.is_none() || !wanted.present_in(csv.metadata.annotations.as_ref()) {
+        if !wanted.present_in(csv.metadata.annotations.as_ref()) {
+            d.act(Action::SetAnnotations(wanted.entries()));
+        }
+        if wanted.target_namespaces.is_none() {
             d.set(
                 CsvPhase::Failed,
                 CsvReason::NoTargetNamespaces,
@@ -116,15 +129,7 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
         }
         return Gate::Stop(d);
     }
-    // Step 7.
-    let modes = match InstallModeSet::new(csv.spec.install_modes.as_deref().unwrap_or_default()) {
-        Ok(modes) => modes,
-        Err(message) => {
-            d.set(CsvPhase::Failed, CsvReason::InvalidInstallModes, message);
-            return Gate::Stop(d);
-        }
-    };
-    // Step 8. The membership check above already rewrites a missing annotation; this stays
+    // Steps 7–8. The membership check above already rewrites a missing annotation; this stays
     // for a CSV whose annotation vanished between that check's input and this one's.
     let Some(targets) = annotation(csv, TARGET_NAMESPACES_ANNOTATION) else {
         d.set(
@@ -134,58 +139,43 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
         );
         return Gate::Stop(d);
     };
-    if let Err(message) = modes.supports(namespace(csv), &split_targets(targets)) {
-        d.set(
-            CsvPhase::Failed,
-            CsvReason::UnsupportedOperatorGroup,
-            message,
-        );
+    let modes = csv.spec.install_modes.as_deref().unwrap_or_default();
+    if let Err(err) = check_install_modes(modes, namespace(csv), targets) {
+        d.set(CsvPhase::Failed, err.reason(), err.to_string());
         return Gate::Stop(d);
     }
     // Step 9.
-    let all: Vec<&OperatorGroup> = seen
+    let all: Vec<GroupApis> = seen
         .all_operator_groups
         .iter()
-        .map(|g| g.as_ref())
+        .map(|g| GroupApis::from_group(g))
         .collect();
-    let decision = reconcile_provided_apis(&apis, group, &all);
+    let mine = GroupApis::from_group(group);
     let conflict_already = d.reason() == Some(&CsvReason::InterOperatorGroupOwnerConflict);
-    let group_name = group.metadata.name.clone().unwrap_or_default();
-    match decision {
-        ProvidedApiDecision::Continue => {}
-        ProvidedApiDecision::Add { .. } | ProvidedApiDecision::Remove { .. }
-            if group.spec.is_static() =>
-        {
-            if !conflict_already {
-                d.set(
-                    CsvPhase::Failed,
-                    CsvReason::CannotModifyStaticOperatorGroupProvidedApis,
-                    "static provided api operatorgroup cannot be modified by these apis",
-                );
-                d.act(Action::DeleteDeployments(strategy_deployments(csv)));
-            }
-            return Gate::Stop(d);
-        }
-        ProvidedApiDecision::Add { annotation } | ProvidedApiDecision::Remove { annotation } => {
+    let outcome = reconcile_provided_apis(&apis, &mine, &all);
+    match outcome {
+        ApiReconciliation::Continue => {}
+        ApiReconciliation::AddApis(annotation) | ApiReconciliation::RemoveApis(annotation) => {
             d.act(Action::SetProvidedApis {
-                group: group_name,
+                group: mine.name,
                 annotation,
             })
             .requeue(Requeue::After(std::time::Duration::ZERO));
             return Gate::Stop(d);
         }
-        ProvidedApiDecision::Conflict { apis, groups } => {
+        ApiReconciliation::Conflict { .. } | ApiReconciliation::StaticGroupCannotChange => {
+            // Both are no-ops for a CSV already failed for a conflict (operatorgroup.md §6.2).
             if !conflict_already {
-                let apis: Vec<String> = apis.iter().map(ToString::to_string).collect();
-                // Known pain: say which API and which group.
+                let reason = match outcome {
+                    ApiReconciliation::Conflict { .. } => {
+                        CsvReason::InterOperatorGroupOwnerConflict
+                    }
+                    _ => CsvReason::CannotModifyStaticOperatorGroupProvidedApis,
+                };
                 d.set(
                     CsvPhase::Failed,
-                    CsvReason::InterOperatorGroupOwnerConflict,
-                    format!(
-                        "intersecting operatorgroups provide the same apis: {} (provided by operatorgroup {})",
-                        apis.join(", "),
-                        groups.join(", ")
-                    ),
+                    reason,
+                    outcome.message().unwrap_or_default(),
                 );
                 d.act(Action::DeleteDeployments(strategy_deployments(csv)));
             }
@@ -195,57 +185,21 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
     Gate::Pass { decision: d, group }
 }
 
-/// The three membership annotations for `group`; `None` removes a key. A group that selects
-/// no namespace gets no `olm.targetNamespaces` (a stale `""` would read as "all namespaces").
-pub fn group_annotations(group: &OperatorGroup) -> BTreeMap<String, Option<String>> {
-    BTreeMap::from([
-        (
-            OPERATOR_GROUP_ANNOTATION.to_owned(),
-            group.metadata.name.clone(),
-        ),
-        (
-            OPERATOR_GROUP_NAMESPACE_ANNOTATION.to_owned(),
-            group.metadata.namespace.clone(),
-        ),
-        (
-            TARGET_NAMESPACES_ANNOTATION.to_owned(),
-            selects_something(group).then(|| target_text(group)),
-        ),
-    ])
-}
-
-fn selects_something(group: &OperatorGroup) -> bool {
-    group
-        .status
-        .as_ref()
-        .and_then(|s| s.namespaces.as_ref())
-        .is_some_and(|n| !n.is_empty())
-}
-
-/// The group's targets as `olm.targetNamespaces` text: sorted, comma-joined, `""` for all.
-pub fn target_text(group: &OperatorGroup) -> String {
-    let mut targets = group
-        .status
-        .as_ref()
-        .and_then(|s| s.namespaces.clone())
-        .unwrap_or_default();
-    targets.sort();
-    targets.join(",")
-}
-
-/// OLM's comparison: group name, group namespace and targets must all match. A group that
-/// selects nothing never matches (OLM would read a left-over `""` as all namespaces).
-fn group_annotations_differ(meta: &ObjectMeta, group: &OperatorGroup) -> bool {
-    let get = |k: &str| {
-        meta.annotations
-            .as_ref()
-            .and_then(|a| a.get(k))
-            .map(String::as_str)
-    };
-    !selects_something(group)
-        || get(OPERATOR_GROUP_ANNOTATION) != group.metadata.name.as_deref()
-        || get(OPERATOR_GROUP_NAMESPACE_ANNOTATION) != group.metadata.namespace.as_deref()
-        || get(TARGET_NAMESPACES_ANNOTATION) != Some(target_text(group).as_str())
+/// Required CRD names must contain a dot too (csv.md §2 step 4), like the owned ones
+/// [`csv_provided_apis`] checks.
+fn check_required_crd_names(csv: &ClusterServiceVersion) -> Result<(), String> {
+    let crds = csv.spec.custom_resource_definitions.as_ref();
+    for crd in crds.and_then(|c| c.required.as_deref()).unwrap_or_default() {
+        if crd.plural_and_group().is_none() {
+            return Err(format!(
+                "CSV {}/{}: spec.customresourcedefinitions.required: CRD name {:?} has no group (expected <plural>.<group>)",
+                namespace(csv),
+                super::identity::name(csv),
+                crd.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn strategy_deployments(csv: &ClusterServiceVersion) -> Vec<String> {

@@ -1,4 +1,4 @@
-//! Who a CSV is: its name, namespace, copy status and the owner labels and reference OLM puts on
+//! Who a CSV is: its name, namespace and the owner labels and reference OLM puts on
 //! everything it makes for the CSV.
 
 use std::collections::BTreeMap;
@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::api::keys::{
-    COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, OPERATOR_GROUP_NAMESPACE_ANNOTATION,
-    OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL,
+    MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL,
 };
-use crate::api::{ClusterServiceVersion, CsvReason, V1ALPHA1};
+use crate::api::{ClusterServiceVersion, V1ALPHA1};
 
 /// Kind name used in owner labels and references.
 pub const CSV_KIND: &str = "ClusterServiceVersion";
@@ -36,18 +35,6 @@ pub fn label<'a>(csv: &'a ClusterServiceVersion, key: &str) -> Option<&'a str> {
         .as_ref()
         .and_then(|l| l.get(key))
         .map(String::as_str)
-}
-
-/// A copied CSV (csv.md §2 step 2): never driven, never a provider, never a replacement.
-pub fn is_copy(csv: &ClusterServiceVersion) -> bool {
-    let copied_reason = csv
-        .status
-        .as_ref()
-        .and_then(|s| s.reason.as_ref())
-        .is_some_and(|r| *r == CsvReason::Copied);
-    let foreign_group =
-        annotation(csv, OPERATOR_GROUP_NAMESPACE_ANNOTATION).is_some_and(|ns| ns != namespace(csv));
-    copied_reason || foreign_group || label(csv, COPIED_FROM_LABEL).is_some()
 }
 
 /// `spec.replaces`, ignoring a CSV that names itself (csv.md §10).

@@ -8,9 +8,10 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use crate::api::keys::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::api::{ClusterServiceVersion, CsvPhase};
 
-use super::identity::{CSV_KIND, is_copy, name, namespace, replaces};
+use super::identity::{CSV_KIND, name, namespace, replaces};
 use super::observed::Observed;
 use super::replacement::chain_names;
+use crate::operator_group::is_copied;
 
 /// certs.md §8. `Err` carries the status message.
 pub fn validate_webhooks(csv: &ClusterServiceVersion) -> Result<(), String> {
@@ -69,7 +70,7 @@ pub fn crd_owner_conflict(
         .csvs
         .iter()
         .map(|c| c.as_ref())
-        .filter(|c| !is_copy(c) && !chain.contains(name(c)))
+        .filter(|c| !is_copied(c) && !chain.contains(name(c)))
         .collect();
     others.sort_by(|a, b| name(a).cmp(name(b)));
     others.into_iter().find_map(|other| {

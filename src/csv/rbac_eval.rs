@@ -13,7 +13,7 @@ use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
 
-use super::label_selector::selector_matches;
+use crate::operator_group::label_selector;
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -265,7 +265,11 @@ impl<'a> RbacIndex<'a> {
                 continue;
             }
             let labels = other.metadata.labels.as_ref().unwrap_or(&empty);
-            if selectors.iter().any(|s| selector_matches(s, labels)) {
+            // A selector the API server would reject selects nothing.
+            let selected = selectors
+                .iter()
+                .any(|s| label_selector::parse(s).is_ok_and(|parsed| parsed.matches(labels)));
+            if selected {
                 for rule in other.rules.iter().flatten() {
                     if !rules.contains(rule) {
                         rules.push(rule.clone());

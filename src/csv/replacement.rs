@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 
 use crate::api::ClusterServiceVersion;
 
-use super::identity::{is_copy, name, replaces};
+use super::identity::{name, replaces};
 use super::observed::Observed;
+use crate::operator_group::is_copied;
 
 /// The CSV this one replaces, if it exists in the namespace (and is not a copy).
 pub fn replaced_csv<'a>(
@@ -14,7 +15,7 @@ pub fn replaced_csv<'a>(
     seen: &'a Observed,
 ) -> Option<&'a ClusterServiceVersion> {
     let target = replaces(csv)?;
-    seen.csv(target).filter(|c| !is_copy(c))
+    seen.csv(target).filter(|c| !is_copied(c))
 }
 
 /// A CSV that names this one in `spec.replaces` (csv.md §3.1 Succeeded step 1). With several
@@ -27,7 +28,7 @@ pub fn replacement_of<'a>(
     seen.csvs
         .iter()
         .map(|c| c.as_ref())
-        .filter(|c| !is_copy(c) && name(c) != me && replaces(c) == Some(me))
+        .filter(|c| !is_copied(c) && name(c) != me && replaces(c) == Some(me))
         .min_by(|a, b| name(a).cmp(name(b)))
 }
 

@@ -12,11 +12,12 @@ use crate::api::{
     RequirementStatusReason, parse_operator_version,
 };
 
-use super::identity::{is_copy, name, namespace};
+use super::identity::{name, namespace};
 use super::observed::{Observed, Served, ServerVersion};
 use super::permissions::{permission_statuses, validate_rules};
 use super::replacement::ancestors;
 use super::strategy::{StrategyError, deployment_strategy};
+use crate::operator_group::is_copied;
 
 /// The outcome of one requirement check.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -263,7 +264,7 @@ fn installed_alongside_blockers(
         .iter()
         .filter_map(|r| r.split_once('/'))
         .filter(|(ns, _)| *ns == namespace(csv))
-        .filter(|(_, n)| ancestors.iter().any(|a| name(a) == *n && !is_copy(a)))
+        .filter(|(_, n)| ancestors.iter().any(|a| name(a) == *n && !is_copied(a)))
         .map(|(_, n)| n.to_owned())
         .collect();
     blockers.sort();

@@ -403,6 +403,23 @@ impl Metrics {
         }
     }
 
+    /// After listing `namespace`'s Subscriptions: series of the ones no longer there go away
+    /// (a namespace sync never sees a deleted Subscription itself).
+    pub fn forget_subscriptions_except(&self, namespace: &str, present: &[String]) {
+        let mut last = self.lock_last();
+        let gone: Vec<(String, String)> = last
+            .subscriptions
+            .keys()
+            .filter(|(ns, name)| ns == namespace && !present.contains(name))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(previous) = last.subscriptions.remove(&key) {
+                self.subscription_sync.remove(&previous);
+            }
+        }
+    }
+
     /// `catalogsource_ready{namespace,name}`: 1 when the catalog's connection is READY.
     pub fn catalog_source_ready(&self, namespace: &str, name: &str, ready: bool) {
         self.catalogsource_ready

@@ -115,6 +115,8 @@ pub fn reconcile_provided_apis(
             claimed.extend(overlap);
         }
     }
+    // Stable text whatever order the caller's store lists the groups in.
+    claimants.sort();
     let in_group = csv_apis.is_subset(&group.provided);
     let conflict = !claimed.is_empty();
     match (in_group, conflict) {
@@ -124,6 +126,8 @@ pub fn reconcile_provided_apis(
             groups: claimants,
         },
         _ if group.is_static => ApiReconciliation::StaticGroupCannotChange,
+        // No "text already equal" case (§6.2): `ApiKey::parse` reads back every entry
+        // `format_provided_apis` writes, so A ⊄ P_G always changes the text.
         (false, false) => {
             let union: ApiSet = group.provided.union(csv_apis).cloned().collect();
             ApiReconciliation::AddApis(format_provided_apis(&union))

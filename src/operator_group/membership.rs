@@ -19,18 +19,20 @@ pub struct MemberAnnotations {
     pub operator_namespace: String,
     /// `olm.operatorGroup`.
     pub operator_group: String,
-    /// `olm.targetNamespaces`; `None` while the group has no `status.namespaces` (OLM then
-    /// leaves the annotation as it is).
+    /// `olm.targetNamespaces`; `None` while the group selects no namespace (no or an empty
+    /// `status.namespaces`). OLM then leaves a stale value in place; olm-rs removes it, because
+    /// a left-over `""` reads as "all namespaces" to anything that looks at the CSV (the CSV
+    /// sync fails such a CSV with `NoTargetNamespaces` either way, csv.md §2 step 6).
     pub target_namespaces: Option<String>,
 }
 
 impl MemberAnnotations {
     /// The annotations for members of `og`.
     pub fn for_group(og: &OperatorGroup) -> Result<Self, NamespaceAllAmongOthers> {
-        let target_namespaces = match og.status.as_ref().and_then(|s| s.namespaces.as_deref()) {
-            Some(names) => Some(TargetNamespaces::from_names(names)?.to_annotation()),
-            None => None,
-        };
+        let targets = TargetNamespaces::from_status(
+            og.status.as_ref().and_then(|s| s.namespaces.as_deref()),
+        )?;
+        let target_namespaces = (!targets.is_empty()).then(|| targets.to_annotation());
         Ok(Self {
             operator_namespace: og.metadata.namespace.clone().unwrap_or_default(),
             operator_group: og.metadata.name.clone().unwrap_or_default(),
@@ -43,28 +45,42 @@ impl MemberAnnotations {
         let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
         get(OPERATOR_GROUP_NAMESPACE_ANNOTATION) == Some(self.operator_namespace.as_str())
             && get(OPERATOR_GROUP_ANNOTATION) == Some(self.operator_group.as_str())
-            && self
-                .target_namespaces
-                .as_deref()
-                .is_none_or(|targets| get(TARGET_NAMESPACES_ANNOTATION) == Some(targets))
+            && get(TARGET_NAMESPACES_ANNOTATION) == self.target_namespaces.as_deref()
+    }
+
+    /// The three keys and their wanted values; `None` removes the key.
+    pub fn entries(&self) -> BTreeMap<String, Option<String>> {
+        BTreeMap::from([
+            (
+                OPERATOR_GROUP_NAMESPACE_ANNOTATION.to_owned(),
+                Some(self.operator_namespace.clone()),
+            ),
+            (
+                OPERATOR_GROUP_ANNOTATION.to_owned(),
+                Some(self.operator_group.clone()),
+            ),
+            (
+                TARGET_NAMESPACES_ANNOTATION.to_owned(),
+                self.target_namespaces.clone(),
+            ),
+        ])
     }
 
     /// A JSON merge patch that sets these annotations and touches nothing else: CSVs are
     /// written by users, install plans and the CSV sync, so a partial server-side apply would
     /// fight over ownership of the whole annotation map.
     pub fn merge_patch(&self) -> serde_json::Value {
-        let mut annotations = serde_json::Map::new();
-        annotations.insert(
-            OPERATOR_GROUP_NAMESPACE_ANNOTATION.into(),
-            self.operator_namespace.clone().into(),
-        );
-        annotations.insert(
-            OPERATOR_GROUP_ANNOTATION.into(),
-            self.operator_group.clone().into(),
-        );
-        if let Some(targets) = &self.target_namespaces {
-            annotations.insert(TARGET_NAMESPACES_ANNOTATION.into(), targets.clone().into());
-        }
+        // `null` deletes a key in a merge patch.
+        let annotations: serde_json::Map<String, serde_json::Value> = self
+            .entries()
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    v.map_or(serde_json::Value::Null, serde_json::Value::String),
+                )
+            })
+            .collect();
         serde_json::json!({ "metadata": { "annotations": annotations } })
     }
 }
@@ -153,12 +169,19 @@ mod tests {
         );
         let unsynced = MemberAnnotations::for_group(&og(None)).unwrap();
         assert_eq!(unsynced.target_namespaces, None);
-        assert!(
-            !unsynced.merge_patch()["metadata"]["annotations"]
-                .as_object()
-                .unwrap()
-                .contains_key("olm.targetNamespaces")
+        // A group selecting nothing removes a stale value instead of leaving `""` (= all).
+        let nothing = MemberAnnotations::for_group(&og(Some(&[]))).unwrap();
+        assert_eq!(nothing, unsynced);
+        assert_eq!(
+            nothing.merge_patch()["metadata"]["annotations"]["olm.targetNamespaces"],
+            serde_json::Value::Null
         );
+        let stale = csv(&[
+            ("olm.operatorNamespace", "ops"),
+            ("olm.operatorGroup", "og"),
+            ("olm.targetNamespaces", ""),
+        ]);
+        assert!(!nothing.present_in(stale.metadata.annotations.as_ref()));
     }
 
     #[test]

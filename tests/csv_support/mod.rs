@@ -42,6 +42,7 @@ pub struct Harness {
     pub server: ApiServer,
     pub client: Client,
     pub clock: ManualClock,
+    ctx: Arc<Context>,
     reconciler: tokio::task::JoinHandle<()>,
 }
 
@@ -65,6 +66,20 @@ impl Harness {
     /// An API server with OLM's CRDs, the `demos.example.com` CRD, namespace `demo`, and the
     /// CSV reconciler running.
     pub async fn start() -> Self {
+        Self::start_running(|ctx| Box::pin(olm_rs::reconcile::cluster_service_version::run(ctx)))
+            .await
+    }
+
+    /// Like [`Harness::start`], but with every reconciler of the process running, as
+    /// `olm-rs run` starts them (`controller::run_reconcilers`): the OperatorGroup controller
+    /// computes targets and annotates CSVs, copied CSVs are made, and so on.
+    pub async fn start_all_controllers() -> Self {
+        Self::start_running(|ctx| Box::pin(olm_rs::controller::run_reconcilers(ctx))).await
+    }
+
+    async fn start_running(
+        reconcilers: impl FnOnce(Arc<Context>) -> futures::future::BoxFuture<'static, ()>,
+    ) -> Self {
         // `RUST_LOG=olm_rs=debug cargo test --test csv_install` shows the reconciler's view.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -89,11 +104,12 @@ impl Harness {
             Arc::new(clock.clone()),
             ControllerOptions::default(),
         ));
-        let reconciler = tokio::spawn(olm_rs::reconcile::cluster_service_version::run(ctx));
+        let reconciler = tokio::spawn(reconcilers(ctx.clone()));
         Harness {
             server,
             client,
             clock,
+            ctx,
             reconciler,
         }
     }
@@ -104,6 +120,11 @@ impl Harness {
 
     pub fn deployments(&self) -> Api<Deployment> {
         Api::namespaced(self.client.clone(), NS)
+    }
+
+    /// Metrics and events of the running reconcilers.
+    pub fn ctx(&self) -> &Arc<Context> {
+        &self.ctx
     }
 
     pub fn groups(&self, ns: &str) -> Api<OperatorGroup> {

@@ -31,6 +31,7 @@ use kube_runtime::reflector::{self, ObjectRef};
 use kube_runtime::watcher::{self, Event};
 
 use crate::api::CatalogSource;
+use crate::api::catalog_source::ConnectionState;
 use crate::registry::cache::CatalogKey;
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
@@ -97,6 +98,9 @@ impl Reconciler {
 
     /// Everything olm-rs holds for a catalog that no longer exists.
     fn forget(&self, key: &CatalogKey) {
+        self.ctx
+            .metrics
+            .catalog_source_deleted(&key.namespace, &key.name);
         self.connections.close(key);
         self.ctx.catalogs.remove(key);
         self.loaded_configmaps().remove(key);
@@ -143,22 +147,29 @@ pub async fn run(ctx: Arc<Context>) {
     )
     .default_backoff()
     .reflect(writer)
-    .inspect(move |event| match event {
-        Ok(Event::Delete(cs)) => sweeper.forget(&key_of(cs)),
-        Ok(Event::InitDone) => {
-            for key in sweeper
-                .connections
-                .keys()
-                .into_iter()
-                .chain(sweeper.ctx.catalogs.all().into_iter().map(|s| s.key))
-            {
-                let r = ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace);
-                if sweep_reader.get(&r).is_none() {
-                    sweeper.forget(&key);
+    .inspect(move |event| {
+        // The store is already updated when the event gets here.
+        sweeper.ctx.metrics.set_count(
+            crate::metrics::CountedKind::CatalogSource,
+            sweep_reader.state().len(),
+        );
+        match event {
+            Ok(Event::Delete(cs)) => sweeper.forget(&key_of(cs)),
+            Ok(Event::InitDone) => {
+                for key in sweeper
+                    .connections
+                    .keys()
+                    .into_iter()
+                    .chain(sweeper.ctx.catalogs.all().into_iter().map(|s| s.key))
+                {
+                    let r = ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace);
+                    if sweep_reader.get(&r).is_none() {
+                        sweeper.forget(&key);
+                    }
                 }
             }
+            _ => {}
         }
-        _ => {}
     })
     .applied_objects();
 
@@ -206,6 +217,13 @@ fn error_policy(cs: Arc<CatalogSource>, err: &Error, _: Arc<Reconciler>) -> Acti
 
 /// One sync of one CatalogSource.
 pub async fn reconcile(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Action, Error> {
+    let metrics = Arc::clone(&r.ctx.metrics);
+    metrics
+        .timed_reconcile("CatalogSource", sync_catalog_source(cs, r))
+        .await
+}
+
+async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Action, Error> {
     let key = key_of(&cs);
     if cs.meta().deletion_timestamp.is_some() {
         r.forget(&key);
@@ -224,6 +242,14 @@ pub async fn reconcile(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Act
             })?;
         notes.extend(status::transitions(&observed, &outcome.status));
     }
+    let ready = outcome
+        .status
+        .connection_state
+        .as_ref()
+        .is_some_and(|c| c.last_observed_state == ConnectionState::Ready);
+    r.ctx
+        .metrics
+        .catalog_source_ready(&key.namespace, &key.name, ready);
     status::announce(&r, &cs, &notes).await;
     Ok(Action::requeue(outcome.requeue.unwrap_or(RESYNC)))
 }

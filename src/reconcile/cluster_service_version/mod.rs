@@ -30,11 +30,13 @@ use kube_runtime::watcher;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::api::keys::COPIED_FROM_LABEL;
-use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription};
+use crate::api::{ClusterServiceVersion, CsvPhase, OperatorGroup, Subscription};
 use crate::csv::cleanup::{cleanup, has_finalizer};
-use crate::csv::identity::{is_copy, name};
+use crate::csv::identity::name;
 use crate::csv::replacement::{replaced_csv, replacement_of};
 use crate::csv::{Action, Requeue, after_install_with_certs, sync};
+use crate::metrics::{CountedKind, Metrics};
+use crate::operator_group::is_copied;
 
 use super::Context;
 use execute::Executor;
@@ -117,7 +119,10 @@ pub async fn run(ctx: Arc<Context>) {
         .watches_stream(requeued, |csv: ClusterServiceVersion| {
             Some(ObjectRef::from_obj(&csv))
         })
-        .watches_stream(og_trigger, by_namespace::<OperatorGroup>(csvs.clone()))
+        .watches_stream(og_trigger, {
+            let csvs = csvs.clone();
+            move |og: OperatorGroup| stores::csvs_concerned_by_group(&csvs, &og)
+        })
         .watches_stream(sub_trigger, |sub: Subscription| {
             stores::csv_of_subscription(&sub)
         })
@@ -175,6 +180,21 @@ async fn reconcile(
     csv: Arc<ClusterServiceVersion>,
     shared: Arc<Shared>,
 ) -> Result<ControllerAction, ReconcileError> {
+    let metrics = Arc::clone(&shared.ctx.metrics);
+    // `csv_count` counts the CSVs this controller drives (copies are not watched).
+    metrics.set_count(
+        CountedKind::ClusterServiceVersion,
+        shared.stores.csvs.state().len(),
+    );
+    metrics
+        .timed_reconcile("ClusterServiceVersion", sync_one(csv, shared))
+        .await
+}
+
+async fn sync_one(
+    csv: Arc<ClusterServiceVersion>,
+    shared: Arc<Shared>,
+) -> Result<ControllerAction, ReconcileError> {
     shared
         .stores
         .ready()
@@ -189,11 +209,17 @@ async fn reconcile(
     };
 
     if csv.metadata.deletion_timestamp.is_some() {
-        if is_copy(&csv) || !has_finalizer(&csv) {
+        if is_copied(&csv) || !has_finalizer(&csv) {
             return Ok(ControllerAction::await_change());
         }
         let plan = cleanup(&csv, &seen);
         let done = deletion::finalize(&shared.client, &csv, &plan).await?;
+        if done {
+            shared
+                .ctx
+                .metrics
+                .csv_deleted(csv.namespace().as_deref().unwrap_or_default(), name(&csv));
+        }
         return Ok(if done {
             ControllerAction::await_change()
         } else {
@@ -224,6 +250,7 @@ async fn reconcile(
     }
     if let Some(status) = &decision.status {
         executor.write_status(&written, status).await?;
+        record_phase(&shared.ctx.metrics, &written, status);
         // Phase changes matter to the CSVs on either side of an upgrade (csv.md §1.1).
         for other in [replaced_csv(&csv, &seen), replacement_of(&csv, &seen)]
             .into_iter()
@@ -252,6 +279,22 @@ async fn reconcile(
     };
     reset_failures(&shared, &key);
     Ok(action)
+}
+
+/// Metrics after a status write (OLM's `EmitCSVMetric`). An old CSV entering `Replacing` is
+/// one upgrade (`csv_upgrade_count`), counted once on that transition.
+fn record_phase(
+    metrics: &Metrics,
+    csv: &ClusterServiceVersion,
+    status: &crate::api::ClusterServiceVersionStatus,
+) {
+    let before = csv.status.as_ref().and_then(|s| s.phase.clone());
+    if status.phase == Some(CsvPhase::Replacing) && before != Some(CsvPhase::Replacing) {
+        metrics.csv_upgraded();
+    }
+    let mut updated = csv.clone();
+    updated.status = Some(status.clone());
+    metrics.csv_phase(&updated);
 }
 
 /// The resync period with OLM's ±20 % jitter, so CSVs synced together (e.g. after a restart)

@@ -18,9 +18,12 @@ use kube_runtime::reflector::{self, ObjectRef, Store};
 use kube_runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
 
-use crate::api::keys::{MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
-use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription};
-use crate::csv::identity::{CSV_KIND, is_copy};
+use crate::api::keys::{
+    MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PROVIDED_APIS_ANNOTATION,
+};
+use crate::api::{ClusterServiceVersion, CsvReason, OperatorGroup, Subscription};
+use crate::csv::identity::CSV_KIND;
+use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 
 /// Read-only views of the cluster, shared by every reconcile.
 #[derive(Clone)]
@@ -118,6 +121,35 @@ pub fn owners<K: Resource>(obj: &K) -> Vec<ObjectRef<ClusterServiceVersion>> {
     out
 }
 
+/// The CSVs an OperatorGroup event concerns: those of its namespace (membership, targets), and,
+/// cluster-wide, those providing an API its `olm.providedAPIs` lists or failed for a conflict
+/// between groups (operatorgroup.md §2 step 6: a group that takes, drops or stops reserving an
+/// API lets providers in intersecting groups re-evaluate; a deleted group is seen with its last
+/// annotations).
+pub fn csvs_concerned_by_group(
+    store: &Store<ClusterServiceVersion>,
+    group: &OperatorGroup,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let namespace = group.namespace().unwrap_or_default();
+    let claimed = group
+        .annotations()
+        .get(PROVIDED_APIS_ANNOTATION)
+        .map(|v| parse_provided_apis(v))
+        .unwrap_or_default();
+    store
+        .state()
+        .iter()
+        .filter(|c| !is_copied(c))
+        .filter(|c| {
+            c.namespace().as_deref() == Some(namespace.as_str())
+                || c.status.as_ref().and_then(|s| s.reason.as_ref())
+                    == Some(&CsvReason::InterOperatorGroupOwnerConflict)
+                || csv_provided_apis(c).is_ok_and(|apis| !apis.is_disjoint(&claimed))
+        })
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect()
+}
+
 /// Every non-copied CSV in `namespace`.
 pub fn csvs_in(
     store: &Store<ClusterServiceVersion>,
@@ -126,7 +158,7 @@ pub fn csvs_in(
     store
         .state()
         .iter()
-        .filter(|c| c.namespace().as_deref() == Some(namespace) && !is_copy(c))
+        .filter(|c| c.namespace().as_deref() == Some(namespace) && !is_copied(c))
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
 }

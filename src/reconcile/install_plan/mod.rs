@@ -135,6 +135,8 @@ pub async fn sync_install_plan(
                     requeue = Some(INSTALLING_RESYNC);
                 }
                 let reference = object_reference(&plan);
+                ctx.metrics
+                    .install_plan_warnings(u64::try_from(warnings.len()).unwrap_or(u64::MAX));
                 for (reason, message) in warnings {
                     ctx.events.warning(&reference, reason, message).await;
                 }
@@ -147,6 +149,15 @@ pub async fn sync_install_plan(
                 }
             }
         }
+    }
+    if status.phase == InstallPlanPhase::Complete && before.phase != InstallPlanPhase::Complete {
+        ctx.events
+            .normal(
+                &object_reference(&plan),
+                "InstallSucceeded",
+                "every step of the plan is applied",
+            )
+            .await;
     }
     if status == before {
         return Ok(if requeue.is_some() {
@@ -195,7 +206,14 @@ pub async fn run(ctx: Arc<Context>) {
 
 async fn reconcile(plan: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action, InstallPlanError> {
     let namespace = plan.namespace().unwrap_or_default();
-    match sync_install_plan(&ctx, &namespace, &plan.name_any()).await? {
+    let synced = ctx
+        .metrics
+        .timed_reconcile(
+            "InstallPlan",
+            sync_install_plan(&ctx, &namespace, &plan.name_any()),
+        )
+        .await?;
+    match synced {
         Synced::Progressed {
             requeue: Some(after),
         } => Ok(Action::requeue(after)),

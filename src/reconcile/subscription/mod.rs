@@ -126,7 +126,11 @@ async fn worker(
 ) {
     loop {
         let ns = queue.next().await;
-        match sync_namespace(&ctx, catalogs.as_ref(), &ns).await {
+        let synced = ctx
+            .metrics
+            .timed_reconcile("Subscription", sync_namespace(&ctx, catalogs.as_ref(), &ns))
+            .await;
+        match synced {
             Ok(report) => {
                 if report.retry_soon {
                     queue.add_after(&ns, RETRY);

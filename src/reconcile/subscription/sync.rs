@@ -8,7 +8,8 @@ use kube::{Resource, ResourceExt};
 
 use super::catalogs::CatalogSnapshots;
 use super::observe::observe;
-use crate::api::{InstallPlan, Subscription, SubscriptionConditionType};
+use crate::api::{ConditionStatus, InstallPlan, Subscription, SubscriptionConditionType};
+use crate::metrics::Outcome;
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
 use crate::reconcile::Context;
 use crate::resolve::subscription::{
@@ -59,6 +60,12 @@ pub async fn sync_namespace(
     let observed = observe(&ctx.client, namespace)
         .await
         .map_err(api_err("reading the namespace"))?;
+    let present: Vec<String> = observed
+        .subscriptions
+        .iter()
+        .map(|s| s.name_any())
+        .collect();
+    ctx.metrics.forget_subscriptions_except(namespace, &present);
     if observed.subscriptions.is_empty() {
         return Ok(report);
     }
@@ -74,11 +81,28 @@ pub async fn sync_namespace(
         global_catalog_namespace: global,
     };
     let now = ctx.clock.now();
+    // The resolution runs inside the pure status computation; its wall time is the
+    // resolution latency (`olm_resolution_duration_seconds`).
+    let started = std::time::Instant::now();
     let updates = decide_statuses(&NamespaceState {
         input,
         plans: &observed.plans,
         now,
     });
+    let resolution_failed = updates.iter().any(|u| {
+        u.status.conditions.iter().flatten().any(|c| {
+            c.type_ == SubscriptionConditionType::ResolutionFailed
+                && c.status == ConditionStatus::True
+        })
+    });
+    ctx.metrics.resolution_duration(
+        if resolution_failed {
+            Outcome::Failed
+        } else {
+            Outcome::Succeeded
+        },
+        started.elapsed().as_secs_f64(),
+    );
     let subs_api: Api<Subscription> = Api::namespaced(ctx.client.clone(), namespace);
     let mut referenced: Vec<String> = Vec::new();
     for (update, sub) in updates.into_iter().zip(&observed.subscriptions) {
@@ -90,6 +114,18 @@ pub async fn sync_namespace(
                 .map_err(api_err("creating an install plan"))?;
             let name = plan.name_any();
             if created {
+                // The Subscription's main transition: an install or upgrade is planned.
+                let what = match &request.target.replaces {
+                    Some(old) => format!("upgrade from {old} to {}", request.target.bundle),
+                    None => format!("install of {}", request.target.bundle),
+                };
+                ctx.events
+                    .normal(
+                        &object_reference(sub),
+                        "InstallPlanCreated",
+                        format!("created InstallPlan {name} for the {what}"),
+                    )
+                    .await;
                 report.created_plans.push(name);
             } else {
                 report.adopted_plans.push(name);
@@ -122,11 +158,12 @@ pub async fn sync_namespace(
                 .and_then(|r| r.name.clone()),
         );
         referenced.extend(status.install_plan.as_ref().map(|r| r.name.clone()));
+        let mut written = sub.clone();
+        written.status = Some(status);
+        ctx.metrics.subscription_synced(&written);
         if !changed {
             continue;
         }
-        let mut written = sub.clone();
-        written.status = Some(status);
         match subs_api
             .replace_status(&sub.name_any(), &PostParams::default(), &written)
             .await

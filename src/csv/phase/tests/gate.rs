@@ -48,11 +48,28 @@ fn membership_annotations_are_written_and_an_empty_group_fails() {
     );
 
     seen.operator_groups = vec![Arc::new(og("og", NS, &[]))];
+    let mut stale = csv("a.v1");
+    stale
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(TARGET_NAMESPACES_ANNOTATION.into(), String::new());
+    let s = sync(&stale, &seen, t(10));
     assert_outcome(
-        &sync(&c, &seen, t(10)),
+        &s,
         P::Failed,
         R::NoTargetNamespaces,
         "no targetNamespaces are matched operatorgroups namespace selection",
+    );
+    // The stale `""` (= all namespaces) is removed, as the OperatorGroup sync would.
+    assert!(
+        s.actions
+            .iter()
+            .any(|a| matches!(a, Action::SetAnnotations(w)
+            if w.get(TARGET_NAMESPACES_ANNOTATION) == Some(&None))),
+        "{:?}",
+        s.actions
     );
 }
 
@@ -120,7 +137,7 @@ fn provided_apis_are_added_to_the_group_then_conflicts_fail_the_csv() {
         &s,
         P::Failed,
         R::InterOperatorGroupOwnerConflict,
-        "intersecting operatorgroups provide the same apis: Demo.v1.example.com (provided by operatorgroup operators/global)",
+        "intersecting operatorgroups provide the same apis: Demo.v1.example.com also provided by operatorgroup(s) operators/global",
     );
     assert!(
         s.actions
