@@ -6,7 +6,7 @@ use std::fmt::Display;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Config};
 use serde_json::Value;
@@ -25,6 +25,21 @@ pub struct Settings {
     pub timeout: Duration,
     /// Keep the journeys' namespaces for inspection.
     pub keep: bool,
+    /// Where the controller runs.
+    pub controller: ControllerAccess,
+    /// `OLM_RS_E2E_NO_PODS`: the cluster runs no pods, whatever its node list says.
+    pub no_pods: bool,
+}
+
+/// How the journeys reach the controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControllerAccess {
+    /// The Helm chart's Deployment `olm-rs-controller` in the controller namespace; `/metrics`
+    /// through the API server's pod proxy.
+    InCluster,
+    /// An `olm-rs run` process outside the cluster (`OLM_RS_E2E_CONTROLLER_URL`, its probe
+    /// address, e.g. `http://127.0.0.1:8080`): `/readyz` and `/metrics` are read there.
+    Local { probe_url: String },
 }
 
 impl Settings {
@@ -46,6 +61,13 @@ impl Settings {
                 .unwrap_or_else(|| DEFAULT_CATALOG_IMAGE.to_owned()),
             timeout,
             keep: var("OLM_RS_E2E_KEEP").is_some_and(|v| v != "0"),
+            controller: match var("OLM_RS_E2E_CONTROLLER_URL") {
+                None => ControllerAccess::InCluster,
+                Some(url) => ControllerAccess::Local {
+                    probe_url: url.trim_end_matches('/').to_owned(),
+                },
+            },
+            no_pods: var("OLM_RS_E2E_NO_PODS").is_some_and(|v| v != "0"),
         })
     }
 }
@@ -75,6 +97,11 @@ impl Cluster {
         let config = Config::infer()
             .await
             .context("reading the cluster configuration from KUBECONFIG")?;
+        Self::connect_with(config, settings).await
+    }
+
+    /// As [`Cluster::connect`], with an explicit client configuration.
+    pub async fn connect_with(config: Config, settings: Settings) -> anyhow::Result<Self> {
         let url = config.cluster_url.clone();
         let client = Client::try_from(config).context("building a client for KUBECONFIG")?;
         let version = client
@@ -88,6 +115,18 @@ impl Cluster {
     }
 
     async fn check_olm_rs_installed(&self) -> anyhow::Result<()> {
+        if let ControllerAccess::Local { probe_url } = &self.settings.controller {
+            let url = format!("{probe_url}/readyz");
+            return self
+                .wait_for(format!("the controller at {url} to be ready"), || async {
+                    Ok(match local_get(&url).await {
+                        Ok((200, _)) => Progress::Done(()),
+                        Ok((status, body)) => Progress::Pending(format!("{status}: {body}")),
+                        Err(err) => Progress::Pending(format!("{err:#}")),
+                    })
+                })
+                .await;
+        }
         let ns = &self.settings.controller_namespace;
         let deployments = self.api(&core("apps", "v1", "Deployment", "deployments"), ns);
         let Some(controller) = deployments.get_opt("olm-rs-controller").await? else {
@@ -103,6 +142,24 @@ impl Cluster {
             bail!("Deployment {ns}/olm-rs-controller has no available replica");
         }
         Ok(())
+    }
+
+    /// Whether the cluster runs pods (kind does; an API server without nodes, such as
+    /// olm-rs's embedded one, does not). Catalogs from an image need a registry pod.
+    pub async fn why_no_pods(&self) -> anyhow::Result<Option<String>> {
+        if self.settings.no_pods {
+            return Ok(Some("OLM_RS_E2E_NO_PODS is set".to_owned()));
+        }
+        let nodes: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &core("", "v1", "Node", "nodes"));
+        match nodes.list(&ListParams::default().limit(1)).await {
+            Ok(list) if list.items.is_empty() => Ok(Some("the cluster has no nodes".to_owned())),
+            Ok(_) => Ok(None),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Some(
+                "the cluster does not serve nodes (an API server without kubelets)".to_owned(),
+            )),
+            Err(err) => Err(err).context("listing nodes"),
+        }
     }
 
     pub fn api(&self, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
@@ -148,6 +205,17 @@ impl Cluster {
             .get_opt(name)
             .await
             .with_context(|| format!("reading {} {namespace}/{name}", resource.kind))
+    }
+
+    pub async fn get_cluster_scoped(
+        &self,
+        resource: &ApiResource,
+        name: &str,
+    ) -> anyhow::Result<Option<DynamicObject>> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), resource);
+        api.get_opt(name)
+            .await
+            .with_context(|| format!("reading {} {name}", resource.kind))
     }
 
     pub async fn delete(
@@ -221,6 +289,26 @@ impl Cluster {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
+}
+
+/// `GET url` over plain HTTP (the controller's probe port): status and body.
+pub async fn local_get(url: &str) -> anyhow::Result<(u16, String)> {
+    use http_body_util::BodyExt as _;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let uri: http::Uri = url.parse().with_context(|| format!("{url}: not a URL"))?;
+    let response = client
+        .get(uri)
+        .await
+        .with_context(|| format!("GET {url}"))?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .with_context(|| format!("reading the body of {url}"))?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// One look at the cluster while waiting.

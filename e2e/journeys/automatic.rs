@@ -1,34 +1,19 @@
-//! Catalog from an image → Subscription with Automatic approval → CSV phases in order →
+//! Catalog from a ConfigMap → Subscription with Automatic approval → CSV phases in order →
 //! channel switch upgrade → metrics → uninstall.
 
-use anyhow::{Context as _, ensure};
+use anyhow::ensure;
 use serde_json::json;
 
 use super::{
-    PhaseRecorder, events_about, running_version, wait_catalog_ready, wait_gone, wait_installed,
+    PhaseRecorder, configmap_catalog_ready, events_about, running_version, uninstall, wait_gone,
+    wait_installed,
 };
 use crate::cluster::{self, Cluster};
 use crate::{fixtures, journeys};
 
 pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
-    let catalog = "e2e-image";
-    c.create(
-        &cluster::catalog_sources(),
-        ns,
-        fixtures::image_catalog(ns, catalog, &c.settings.catalog_image),
-    )
-    .await?;
-    wait_catalog_ready(c, ns, catalog).await?;
-    println!(
-        "e2e:   catalog {catalog} from image {} is ready",
-        c.settings.catalog_image
-    );
+    let catalog = "e2e-configmap";
+    configmap_catalog_ready(c, ns, catalog).await?;
 
     let phases = PhaseRecorder::start(c, ns).await?;
     c.create(
@@ -86,12 +71,5 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
         "the leader's /metrics lacks {expected}"
     );
 
-    // Uninstall as OLM documents it: delete the Subscription, then the CSV.
-    c.delete(&cluster::subscriptions(), ns, "demo").await?;
-    c.delete(&cluster::csvs(), ns, fixtures::V030).await?;
-    wait_gone(c, &cluster::deployments(), ns, fixtures::DEPLOYMENT)
-        .await
-        .context("uninstalling: the operator Deployment must go with its CSV")?;
-    println!("e2e:   uninstalled: Subscription, CSV and operator Deployment are gone");
-    Ok(())
+    uninstall(c, ns, fixtures::V030).await
 }
