@@ -69,7 +69,9 @@ pub async fn run_journeys(cluster: &Cluster, selected: impl Fn(&str) -> bool) ->
             }
             Err(err) => {
                 println!("e2e: journey::{name} ... FAILED ({secs:.1}s)\n  {err:#}");
-                summary.failed.push(((*name).to_owned(), format!("{err:#}")));
+                summary
+                    .failed
+                    .push(((*name).to_owned(), format!("{err:#}")));
             }
         }
     }

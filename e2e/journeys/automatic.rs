@@ -8,7 +8,7 @@ use super::{
     PhaseRecorder, configmap_catalog_ready, events_about, running_version, uninstall, wait_gone,
     wait_installed,
 };
-use crate::cluster::{self, Cluster};
+use crate::cluster::{self, Cluster, Progress};
 use crate::{fixtures, journeys};
 
 pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
@@ -61,15 +61,26 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
         fixtures::V030
     );
 
-    let metrics = journeys::leader::leader_metrics(c).await?;
+    // Metrics follow the CSV's sync, so they may trail its status by a moment.
     let expected = format!(
         r#"csv_succeeded{{namespace="{ns}",name="{}",version="0.3.0"}} 1"#,
         fixtures::V030
     );
-    ensure!(
-        metrics.lines().any(|line| line == expected),
-        "the leader's /metrics lacks {expected}"
-    );
+    c.wait_for(
+        format!("the leader's /metrics to show {expected}"),
+        || async {
+            let metrics = journeys::leader::leader_metrics(c).await?;
+            if metrics.lines().any(|line| line == expected) {
+                return Ok(Progress::Done(()));
+            }
+            let about_csvs: Vec<&str> = metrics
+                .lines()
+                .filter(|line| line.starts_with("csv_"))
+                .collect();
+            Ok(Progress::Pending(format!("csv_ lines: {about_csvs:?}")))
+        },
+    )
+    .await?;
 
     uninstall(c, ns, fixtures::V030).await
 }

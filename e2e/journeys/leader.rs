@@ -64,7 +64,9 @@ async fn run_local(c: &Cluster, probe_url: &str) -> anyhow::Result<()> {
     .await?;
     let metrics = leader_metrics(c).await?;
     ensure!(
-        metrics.lines().any(|line| line.starts_with("leader_election_master_status") && line.ends_with(" 1")),
+        metrics
+            .lines()
+            .any(|line| line.starts_with("leader_election_master_status") && line.ends_with(" 1")),
         "{probe_url}/metrics does not report leader_election_master_status 1"
     );
     println!("e2e:   {holder} leads and renews its Lease");

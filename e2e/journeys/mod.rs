@@ -65,10 +65,12 @@ pub async fn configmap_catalog_ready(
 pub async fn uninstall(c: &Cluster, namespace: &str, csv: &str) -> anyhow::Result<()> {
     let rbac = operator_rbac(c, namespace).await?;
     ensure!(
-        rbac.iter().any(|(kind, _)| kind == "Role") && rbac.iter().any(|(kind, _)| kind == "RoleBinding"),
+        rbac.iter().any(|(kind, _)| kind == "Role")
+            && rbac.iter().any(|(kind, _)| kind == "RoleBinding"),
         "before uninstalling, the operator's Role and RoleBinding should exist; found {rbac:?}"
     );
-    c.delete(&cluster::subscriptions(), namespace, "demo").await?;
+    c.delete(&cluster::subscriptions(), namespace, "demo")
+        .await?;
     c.delete(&cluster::csvs(), namespace, csv).await?;
     wait_gone(c, &cluster::deployments(), namespace, fixtures::DEPLOYMENT)
         .await
@@ -89,7 +91,9 @@ pub async fn uninstall(c: &Cluster, namespace: &str, csv: &str) -> anyhow::Resul
     )
     .await?;
     ensure!(
-        c.get_cluster_scoped(&crds(), fixtures::CRD).await?.is_some(),
+        c.get_cluster_scoped(&crds(), fixtures::CRD)
+            .await?
+            .is_some(),
         "uninstalling removed the CRD {}: OLM leaves CRDs (and their data) behind",
         fixtures::CRD
     );
@@ -123,9 +127,7 @@ async fn operator_rbac(c: &Cluster, namespace: &str) -> anyhow::Result<Vec<(Stri
                 .any(|owner| owner.kind == "ClusterServiceVersion");
             let for_operator = field(&object, "/subjects")
                 .and_then(Value::as_array)
-                .is_some_and(|subjects| {
-                    subjects.iter().any(|s| s["name"] == fixtures::DEPLOYMENT)
-                });
+                .is_some_and(|subjects| subjects.iter().any(|s| s["name"] == fixtures::DEPLOYMENT));
             if owned_by_csv || for_operator {
                 found.push((kind.to_owned(), object.metadata.name.unwrap_or_default()));
             }
