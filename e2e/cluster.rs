@@ -237,6 +237,61 @@ impl Cluster {
         }
     }
 
+    /// What `kubectl get <plural> -n <namespace>` prints: the server-side Table's column names
+    /// and the cells of each row, as text.
+    pub async fn table(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+    ) -> anyhow::Result<(Vec<String>, Vec<Vec<String>>)> {
+        let prefix = if resource.group.is_empty() {
+            format!("/api/{}", resource.version)
+        } else {
+            format!("/apis/{}/{}", resource.group, resource.version)
+        };
+        let path = format!("{prefix}/namespaces/{namespace}/{}", resource.plural);
+        let request = http::Request::get(&path)
+            .header(
+                http::header::ACCEPT,
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+            )
+            .body(Vec::new())?;
+        let table: Value = serde_json::from_str(
+            &self
+                .client
+                .request_text(request)
+                .await
+                .with_context(|| format!("reading {path} as a table"))?,
+        )
+        .with_context(|| format!("{path}: the table is not JSON"))?;
+        let columns: Vec<String> = table["columnDefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|column| column["priority"].as_i64().unwrap_or(0) == 0)
+            .map(|column| column["name"].as_str().unwrap_or_default().to_uppercase())
+            .collect();
+        let rows = table["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|row| {
+                row["cells"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .take(columns.len())
+                    .map(|cell| match cell {
+                        Value::String(text) => text.clone(),
+                        Value::Null => String::new(),
+                        other => other.to_string(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok((columns, rows))
+    }
+
     /// Creates a fresh namespace named `<prefix><random>`.
     pub async fn create_namespace(&self, prefix: &str) -> anyhow::Result<String> {
         let namespaces: Api<DynamicObject> = Api::all_with(

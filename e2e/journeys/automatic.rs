@@ -61,6 +61,29 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
         fixtures::V030
     );
 
+    // What `kubectl get csv` shows the user.
+    let (columns, rows) = c.table(&cluster::csvs(), ns).await?;
+    println!("e2e:   kubectl get csv: {columns:?} {rows:?}");
+    let cell = |row: &[String], column: &str| {
+        columns
+            .iter()
+            .position(|c| c == column)
+            .and_then(|i| row.get(i).cloned())
+            .unwrap_or_default()
+    };
+    ensure!(
+        rows.len() == 1
+            && cell(&rows[0], "NAME") == fixtures::V030
+            && cell(&rows[0], "DISPLAY") == "olm-rs e2e demo"
+            && cell(&rows[0], "VERSION") == "0.3.0"
+            && cell(&rows[0], "REPLACES") == fixtures::V020
+            && cell(&rows[0], "PHASE") == "Succeeded",
+        "kubectl get csv shows {columns:?} {rows:?}, expected one row: {} olm-rs e2e demo 0.3.0 \
+         {} Succeeded",
+        fixtures::V030,
+        fixtures::V020
+    );
+
     // Metrics follow the CSV's sync, so they may trail its status by a moment.
     let expected = format!(
         r#"csv_succeeded{{namespace="{ns}",name="{}",version="0.3.0"}} 1"#,
