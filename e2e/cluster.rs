@@ -13,6 +13,8 @@ use serde_json::Value;
 
 /// Where the controller runs (the chart's `globalCatalogNamespace`).
 pub const DEFAULT_CONTROLLER_NAMESPACE: &str = "olm";
+/// Where the chart puts its all-namespaces OperatorGroup.
+pub const DEFAULT_OPERATORS_NAMESPACE: &str = "operators";
 /// The catalog image `e2e/kind.sh` pushes to the cluster's local registry.
 pub const DEFAULT_CATALOG_IMAGE: &str = "localhost:5001/olm-rs-e2e-catalog:dev";
 
@@ -20,6 +22,8 @@ pub const DEFAULT_CATALOG_IMAGE: &str = "localhost:5001/olm-rs-e2e-catalog:dev";
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub controller_namespace: String,
+    /// The namespace of the chart's all-namespaces OperatorGroup (`operatorsNamespace`).
+    pub operators_namespace: String,
     pub catalog_image: String,
     /// The longest any single wait may take.
     pub timeout: Duration,
@@ -57,6 +61,8 @@ impl Settings {
         Ok(Self {
             controller_namespace: var("OLM_RS_E2E_NAMESPACE")
                 .unwrap_or_else(|| DEFAULT_CONTROLLER_NAMESPACE.to_owned()),
+            operators_namespace: var("OLM_RS_E2E_OPERATORS_NAMESPACE")
+                .unwrap_or_else(|| DEFAULT_OPERATORS_NAMESPACE.to_owned()),
             catalog_image: var("OLM_RS_E2E_CATALOG_IMAGE")
                 .unwrap_or_else(|| DEFAULT_CATALOG_IMAGE.to_owned()),
             timeout,

@@ -140,6 +140,7 @@ async fn user_journeys_against_the_embedded_api_server_and_olm_rs_run() {
 
     let settings = Settings {
         controller_namespace: "olm".to_owned(),
+        operators_namespace: "operators".to_owned(),
         catalog_image: cluster::DEFAULT_CATALOG_IMAGE.to_owned(),
         timeout: Duration::from_secs(30),
         keep: false,
@@ -176,7 +177,7 @@ async fn user_journeys_against_the_embedded_api_server_and_olm_rs_run() {
     );
     assert_eq!(
         summary.passed,
-        ["leader", "automatic", "manual"],
+        ["leader", "automatic", "manual", "global"],
         "journeys that passed"
     );
     let skipped: Vec<&str> = summary

@@ -1,6 +1,7 @@
 //! The user journeys, each in its own namespace, and the checks they share.
 
 pub mod automatic;
+pub mod global;
 pub mod image;
 pub mod leader;
 pub mod manual;
@@ -36,6 +37,16 @@ pub async fn configmap_catalog_ready(
         fixtures::operator_group(namespace),
     )
     .await?;
+    configmap_catalog_only(c, namespace, name).await
+}
+
+/// A CatalogSource `name` (and its ConfigMap `<name>-data`) of the demo bundles in
+/// `namespace`, ready.
+pub async fn configmap_catalog_only(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<()> {
     let data = configmap_catalog::data(
         &fixtures::e2e_dir().join("bundles"),
         &fixtures::e2e_dir().join("catalog"),
