@@ -224,6 +224,30 @@ impl Cluster {
             .with_context(|| format!("reading {} {name}", resource.kind))
     }
 
+    /// `(kind, name)` of the ClusterRoles and ClusterRoleBindings matching `selector`.
+    pub async fn cluster_rbac(&self, selector: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let mut found = Vec::new();
+        for (kind, plural) in [
+            ("ClusterRole", "clusterroles"),
+            ("ClusterRoleBinding", "clusterrolebindings"),
+        ] {
+            let api: Api<DynamicObject> = Api::all_with(
+                self.client.clone(),
+                &core("rbac.authorization.k8s.io", "v1", kind, plural),
+            );
+            let list = api
+                .list(&ListParams::default().labels(selector))
+                .await
+                .with_context(|| format!("listing {plural} with {selector}"))?;
+            found.extend(
+                list.items
+                    .into_iter()
+                    .map(|o| (kind.to_owned(), o.metadata.name.unwrap_or_default())),
+            );
+        }
+        Ok(found)
+    }
+
     pub async fn delete(
         &self,
         resource: &ApiResource,

@@ -62,7 +62,36 @@ async fn journey(c: &Cluster, ns: &str, catalogs: &str, catalog: &str) -> anyhow
     .await?;
     println!("e2e:   copied CSV {} appeared in {ns}", fixtures::V020);
 
+    // All namespaces: OLM grants the operator's permissions cluster-wide too, as ClusterRoles
+    // and ClusterRoleBindings labelled with their owner CSV (cluster-scoped objects cannot
+    // have a namespaced owner).
+    let selector = format!(
+        "olm.owner={},olm.owner.kind=ClusterServiceVersion,olm.owner.namespace={operators}",
+        fixtures::V020
+    );
+    let cluster_rbac = c.cluster_rbac(&selector).await?;
+    ensure!(
+        cluster_rbac.iter().any(|(kind, _)| kind == "ClusterRole")
+            && cluster_rbac
+                .iter()
+                .any(|(kind, _)| kind == "ClusterRoleBinding"),
+        "an all-namespaces operator should get a ClusterRole and ClusterRoleBinding ({selector}); \
+         found {cluster_rbac:?}"
+    );
+
     uninstall(c, &operators, fixtures::V020).await?;
+    c.wait_for(
+        format!("the ClusterRoles and ClusterRoleBindings {selector} to be deleted"),
+        || async {
+            let left = c.cluster_rbac(&selector).await?;
+            Ok(if left.is_empty() {
+                Progress::Done(())
+            } else {
+                Progress::Pending(format!("still there: {left:?}"))
+            })
+        },
+    )
+    .await?;
     wait_gone(c, &cluster::csvs(), ns, fixtures::V020).await?;
     println!("e2e:   the copy in {ns} went with the CSV");
     Ok(())
