@@ -71,16 +71,22 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
             .and_then(|i| row.get(i).cloned())
             .unwrap_or_default()
     };
+    // Other rows may be copies of all-namespaces operators installed on the cluster.
+    let row = rows
+        .iter()
+        .find(|row| cell(row, "NAME") == fixtures::V030)
+        .cloned()
+        .unwrap_or_default();
     ensure!(
-        rows.len() == 1
-            && cell(&rows[0], "NAME") == fixtures::V030
-            && cell(&rows[0], "DISPLAY") == "olm-rs e2e demo"
-            && cell(&rows[0], "VERSION") == "0.3.0"
-            && cell(&rows[0], "REPLACES") == fixtures::V020
-            && cell(&rows[0], "PHASE") == "Succeeded",
-        "kubectl get csv shows {columns:?} {rows:?}, expected one row: {} olm-rs e2e demo 0.3.0 \
-         {} Succeeded",
+        cell(&row, "DISPLAY") == "olm-rs e2e demo"
+            && cell(&row, "VERSION") == "0.3.0"
+            && cell(&row, "REPLACES") == fixtures::V020
+            && cell(&row, "PHASE") == "Succeeded"
+            && !rows.iter().any(|row| cell(row, "NAME") == fixtures::V020),
+        "kubectl get csv shows {columns:?} {rows:?}, expected a row {} olm-rs e2e demo 0.3.0 \
+         {} Succeeded and none for {}",
         fixtures::V030,
+        fixtures::V020,
         fixtures::V020
     );
 
