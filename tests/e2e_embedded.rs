@@ -159,6 +159,10 @@ async fn user_journeys_against_the_embedded_api_server_and_olm_rs_run() {
     let still_running = controller.try_wait().expect("polling olm-rs run").is_none();
     let _ = controller.kill().await;
     let log = std::fs::read_to_string(&log).unwrap_or_default();
+    // `OLM_RS_E2E_EMBEDDED_LOG=<file>` keeps the controller's whole log for reading.
+    if let Some(keep) = std::env::var_os("OLM_RS_E2E_EMBEDDED_LOG") {
+        std::fs::write(&keep, &log).expect("writing OLM_RS_E2E_EMBEDDED_LOG");
+    }
     let tail: Vec<&str> = log
         .lines()
         .rev()
