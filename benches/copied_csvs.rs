@@ -211,9 +211,7 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
     let client = kube::Client::new(ServerSide(server.service()), "default");
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in olm_rs::api::crd::all().expect("CRDs") {
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .expect("install CRD");
+        crds.create(&PostParams::default(), &crd).await.expect("install CRD");
     }
     let ns_api: Api<Namespace> = Api::all(client.clone());
     let mut names: Vec<String> = (0..namespaces).map(|i| format!("tenant-{i:05}")).collect();
@@ -226,18 +224,9 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
             },
             ..Default::default()
         };
-        ns_api
-            .create(&PostParams::default(), &ns)
-            .await
-            .expect("namespace");
+        ns_api.create(&PostParams::default(), &ns).await.expect("namespace");
     }
-    let expected = ns_api
-        .list(&ListParams::default())
-        .await
-        .expect("namespaces")
-        .items
-        .len()
-        - 1;
+    let expected = ns_api.list(&ListParams::default()).await.expect("namespaces").items.len() - 1;
 
     let groups: Api<OperatorGroup> = Api::namespaced(client.clone(), "operators");
     groups
@@ -267,12 +256,7 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
     // Wait until the group has made the CSV a member (caches warm, nothing copied yet).
     loop {
         let got = csvs.get(&name).await.expect("CSV");
-        if got
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key("olm.targetNamespaces"))
-        {
+        if got.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("olm.targetNamespaces")) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -294,12 +278,7 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
     let full: Api<ClusterServiceVersion> = Api::all(client.clone());
     let selector = ListParams::default().labels("olm.copiedFrom=operators");
     let copies = loop {
-        let count = all
-            .list_metadata(&selector)
-            .await
-            .expect("list")
-            .items
-            .len();
+        let count = all.list_metadata(&selector).await.expect("list").items.len();
         if count >= expected && all_copied(&full, expected).await {
             break count;
         }
@@ -318,22 +297,14 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
 
 /// Whether `expected` copies carry the copied status (paged, so the check stays small).
 async fn all_copied(api: &Api<ClusterServiceVersion>, expected: usize) -> bool {
-    let mut params = ListParams::default()
-        .labels("olm.copiedFrom=operators")
-        .limit(200);
+    let mut params = ListParams::default().labels("olm.copiedFrom=operators").limit(200);
     let mut done = 0;
     loop {
         let page = api.list(&params).await.expect("list");
         done += page
             .items
             .iter()
-            .filter(|c| {
-                c.status
-                    .as_ref()
-                    .and_then(|s| s.reason.as_ref())
-                    .map(|r| r.as_str())
-                    == Some("Copied")
-            })
+            .filter(|c| c.status.as_ref().and_then(|s| s.reason.as_ref()).map(|r| r.as_str()) == Some("Copied"))
             .count();
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
@@ -377,17 +348,10 @@ fn copied_csvs(c: &mut Criterion) {
             })
         });
         peaks.sort();
-        summary.push((
-            n,
-            peaks.first().copied().unwrap_or(0),
-            peaks.last().copied().unwrap_or(0),
-            peaks.len(),
-        ));
+        summary.push((n, peaks.first().copied().unwrap_or(0), peaks.last().copied().unwrap_or(0), peaks.len()));
     }
     group.finish();
-    eprintln!(
-        "\ncopied_csvs: controller-side peak live heap during the timed part (min..max over runs)"
-    );
+    eprintln!("\ncopied_csvs: controller-side peak live heap during the timed part (min..max over runs)");
     for (n, low, high, runs) in summary {
         eprintln!(
             "  {n:>5} namespaces: {:.1}..{:.1} MiB over {runs} runs",
@@ -395,10 +359,7 @@ fn copied_csvs(c: &mut Criterion) {
             high as f64 / 1048576.0
         );
     }
-    eprintln!(
-        "  process peak RSS (server + controller + harness): {} MiB",
-        peak_rss_kib() / 1024
-    );
+    eprintln!("  process peak RSS (server + controller + harness): {} MiB", peak_rss_kib() / 1024);
 }
 
 criterion_group!(benches, copied_csvs);

@@ -8,8 +8,8 @@ mod og_support;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
 use og_support::{Cluster, csv, eventually, spec_targets, status};
 use olm_rs::api::{OlmConfig, OlmConfigSpec, OperatorGroupSpec};
 
@@ -20,32 +20,18 @@ async fn global_operator(cluster: &Cluster, extra: &[&str]) {
         cluster.create_namespace(ns, &[]).await;
     }
     cluster
-        .create_group(
-            "operators",
-            "global-operators",
-            OperatorGroupSpec::default(),
-        )
+        .create_group("operators", "global-operators", OperatorGroupSpec::default())
         .await;
+    cluster.create_csv(&csv("operators", "demo.v1", &["AllNamespaces"])).await;
     cluster
-        .create_csv(&csv("operators", "demo.v1", &["AllNamespaces"]))
-        .await;
-    cluster
-        .set_csv_status(
-            "operators",
-            "demo.v1",
-            status("Succeeded", "InstallSucceeded"),
-        )
+        .set_csv_status("operators", "demo.v1", status("Succeeded", "InstallSucceeded"))
         .await;
 }
 
 /// Every namespace but the operator's (the embedded server also has `default`, `kube-system`,
 /// ...): where an all-namespaces operator is copied.
 async fn everywhere_else(cluster: &Cluster) -> Vec<String> {
-    let list = cluster
-        .namespaces()
-        .list(&Default::default())
-        .await
-        .unwrap();
+    let list = cluster.namespaces().list(&Default::default()).await.unwrap();
     let mut names: Vec<String> = list
         .items
         .iter()
@@ -56,27 +42,18 @@ async fn everywhere_else(cluster: &Cluster) -> Vec<String> {
     names
 }
 
-async fn wait_all_copies(
-    cluster: &Cluster,
-) -> BTreeMap<String, olm_rs::api::ClusterServiceVersion> {
+async fn wait_all_copies(cluster: &Cluster) -> BTreeMap<String, olm_rs::api::ClusterServiceVersion> {
     let want = everywhere_else(cluster).await;
     let want: Vec<&str> = want.iter().map(String::as_str).collect();
     wait_copies(cluster, &want).await
 }
 
-async fn wait_copies(
-    cluster: &Cluster,
-    want: &[&str],
-) -> BTreeMap<String, olm_rs::api::ClusterServiceVersion> {
+async fn wait_copies(cluster: &Cluster, want: &[&str]) -> BTreeMap<String, olm_rs::api::ClusterServiceVersion> {
     let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
     eventually(&format!("copies exactly in {want:?}"), || async {
         let copies = cluster.copies_of("operators", "demo.v1").await;
         let complete = copies.values().all(|c| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.reason.as_ref())
-                .map(|r| r.as_str())
-                == Some("Copied")
+            c.status.as_ref().and_then(|s| s.reason.as_ref()).map(|r| r.as_str()) == Some("Copied")
         });
         (copies.keys().cloned().collect::<Vec<_>>() == want && complete).then_some(copies)
     })
@@ -97,11 +74,7 @@ async fn all_namespaces_operator_is_copied_everywhere_else_as_a_projection() {
     let labels = copy.labels();
     assert_eq!(labels["olm.copiedFrom"], "operators");
     assert_eq!(labels["olm.managed"], "true");
-    assert!(
-        !labels
-            .keys()
-            .any(|k| k.starts_with("operators.coreos.com/"))
-    );
+    assert!(!labels.keys().any(|k| k.starts_with("operators.coreos.com/")));
     let annotations = copy.annotations();
     assert!(!annotations.contains_key("olm.targetNamespaces"));
     assert_eq!(annotations["olm.operatorNamespace"], "operators");
@@ -126,11 +99,7 @@ async fn a_new_namespace_gets_its_copy_by_watch() {
     let copies = wait_all_copies(&cluster).await;
     assert!(copies.contains_key("late"));
     // No resync runs in tests (1 h); the namespace watch did it, and quickly.
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -141,11 +110,7 @@ async fn copies_follow_the_original_and_are_repaired() {
 
     // A status change of the original reaches every copy.
     cluster
-        .set_csv_status(
-            "operators",
-            "demo.v1",
-            status("Failed", "ComponentUnhealthy"),
-        )
+        .set_csv_status("operators", "demo.v1", status("Failed", "ComponentUnhealthy"))
         .await;
     eventually("copies Failed", || async {
         let copies = cluster.copies_of("operators", "demo.v1").await;
@@ -214,33 +179,19 @@ async fn own_namespace_groups_copy_nothing_and_uncopiable_csvs_are_not_copied() 
     let cluster = Cluster::start().await;
     cluster.create_namespace("ops", &[]).await;
     cluster.create_namespace("other", &[]).await;
-    cluster
-        .create_group("ops", "og", spec_targets(&["ops"]))
-        .await;
-    cluster
-        .create_csv(&csv("ops", "own.v1", &["OwnNamespace"]))
-        .await;
+    cluster.create_group("ops", "og", spec_targets(&["ops"])).await;
+    cluster.create_csv(&csv("ops", "own.v1", &["OwnNamespace"])).await;
     cluster
         .set_csv_status("ops", "own.v1", status("Succeeded", "InstallSucceeded"))
         .await;
     // A second operator in an all-namespaces group that failed for a group reason.
     cluster.create_namespace("operators", &[]).await;
     cluster
-        .create_group(
-            "operators",
-            "global-operators",
-            OperatorGroupSpec::default(),
-        )
+        .create_group("operators", "global-operators", OperatorGroupSpec::default())
         .await;
+    cluster.create_csv(&csv("operators", "demo.v1", &["OwnNamespace"])).await;
     cluster
-        .create_csv(&csv("operators", "demo.v1", &["OwnNamespace"]))
-        .await;
-    cluster
-        .set_csv_status(
-            "operators",
-            "demo.v1",
-            status("Failed", "UnsupportedOperatorGroup"),
-        )
+        .set_csv_status("operators", "demo.v1", status("Failed", "UnsupportedOperatorGroup"))
         .await;
     eventually("member annotations", || async {
         let own = cluster.csvs("ops").get("own.v1").await.ok()?;
@@ -260,10 +211,7 @@ fn owned_rbac(original_uid: &str) -> (Role, RoleBinding) {
     let labels = BTreeMap::from([
         ("olm.owner".to_string(), "demo.v1".to_string()),
         ("olm.owner.namespace".to_string(), "ops".to_string()),
-        (
-            "olm.owner.kind".to_string(),
-            "ClusterServiceVersion".to_string(),
-        ),
+        ("olm.owner.kind".to_string(), "ClusterServiceVersion".to_string()),
         ("olm.managed".to_string(), "true".to_string()),
     ]);
     let owner = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
@@ -312,12 +260,8 @@ async fn explicit_targets_get_copies_and_rbac_and_lose_them_when_dropped() {
     for ns in ["ops", "a", "b", "bystander"] {
         cluster.create_namespace(ns, &[]).await;
     }
-    cluster
-        .create_group("ops", "og", spec_targets(&["ops", "a", "b"]))
-        .await;
-    let original = cluster
-        .create_csv(&csv("ops", "demo.v1", &["OwnNamespace", "MultiNamespace"]))
-        .await;
+    cluster.create_group("ops", "og", spec_targets(&["ops", "a", "b"])).await;
+    let original = cluster.create_csv(&csv("ops", "demo.v1", &["OwnNamespace", "MultiNamespace"])).await;
     let (role, binding) = owned_rbac(&original.uid().unwrap());
     Api::<Role>::namespaced(cluster.client.clone(), "ops")
         .create(&PostParams::default(), &role)
@@ -347,10 +291,7 @@ async fn explicit_targets_get_copies_and_rbac_and_lose_them_when_dropped() {
     assert_eq!(copied_role.rules, role.rules);
     assert_eq!(copied_role.labels()["olm.copiedFrom"], "ops");
     assert_eq!(copied_role.labels()["olm.owner.namespace"], "a");
-    assert_eq!(
-        copied_role.metadata.owner_references.as_ref().unwrap()[0].uid,
-        copy_uid
-    );
+    assert_eq!(copied_role.metadata.owner_references.as_ref().unwrap()[0].uid, copy_uid);
     let copied_binding = eventually("RoleBinding copied into b", || async {
         Api::<RoleBinding>::namespaced(cluster.client.clone(), "b")
             .get("demo.v1-demo-sa-x1")
@@ -390,10 +331,7 @@ async fn olm_config_switches_copies_off_and_on() {
     wait_all_copies(&cluster).await;
     let configs: Api<OlmConfig> = Api::all(cluster.client.clone());
     configs
-        .create(
-            &PostParams::default(),
-            &OlmConfig::new("cluster", OlmConfigSpec::default()),
-        )
+        .create(&PostParams::default(), &OlmConfig::new("cluster", OlmConfigSpec::default()))
         .await
         .unwrap();
     let condition = |status: &'static str, reason: &'static str| {
@@ -408,14 +346,8 @@ async fn olm_config_switches_copies_off_and_on() {
             (c.status == status && c.reason == reason).then_some(c.message)
         }
     };
-    let message = eventually("enabled condition", || {
-        condition("False", "CopiedCSVsEnabled")
-    })
-    .await;
-    assert_eq!(
-        message,
-        "Copied CSVs are enabled and present across the cluster"
-    );
+    let message = eventually("enabled condition", || condition("False", "CopiedCSVsEnabled")).await;
+    assert_eq!(message, "Copied CSVs are enabled and present across the cluster");
 
     let disable = serde_json::json!({"spec": {"features": {"disableCopiedCSVs": true}}});
     configs
@@ -423,33 +355,30 @@ async fn olm_config_switches_copies_off_and_on() {
         .await
         .unwrap();
     wait_copies(&cluster, &["keep"]).await;
-    let message = eventually("disabled condition", || {
-        condition("True", "CopiedCSVsDisabled")
-    })
-    .await;
+    let message = eventually("disabled condition", || condition("True", "CopiedCSVsDisabled")).await;
     assert_eq!(
         message,
         "Copied CSVs are disabled and no unexpected copied CSVs were found for operators installed in AllNamespace mode"
     );
-    let events: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(cluster.client.clone(), "operators");
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(cluster.client.clone(), "operators");
     let warnings = || async {
-        events.list(&Default::default()).await.ok().map(|l| {
-            l.items
-                .into_iter()
-                .filter(|e| e.reason.as_deref() == Some("DisabledCopiedCSVs"))
-                .collect::<Vec<_>>()
-        })
+        events
+            .list(&Default::default())
+            .await
+            .ok()
+            .map(|l| {
+                l.items
+                    .into_iter()
+                    .filter(|e| e.reason.as_deref() == Some("DisabledCopiedCSVs"))
+                    .collect::<Vec<_>>()
+            })
     };
     let found = eventually("DisabledCopiedCSVs event", || async {
         warnings().await.filter(|w| !w.is_empty())
     })
     .await;
     assert_eq!(found.len(), 1);
-    assert_eq!(
-        found[0].note.as_deref(),
-        Some("CSV copying disabled for operators/demo.v1")
-    );
+    assert_eq!(found[0].note.as_deref(), Some("CSV copying disabled for operators/demo.v1"));
     assert_eq!(found[0].type_.as_deref(), Some("Warning"));
 
     let enable = serde_json::json!({"spec": {"features": {"disableCopiedCSVs": false}}});
@@ -459,8 +388,5 @@ async fn olm_config_switches_copies_off_and_on() {
         .unwrap();
     wait_all_copies(&cluster).await;
     eventually("enabled again", || condition("False", "CopiedCSVsEnabled")).await;
-    eventually("event removed", || async {
-        warnings().await.filter(|w| w.is_empty())
-    })
-    .await;
+    eventually("event removed", || async { warnings().await.filter(|w| w.is_empty()) }).await;
 }

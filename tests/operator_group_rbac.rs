@@ -6,13 +6,11 @@ mod og_support;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
-};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, PostParams};
+use kube::ResourceExt;
 use og_support::{Cluster, csv, eventually, spec_targets, status};
 use olm_rs::api::{OperatorGroup, OperatorGroupSpec};
 use olm_rs::operator_group::provided_apis::parse_provided_apis;
@@ -40,17 +38,9 @@ async fn intersecting_groups_are_told_apart_from_disjoint_ones() {
         "olm.providedAPIs".to_string(),
         "Demo.v1alpha1.example.com".to_string(),
     )]));
-    cluster
-        .groups("operators")
-        .create(&PostParams::default(), &global)
-        .await
-        .unwrap();
-    cluster
-        .create_group("team-a", "a", spec_targets(&["team-a"]))
-        .await;
-    cluster
-        .create_group("team-b", "b", spec_targets(&["team-b"]))
-        .await;
+    cluster.groups("operators").create(&PostParams::default(), &global).await.unwrap();
+    cluster.create_group("team-a", "a", spec_targets(&["team-a"])).await;
+    cluster.create_group("team-b", "b", spec_targets(&["team-b"])).await;
 
     let groups: Vec<GroupApis> = [
         synced_group(&cluster, "operators", "global-operators").await,
@@ -65,10 +55,7 @@ async fn intersecting_groups_are_told_apart_from_disjoint_ones() {
 
     // A second Demo operator in team-a collides with the global group.
     let decision = reconcile_provided_apis(&demo, &groups[1], &groups);
-    assert!(
-        matches!(decision, ApiReconciliation::Conflict { .. }),
-        "{decision:?}"
-    );
+    assert!(matches!(decision, ApiReconciliation::Conflict { .. }), "{decision:?}");
     assert_eq!(
         decision.message().unwrap(),
         "intersecting operatorgroups provide the same apis: Demo.v1alpha1.example.com also provided by operatorgroup(s) operators/global-operators"
@@ -90,11 +77,7 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
     let cluster = Cluster::start().await;
     cluster.create_namespace("operators", &[]).await;
     cluster
-        .create_group(
-            "operators",
-            "global-operators",
-            OperatorGroupSpec::default(),
-        )
+        .create_group("operators", "global-operators", OperatorGroupSpec::default())
         .await;
     // The CRD the operator owns (per-API roles are owned by it).
     let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
@@ -110,9 +93,7 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
         .create(&PostParams::default(), &crd)
         .await
         .unwrap();
-    let original = cluster
-        .create_csv(&csv("operators", "demo.v1", &["AllNamespaces"]))
-        .await;
+    let original = cluster.create_csv(&csv("operators", "demo.v1", &["AllNamespaces"])).await;
 
     // The install plan's Role and RoleBinding for the operator's ServiceAccount.
     let meta = ObjectMeta {
@@ -121,10 +102,7 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
         labels: Some(BTreeMap::from([
             ("olm.owner".to_string(), "demo.v1".to_string()),
             ("olm.owner.namespace".to_string(), "operators".to_string()),
-            (
-                "olm.owner.kind".to_string(),
-                "ClusterServiceVersion".to_string(),
-            ),
+            ("olm.owner.kind".to_string(), "ClusterServiceVersion".to_string()),
         ])),
         owner_references: Some(vec![OwnerReference {
             api_version: "operators.coreos.com/v1alpha1".into(),
@@ -142,13 +120,7 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
         ..Default::default()
     }];
     Api::<Role>::namespaced(cluster.client.clone(), "operators")
-        .create(
-            &PostParams::default(),
-            &Role {
-                metadata: meta.clone(),
-                rules: Some(rules.clone()),
-            },
-        )
+        .create(&PostParams::default(), &Role { metadata: meta.clone(), rules: Some(rules.clone()) })
         .await
         .unwrap();
     let subjects = vec![Subject {
@@ -171,24 +143,14 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
         .await
         .unwrap();
     cluster
-        .set_csv_status(
-            "operators",
-            "demo.v1",
-            status("Succeeded", "InstallSucceeded"),
-        )
+        .set_csv_status("operators", "demo.v1", status("Succeeded", "InstallSucceeded"))
         .await;
 
     let cluster_roles: Api<ClusterRole> = Api::all(cluster.client.clone());
-    let lifted = eventually("lifted ClusterRole", || async {
-        cluster_roles.get("demo.v1-demo-sa-x1").await.ok()
-    })
-    .await;
+    let lifted = eventually("lifted ClusterRole", || async { cluster_roles.get("demo.v1-demo-sa-x1").await.ok() }).await;
     let lifted_rules = lifted.rules.clone().unwrap();
     assert_eq!(lifted_rules[0], rules[0]);
-    assert_eq!(
-        lifted_rules[1].resources.as_deref(),
-        Some(&["namespaces".to_string()][..])
-    );
+    assert_eq!(lifted_rules[1].resources.as_deref(), Some(&["namespaces".to_string()][..]));
     assert_eq!(lifted.labels()["olm.owner"], "demo.v1");
     let lifted_binding = eventually("lifted ClusterRoleBinding", || async {
         Api::<ClusterRoleBinding>::all(cluster.client.clone())
@@ -201,20 +163,11 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
     assert_eq!(lifted_binding.subjects, Some(subjects));
 
     let view = eventually("per-API view role", || async {
-        cluster_roles
-            .get("demos.example.com-v1alpha1-view")
-            .await
-            .ok()
+        cluster_roles.get("demos.example.com-v1alpha1-view").await.ok()
     })
     .await;
-    assert_eq!(
-        view.labels()["rbac.authorization.k8s.io/aggregate-to-view"],
-        "true"
-    );
-    assert_eq!(
-        view.labels()["olm.opgroup.permissions/aggregate-to-7f1c1bed79b097e1-view"],
-        "true"
-    );
+    assert_eq!(view.labels()["rbac.authorization.k8s.io/aggregate-to-view"], "true");
+    assert_eq!(view.labels()["olm.opgroup.permissions/aggregate-to-7f1c1bed79b097e1-view"], "true");
     let owner = &view.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(owner.kind, "CustomResourceDefinition");
     assert_eq!(Some(owner.uid.clone()), crd.uid());

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
 use og_support::{Cluster, csv, eventually, spec_targets};
 use olm_rs::api::{OperatorGroup, OperatorGroupSpec};
 
@@ -40,15 +40,9 @@ async fn all_namespaces_group_gets_empty_string_target_and_annotates_its_csvs() 
     cluster.create_namespace("operators", &[]).await;
     cluster.create_namespace("team-a", &[]).await;
     cluster
-        .create_group(
-            "operators",
-            "global-operators",
-            OperatorGroupSpec::default(),
-        )
+        .create_group("operators", "global-operators", OperatorGroupSpec::default())
         .await;
-    cluster
-        .create_csv(&csv("operators", "demo.v0.3.0", &["AllNamespaces"]))
-        .await;
+    cluster.create_csv(&csv("operators", "demo.v0.3.0", &["AllNamespaces"])).await;
 
     let og = wait_targets(&cluster, "operators", "global-operators", &[""]).await;
     assert!(og.status.unwrap().conditions.is_none());
@@ -66,11 +60,7 @@ async fn all_namespaces_group_gets_empty_string_target_and_annotates_its_csvs() 
 
     // All-namespace groups label no namespace.
     let ns = cluster.namespaces().get("team-a").await.unwrap();
-    assert!(
-        !ns.labels()
-            .keys()
-            .any(|k| k.starts_with("olm.operatorgroup.uid/"))
-    );
+    assert!(!ns.labels().keys().any(|k| k.starts_with("olm.operatorgroup.uid/")));
 }
 
 #[tokio::test]
@@ -79,18 +69,13 @@ async fn explicit_targets_label_namespaces_and_follow_changes() {
     for ns in ["ops", "a", "b", "c"] {
         cluster.create_namespace(ns, &[]).await;
     }
-    let og = cluster
-        .create_group("ops", "og", spec_targets(&["b", "a"]))
-        .await;
+    let og = cluster.create_group("ops", "og", spec_targets(&["b", "a"])).await;
     let label = format!("olm.operatorgroup.uid/{}", og.uid().unwrap());
-    cluster
-        .create_csv(&csv("ops", "demo.v1", &["MultiNamespace"]))
-        .await;
+    cluster.create_csv(&csv("ops", "demo.v1", &["MultiNamespace"])).await;
 
     wait_targets(&cluster, "ops", "og", &["a", "b"]).await;
     eventually("targets annotation a,b", || async {
-        (annotation(&cluster, "ops", "demo.v1", "olm.targetNamespaces").await? == "a,b")
-            .then_some(())
+        (annotation(&cluster, "ops", "demo.v1", "olm.targetNamespaces").await? == "a,b").then_some(())
     })
     .await;
     let labelled = |ns: &'static str| {
@@ -124,15 +109,8 @@ async fn explicit_targets_label_namespaces_and_follow_changes() {
     .await;
 
     // Deleting the group removes its labels.
-    cluster
-        .groups("ops")
-        .delete("og", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("label removed after deletion", || async {
-        (!labelled("c").await?).then_some(())
-    })
-    .await;
+    cluster.groups("ops").delete("og", &DeleteParams::default()).await.unwrap();
+    eventually("label removed after deletion", || async { (!labelled("c").await?).then_some(()) }).await;
 }
 
 #[tokio::test]
@@ -169,9 +147,7 @@ async fn selector_groups_pick_up_namespaces_by_watch() {
 async fn namespace_all_in_targets_is_refused_and_status_untouched() {
     let cluster = Cluster::start().await;
     cluster.create_namespace("ops", &[]).await;
-    cluster
-        .create_group("ops", "og", spec_targets(&["ops"]))
-        .await;
+    cluster.create_group("ops", "og", spec_targets(&["ops"])).await;
     let before = wait_targets(&cluster, "ops", "og", &["ops"]).await;
     let patch = serde_json::json!({"spec": {"targetNamespaces": ["ops", ""]}});
     cluster
@@ -180,8 +156,7 @@ async fn namespace_all_in_targets_is_refused_and_status_untouched() {
         .await
         .unwrap();
     // The warning event explains why; the old targets stay.
-    let events: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(cluster.client.clone(), "ops");
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(cluster.client.clone(), "ops");
     let note = eventually("InvalidTargetNamespaces event", || async {
         let list = events.list(&Default::default()).await.ok()?;
         list.items
@@ -199,12 +174,8 @@ async fn namespace_all_in_targets_is_refused_and_status_untouched() {
 async fn two_groups_in_one_namespace_both_get_the_condition_until_one_goes() {
     let cluster = Cluster::start().await;
     cluster.create_namespace("ops", &[]).await;
-    cluster
-        .create_group("ops", "first", spec_targets(&["ops"]))
-        .await;
-    cluster
-        .create_group("ops", "second", OperatorGroupSpec::default())
-        .await;
+    cluster.create_group("ops", "first", spec_targets(&["ops"])).await;
+    cluster.create_group("ops", "second", OperatorGroupSpec::default()).await;
     for name in ["first", "second"] {
         let cond = eventually(&format!("condition on {name}"), || async {
             let og = cluster.groups("ops").get(name).await.ok()?;
@@ -221,11 +192,7 @@ async fn two_groups_in_one_namespace_both_get_the_condition_until_one_goes() {
             "Multiple OperatorGroup found in the same namespace: first, second"
         );
     }
-    cluster
-        .groups("ops")
-        .delete("second", &DeleteParams::default())
-        .await
-        .unwrap();
+    cluster.groups("ops").delete("second", &DeleteParams::default()).await.unwrap();
     eventually("condition cleared", || async {
         let og = cluster.groups("ops").get("first").await.ok()?;
         og.status?.conditions.is_none().then_some(())
@@ -277,19 +244,14 @@ async fn service_account_is_reported_missing_then_referenced_and_labelled() {
     assert_eq!(reference.namespace.as_deref(), Some("ops"));
     assert_eq!(reference.uid, created.metadata.uid);
     let sa = sas.get("scoped").await.unwrap();
-    assert_eq!(
-        sa.labels().get("olm.managed").map(String::as_str),
-        Some("true")
-    );
+    assert_eq!(sa.labels().get("olm.managed").map(String::as_str), Some("true"));
 }
 
 #[tokio::test]
 async fn group_cluster_roles_aggregate_member_apis_and_go_with_the_group() {
     let cluster = Cluster::start().await;
     cluster.create_namespace("demo", &[]).await;
-    cluster
-        .create_group("demo", "demo-og", spec_targets(&["demo"]))
-        .await;
+    cluster.create_group("demo", "demo-og", spec_targets(&["demo"])).await;
     let roles: Api<ClusterRole> = Api::all(cluster.client.clone());
     let names = [
         "olm.og.demo-og.admin-86yceVG1OUIPZEmmehd1WTzivsPEB9JIfZpQA8",
@@ -304,19 +266,13 @@ async fn group_cluster_roles_aggregate_member_apis_and_go_with_the_group() {
         assert_eq!(role.labels()["olm.owner.kind"], "OperatorGroup");
         assert!(role.aggregation_rule.is_none());
     }
-    cluster
-        .create_csv(&csv("demo", "demo-operator.v0.3.0", &["OwnNamespace"]))
-        .await;
+    cluster.create_csv(&csv("demo", "demo-operator.v0.3.0", &["OwnNamespace"])).await;
     let edit = eventually("edit role aggregates Demo", || async {
         let role = roles.get(names[1]).await.ok()?;
         role.aggregation_rule.is_some().then_some(role)
     })
     .await;
-    let selectors = edit
-        .aggregation_rule
-        .unwrap()
-        .cluster_role_selectors
-        .unwrap();
+    let selectors = edit.aggregation_rule.unwrap().cluster_role_selectors.unwrap();
     assert_eq!(
         selectors[0].match_labels.as_ref().unwrap(),
         &BTreeMap::from([(
@@ -325,11 +281,7 @@ async fn group_cluster_roles_aggregate_member_apis_and_go_with_the_group() {
         )])
     );
 
-    cluster
-        .groups("demo")
-        .delete("demo-og", &DeleteParams::default())
-        .await
-        .unwrap();
+    cluster.groups("demo").delete("demo-og", &DeleteParams::default()).await.unwrap();
     for name in names {
         eventually(&format!("{name} deleted"), || async {
             matches!(roles.get(name).await, Err(kube::Error::Api(s)) if s.code == 404).then_some(())
@@ -363,27 +315,15 @@ async fn provided_apis_nobody_provides_are_pruned_but_static_groups_are_left_alo
         },
         "Gone.v1.example.com",
     );
-    cluster
-        .groups("reserved")
-        .create(&PostParams::default(), &fixed)
-        .await
-        .unwrap();
+    cluster.groups("reserved").create(&PostParams::default(), &fixed).await.unwrap();
     wait_targets(&cluster, "reserved", "static", &["reserved"]).await;
 
     // The member is known to the group (it got the group's annotations) before the group
     // claims an extra API.
+    cluster.create_group("ops", "og", spec_targets(&["ops"])).await;
+    cluster.create_csv(&csv("ops", "demo.v1", &["OwnNamespace"])).await;
     cluster
-        .create_group("ops", "og", spec_targets(&["ops"]))
-        .await;
-    cluster
-        .create_csv(&csv("ops", "demo.v1", &["OwnNamespace"]))
-        .await;
-    cluster
-        .set_csv_status(
-            "ops",
-            "demo.v1",
-            og_support::status("Succeeded", "InstallSucceeded"),
-        )
+        .set_csv_status("ops", "demo.v1", og_support::status("Succeeded", "InstallSucceeded"))
         .await;
     eventually("member annotated", || async {
         annotation(&cluster, "ops", "demo.v1", "olm.targetNamespaces").await

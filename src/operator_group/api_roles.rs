@@ -32,10 +32,7 @@ fn verbs(suffix: OgRoleSuffix) -> Vec<String> {
 fn labels(builtin: OgRoleSuffix, opgroup_key: String) -> BTreeMap<String, String> {
     BTreeMap::from([
         (
-            format!(
-                "rbac.authorization.k8s.io/aggregate-to-{}",
-                builtin.as_str()
-            ),
+            format!("rbac.authorization.k8s.io/aggregate-to-{}", builtin.as_str()),
             "true".to_owned(),
         ),
         (opgroup_key, "true".to_owned()),
@@ -56,12 +53,7 @@ fn owner_reference(api_version: &str, kind: &str, owner: &ApiOwner) -> OwnerRefe
     }
 }
 
-fn role(
-    name: String,
-    labels: BTreeMap<String, String>,
-    owner: OwnerReference,
-    rule: PolicyRule,
-) -> ClusterRole {
+fn role(name: String, labels: BTreeMap<String, String>, owner: OwnerReference, rule: PolicyRule) -> ClusterRole {
     ClusterRole {
         metadata: ObjectMeta {
             name: Some(name),
@@ -79,17 +71,18 @@ fn role(
 /// no group.
 pub fn crd_cluster_roles(crd: &CrdDescription, owner: &ApiOwner) -> Option<Vec<ClusterRole>> {
     let (plural, group) = crd.plural_and_group()?;
-    let owner_ref = owner_reference("apiextensions.k8s.io/v1", "CustomResourceDefinition", owner);
+    let owner_ref = owner_reference(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        owner,
+    );
     let prefix = format!("{}-{}-", crd.name, crd.version);
     let mut roles: Vec<ClusterRole> = OgRoleSuffix::ALL
         .iter()
         .map(|&suffix| {
             role(
                 format!("{prefix}{}", suffix.as_str()),
-                labels(
-                    suffix,
-                    aggregate_label_key(&crd.kind, &crd.version, group, suffix),
-                ),
+                labels(suffix, aggregate_label_key(&crd.kind, &crd.version, group, suffix)),
                 owner_ref.clone(),
                 PolicyRule {
                     api_groups: Some(vec![group.to_owned()]),
@@ -121,10 +114,7 @@ pub fn crd_cluster_roles(crd: &CrdDescription, owner: &ApiOwner) -> Option<Vec<C
 /// The three roles of an owned APIService entry: `<plural>-<V>-admin|edit|view`, owned by the
 /// APIService `<V>.<group>`. (The group is not in the name: two operators serving the same
 /// plural and version in different groups collide, as in OLM — §9.1 observed.)
-pub fn api_service_cluster_roles(
-    desc: &ApiServiceDescription,
-    owner: &ApiOwner,
-) -> Vec<ClusterRole> {
+pub fn api_service_cluster_roles(desc: &ApiServiceDescription, owner: &ApiOwner) -> Vec<ClusterRole> {
     let owner_ref = owner_reference("apiregistration.k8s.io/v1", "APIService", owner);
     OgRoleSuffix::ALL
         .iter()
@@ -167,10 +157,7 @@ mod tests {
             ..Default::default()
         };
         let roles = crd_cluster_roles(&crd, &owner()).unwrap();
-        let names: Vec<_> = roles
-            .iter()
-            .map(|r| r.metadata.name.clone().unwrap())
-            .collect();
+        let names: Vec<_> = roles.iter().map(|r| r.metadata.name.clone().unwrap()).collect();
         assert_eq!(
             names,
             [
@@ -240,14 +227,8 @@ mod tests {
                 uid: "u".into(),
             },
         );
-        let names: Vec<_> = roles
-            .iter()
-            .map(|r| r.metadata.name.clone().unwrap())
-            .collect();
-        assert_eq!(
-            names,
-            ["things-v1-admin", "things-v1-edit", "things-v1-view"]
-        );
+        let names: Vec<_> = roles.iter().map(|r| r.metadata.name.clone().unwrap()).collect();
+        assert_eq!(names, ["things-v1-admin", "things-v1-edit", "things-v1-view"]);
         assert_eq!(
             roles[2].metadata.owner_references.as_ref().unwrap()[0].kind,
             "APIService"

@@ -23,21 +23,14 @@ pub fn operator_group_owner_labels(og_namespace: &str, og_name: &str) -> BTreeMa
     BTreeMap::from([
         (OWNER_LABEL.to_owned(), og_name.to_owned()),
         (OWNER_NAMESPACE_LABEL.to_owned(), og_namespace.to_owned()),
-        (
-            OWNER_KIND_LABEL.to_owned(),
-            OPERATOR_GROUP_OWNER_KIND.to_owned(),
-        ),
+        (OWNER_KIND_LABEL.to_owned(), OPERATOR_GROUP_OWNER_KIND.to_owned()),
     ])
 }
 
 /// The group's admin, edit and view roles for the APIs `apis` (annotation ∪ member CSVs).
 /// Selectors are sorted by label key (OLM's order is random, §9.1); no APIs means no
 /// aggregation rule.
-pub fn operator_group_cluster_roles(
-    og_namespace: &str,
-    og_name: &str,
-    apis: &ApiSet,
-) -> Vec<ClusterRole> {
+pub fn operator_group_cluster_roles(og_namespace: &str, og_name: &str, apis: &ApiSet) -> Vec<ClusterRole> {
     OgRoleSuffix::ALL
         .iter()
         .map(|&suffix| {
@@ -75,12 +68,14 @@ pub fn operator_group_cluster_roles(
 /// Whether `existing` already is what `desired` asks for: every desired label present with its
 /// value, and the same set of aggregation selectors in any order.
 pub fn cluster_role_matches(existing: &ClusterRole, desired: &ClusterRole) -> bool {
-    let labels_ok = desired
-        .metadata
-        .labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| existing.metadata.labels.as_ref().and_then(|l| l.get(k)) == Some(v));
+    let labels_ok = desired.metadata.labels.iter().flatten().all(|(k, v)| {
+        existing
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(k))
+            == Some(v)
+    });
     labels_ok && selector_set(existing) == selector_set(desired)
 }
 
@@ -104,10 +99,7 @@ mod tests {
     fn names_labels_and_selectors_match_olm() {
         let apis = parse_provided_apis("Demo.v1alpha1.example.com");
         let roles = operator_group_cluster_roles("demo", "demo-og", &apis);
-        let names: Vec<_> = roles
-            .iter()
-            .map(|r| r.metadata.name.clone().unwrap())
-            .collect();
+        let names: Vec<_> = roles.iter().map(|r| r.metadata.name.clone().unwrap()).collect();
         assert_eq!(
             names,
             [
@@ -150,8 +142,7 @@ mod tests {
             rule.cluster_role_selectors.as_mut().unwrap().reverse();
         }
         assert!(cluster_role_matches(&reordered, &desired));
-        let fewer =
-            operator_group_cluster_roles("ns", "og", &parse_provided_apis("A.v1.g")).remove(0);
+        let fewer = operator_group_cluster_roles("ns", "og", &parse_provided_apis("A.v1.g")).remove(0);
         assert!(!cluster_role_matches(&fewer, &desired));
     }
 }

@@ -5,10 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hasher;
 
-use crate::api::keys::{
-    COPIED_FROM_LABEL, OPERATOR_GROUP_ANNOTATION, OPERATOR_GROUP_NAMESPACE_ANNOTATION,
-    TARGET_NAMESPACES_ANNOTATION,
-};
+use crate::api::keys::{COPIED_FROM_LABEL, OPERATOR_GROUP_ANNOTATION, OPERATOR_GROUP_NAMESPACE_ANNOTATION, TARGET_NAMESPACES_ANNOTATION};
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -150,12 +147,7 @@ pub struct CopyRecord {
 
 /// The record of a copy; `None` for a CSV without `olm.copiedFrom`.
 pub fn copy_record(copy: &ClusterServiceVersion) -> Option<CopyRecord> {
-    let copied_from = copy
-        .metadata
-        .labels
-        .as_ref()?
-        .get(COPIED_FROM_LABEL)?
-        .clone();
+    let copied_from = copy.metadata.labels.as_ref()?.get(COPIED_FROM_LABEL)?.clone();
     let annotations = copy.metadata.annotations.as_ref();
     Some(CopyRecord {
         namespace: copy.metadata.namespace.clone().unwrap_or_default(),
@@ -165,9 +157,7 @@ pub fn copy_record(copy: &ClusterServiceVersion) -> Option<CopyRecord> {
         copied_from,
         has_operator_namespace: annotations
             .is_some_and(|a| a.contains_key(OPERATOR_GROUP_NAMESPACE_ANNOTATION)),
-        operator_group: annotations
-            .and_then(|a| a.get(OPERATOR_GROUP_ANNOTATION))
-            .cloned(),
+        operator_group: annotations.and_then(|a| a.get(OPERATOR_GROUP_ANNOTATION)).cloned(),
         has_status: copy.status.is_some(),
         hashes: copy_hashes(copy),
     })
@@ -258,18 +248,15 @@ pub fn plan_copies<'n>(
         reason,
     };
     let Some(original) = original else {
-        plan.deletes = copies
-            .iter()
-            .map(|c| delete(c, RemovalReason::OriginalGone))
-            .collect();
+        plan.deletes = copies.iter().map(|c| delete(c, RemovalReason::OriginalGone)).collect();
         return plan;
     };
     let csv = original.csv;
     let home = csv.metadata.namespace.as_deref().unwrap_or_default();
-    let in_conflict = csv.status.as_ref().is_some_and(|s| {
-        s.phase() == CsvPhase::Failed
-            && s.reason == Some(CsvReason::InterOperatorGroupOwnerConflict)
-    });
+    let in_conflict = csv
+        .status
+        .as_ref()
+        .is_some_and(|s| s.phase() == CsvPhase::Failed && s.reason == Some(CsvReason::InterOperatorGroupOwnerConflict));
     let targets = csv
         .metadata
         .annotations
@@ -282,9 +269,7 @@ pub fn plan_copies<'n>(
     let allowed = |ns: &str| {
         targets.contains(ns)
             && ns != home
-            && !(settings.disabled
-                && targets.is_all()
-                && !settings.protected_namespaces.contains(ns))
+            && !(settings.disabled && targets.is_all() && !settings.protected_namespaces.contains(ns))
     };
 
     let mut existing: BTreeMap<&str, &CopyRecord> = BTreeMap::new();

@@ -17,9 +17,7 @@ pub enum InstallModeError {
     #[error("{0}")]
     Unsupported(&'static str),
     /// `UnsupportedOperatorGroup`: MultiNamespace missing for `n` targets.
-    #[error(
-        "MultiNamespace InstallModeType not supported, cannot configure to watch {0} namespaces"
-    )]
+    #[error("MultiNamespace InstallModeType not supported, cannot configure to watch {0} namespaces")]
     MultiNamespaceUnsupported(usize),
 }
 
@@ -35,7 +33,8 @@ impl InstallModeError {
 
 const ZERO_NAMESPACES: &str =
     "operatorgroup has invalid selected namespaces, cannot configure to watch zero namespaces";
-const ALL_AMONG_OTHERS: &str = "operatorgroup has invalid selected namespaces, NamespaceAll found when |selected namespaces| > 1";
+const ALL_AMONG_OTHERS: &str =
+    "operatorgroup has invalid selected namespaces, NamespaceAll found when |selected namespaces| > 1";
 const ALL_UNSUPPORTED: &str =
     "AllNamespaces InstallModeType not supported, cannot configure to watch all namespaces";
 const OWN_UNSUPPORTED: &str =
@@ -44,9 +43,7 @@ const SINGLE_UNSUPPORTED: &str =
     "SingleNamespace InstallModeType not supported, cannot configure to watch one namespace";
 
 /// The set of supported mode types; duplicates (by type) are an error, as in OLM.
-pub fn supported_modes(
-    modes: &[InstallMode],
-) -> Result<BTreeSet<InstallModeType>, InstallModeError> {
+pub fn supported_modes(modes: &[InstallMode]) -> Result<BTreeSet<InstallModeType>, InstallModeError> {
     let mut seen = BTreeSet::new();
     for mode in modes {
         if !seen.insert(mode.type_.clone()) {
@@ -132,10 +129,7 @@ mod tests {
         .collect()
     }
 
-    use InstallModeType::{
-        AllNamespaces as All, MultiNamespace as Multi, OwnNamespace as Own,
-        SingleNamespace as Single,
-    };
+    use InstallModeType::{AllNamespaces as All, MultiNamespace as Multi, OwnNamespace as Own, SingleNamespace as Single};
 
     /// The full matrix of operatorgroup.md §5: every mode combination against every target
     /// shape, checked against the rule written out independently.
@@ -189,9 +183,7 @@ mod tests {
         assert_eq!(msg(",x"), ALL_AMONG_OTHERS);
         let multi = modes(&[Multi]);
         assert_eq!(
-            check_install_modes(&multi, "op", "op,x")
-                .unwrap_err()
-                .to_string(),
+            check_install_modes(&multi, "op", "op,x").unwrap_err().to_string(),
             OWN_UNSUPPORTED
         );
         // No installModes at all fails every group.
@@ -208,14 +200,8 @@ mod tests {
     #[test]
     fn duplicate_types_are_invalid_install_modes() {
         let dup = vec![
-            InstallMode {
-                type_: Own,
-                supported: true,
-            },
-            InstallMode {
-                type_: Own,
-                supported: false,
-            },
+            InstallMode { type_: Own, supported: true },
+            InstallMode { type_: Own, supported: false },
         ];
         let err = check_install_modes(&dup, "op", "op").unwrap_err();
         assert_eq!(err.reason(), CsvReason::InvalidInstallModes);

@@ -101,12 +101,7 @@ pub fn reconcile_provided_apis(
         if other.namespace == group.namespace && other.name == group.name {
             continue;
         }
-        if !groups_intersect(
-            &group.targets,
-            &group.namespace,
-            &other.targets,
-            &other.namespace,
-        ) {
+        if !groups_intersect(&group.targets, &group.namespace, &other.targets, &other.namespace) {
             continue;
         }
         let overlap: ApiSet = other.provided.intersection(csv_apis).cloned().collect();

@@ -26,14 +26,8 @@ impl NamespaceSelector {
 
 /// True when the selector has no requirement at all (`{}`), which selects everything.
 pub fn is_empty(selector: &LabelSelector) -> bool {
-    selector
-        .match_labels
-        .as_ref()
-        .is_none_or(BTreeMap::is_empty)
-        && selector
-            .match_expressions
-            .as_ref()
-            .is_none_or(Vec::is_empty)
+    selector.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+        && selector.match_expressions.as_ref().is_none_or(Vec::is_empty)
 }
 
 /// Validates like `metav1.LabelSelectorAsSelector`: `In`/`NotIn` need values,
@@ -42,13 +36,13 @@ pub fn parse(selector: &LabelSelector) -> Result<NamespaceSelector, InvalidSelec
     for (index, req) in selector.match_expressions.iter().flatten().enumerate() {
         let values = req.values.as_deref().unwrap_or_default();
         let problem = match req.operator.as_str() {
-            "In" | "NotIn" if values.is_empty() => Some(format!(
-                "operator {} requires one or more values",
+            "In" | "NotIn" if values.is_empty() => {
+                Some(format!("operator {} requires one or more values", req.operator))
+            }
+            "Exists" | "DoesNotExist" if !values.is_empty() => Some(format!(
+                "operator {} takes no values",
                 req.operator
             )),
-            "Exists" | "DoesNotExist" if !values.is_empty() => {
-                Some(format!("operator {} takes no values", req.operator))
-            }
             "In" | "NotIn" | "Exists" | "DoesNotExist" => None,
             other => Some(format!("{other:?} is not a valid label selector operator")),
         };

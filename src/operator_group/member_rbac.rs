@@ -101,11 +101,7 @@ pub fn copied_role(source: &Role, copy: &CsvOwner, operator_namespace: &str) -> 
 
 /// §9.2: the RoleBinding counterpart; subjects (the operator's ServiceAccount in the operator
 /// namespace) are unchanged.
-pub fn copied_role_binding(
-    source: &RoleBinding,
-    copy: &CsvOwner,
-    operator_namespace: &str,
-) -> RoleBinding {
+pub fn copied_role_binding(source: &RoleBinding, copy: &CsvOwner, operator_namespace: &str) -> RoleBinding {
     RoleBinding {
         metadata: copied_meta(&source.metadata, copy, operator_namespace),
         role_ref: source.role_ref.clone(),
@@ -245,10 +241,7 @@ mod tests {
         let cr = lifted_cluster_role(&role());
         let rules = cr.rules.unwrap();
         assert_eq!(rules.len(), 2);
-        assert_eq!(
-            rules[1].resources.as_deref(),
-            Some(&["namespaces".to_string()][..])
-        );
+        assert_eq!(rules[1].resources.as_deref(), Some(&["namespaces".to_string()][..]));
         assert_eq!(cr.metadata.name.as_deref(), Some("op.v1-sa-abc"));
         assert!(cr.metadata.namespace.is_none());
         let crb = lifted_cluster_role_binding(&binding());

@@ -153,12 +153,10 @@ mod tests {
         );
         let unsynced = MemberAnnotations::for_group(&og(None)).unwrap();
         assert_eq!(unsynced.target_namespaces, None);
-        assert!(
-            !unsynced.merge_patch()["metadata"]["annotations"]
-                .as_object()
-                .unwrap()
-                .contains_key("olm.targetNamespaces")
-        );
+        assert!(!unsynced.merge_patch()["metadata"]["annotations"]
+            .as_object()
+            .unwrap()
+            .contains_key("olm.targetNamespaces"));
     }
 
     #[test]
@@ -176,11 +174,9 @@ mod tests {
             ("olm.targetNamespaces", "a"),
         ]);
         assert!(!is_active_member(&stale, &group));
-        assert!(
-            !MemberAnnotations::for_group(&group)
-                .unwrap()
-                .present_in(stale.metadata.annotations.as_ref())
-        );
+        assert!(!MemberAnnotations::for_group(&group)
+            .unwrap()
+            .present_in(stale.metadata.annotations.as_ref()));
     }
 
     #[test]

@@ -26,17 +26,9 @@ pub struct CopyCensus {
 }
 
 /// The condition OLM writes for `census`.
-pub fn disabled_copied_csvs_condition(
-    census: CopyCensus,
-    generation: Option<i64>,
-    now: &Time,
-) -> MetaCondition {
+pub fn disabled_copied_csvs_condition(census: CopyCensus, generation: Option<i64>, now: &Time) -> MetaCondition {
     let (status, reason, message) = match census {
-        CopyCensus {
-            disabled: true,
-            unexpected_copies: false,
-            ..
-        } => (
+        CopyCensus { disabled: true, unexpected_copies: false, .. } => (
             ConditionStatus::True,
             REASON_COPIED_CSVS_DISABLED,
             "Copied CSVs are disabled and no unexpected copied CSVs were found for operators installed in AllNamespace mode",
@@ -46,10 +38,7 @@ pub fn disabled_copied_csvs_condition(
             REASON_COPIED_CSVS_DISABLED,
             "Copied CSVs are disabled and at least one unexpected copied CSV was found for an operator installed in AllNamespace mode",
         ),
-        CopyCensus {
-            missing_copies: false,
-            ..
-        } => (
+        CopyCensus { missing_copies: false, .. } => (
             ConditionStatus::False,
             REASON_COPIED_CSVS_ENABLED,
             "Copied CSVs are enabled and present across the cluster",
@@ -60,14 +49,7 @@ pub fn disabled_copied_csvs_condition(
             "Copied CSVs are enabled and at least one copied CSVs is missing",
         ),
     };
-    meta_condition(
-        CONDITION_DISABLED_COPIED_CSVS,
-        status,
-        reason,
-        message,
-        generation,
-        now,
-    )
+    meta_condition(CONDITION_DISABLED_COPIED_CSVS, status, reason, message, generation, now)
 }
 
 #[cfg(test)]
@@ -79,41 +61,22 @@ mod tests {
     }
 
     fn census(disabled: bool, unexpected: bool, missing: bool) -> CopyCensus {
-        CopyCensus {
-            disabled,
-            unexpected_copies: unexpected,
-            missing_copies: missing,
-        }
+        CopyCensus { disabled, unexpected_copies: unexpected, missing_copies: missing }
     }
 
     #[test]
     fn four_states() {
         let c = disabled_copied_csvs_condition(census(true, false, false), Some(2), &now());
-        assert_eq!(
-            (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
-            ("DisabledCopiedCSVs", "True", "CopiedCSVsDisabled")
-        );
+        assert_eq!((c.type_.as_str(), c.status.as_str(), c.reason.as_str()), ("DisabledCopiedCSVs", "True", "CopiedCSVsDisabled"));
         assert_eq!(c.observed_generation, Some(2));
         let c = disabled_copied_csvs_condition(census(true, true, false), None, &now());
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_str()),
-            ("False", "CopiedCSVsDisabled")
-        );
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "CopiedCSVsDisabled"));
         assert!(c.message.contains("at least one unexpected copied CSV"));
         let c = disabled_copied_csvs_condition(census(false, false, false), None, &now());
-        assert_eq!(
-            c.message,
-            "Copied CSVs are enabled and present across the cluster"
-        );
+        assert_eq!(c.message, "Copied CSVs are enabled and present across the cluster");
         assert_eq!(c.reason, "CopiedCSVsEnabled");
         let c = disabled_copied_csvs_condition(census(false, false, true), None, &now());
-        assert_eq!(
-            c.message,
-            "Copied CSVs are enabled and at least one copied CSVs is missing"
-        );
-        assert_eq!(
-            disabled_event_message("ops", "op.v1"),
-            "CSV copying disabled for ops/op.v1"
-        );
+        assert_eq!(c.message, "Copied CSVs are enabled and at least one copied CSVs is missing");
+        assert_eq!(disabled_event_message("ops", "op.v1"), "CSV copying disabled for ops/op.v1");
     }
 }

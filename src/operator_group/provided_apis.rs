@@ -82,9 +82,7 @@ pub fn format_provided_apis(apis: &ApiSet) -> String {
 
 /// A CSV whose owned CRD name has no dot: OLM cannot derive its group and aborts the sync.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "CSV {namespace}/{csv}: spec.customresourcedefinitions.owned: CRD name {crd:?} has no group (expected <plural>.<group>)"
-)]
+#[error("CSV {namespace}/{csv}: spec.customresourcedefinitions.owned: CRD name {crd:?} has no group (expected <plural>.<group>)")]
 pub struct CrdNameWithoutGroup {
     pub namespace: String,
     pub csv: String,
@@ -143,10 +141,7 @@ pub fn prune_provided_apis(annotation: &ApiSet, providers: &[ProviderState]) -> 
     if about_to_add {
         return None;
     }
-    let provided: ApiSet = providers
-        .iter()
-        .flat_map(|p| p.apis.iter().cloned())
-        .collect();
+    let provided: ApiSet = providers.iter().flat_map(|p| p.apis.iter().cloned()).collect();
     let kept: ApiSet = annotation.intersection(&provided).cloned().collect();
     (kept.len() < annotation.len()).then_some(kept)
 }
@@ -209,10 +204,7 @@ mod tests {
     fn prune_waits_for_a_pending_csv_about_to_add_apis() {
         let annotation = set(&["A.v1.g", "Old.v1.g"]);
         let pending = provider(&["A.v1.g", "C.v1.g"], CsvPhase::Pending);
-        assert_eq!(
-            prune_provided_apis(&annotation, std::slice::from_ref(&pending)),
-            None
-        );
+        assert_eq!(prune_provided_apis(&annotation, std::slice::from_ref(&pending)), None);
         let deleting = ProviderState {
             deleting: true,
             ..pending

@@ -175,10 +175,7 @@ mod tests {
         // Same set in another order is no change.
         let two = named(&["b", "a"]);
         let status = desired_status(&group, &observe(&groups, Some(&two), &sa, &at(30))).unwrap();
-        assert_eq!(
-            status.namespaces,
-            Some(vec!["a".to_string(), "b".to_string()])
-        );
+        assert_eq!(status.namespaces, Some(vec!["a".to_string(), "b".to_string()]));
         assert_eq!(status.last_updated, at(30));
         let mut unordered = status.clone();
         unordered.namespaces = Some(vec!["b".into(), "a".into()]);
@@ -227,20 +224,11 @@ mod tests {
         let all = TargetNamespaces::All;
         let mut group = og();
         let missing = ServiceAccountState::Missing("scoped".into());
-        let status =
-            desired_status(&group, &observe(&groups, Some(&all), &missing, &at(1))).unwrap();
+        let status = desired_status(&group, &observe(&groups, Some(&all), &missing, &at(1))).unwrap();
         let cond = &status.conditions.as_ref().unwrap()[0];
         assert_eq!(
-            (
-                cond.type_.as_str(),
-                cond.reason.as_str(),
-                cond.message.as_str()
-            ),
-            (
-                "OperatorGroupServiceAccount",
-                "ServiceAccountNotFound",
-                "ServiceAccount scoped not found"
-            )
+            (cond.type_.as_str(), cond.reason.as_str(), cond.message.as_str()),
+            ("OperatorGroupServiceAccount", "ServiceAccountNotFound", "ServiceAccount scoped not found")
         );
         // Targets are still computed while the account is missing.
         assert_eq!(status.namespaces, Some(vec![String::new()]));
@@ -263,8 +251,7 @@ mod tests {
         group.status = Some(status);
 
         let dropped = ServiceAccountState::NotRequested;
-        let status =
-            desired_status(&group, &observe(&groups, Some(&all), &dropped, &at(9))).unwrap();
+        let status = desired_status(&group, &observe(&groups, Some(&all), &dropped, &at(9))).unwrap();
         assert_eq!(status.service_account_ref, None);
         assert_eq!(status.last_updated, at(9));
     }
@@ -292,9 +279,6 @@ mod tests {
         let mut status = OperatorGroupStatus::new(at(1));
         status.namespaces = Some(vec!["a".into()]);
         group.status = Some(status);
-        assert_eq!(
-            desired_status(&group, &observe(&groups, None, &sa, &at(2))),
-            None
-        );
+        assert_eq!(desired_status(&group, &observe(&groups, None, &sa, &at(2))), None);
     }
 }

@@ -208,10 +208,7 @@ mod tests {
 
     #[test]
     fn no_spec_or_empty_selector_is_all_namespaces() {
-        assert_eq!(
-            select_targets(None, None, []).unwrap(),
-            TargetNamespaces::All
-        );
+        assert_eq!(select_targets(None, None, []).unwrap(), TargetNamespaces::All);
         let empty = LabelSelector::default();
         let targets = select_targets(Some(&[]), Some(&empty), []).unwrap();
         assert_eq!(targets, TargetNamespaces::All);
@@ -268,9 +265,7 @@ mod tests {
             TargetNamespaces::All
         );
         assert_eq!(
-            TargetNamespaces::from_annotation("b,a")
-                .unwrap()
-                .to_annotation(),
+            TargetNamespaces::from_annotation("b,a").unwrap().to_annotation(),
             "a,b"
         );
         assert_eq!(
@@ -293,12 +288,7 @@ mod tests {
         // is one of G's targets.
         assert!(groups_intersect(&named(&["a"]), "g", &named(&["b"]), "a"));
         assert!(!groups_intersect(&named(&["a"]), "g", &named(&["b"]), "h"));
-        assert!(groups_intersect(
-            &TargetNamespaces::All,
-            "g",
-            &named(&[]),
-            "h"
-        ));
+        assert!(groups_intersect(&TargetNamespaces::All, "g", &named(&[]), "h"));
         assert!(!TargetNamespaces::All.overlaps(&named(&[])));
         assert!(TargetNamespaces::All.overlaps(&TargetNamespaces::All));
     }

@@ -8,8 +8,8 @@
 pub mod catalog_source;
 pub mod cluster_service_version;
 pub mod copied_csv;
-pub mod install_plan;
 pub mod operator_group;
+pub mod install_plan;
 pub mod subscription;
 
 use std::sync::Arc;

@@ -10,11 +10,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use olm_rs::api::{
-    ClusterServiceVersion, ClusterServiceVersionStatus, OperatorGroup, OperatorGroupSpec,
-};
+use kube::Client;
+use olm_rs::api::{ClusterServiceVersion, ClusterServiceVersionStatus, OperatorGroup, OperatorGroupSpec};
 use olm_rs::k8s::clock::SystemClock;
 use olm_rs::reconcile::operator_group::{OperatorGroupOptions, run_with};
 use olm_rs::reconcile::{Context, ControllerOptions};
@@ -66,11 +64,7 @@ impl Cluster {
             ControllerOptions::default(),
         ));
         let task = tokio::spawn(run_with(ctx, options));
-        Self {
-            server,
-            client,
-            task,
-        }
+        Self { server, client, task }
     }
 
     pub fn groups(&self, namespace: &str) -> Api<OperatorGroup> {
@@ -89,12 +83,7 @@ impl Cluster {
         let ns = Namespace {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
-                labels: Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                ),
+                labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
                 ..Default::default()
             },
             ..Default::default()
@@ -105,12 +94,7 @@ impl Cluster {
             .unwrap_or_else(|e| panic!("create namespace {name}: {e}"));
     }
 
-    pub async fn create_group(
-        &self,
-        namespace: &str,
-        name: &str,
-        spec: OperatorGroupSpec,
-    ) -> OperatorGroup {
+    pub async fn create_group(&self, namespace: &str, name: &str, spec: OperatorGroupSpec) -> OperatorGroup {
         let mut og = OperatorGroup::new(name, spec);
         og.metadata.namespace = Some(namespace.to_owned());
         self.groups(namespace)
@@ -128,12 +112,7 @@ impl Cluster {
     }
 
     /// Writes a CSV status as the CSV controller would.
-    pub async fn set_csv_status(
-        &self,
-        namespace: &str,
-        name: &str,
-        status: ClusterServiceVersionStatus,
-    ) {
+    pub async fn set_csv_status(&self, namespace: &str, name: &str, status: ClusterServiceVersionStatus) {
         let body = serde_json::json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "ClusterServiceVersion",
@@ -146,11 +125,7 @@ impl Cluster {
     }
 
     /// Copies of `name` from `from`, by namespace.
-    pub async fn copies_of(
-        &self,
-        from: &str,
-        name: &str,
-    ) -> BTreeMap<String, ClusterServiceVersion> {
+    pub async fn copies_of(&self, from: &str, name: &str) -> BTreeMap<String, ClusterServiceVersion> {
         let list = Api::<ClusterServiceVersion>::all(self.client.clone())
             .list(&kube::api::ListParams::default().labels(&format!("olm.copiedFrom={from}")))
             .await
@@ -192,15 +167,10 @@ where
 
 /// A CSV in `namespace` supporting `modes`, owning the CRD `demos.example.com`.
 pub fn csv(namespace: &str, name: &str, modes: &[&str]) -> ClusterServiceVersion {
-    let modes: Vec<serde_json::Value> = [
-        "OwnNamespace",
-        "SingleNamespace",
-        "MultiNamespace",
-        "AllNamespaces",
-    ]
-    .iter()
-    .map(|t| serde_json::json!({"type": t, "supported": modes.contains(t)}))
-    .collect();
+    let modes: Vec<serde_json::Value> = ["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"]
+        .iter()
+        .map(|t| serde_json::json!({"type": t, "supported": modes.contains(t)}))
+        .collect();
     serde_json::from_value(serde_json::json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "ClusterServiceVersion",

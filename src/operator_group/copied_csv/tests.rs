@@ -28,11 +28,7 @@ fn original(targets: Option<&str>, phase: CsvPhase, reason: CsvReason) -> Cluste
 }
 
 fn succeeded(targets: &str) -> ClusterServiceVersion {
-    original(
-        Some(targets),
-        CsvPhase::Succeeded,
-        CsvReason::InstallSucceeded,
-    )
+    original(Some(targets), CsvPhase::Succeeded, CsvReason::InstallSucceeded)
 }
 
 #[test]
@@ -71,21 +67,12 @@ fn hashes_ignore_server_metadata_but_see_content_and_status() {
     assert_eq!(copy_hashes(&stored), copy_hashes(&proto));
 
     let mut relabelled = stored.clone();
-    relabelled
-        .metadata
-        .labels
-        .as_mut()
-        .unwrap()
-        .insert("extra".into(), "1".into());
+    relabelled.metadata.labels.as_mut().unwrap().insert("extra".into(), "1".into());
     let h = copy_hashes(&relabelled);
     assert_ne!(h.content, copy_hashes(&proto).content);
     assert_eq!(h.status, copy_hashes(&proto).status);
 
-    let moved = copy_prototype(&original(
-        Some(""),
-        CsvPhase::Installing,
-        CsvReason::InstallWaiting,
-    ));
+    let moved = copy_prototype(&original(Some(""), CsvPhase::Installing, CsvReason::InstallWaiting));
     assert_ne!(copy_hashes(&moved).status, copy_hashes(&proto).status);
     assert_eq!(copy_hashes(&moved).content, copy_hashes(&proto).content);
 }
@@ -98,26 +85,11 @@ fn uncopiable_reasons() {
         reason: Some(reason),
         ..Default::default()
     };
-    assert!(is_uncopiable(Some(&s(
-        CsvPhase::None,
-        CsvReason::RequirementsUnknown
-    ))));
-    assert!(is_uncopiable(Some(&s(
-        CsvPhase::Failed,
-        CsvReason::UnsupportedOperatorGroup
-    ))));
-    assert!(is_uncopiable(Some(&s(
-        CsvPhase::Failed,
-        CsvReason::TooManyOperatorGroups
-    ))));
-    assert!(!is_uncopiable(Some(&s(
-        CsvPhase::Pending,
-        CsvReason::RequirementsUnknown
-    ))));
-    assert!(!is_uncopiable(Some(&s(
-        CsvPhase::Failed,
-        CsvReason::ComponentUnhealthy
-    ))));
+    assert!(is_uncopiable(Some(&s(CsvPhase::None, CsvReason::RequirementsUnknown))));
+    assert!(is_uncopiable(Some(&s(CsvPhase::Failed, CsvReason::UnsupportedOperatorGroup))));
+    assert!(is_uncopiable(Some(&s(CsvPhase::Failed, CsvReason::TooManyOperatorGroups))));
+    assert!(!is_uncopiable(Some(&s(CsvPhase::Pending, CsvReason::RequirementsUnknown))));
+    assert!(!is_uncopiable(Some(&s(CsvPhase::Failed, CsvReason::ComponentUnhealthy))));
 }
 
 fn record_in(ns: &str, of: &ClusterServiceVersion) -> CopyRecord {
@@ -128,21 +100,11 @@ fn record_in(ns: &str, of: &ClusterServiceVersion) -> CopyRecord {
     copy_record(&copy).unwrap()
 }
 
-fn plan(
-    csv: &ClusterServiceVersion,
-    copyable: bool,
-    copies: &[CopyRecord],
-    namespaces: &[&str],
-    settings: &CopySettings,
-) -> CopyPlan {
+fn plan(csv: &ClusterServiceVersion, copyable: bool, copies: &[CopyRecord], namespaces: &[&str], settings: &CopySettings) -> CopyPlan {
     let refs: Vec<&CopyRecord> = copies.iter().collect();
     let desired = copy_hashes(&copy_prototype(csv));
     plan_copies(
-        Some(Original {
-            csv,
-            copyable,
-            desired,
-        }),
+        Some(Original { csv, copyable, desired }),
         &refs,
         namespaces.iter().copied(),
         settings,
@@ -163,13 +125,7 @@ fn created(plan: &CopyPlan) -> Vec<&str> {
 fn all_namespaces_copies_everywhere_but_home_and_skips_up_to_date() {
     let csv = succeeded("");
     let existing = [record_in("a", &csv)];
-    let p = plan(
-        &csv,
-        true,
-        &existing,
-        &["ops", "a", "b", "c"],
-        &CopySettings::default(),
-    );
+    let p = plan(&csv, true, &existing, &["ops", "a", "b", "c"], &CopySettings::default());
     assert_eq!(created(&p), ["b", "c"]);
     assert_eq!(p.up_to_date, 1);
     assert!(p.deletes.is_empty());
@@ -179,13 +135,7 @@ fn all_namespaces_copies_everywhere_but_home_and_skips_up_to_date() {
 fn stale_copies_are_updated_part_by_part() {
     let csv = succeeded("a");
     let older = original(Some("a"), CsvPhase::Installing, CsvReason::InstallWaiting);
-    let p = plan(
-        &csv,
-        true,
-        &[record_in("a", &older)],
-        &["a"],
-        &CopySettings::default(),
-    );
+    let p = plan(&csv, true, &[record_in("a", &older)], &["a"], &CopySettings::default());
     assert_eq!(
         p.writes,
         [CopyWrite::Update {
@@ -201,13 +151,7 @@ fn stale_copies_are_updated_part_by_part() {
 fn explicit_targets_copy_only_to_existing_targets_and_remove_others() {
     let csv = succeeded("a,gone,ops");
     let existing = [record_in("a", &csv), record_in("old", &csv)];
-    let p = plan(
-        &csv,
-        true,
-        &existing,
-        &["ops", "a", "b", "old"],
-        &CopySettings::default(),
-    );
+    let p = plan(&csv, true, &existing, &["ops", "a", "b", "old"], &CopySettings::default());
     assert!(created(&p).is_empty());
     assert_eq!(p.deletes.len(), 1);
     assert_eq!(p.deletes[0].namespace, "old");
@@ -218,47 +162,23 @@ fn explicit_targets_copy_only_to_existing_targets_and_remove_others() {
 fn uncopiable_original_keeps_copies_but_writes_nothing() {
     let csv = succeeded("");
     let stale = original(Some(""), CsvPhase::Installing, CsvReason::InstallWaiting);
-    let p = plan(
-        &csv,
-        false,
-        &[record_in("a", &stale)],
-        &["a", "b"],
-        &CopySettings::default(),
-    );
+    let p = plan(&csv, false, &[record_in("a", &stale)], &["a", "b"], &CopySettings::default());
     assert!(p.is_empty());
 }
 
 #[test]
 fn conflicting_or_missing_originals_lose_all_copies() {
-    let csv = original(
-        Some(""),
-        CsvPhase::Failed,
-        CsvReason::InterOperatorGroupOwnerConflict,
-    );
+    let csv = original(Some(""), CsvPhase::Failed, CsvReason::InterOperatorGroupOwnerConflict);
     let copies = [record_in("a", &csv), record_in("b", &csv)];
-    let p = plan(
-        &csv,
-        true,
-        &copies,
-        &["a", "b", "c"],
-        &CopySettings::default(),
-    );
+    let p = plan(&csv, true, &copies, &["a", "b", "c"], &CopySettings::default());
     assert!(p.writes.is_empty());
-    assert!(
-        p.deletes
-            .iter()
-            .all(|d| d.reason == RemovalReason::OriginalInConflict)
-    );
+    assert!(p.deletes.iter().all(|d| d.reason == RemovalReason::OriginalInConflict));
     assert_eq!(p.deletes.len(), 2);
 
     let refs: Vec<&CopyRecord> = copies.iter().collect();
     let gone = plan_copies(None, &refs, ["a"], &CopySettings::default());
     assert_eq!(gone.deletes.len(), 2);
-    assert!(
-        gone.deletes
-            .iter()
-            .all(|d| d.reason == RemovalReason::OriginalGone)
-    );
+    assert!(gone.deletes.iter().all(|d| d.reason == RemovalReason::OriginalGone));
 }
 
 #[test]

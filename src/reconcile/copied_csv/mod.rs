@@ -17,11 +17,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::ResourceExt;
 
-use crate::api::ClusterServiceVersion;
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
+use crate::api::ClusterServiceVersion;
 use crate::operator_group::copied_csv::{
-    CopyHashes, CopyPlan, CopyRecord, CopySettings, CopyWrite, Original, copy_hashes,
-    copy_prototype, is_uncopiable, plan_copies,
+    CopyHashes, CopyPlan, CopyRecord, CopySettings, CopyWrite, Original, copy_hashes, copy_prototype,
+    is_uncopiable, plan_copies,
 };
 use crate::operator_group::membership::{is_active_member, is_copied};
 use crate::operator_group::targets::TargetNamespaces;
@@ -98,9 +98,7 @@ fn original(shared: &Shared, key: &ObjectKey) -> Option<std::sync::Arc<ClusterSe
     shared
         .caches
         .csvs
-        .find(|c| {
-            c.metadata.namespace.as_deref() == Some(&key.namespace) && c.name_any() == key.name
-        })
+        .find(|c| c.metadata.namespace.as_deref() == Some(&key.namespace) && c.name_any() == key.name)
         .filter(|c| !is_copied(c))
 }
 
@@ -133,9 +131,7 @@ pub fn plan_for(
     let records: Vec<CopyRecord> = shared.caches.copies.of(key);
     let refs: Vec<&CopyRecord> = records.iter().collect();
     let namespaces = shared.caches.live_namespaces();
-    let names = namespaces
-        .iter()
-        .filter_map(|ns| ns.metadata.name.as_deref());
+    let names = namespaces.iter().filter_map(|ns| ns.metadata.name.as_deref());
     let view = original_csv.zip(desired).map(|(csv, desired)| Original {
         csv,
         copyable: copyable(shared, csv),
@@ -228,9 +224,7 @@ async fn execute(
         let writer = writer.clone();
         async move {
             match (op, writer) {
-                (Op::Delete(d), _) => {
-                    writes::delete_copy(&client, &d.namespace, &d.name, &d.uid).await
-                }
+                (Op::Delete(d), _) => writes::delete_copy(&client, &d.namespace, &d.name, &d.uid).await,
                 (Op::Write(CopyWrite::Create { namespace }), Some(w)) => w.create(&namespace).await,
                 (
                     Op::Write(CopyWrite::Update {
@@ -240,10 +234,7 @@ async fn execute(
                         status,
                     }),
                     Some(w),
-                ) => {
-                    w.update(&namespace, &resource_version, content, status)
-                        .await
-                }
+                ) => w.update(&namespace, &resource_version, content, status).await,
                 // `writer` exists whenever the plan has writes.
                 (Op::Write(_), None) => Ok(Outcome::Raced),
             }
@@ -273,3 +264,4 @@ async fn execute(
         None => Ok(raced),
     }
 }
+

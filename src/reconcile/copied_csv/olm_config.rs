@@ -9,16 +9,11 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::olm_config::CONDITION_DISABLED_COPIED_CSVS;
-use crate::api::{
-    ClusterServiceVersion, OlmConfig, OlmConfigStatus, find_condition, set_condition,
-};
+use crate::api::{ClusterServiceVersion, OlmConfig, OlmConfigStatus, find_condition, set_condition};
 use crate::k8s::apply::apply_status;
-use crate::operator_group::copied_csv::{
-    CopySettings, CopyWrite, RemovalReason, copy_hashes, copy_prototype,
-};
+use crate::operator_group::copied_csv::{CopySettings, CopyWrite, RemovalReason, copy_hashes, copy_prototype};
 use crate::operator_group::olm_config::{
-    CopyCensus, DISABLED_COPIED_CSVS_EVENT_REASON, disabled_copied_csvs_condition,
-    disabled_event_message,
+    CopyCensus, DISABLED_COPIED_CSVS_EVENT_REASON, disabled_copied_csvs_condition, disabled_event_message,
 };
 use crate::operator_group::targets::TargetNamespaces;
 use crate::reconcile::operator_group::queue::Next;
@@ -48,10 +43,7 @@ pub async fn sync_olm_config(shared: &Shared) -> Result<Next, CopySyncError> {
         if !targets_all(&csv) {
             continue;
         }
-        let key = ObjectKey::new(
-            csv.metadata.namespace.as_deref().unwrap_or_default(),
-            &csv.name_any(),
-        );
+        let key = ObjectKey::new(csv.metadata.namespace.as_deref().unwrap_or_default(), &csv.name_any());
         let desired = copy_hashes(&copy_prototype(&csv));
         let plan = plan_for(shared, &key, Some(&csv), Some(desired), &settings);
         census.unexpected_copies |= plan
@@ -90,12 +82,7 @@ pub async fn sync_olm_config(shared: &Shared) -> Result<Next, CopySyncError> {
 
 /// Keeps exactly one `DisabledCopiedCSVs` Warning event on an all-namespaces CSV while copying
 /// is disabled, and removes it once copying is back.
-pub async fn note_disabled(
-    shared: &Shared,
-    key: &ObjectKey,
-    csv: &ClusterServiceVersion,
-    settings: &CopySettings,
-) {
+pub async fn note_disabled(shared: &Shared, key: &ObjectKey, csv: &ClusterServiceVersion, settings: &CopySettings) {
     let applies = settings.disabled && targets_all(csv);
     let state = &shared.copy_state;
     let warned = lock(&state.warned).contains(key);
@@ -136,16 +123,12 @@ async fn delete_disabled_events(shared: &Shared, key: &ObjectKey) -> bool {
         let about = event.regarding.as_ref();
         let ours = event.reason.as_deref() == Some(DISABLED_COPIED_CSVS_EVENT_REASON)
             && about.is_some_and(|r| {
-                r.kind.as_deref() == Some("ClusterServiceVersion")
-                    && r.name.as_deref() == Some(&key.name)
+                r.kind.as_deref() == Some("ClusterServiceVersion") && r.name.as_deref() == Some(&key.name)
             });
         if !ours {
             continue;
         }
-        if let Err(err) = api
-            .delete(&event.name_any(), &DeleteParams::default())
-            .await
-        {
+        if let Err(err) = api.delete(&event.name_any(), &DeleteParams::default()).await {
             tracing::warn!(csv = %key, error = %err, "cannot delete DisabledCopiedCSVs event");
             ok = false;
         }

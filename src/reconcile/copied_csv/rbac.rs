@@ -44,9 +44,7 @@ pub struct RbacMemo {
 
 fn hash_of(value: &impl Serialize) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    serde_json::to_string(value)
-        .unwrap_or_default()
-        .hash(&mut hasher);
+    serde_json::to_string(value).unwrap_or_default().hash(&mut hasher);
     hasher.finish()
 }
 
@@ -72,21 +70,13 @@ where
     })?;
     body["apiVersion"] = K::api_version(&()).into();
     body["kind"] = K::kind(&()).into();
-    api.patch(
-        &name,
-        &PatchParams::apply(MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await
-    .map_err(api_error(key, format!("apply {} {name}", K::kind(&()))))?;
+    api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&body))
+        .await
+        .map_err(api_error(key, format!("apply {} {name}", K::kind(&()))))?;
     Ok(())
 }
 
-pub async fn ensure_member_rbac(
-    shared: &Shared,
-    key: &ObjectKey,
-    csv: &ClusterServiceVersion,
-) -> Result<(), CopySyncError> {
+pub async fn ensure_member_rbac(shared: &Shared, key: &ObjectKey, csv: &ClusterServiceVersion) -> Result<(), CopySyncError> {
     let targets = csv
         .annotations()
         .get(TARGET_NAMESPACES_ANNOTATION)
@@ -110,11 +100,7 @@ pub async fn ensure_member_rbac(
 }
 
 /// The Roles and RoleBindings of the operator namespace carrying the CSV's owner labels.
-async fn owned_sources(
-    shared: &Shared,
-    key: &ObjectKey,
-    owner: &CsvOwner,
-) -> Result<(Vec<Role>, Vec<RoleBinding>), CopySyncError> {
+async fn owned_sources(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(Vec<Role>, Vec<RoleBinding>), CopySyncError> {
     let params = ListParams::default().labels(&owner.label_selector());
     let roles = Api::<Role>::namespaced(shared.ctx.client.clone(), &key.namespace)
         .list(&params)
@@ -130,20 +116,10 @@ async fn owned_sources(
 }
 
 fn content_hash(roles: &[Role], bindings: &[RoleBinding]) -> u64 {
-    let roles: Vec<_> = roles
-        .iter()
-        .map(|r| (&r.metadata.name, &r.metadata.labels, &r.rules))
-        .collect();
+    let roles: Vec<_> = roles.iter().map(|r| (&r.metadata.name, &r.metadata.labels, &r.rules)).collect();
     let bindings: Vec<_> = bindings
         .iter()
-        .map(|b| {
-            (
-                &b.metadata.name,
-                &b.metadata.labels,
-                &b.role_ref,
-                &b.subjects,
-            )
-        })
+        .map(|b| (&b.metadata.name, &b.metadata.labels, &b.role_ref, &b.subjects))
         .collect();
     hash_of(&(roles, bindings))
 }
@@ -151,21 +127,12 @@ fn content_hash(roles: &[Role], bindings: &[RoleBinding]) -> u64 {
 /// §9.3: the CSV's Roles and RoleBindings as ClusterRoles and ClusterRoleBindings.
 async fn lift(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), CopySyncError> {
     let (roles, bindings) = owned_sources(shared, key, owner).await?;
-    let roles: Vec<Role> = roles
-        .into_iter()
-        .filter(|r| owner.labels_own(&r.metadata))
-        .collect();
-    let bindings: Vec<RoleBinding> = bindings
-        .into_iter()
-        .filter(|b| owner.labels_own(&b.metadata))
-        .collect();
+    let roles: Vec<Role> = roles.into_iter().filter(|r| owner.labels_own(&r.metadata)).collect();
+    let bindings: Vec<RoleBinding> = bindings.into_iter().filter(|b| owner.labels_own(&b.metadata)).collect();
     let hash = content_hash(&roles, &bindings);
     {
         let memos = lock(&shared.copy_state.rbac);
-        if memos
-            .get(key)
-            .is_some_and(|m| m.lifted && m.sources == Some(hash))
-        {
+        if memos.get(key).is_some_and(|m| m.lifted && m.sources == Some(hash)) {
             return Ok(());
         }
     }
@@ -175,12 +142,7 @@ async fn lift(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), 
     }
     let cluster_bindings: Api<ClusterRoleBinding> = Api::all(shared.ctx.client.clone());
     for binding in &bindings {
-        apply_owned(
-            &cluster_bindings,
-            &lifted_cluster_role_binding(binding),
-            key,
-        )
-        .await?;
+        apply_owned(&cluster_bindings, &lifted_cluster_role_binding(binding), key).await?;
     }
     let mut memos = lock(&shared.copy_state.rbac);
     let memo = memos.entry(key.clone()).or_default();
@@ -190,11 +152,7 @@ async fn lift(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), 
 }
 
 /// §9.2: the CSV's Roles and RoleBindings next to each of its copies, owned by the copy.
-async fn copy_to_targets(
-    shared: &Shared,
-    key: &ObjectKey,
-    owner: &CsvOwner,
-) -> Result<(), CopySyncError> {
+async fn copy_to_targets(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), CopySyncError> {
     let copies: Vec<(String, String)> = shared
         .caches
         .copies
@@ -207,14 +165,8 @@ async fn copy_to_targets(
         return Ok(());
     }
     let (roles, bindings) = owned_sources(shared, key, owner).await?;
-    let roles: Vec<Role> = roles
-        .into_iter()
-        .filter(|r| owner.owns(&r.metadata))
-        .collect();
-    let bindings: Vec<RoleBinding> = bindings
-        .into_iter()
-        .filter(|b| owner.owns(&b.metadata))
-        .collect();
+    let roles: Vec<Role> = roles.into_iter().filter(|r| owner.owns(&r.metadata)).collect();
+    let bindings: Vec<RoleBinding> = bindings.into_iter().filter(|b| owner.owns(&b.metadata)).collect();
     let hash = content_hash(&roles, &bindings);
     let pending: Vec<(String, String)> = {
         let mut memos = lock(&shared.copy_state.rbac);
@@ -223,10 +175,7 @@ async fn copy_to_targets(
             memo.sources = Some(hash);
             memo.copied.clear();
         }
-        copies
-            .into_iter()
-            .filter(|c| !memo.copied.contains(c))
-            .collect()
+        copies.into_iter().filter(|c| !memo.copied.contains(c)).collect()
     };
     for (namespace, uid) in pending {
         let copy = CsvOwner {
@@ -240,12 +189,7 @@ async fn copy_to_targets(
         }
         let binding_api: Api<RoleBinding> = Api::namespaced(shared.ctx.client.clone(), &namespace);
         for binding in &bindings {
-            apply_owned(
-                &binding_api,
-                &copied_role_binding(binding, &copy, &key.namespace),
-                key,
-            )
-            .await?;
+            apply_owned(&binding_api, &copied_role_binding(binding, &copy, &key.namespace), key).await?;
         }
         lock(&shared.copy_state.rbac)
             .entry(key.clone())
@@ -257,11 +201,7 @@ async fn copy_to_targets(
 }
 
 /// §9.1 second table: per-API ClusterRoles, owned by the CRD or APIService they grant.
-async fn ensure_api_roles(
-    shared: &Shared,
-    key: &ObjectKey,
-    csv: &ClusterServiceVersion,
-) -> Result<(), CopySyncError> {
+async fn ensure_api_roles(shared: &Shared, key: &ObjectKey, csv: &ClusterServiceVersion) -> Result<(), CopySyncError> {
     let crds = csv
         .spec
         .custom_resource_definitions
@@ -275,10 +215,7 @@ async fn ensure_api_roles(
         .and_then(|d| d.owned.clone())
         .unwrap_or_default();
     let hash = hash_of(&(&crds, &services));
-    if lock(&shared.copy_state.rbac)
-        .get(key)
-        .is_some_and(|m| m.api_roles == Some(hash))
-    {
+    if lock(&shared.copy_state.rbac).get(key).is_some_and(|m| m.api_roles == Some(hash)) {
         return Ok(());
     }
     let client = shared.ctx.client.clone();
@@ -324,10 +261,7 @@ async fn ensure_api_roles(
         }
     }
     if complete {
-        lock(&shared.copy_state.rbac)
-            .entry(key.clone())
-            .or_default()
-            .api_roles = Some(hash);
+        lock(&shared.copy_state.rbac).entry(key.clone()).or_default().api_roles = Some(hash);
     }
     Ok(())
 }

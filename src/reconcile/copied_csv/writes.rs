@@ -64,9 +64,7 @@ fn classify(err: kube::Error) -> Result<Outcome, kube::Error> {
     match &err {
         kube::Error::Api(status) if status.code == 409 => Ok(Outcome::Raced),
         // A terminating namespace refuses new content (403, "... is being terminated").
-        kube::Error::Api(status)
-            if status.code == 403 && status.message.contains("being terminated") =>
-        {
+        kube::Error::Api(status) if status.code == 403 && status.message.contains("being terminated") => {
             Ok(Outcome::NamespaceGone)
         }
         _ => Err(err),
@@ -75,10 +73,7 @@ fn classify(err: kube::Error) -> Result<Outcome, kube::Error> {
 
 impl CopyWriter {
     /// A writer for `prototype` (a [`copy_prototype`](crate::operator_group::copied_csv::copy_prototype)).
-    pub fn new(
-        client: Client,
-        prototype: ClusterServiceVersion,
-    ) -> Result<Self, serde_json::Error> {
+    pub fn new(client: Client, prototype: ClusterServiceVersion) -> Result<Self, serde_json::Error> {
         let create_body = serde_json::to_vec(&prototype)?;
         let name = prototype.metadata.name.clone().unwrap_or_default();
         Ok(Self {
@@ -89,11 +84,7 @@ impl CopyWriter {
         })
     }
 
-    fn error(
-        &self,
-        namespace: &str,
-        action: &'static str,
-    ) -> impl FnOnce(kube::Error) -> WriteError {
+    fn error(&self, namespace: &str, action: &'static str) -> impl FnOnce(kube::Error) -> WriteError {
         let namespace = namespace.to_owned();
         let name = self.name.clone();
         move |source| WriteError {
@@ -115,14 +106,10 @@ impl CopyWriter {
     pub async fn create(&self, namespace: &str) -> Result<Outcome, WriteError> {
         let request = Request::new(url(namespace))
             .create(&PostParams::default(), self.create_body.clone())
-            .map_err(|e| {
-                self.error(namespace, "build the create request")(kube::Error::BuildRequest(e))
-            })?;
+            .map_err(|e| self.error(namespace, "build the create request")(kube::Error::BuildRequest(e)))?;
         let created = match self.send(request).await {
             Ok(created) => created,
-            Err(kube::Error::Api(status)) if status.code == 404 => {
-                return Ok(Outcome::NamespaceGone);
-            }
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Outcome::NamespaceGone),
             Err(err) => return classify(err).map_err(self.error(namespace, "create")),
         };
         let uid = created.metadata.uid.clone().unwrap_or_default();
@@ -154,9 +141,7 @@ impl CopyWriter {
                 .map_err(|e| self.error(namespace, "encode")(kube::Error::SerdeError(e)))?;
             let request = Request::new(url(namespace))
                 .replace(&self.name, &PostParams::default(), body)
-                .map_err(|e| {
-                    self.error(namespace, "build the update request")(kube::Error::BuildRequest(e))
-                })?;
+                .map_err(|e| self.error(namespace, "build the update request")(kube::Error::BuildRequest(e)))?;
             match self.send(request).await {
                 Ok(updated) => {
                     version = updated.metadata.resource_version;
@@ -195,9 +180,7 @@ impl CopyWriter {
             .map_err(|e| self.error(namespace, "encode the status")(kube::Error::SerdeError(e)))?;
         let request = Request::new(url(namespace))
             .replace_subresource("status", &self.name, &PostParams::default(), body)
-            .map_err(|e| {
-                self.error(namespace, "build the status request")(kube::Error::BuildRequest(e))
-            })?;
+            .map_err(|e| self.error(namespace, "build the status request")(kube::Error::BuildRequest(e)))?;
         match self.send(request).await {
             Ok(written) => Ok(Outcome::Written {
                 uid: written.metadata.uid.unwrap_or_default(),
@@ -209,12 +192,7 @@ impl CopyWriter {
 }
 
 /// Deletes the copy `namespace/name` if it still has `uid`.
-pub async fn delete_copy(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-    uid: &str,
-) -> Result<Outcome, WriteError> {
+pub async fn delete_copy(client: &Client, namespace: &str, name: &str, uid: &str) -> Result<Outcome, WriteError> {
     let params = DeleteParams {
         preconditions: (!uid.is_empty()).then(|| Preconditions {
             uid: Some(uid.to_owned()),

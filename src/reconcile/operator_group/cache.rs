@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, PartialObjectMeta};
 use kube::{Client, Resource, ResourceExt};
-use kube_runtime::WatchStreamExt;
 use kube_runtime::reflector::{self, Store, store::Writer};
 use kube_runtime::watcher::{self, Event};
+use kube_runtime::WatchStreamExt;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
@@ -139,11 +139,7 @@ impl CopyCache {
 
     /// The copy of `original` in `namespace`.
     pub fn get(&self, original: &ObjectKey, namespace: &str) -> Option<CopyRecord> {
-        self.read()
-            .by_original
-            .get(original)?
-            .get(namespace)
-            .cloned()
+        self.read().by_original.get(original)?.get(namespace).cloned()
     }
 
     /// Every original that has copies.
@@ -205,10 +201,7 @@ impl CopyCache {
             }
             Event::InitApply(csv) => {
                 if let Some(record) = copy_record(&csv) {
-                    self.write()
-                        .relist
-                        .get_or_insert_with(Vec::new)
-                        .push(record);
+                    self.write().relist.get_or_insert_with(Vec::new).push(record);
                 }
                 None
             }
@@ -249,33 +242,22 @@ fn reflected<K>(
     strip: impl FnMut(&mut K) + Send + 'static,
 ) -> impl Stream<Item = Event<K>> + Send
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
     let kind = K::kind(&()).to_string();
-    reflector::reflector(
-        writer,
-        watcher::watcher(api, config)
-            .default_backoff()
-            .modify(strip),
-    )
-    .filter_map(move |event| {
-        let kind = kind.clone();
-        async move {
-            match event {
-                Ok(event) => Some(event),
-                Err(err) => {
-                    tracing::warn!(%kind, error = %err, "watch failed; retrying");
-                    None
+    reflector::reflector(writer, watcher::watcher(api, config).default_backoff().modify(strip))
+        .filter_map(move |event| {
+            let kind = kind.clone();
+            async move {
+                match event {
+                    Ok(event) => Some(event),
+                    Err(err) => {
+                        tracing::warn!(%kind, error = %err, "watch failed; retrying");
+                        None
+                    }
                 }
             }
-        }
-    })
+        })
 }
 
 fn strip_managed_fields<K: Resource>(obj: &mut K) {
@@ -303,15 +285,12 @@ pub fn watch_all(client: &Client) -> (Caches, Feeds) {
 
     let namespace_feed = reflector::reflector(
         namespaces_w,
-        watcher::watcher(
-            Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
-            paged(),
-        )
-        .default_backoff()
-        .modify(|ns: &mut PartialObjectMeta<Namespace>| {
-            ns.metadata.managed_fields = None;
-            ns.metadata.annotations = None;
-        }),
+        watcher::watcher(Api::<PartialObjectMeta<Namespace>>::all(client.clone()), paged())
+            .default_backoff()
+            .modify(|ns: &mut PartialObjectMeta<Namespace>| {
+                ns.metadata.managed_fields = None;
+                ns.metadata.annotations = None;
+            }),
     )
     .filter_map(|event| async move {
         event
@@ -341,13 +320,7 @@ pub fn watch_all(client: &Client) -> (Caches, Feeds) {
         desired_copies: Arc::default(),
     };
     let feeds = Feeds {
-        groups: reflected(
-            groups_w,
-            Api::all(client.clone()),
-            paged(),
-            strip_managed_fields,
-        )
-        .boxed(),
+        groups: reflected(groups_w, Api::all(client.clone()), paged(), strip_managed_fields).boxed(),
         csvs: reflected(
             csvs_w,
             Api::all(client.clone()),
@@ -364,13 +337,8 @@ pub fn watch_all(client: &Client) -> (Caches, Feeds) {
             strip_managed_fields,
         )
         .boxed(),
-        olm_configs: reflected(
-            olm_configs_w,
-            Api::all(client.clone()),
-            paged(),
-            strip_managed_fields,
-        )
-        .boxed(),
+        olm_configs: reflected(olm_configs_w, Api::all(client.clone()), paged(), strip_managed_fields)
+            .boxed(),
     };
     (caches, feeds)
 }

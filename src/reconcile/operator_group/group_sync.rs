@@ -48,26 +48,20 @@ pub enum GroupSyncError {
     },
 }
 
-fn api_error(
-    group: &ObjectKey,
-    action: impl Into<String>,
-) -> impl FnOnce(kube::Error) -> GroupSyncError {
+fn api_error(group: &ObjectKey, action: impl Into<String>) -> impl FnOnce(kube::Error) -> GroupSyncError {
     let group = group.clone();
     let action = action.into();
-    move |source| GroupSyncError::Api {
-        group,
-        action,
-        source,
-    }
+    move |source| GroupSyncError::Api { group, action, source }
 }
 
 /// Reason of the Warning event when targets cannot be computed.
 const INVALID_TARGETS_EVENT: &str = "InvalidTargetNamespaces";
 
 pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncError> {
-    let found = shared.caches.groups.find(|og| {
-        og.metadata.namespace.as_deref() == Some(&key.namespace) && og.name_any() == key.name
-    });
+    let found = shared
+        .caches
+        .groups
+        .find(|og| og.metadata.namespace.as_deref() == Some(&key.namespace) && og.name_any() == key.name);
     let Some(og) = found else {
         return clean_up_deleted(shared, key).await;
     };
@@ -85,12 +79,7 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
     let targets = select_targets(
         og.spec.target_namespaces.as_deref(),
         og.spec.selector.as_ref(),
-        namespaces.iter().map(|ns| {
-            (
-                ns.metadata.name.as_deref().unwrap_or_default(),
-                ns.metadata.labels.as_ref(),
-            )
-        }),
+        namespaces.iter().map(|ns| (ns.metadata.name.as_deref().unwrap_or_default(), ns.metadata.labels.as_ref())),
     );
     drop(namespaces);
     let target_error = targets.as_ref().err().cloned();
@@ -98,10 +87,7 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
     // §8: the service account.
     let account = service_account_state(shared, &og, key).await?;
 
-    let previous_ref = og
-        .status
-        .as_ref()
-        .and_then(|s| s.service_account_ref.clone());
+    let previous_ref = og.status.as_ref().and_then(|s| s.service_account_ref.clone());
     let observed = Observed {
         groups_in_namespace: &siblings,
         targets: targets.as_ref().ok(),
@@ -112,17 +98,10 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
     if let Some(status) = desired_status(&og, &observed) {
         let api: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), &key.namespace);
         current = api
-            .patch_status(
-                &key.name,
-                &merge_params(),
-                &Patch::Merge(status_merge_patch(&status)),
-            )
+            .patch_status(&key.name, &merge_params(), &Patch::Merge(status_merge_patch(&status)))
             .await
             .map_err(api_error(key, "write status"))?;
-        let new_ref = current
-            .status
-            .as_ref()
-            .and_then(|s| s.service_account_ref.clone());
+        let new_ref = current.status.as_ref().and_then(|s| s.service_account_ref.clone());
         if new_ref.is_some() && new_ref != previous_ref {
             retry_no_retry_members(shared, &current, &now).await?;
         }
@@ -132,10 +111,7 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
         ctx.events
             .warning(&object_ref(&og), INVALID_TARGETS_EVENT, source.to_string())
             .await;
-        return Err(GroupSyncError::Targets {
-            group: key.clone(),
-            source,
-        });
+        return Err(GroupSyncError::Targets { group: key.clone(), source });
     }
 
     // §2 step 4, only for the one group of a namespace: with two groups each would stamp its
@@ -164,11 +140,7 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
             all_apis.extend(apis.iter().cloned());
             providers.push(ProviderState {
                 apis,
-                phase: csv
-                    .status
-                    .as_ref()
-                    .map(|s| s.phase())
-                    .unwrap_or(CsvPhase::None),
+                phase: csv.status.as_ref().map(|s| s.phase()).unwrap_or(CsvPhase::None),
                 deleting: csv.metadata.deletion_timestamp.is_some(),
             });
         }
@@ -190,10 +162,7 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
     }
 
     if let ServiceAccountState::Missing(account) = account {
-        return Err(GroupSyncError::ServiceAccountMissing {
-            group: key.clone(),
-            account,
-        });
+        return Err(GroupSyncError::ServiceAccountMissing { group: key.clone(), account });
     }
     Ok(Next::Done)
 }
@@ -207,12 +176,7 @@ async fn service_account_state(
     og: &OperatorGroup,
     key: &ObjectKey,
 ) -> Result<ServiceAccountState, GroupSyncError> {
-    let Some(name) = og
-        .spec
-        .service_account_name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-    else {
+    let Some(name) = og.spec.service_account_name.as_deref().filter(|n| !n.is_empty()) else {
         return Ok(ServiceAccountState::NotRequested);
     };
     let api: Api<ServiceAccount> = Api::namespaced(shared.ctx.client.clone(), &key.namespace);
@@ -226,8 +190,7 @@ async fn service_account_state(
     // §8: OLM's caches only see labelled accounts; a merge patch leaves the user's other
     // labels (and their field ownership) alone.
     if account.labels().get(MANAGED_LABEL).map(String::as_str) != Some(MANAGED_LABEL_VALUE) {
-        let patch =
-            serde_json::json!({"metadata": {"labels": {MANAGED_LABEL: MANAGED_LABEL_VALUE}}});
+        let patch = serde_json::json!({"metadata": {"labels": {MANAGED_LABEL: MANAGED_LABEL_VALUE}}});
         account = api
             .patch(name, &merge_params(), &Patch::Merge(&patch))
             .await
@@ -246,20 +209,10 @@ async fn service_account_state(
 
 /// §8: a new service-account reference may unblock CSVs of this group stuck in
 /// `Failed / InstallComponentFailedNoRetry`.
-async fn retry_no_retry_members(
-    shared: &Shared,
-    og: &OperatorGroup,
-    now: &Time,
-) -> Result<(), GroupSyncError> {
-    let key = ObjectKey::new(
-        og.metadata.namespace.as_deref().unwrap_or_default(),
-        &og.name_any(),
-    );
+async fn retry_no_retry_members(shared: &Shared, og: &OperatorGroup, now: &Time) -> Result<(), GroupSyncError> {
+    let key = ObjectKey::new(og.metadata.namespace.as_deref().unwrap_or_default(), &og.name_any());
     for csv in shared.caches.csvs_in(&key.namespace) {
-        let member = csv
-            .annotations()
-            .get(crate::api::keys::OPERATOR_GROUP_ANNOTATION)
-            == Some(&key.name);
+        let member = csv.annotations().get(crate::api::keys::OPERATOR_GROUP_ANNOTATION) == Some(&key.name);
         let stuck = csv
             .status
             .as_ref()
@@ -274,29 +227,20 @@ async fn retry_no_retry_members(
             "Cluster resources changed state",
             now,
         );
-        let api: Api<ClusterServiceVersion> =
-            Api::namespaced(shared.ctx.client.clone(), &key.namespace);
+        let api: Api<ClusterServiceVersion> = Api::namespaced(shared.ctx.client.clone(), &key.namespace);
         apply_status(&api, &csv.name_any(), &status)
             .await
-            .map_err(api_error(
-                &key,
-                format!("move CSV {} back to Pending", csv.name_any()),
-            ))?;
+            .map_err(api_error(&key, format!("move CSV {} back to Pending", csv.name_any())))?;
     }
     Ok(())
 }
 
 /// §2 step 4: stamps the membership annotations on every non-copied CSV of the namespace.
-async fn annotate_members(
-    shared: &Shared,
-    og: &OperatorGroup,
-    key: &ObjectKey,
-) -> Result<(), GroupSyncError> {
+async fn annotate_members(shared: &Shared, og: &OperatorGroup, key: &ObjectKey) -> Result<(), GroupSyncError> {
     let Ok(wanted) = MemberAnnotations::for_group(og) else {
         return Ok(());
     };
-    let api: Api<ClusterServiceVersion> =
-        Api::namespaced(shared.ctx.client.clone(), &key.namespace);
+    let api: Api<ClusterServiceVersion> = Api::namespaced(shared.ctx.client.clone(), &key.namespace);
     for csv in shared.caches.csvs_in(&key.namespace) {
         if is_copied(&csv) || wanted.present_in(csv.metadata.annotations.as_ref()) {
             continue;
@@ -318,25 +262,16 @@ async fn annotate_members(
 }
 
 /// Applies the three group roles where the cache shows them missing or different.
-async fn ensure_group_roles(
-    shared: &Shared,
-    key: &ObjectKey,
-    apis: &ApiSet,
-) -> Result<(), GroupSyncError> {
+async fn ensure_group_roles(shared: &Shared, key: &ObjectKey, apis: &ApiSet) -> Result<(), GroupSyncError> {
     let api: Api<ClusterRole> = Api::all(shared.ctx.client.clone());
     for desired in operator_group_cluster_roles(&key.namespace, &key.name, apis) {
         let name = desired.name_any();
         let existing = shared.caches.group_roles.find(|r| r.name_any() == name);
-        if existing
-            .as_ref()
-            .is_some_and(|r| cluster_role_matches(r, &desired))
-        {
+        if existing.as_ref().is_some_and(|r| cluster_role_matches(r, &desired)) {
             continue;
         }
         let drop_rule = desired.aggregation_rule.is_none()
-            && existing
-                .as_ref()
-                .is_some_and(|r| r.aggregation_rule.is_some());
+            && existing.as_ref().is_some_and(|r| r.aggregation_rule.is_some());
         // These roles are olm-rs's alone; forcing takes them over from OLM v0 after a migration
         // (same names, api-types.md §6).
         let mut body = serde_json::to_value(&desired).map_err(|e| GroupSyncError::Api {
@@ -346,23 +281,16 @@ async fn ensure_group_roles(
         })?;
         body["apiVersion"] = "rbac.authorization.k8s.io/v1".into();
         body["kind"] = "ClusterRole".into();
-        api.patch(
-            &name,
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(&body),
-        )
-        .await
-        .map_err(api_error(key, format!("apply ClusterRole {name}")))?;
+        api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&body))
+            .await
+            .map_err(api_error(key, format!("apply ClusterRole {name}")))?;
         if drop_rule {
             // §9.1: no APIs, no aggregation rule. Named explicitly: an apply that omits a field
             // keeps it when another manager (OLM v0) set it.
             let patch = serde_json::json!({"aggregationRule": null});
             api.patch(&name, &merge_params(), &Patch::Merge(&patch))
                 .await
-                .map_err(api_error(
-                    key,
-                    format!("drop the aggregation rule of ClusterRole {name}"),
-                ))?;
+                .map_err(api_error(key, format!("drop the aggregation rule of ClusterRole {name}")))?;
         }
     }
     Ok(())
@@ -372,10 +300,9 @@ async fn ensure_group_roles(
 /// labels and member CSVs are handled by their own loops (the delete event queued them).
 async fn clean_up_deleted(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncError> {
     let owner: BTreeMap<String, String> = operator_group_owner_labels(&key.namespace, &key.name);
-    let roles = shared
-        .caches
-        .group_roles
-        .state_filter(|role| owner.iter().all(|(k, v)| role.labels().get(k) == Some(v)));
+    let roles = shared.caches.group_roles.state_filter(|role| {
+        owner.iter().all(|(k, v)| role.labels().get(k) == Some(v))
+    });
     if roles.is_empty() {
         return Ok(Next::Done);
     }
@@ -395,9 +322,7 @@ async fn clean_up_deleted(shared: &Shared, key: &ObjectKey) -> Result<Next, Grou
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(source) => {
-                return Err(api_error(key, format!("delete ClusterRole {name}"))(source));
-            }
+            Err(source) => return Err(api_error(key, format!("delete ClusterRole {name}"))(source)),
         }
     }
     Ok(Next::Done)

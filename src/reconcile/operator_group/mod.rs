@@ -190,40 +190,25 @@ async fn workers(shared: Arc<Shared>) {
 
     let n = shared.options.workers;
     let s = shared.clone();
-    let groups = queue::run_workers(
-        "operatorgroup",
-        shared.queues.groups.clone(),
-        n,
-        move |key| {
-            let s = s.clone();
-            async move { group_sync::sync(&s, &key).await }
-        },
-    );
+    let groups = queue::run_workers("operatorgroup", shared.queues.groups.clone(), n, move |key| {
+        let s = s.clone();
+        async move { group_sync::sync(&s, &key).await }
+    });
     let s = shared.clone();
-    let namespaces = queue::run_workers(
-        "namespace",
-        shared.queues.namespaces.clone(),
-        n,
-        move |name| {
-            let s = s.clone();
-            async move { namespace_sync::sync(&s, &name).await }
-        },
-    );
+    let namespaces = queue::run_workers("namespace", shared.queues.namespaces.clone(), n, move |name| {
+        let s = s.clone();
+        async move { namespace_sync::sync(&s, &name).await }
+    });
     let s = shared.clone();
     let copies = queue::run_workers("copied-csv", shared.queues.copies.clone(), n, move |key| {
         let s = s.clone();
         async move { copied_csv::sync(&s, &key).await }
     });
     let s = shared.clone();
-    let config = queue::run_workers(
-        "olmconfig",
-        shared.queues.olm_config.clone(),
-        1,
-        move |()| {
-            let s = s.clone();
-            async move { copied_csv::sync_olm_config(&s).await }
-        },
-    );
+    let config = queue::run_workers("olmconfig", shared.queues.olm_config.clone(), 1, move |()| {
+        let s = s.clone();
+        async move { copied_csv::sync_olm_config(&s).await }
+    });
     let s = shared.clone();
     let resync = async move {
         let mut tick = tokio::time::interval(s.options.resync);

@@ -10,8 +10,8 @@ use kube::api::{Api, Patch};
 use crate::operator_group::namespace_labels::{desired_group_labels, namespace_label_patch};
 use crate::operator_group::targets::TargetNamespaces;
 
-use super::queue::Next;
 use super::{Shared, merge_params};
+use super::queue::Next;
 
 #[derive(Debug, thiserror::Error)]
 #[error("Namespace {namespace}: cannot update OperatorGroup labels: {source}")]
@@ -35,8 +35,7 @@ pub async fn sync(shared: &Shared, name: &str) -> Result<Next, NamespaceSyncErro
         .iter()
         .filter_map(|og: &Arc<_>| {
             let uid = og.metadata.uid.clone()?;
-            let targets =
-                TargetNamespaces::from_status(og.status.as_ref()?.namespaces.as_deref()).ok()?;
+            let targets = TargetNamespaces::from_status(og.status.as_ref()?.namespaces.as_deref()).ok()?;
             Some((uid, targets))
         })
         .collect();
@@ -45,10 +44,7 @@ pub async fn sync(shared: &Shared, name: &str) -> Result<Next, NamespaceSyncErro
         return Ok(Next::Done);
     };
     let api: Api<Namespace> = Api::all(shared.ctx.client.clone());
-    match api
-        .patch(name, &merge_params(), &Patch::Merge(&patch))
-        .await
-    {
+    match api.patch(name, &merge_params(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(Next::Done),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(Next::Done),
         Err(source) => Err(NamespaceSyncError {

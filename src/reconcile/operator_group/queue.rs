@@ -183,12 +183,8 @@ pub enum Next {
 
 /// Runs `workers` concurrent loops taking keys from `queue` and calling `handle`. Errors are
 /// logged and retried with back-off. Never returns.
-pub async fn run_workers<K, F, Fut, E>(
-    name: &'static str,
-    queue: WorkQueue<K>,
-    workers: usize,
-    handle: F,
-) where
+pub async fn run_workers<K, F, Fut, E>(name: &'static str, queue: WorkQueue<K>, workers: usize, handle: F)
+where
     K: Clone + Eq + Hash + Send + std::fmt::Debug + 'static,
     F: Fn(K) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Next, E>> + Send,

@@ -32,10 +32,7 @@ pub struct Queues {
 }
 
 fn key_of<K: kube::Resource>(obj: &K) -> ObjectKey {
-    ObjectKey::new(
-        obj.meta().namespace.as_deref().unwrap_or_default(),
-        &obj.name_any(),
-    )
+    ObjectKey::new(obj.meta().namespace.as_deref().unwrap_or_default(), &obj.name_any())
 }
 
 fn status_targets(og: &OperatorGroup) -> Option<TargetNamespaces> {
@@ -50,12 +47,8 @@ impl Queues {
     pub fn on_group(&self, caches: &Caches, og: &OperatorGroup) {
         let namespace = og.metadata.namespace.as_deref().unwrap_or_default();
         self.groups.add(key_of(og));
-        self.groups.add_all(
-            caches
-                .groups_in(namespace)
-                .iter()
-                .map(|g| key_of(g.as_ref())),
-        );
+        self.groups
+            .add_all(caches.groups_in(namespace).iter().map(|g| key_of(g.as_ref())));
         let mut namespaces: BTreeSet<String> = BTreeSet::new();
         if let Some(TargetNamespaces::Named(set)) = status_targets(og) {
             namespaces.extend(set);
@@ -80,12 +73,8 @@ impl Queues {
     pub fn on_csv(&self, caches: &Caches, csv: &ClusterServiceVersion) {
         let namespace = csv.metadata.namespace.as_deref().unwrap_or_default();
         self.copies.add(key_of(csv));
-        self.groups.add_all(
-            caches
-                .groups_in(namespace)
-                .iter()
-                .map(|g| key_of(g.as_ref())),
-        );
+        self.groups
+            .add_all(caches.groups_in(namespace).iter().map(|g| key_of(g.as_ref())));
     }
 
     /// A copy changed or went away: its original, when the copy is no longer what the
