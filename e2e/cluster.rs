@@ -6,13 +6,15 @@ use std::fmt::Display;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Config};
 use serde_json::Value;
 
 /// Where the controller runs (the chart's `globalCatalogNamespace`).
 pub const DEFAULT_CONTROLLER_NAMESPACE: &str = "olm";
+/// Where the chart puts its all-namespaces OperatorGroup.
+pub const DEFAULT_OPERATORS_NAMESPACE: &str = "operators";
 /// The catalog image `e2e/kind.sh` pushes to the cluster's local registry.
 pub const DEFAULT_CATALOG_IMAGE: &str = "localhost:5001/olm-rs-e2e-catalog:dev";
 
@@ -20,11 +22,28 @@ pub const DEFAULT_CATALOG_IMAGE: &str = "localhost:5001/olm-rs-e2e-catalog:dev";
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub controller_namespace: String,
+    /// The namespace of the chart's all-namespaces OperatorGroup (`operatorsNamespace`).
+    pub operators_namespace: String,
     pub catalog_image: String,
     /// The longest any single wait may take.
     pub timeout: Duration,
     /// Keep the journeys' namespaces for inspection.
     pub keep: bool,
+    /// Where the controller runs.
+    pub controller: ControllerAccess,
+    /// `OLM_RS_E2E_NO_PODS`: the cluster runs no pods, whatever its node list says.
+    pub no_pods: bool,
+}
+
+/// How the journeys reach the controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControllerAccess {
+    /// The Helm chart's Deployment `olm-rs-controller` in the controller namespace; `/metrics`
+    /// through the API server's pod proxy.
+    InCluster,
+    /// An `olm-rs run` process outside the cluster (`OLM_RS_E2E_CONTROLLER_URL`, its probe
+    /// address, e.g. `http://127.0.0.1:8080`): `/readyz` and `/metrics` are read there.
+    Local { probe_url: String },
 }
 
 impl Settings {
@@ -42,10 +61,19 @@ impl Settings {
         Ok(Self {
             controller_namespace: var("OLM_RS_E2E_NAMESPACE")
                 .unwrap_or_else(|| DEFAULT_CONTROLLER_NAMESPACE.to_owned()),
+            operators_namespace: var("OLM_RS_E2E_OPERATORS_NAMESPACE")
+                .unwrap_or_else(|| DEFAULT_OPERATORS_NAMESPACE.to_owned()),
             catalog_image: var("OLM_RS_E2E_CATALOG_IMAGE")
                 .unwrap_or_else(|| DEFAULT_CATALOG_IMAGE.to_owned()),
             timeout,
             keep: var("OLM_RS_E2E_KEEP").is_some_and(|v| v != "0"),
+            controller: match var("OLM_RS_E2E_CONTROLLER_URL") {
+                None => ControllerAccess::InCluster,
+                Some(url) => ControllerAccess::Local {
+                    probe_url: url.trim_end_matches('/').to_owned(),
+                },
+            },
+            no_pods: var("OLM_RS_E2E_NO_PODS").is_some_and(|v| v != "0"),
         })
     }
 }
@@ -75,6 +103,11 @@ impl Cluster {
         let config = Config::infer()
             .await
             .context("reading the cluster configuration from KUBECONFIG")?;
+        Self::connect_with(config, settings).await
+    }
+
+    /// As [`Cluster::connect`], with an explicit client configuration.
+    pub async fn connect_with(config: Config, settings: Settings) -> anyhow::Result<Self> {
         let url = config.cluster_url.clone();
         let client = Client::try_from(config).context("building a client for KUBECONFIG")?;
         let version = client
@@ -88,6 +121,18 @@ impl Cluster {
     }
 
     async fn check_olm_rs_installed(&self) -> anyhow::Result<()> {
+        if let ControllerAccess::Local { probe_url } = &self.settings.controller {
+            let url = format!("{probe_url}/readyz");
+            return self
+                .wait_for(format!("the controller at {url} to be ready"), || async {
+                    Ok(match local_get(&url).await {
+                        Ok((200, _)) => Progress::Done(()),
+                        Ok((status, body)) => Progress::Pending(format!("{status}: {body}")),
+                        Err(err) => Progress::Pending(format!("{err:#}")),
+                    })
+                })
+                .await;
+        }
         let ns = &self.settings.controller_namespace;
         let deployments = self.api(&core("apps", "v1", "Deployment", "deployments"), ns);
         let Some(controller) = deployments.get_opt("olm-rs-controller").await? else {
@@ -103,6 +148,24 @@ impl Cluster {
             bail!("Deployment {ns}/olm-rs-controller has no available replica");
         }
         Ok(())
+    }
+
+    /// Whether the cluster runs pods (kind does; an API server without nodes, such as
+    /// olm-rs's embedded one, does not). Catalogs from an image need a registry pod.
+    pub async fn why_no_pods(&self) -> anyhow::Result<Option<String>> {
+        if self.settings.no_pods {
+            return Ok(Some("OLM_RS_E2E_NO_PODS is set".to_owned()));
+        }
+        let nodes: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &core("", "v1", "Node", "nodes"));
+        match nodes.list(&ListParams::default().limit(1)).await {
+            Ok(list) if list.items.is_empty() => Ok(Some("the cluster has no nodes".to_owned())),
+            Ok(_) => Ok(None),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Some(
+                "the cluster does not serve nodes (an API server without kubelets)".to_owned(),
+            )),
+            Err(err) => Err(err).context("listing nodes"),
+        }
     }
 
     pub fn api(&self, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
@@ -150,6 +213,41 @@ impl Cluster {
             .with_context(|| format!("reading {} {namespace}/{name}", resource.kind))
     }
 
+    pub async fn get_cluster_scoped(
+        &self,
+        resource: &ApiResource,
+        name: &str,
+    ) -> anyhow::Result<Option<DynamicObject>> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), resource);
+        api.get_opt(name)
+            .await
+            .with_context(|| format!("reading {} {name}", resource.kind))
+    }
+
+    /// `(kind, name)` of the ClusterRoles and ClusterRoleBindings matching `selector`.
+    pub async fn cluster_rbac(&self, selector: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let mut found = Vec::new();
+        for (kind, plural) in [
+            ("ClusterRole", "clusterroles"),
+            ("ClusterRoleBinding", "clusterrolebindings"),
+        ] {
+            let api: Api<DynamicObject> = Api::all_with(
+                self.client.clone(),
+                &core("rbac.authorization.k8s.io", "v1", kind, plural),
+            );
+            let list = api
+                .list(&ListParams::default().labels(selector))
+                .await
+                .with_context(|| format!("listing {plural} with {selector}"))?;
+            found.extend(
+                list.items
+                    .into_iter()
+                    .map(|o| (kind.to_owned(), o.metadata.name.unwrap_or_default())),
+            );
+        }
+        Ok(found)
+    }
+
     pub async fn delete(
         &self,
         resource: &ApiResource,
@@ -167,6 +265,61 @@ impl Cluster {
                 Err(err).with_context(|| format!("deleting {} {namespace}/{name}", resource.kind))
             }
         }
+    }
+
+    /// What `kubectl get <plural> -n <namespace>` prints: the server-side Table's column names
+    /// and the cells of each row, as text.
+    pub async fn table(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+    ) -> anyhow::Result<(Vec<String>, Vec<Vec<String>>)> {
+        let prefix = if resource.group.is_empty() {
+            format!("/api/{}", resource.version)
+        } else {
+            format!("/apis/{}/{}", resource.group, resource.version)
+        };
+        let path = format!("{prefix}/namespaces/{namespace}/{}", resource.plural);
+        let request = http::Request::get(&path)
+            .header(
+                http::header::ACCEPT,
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+            )
+            .body(Vec::new())?;
+        let table: Value = serde_json::from_str(
+            &self
+                .client
+                .request_text(request)
+                .await
+                .with_context(|| format!("reading {path} as a table"))?,
+        )
+        .with_context(|| format!("{path}: the table is not JSON"))?;
+        let columns: Vec<String> = table["columnDefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|column| column["priority"].as_i64().unwrap_or(0) == 0)
+            .map(|column| column["name"].as_str().unwrap_or_default().to_uppercase())
+            .collect();
+        let rows = table["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|row| {
+                row["cells"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .take(columns.len())
+                    .map(|cell| match cell {
+                        Value::String(text) => text.clone(),
+                        Value::Null => String::new(),
+                        other => other.to_string(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok((columns, rows))
     }
 
     /// Creates a fresh namespace named `<prefix><random>`.
@@ -221,6 +374,26 @@ impl Cluster {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
+}
+
+/// `GET url` over plain HTTP (the controller's probe port): status and body.
+pub async fn local_get(url: &str) -> anyhow::Result<(u16, String)> {
+    use http_body_util::BodyExt as _;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let uri: http::Uri = url.parse().with_context(|| format!("{url}: not a URL"))?;
+    let response = client
+        .get(uri)
+        .await
+        .with_context(|| format!("GET {url}"))?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .with_context(|| format!("reading the body of {url}"))?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// One look at the cluster while waiting.

@@ -12,23 +12,12 @@ mod configmap_catalog;
 mod fixtures;
 mod journeys;
 mod static_checks;
+mod suite;
 
 use std::process::ExitCode;
-use std::time::Instant;
 
 use cluster::{Cluster, Settings};
-
-type Journey =
-    for<'a> fn(&'a Cluster, &'a str) -> futures::future::BoxFuture<'a, anyhow::Result<()>>;
-
-/// The journeys in the order they run; each gets a fresh namespace (`olm-rs-e2e-<name>-…`).
-const JOURNEYS: &[(&str, Journey)] = &[
-    ("leader", |c, _| Box::pin(journeys::leader::run(c))),
-    ("automatic", |c, ns| {
-        Box::pin(journeys::automatic::run(c, ns))
-    }),
-    ("manual", |c, ns| Box::pin(journeys::manual::run(c, ns))),
-];
+use suite::JOURNEYS;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -87,44 +76,12 @@ fn run_journeys(selected: impl Fn(&str) -> bool) -> usize {
             Ok(settings) => Cluster::connect(settings).await,
             Err(err) => Err(err),
         };
-        let cluster = match cluster {
-            Ok(cluster) => cluster,
+        match cluster {
+            Ok(cluster) => suite::run_journeys(&cluster, selected).await.failed.len(),
             Err(err) => {
                 println!("e2e: KUBECONFIG is set but the cluster cannot be used: {err:#}");
-                return 1;
-            }
-        };
-        let mut failures = 0;
-        for (name, journey) in JOURNEYS {
-            if !selected(name) {
-                continue;
-            }
-            println!("e2e: journey::{name} ...");
-            let started = Instant::now();
-            let result = match cluster
-                .create_namespace(&format!("olm-rs-e2e-{name}-"))
-                .await
-            {
-                Ok(ns) => {
-                    let result = journey(&cluster, &ns).await;
-                    if cluster.settings.keep {
-                        println!("e2e:   keeping namespace {ns} (OLM_RS_E2E_KEEP)");
-                    } else {
-                        cluster.delete_namespace(&ns).await;
-                    }
-                    result
-                }
-                Err(err) => Err(err.context("creating the journey's namespace")),
-            };
-            let secs = started.elapsed().as_secs_f64();
-            match result {
-                Ok(()) => println!("e2e: journey::{name} ... ok ({secs:.1}s)"),
-                Err(err) => {
-                    failures += 1;
-                    println!("e2e: journey::{name} ... FAILED ({secs:.1}s)\n  {err:#}");
-                }
+                1
             }
         }
-        failures
     })
 }

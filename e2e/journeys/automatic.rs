@@ -1,34 +1,19 @@
-//! Catalog from an image → Subscription with Automatic approval → CSV phases in order →
+//! Catalog from a ConfigMap → Subscription with Automatic approval → CSV phases in order →
 //! channel switch upgrade → metrics → uninstall.
 
-use anyhow::{Context as _, ensure};
+use anyhow::ensure;
 use serde_json::json;
 
 use super::{
-    PhaseRecorder, events_about, running_version, wait_catalog_ready, wait_gone, wait_installed,
+    PhaseRecorder, configmap_catalog_ready, events_about, running_version, uninstall, wait_gone,
+    wait_installed,
 };
-use crate::cluster::{self, Cluster};
+use crate::cluster::{self, Cluster, Progress};
 use crate::{fixtures, journeys};
 
 pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
-    let catalog = "e2e-image";
-    c.create(
-        &cluster::catalog_sources(),
-        ns,
-        fixtures::image_catalog(ns, catalog, &c.settings.catalog_image),
-    )
-    .await?;
-    wait_catalog_ready(c, ns, catalog).await?;
-    println!(
-        "e2e:   catalog {catalog} from image {} is ready",
-        c.settings.catalog_image
-    );
+    let catalog = "e2e-configmap";
+    configmap_catalog_ready(c, ns, catalog).await?;
 
     let phases = PhaseRecorder::start(c, ns).await?;
     c.create(
@@ -76,22 +61,55 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
         fixtures::V030
     );
 
-    let metrics = journeys::leader::leader_metrics(c).await?;
+    // What `kubectl get csv` shows the user.
+    let (columns, rows) = c.table(&cluster::csvs(), ns).await?;
+    println!("e2e:   kubectl get csv: {columns:?} {rows:?}");
+    let cell = |row: &[String], column: &str| {
+        columns
+            .iter()
+            .position(|c| c == column)
+            .and_then(|i| row.get(i).cloned())
+            .unwrap_or_default()
+    };
+    // Other rows may be copies of all-namespaces operators installed on the cluster.
+    let row = rows
+        .iter()
+        .find(|row| cell(row, "NAME") == fixtures::V030)
+        .cloned()
+        .unwrap_or_default();
+    ensure!(
+        cell(&row, "DISPLAY") == "olm-rs e2e demo"
+            && cell(&row, "VERSION") == "0.3.0"
+            && cell(&row, "REPLACES") == fixtures::V020
+            && cell(&row, "PHASE") == "Succeeded"
+            && !rows.iter().any(|row| cell(row, "NAME") == fixtures::V020),
+        "kubectl get csv shows {columns:?} {rows:?}, expected a row {} olm-rs e2e demo 0.3.0 \
+         {} Succeeded and none for {}",
+        fixtures::V030,
+        fixtures::V020,
+        fixtures::V020
+    );
+
+    // Metrics follow the CSV's sync, so they may trail its status by a moment.
     let expected = format!(
         r#"csv_succeeded{{namespace="{ns}",name="{}",version="0.3.0"}} 1"#,
         fixtures::V030
     );
-    ensure!(
-        metrics.lines().any(|line| line == expected),
-        "the leader's /metrics lacks {expected}"
-    );
+    c.wait_for(
+        format!("the leader's /metrics to show {expected}"),
+        || async {
+            let metrics = journeys::leader::leader_metrics(c).await?;
+            if metrics.lines().any(|line| line == expected) {
+                return Ok(Progress::Done(()));
+            }
+            let about_csvs: Vec<&str> = metrics
+                .lines()
+                .filter(|line| line.starts_with("csv_"))
+                .collect();
+            Ok(Progress::Pending(format!("csv_ lines: {about_csvs:?}")))
+        },
+    )
+    .await?;
 
-    // Uninstall as OLM documents it: delete the Subscription, then the CSV.
-    c.delete(&cluster::subscriptions(), ns, "demo").await?;
-    c.delete(&cluster::csvs(), ns, fixtures::V030).await?;
-    wait_gone(c, &cluster::deployments(), ns, fixtures::DEPLOYMENT)
-        .await
-        .context("uninstalling: the operator Deployment must go with its CSV")?;
-    println!("e2e:   uninstalled: Subscription, CSV and operator Deployment are gone");
-    Ok(())
+    uninstall(c, ns, fixtures::V030).await
 }

@@ -6,12 +6,15 @@ use anyhow::{Context as _, bail, ensure};
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
-use crate::cluster::{self, Cluster, field, text};
+use crate::cluster::{self, Cluster, ControllerAccess, Progress, field, text};
 
 /// The Lease the controller's replicas compete for.
 const LEASE: &str = "olm-rs-controller";
 
 pub async fn run(c: &Cluster) -> anyhow::Result<()> {
+    if let ControllerAccess::Local { probe_url } = &c.settings.controller {
+        return run_local(c, probe_url).await;
+    }
     let ns = &c.settings.controller_namespace;
     let deployment = c
         .get(&cluster::deployments(), ns, "olm-rs-controller")
@@ -42,6 +45,45 @@ pub async fn run(c: &Cluster) -> anyhow::Result<()> {
     );
     println!("e2e:   {holder} leads; {} replica(s) running", pods.len());
     Ok(())
+}
+
+/// A controller outside the cluster: it runs with `--leader-elect` (it is the only replica), so
+/// a held Lease whose renewals keep coming proves it acts, and its `/metrics` says it leads.
+async fn run_local(c: &Cluster, probe_url: &str) -> anyhow::Result<()> {
+    let ns = &c.settings.controller_namespace;
+    let first = lease_renewal(c).await?;
+    let holder = lease_holder(c).await?;
+    c.wait_for(format!("Lease {ns}/{LEASE} to be renewed"), || async {
+        let now = lease_renewal(c).await?;
+        Ok(if now != first {
+            Progress::Done(())
+        } else {
+            Progress::Pending(format!("renewTime still {now:?}"))
+        })
+    })
+    .await?;
+    let metrics = leader_metrics(c).await?;
+    ensure!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with("leader_election_master_status") && line.ends_with(" 1")),
+        "{probe_url}/metrics does not report leader_election_master_status 1"
+    );
+    println!("e2e:   {holder} leads and renews its Lease");
+    Ok(())
+}
+
+async fn lease_renewal(c: &Cluster) -> anyhow::Result<String> {
+    let ns = &c.settings.controller_namespace;
+    let lease = c
+        .get(
+            &cluster::core("coordination.k8s.io", "v1", "Lease", "leases"),
+            ns,
+            LEASE,
+        )
+        .await?
+        .with_context(|| format!("no Lease {ns}/{LEASE}"))?;
+    Ok(text(&lease, "/spec/renewTime").to_owned())
 }
 
 /// The names of the controller's running pods.
@@ -79,6 +121,12 @@ async fn lease_holder(c: &Cluster) -> anyhow::Result<String> {
 
 /// `/metrics` of the replica that acts: the Lease holder, or the only pod without election.
 pub async fn leader_metrics(c: &Cluster) -> anyhow::Result<String> {
+    if let ControllerAccess::Local { probe_url } = &c.settings.controller {
+        let url = format!("{probe_url}/metrics");
+        let (status, body) = cluster::local_get(&url).await?;
+        ensure!(status == 200, "GET {url}: {status} {body}");
+        return Ok(body);
+    }
     let ns = &c.settings.controller_namespace;
     let pod = match lease_holder(c).await {
         Ok(holder) => holder,

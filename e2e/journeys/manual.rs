@@ -1,69 +1,87 @@
 //! Catalog from a ConfigMap → Subscription with Manual approval → nothing installed until the
-//! InstallPlan is approved → approve → the Subscription moves to the approved CSV → uninstall.
+//! InstallPlan is approved → approving installs exactly that plan's CSV, and the upgrade the
+//! catalog offers next waits for its own approval → approving it upgrades → uninstall.
 
 use anyhow::{Context as _, ensure};
 use serde_json::{Value, json};
 
-use super::{wait_catalog_ready, wait_gone, wait_installed};
+use super::{configmap_catalog_ready, running_version, uninstall, wait_gone, wait_installed};
 use crate::cluster::{self, Cluster, Progress, field, text};
-use crate::{configmap_catalog, fixtures};
+use crate::fixtures;
 
 pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
-    let data = configmap_catalog::data(
-        &fixtures::e2e_dir().join("bundles"),
-        &fixtures::e2e_dir().join("catalog"),
-        fixtures::PACKAGE,
-    )?;
-    let config_map = "e2e-catalog";
-    c.create(
-        &cluster::core("", "v1", "ConfigMap", "configmaps"),
-        ns,
-        configmap_catalog::config_map(ns, config_map, &data),
-    )
-    .await?;
     let catalog = "e2e-configmap";
-    c.create(
-        &cluster::catalog_sources(),
-        ns,
-        fixtures::configmap_catalog(ns, catalog, config_map),
-    )
-    .await?;
-    wait_catalog_ready(c, ns, catalog).await?;
-    println!("e2e:   catalog {catalog} from ConfigMap {config_map} is ready");
-
+    configmap_catalog_ready(c, ns, catalog).await?;
     c.create(
         &cluster::subscriptions(),
         ns,
         fixtures::subscription(ns, catalog, "fast", "Manual", Some(fixtures::V010)),
     )
     .await?;
-    let plan = c
-        .wait_for(
-            format!("Subscription {ns}/demo to wait for approval of a plan"),
-            || async {
-                let sub = c
-                    .get(&cluster::subscriptions(), ns, "demo")
-                    .await?
-                    .context("the Subscription is gone")?;
-                let plan = text(&sub, "/status/installPlanRef/name");
-                let state = text(&sub, "/status/state");
-                if plan.is_empty() || state != "UpgradePending" {
-                    return Ok(Progress::Pending(format!(
-                        "state {state:?}, installPlanRef {plan:?}"
-                    )));
-                }
-                Ok(Progress::Done(plan.to_owned()))
-            },
-        )
-        .await?;
+
+    let first = pending_plan(c, ns, None).await?;
+    expect_unapproved(c, ns, &first, fixtures::V010).await?;
+    ensure!(
+        c.get(&cluster::csvs(), ns, fixtures::V010).await?.is_none(),
+        "CSV {} exists before its InstallPlan was approved",
+        fixtures::V010
+    );
+    println!("e2e:   InstallPlan {first} awaits approval; nothing installed");
+
+    approve(c, ns, &first).await?;
+    wait_installed(c, ns, "demo", fixtures::V010).await?;
+    println!("e2e:   approved; Subscription moved to {}", fixtures::V010);
+
+    // The catalog has newer versions in `fast`: OLM plans the upgrade at once (v0.3.0 skips
+    // every version from 0.1.0), but a Manual Subscription only proposes it.
+    let second = pending_plan(c, ns, Some(&first)).await?;
+    expect_unapproved(c, ns, &second, fixtures::V030).await?;
+    ensure!(
+        running_version(c, ns).await?.as_deref() == Some("0.1.0")
+            && c.get(&cluster::csvs(), ns, fixtures::V030).await?.is_none(),
+        "the upgrade to {} started before its InstallPlan {second} was approved",
+        fixtures::V030
+    );
+    println!("e2e:   upgrade InstallPlan {second} awaits approval; 0.1.0 still runs");
+
+    approve(c, ns, &second).await?;
+    wait_installed(c, ns, "demo", fixtures::V030).await?;
+    wait_gone(c, &cluster::csvs(), ns, fixtures::V010).await?;
+    ensure!(
+        running_version(c, ns).await?.as_deref() == Some("0.3.0"),
+        "after the approved upgrade the operator Deployment does not run version 0.3.0"
+    );
+    println!("e2e:   approved; upgraded to {}", fixtures::V030);
+
+    uninstall(c, ns, fixtures::V030).await
+}
+
+/// Waits until the Subscription waits for approval of a plan other than `not`; returns its name.
+async fn pending_plan(c: &Cluster, ns: &str, not: Option<&str>) -> anyhow::Result<String> {
+    c.wait_for(
+        format!("Subscription {ns}/demo to wait for approval of a new plan"),
+        || async {
+            let sub = c
+                .get(&cluster::subscriptions(), ns, "demo")
+                .await?
+                .context("the Subscription is gone")?;
+            let plan = text(&sub, "/status/installPlanRef/name");
+            let state = text(&sub, "/status/state");
+            if plan.is_empty() || state != "UpgradePending" || Some(plan) == not {
+                return Ok(Progress::Pending(format!(
+                    "state {state:?}, installPlanRef {plan:?}"
+                )));
+            }
+            Ok(Progress::Done(plan.to_owned()))
+        },
+    )
+    .await
+}
+
+/// Checks `plan` is Manual, not approved, and installs exactly `csv`.
+async fn expect_unapproved(c: &Cluster, ns: &str, plan: &str, csv: &str) -> anyhow::Result<()> {
     let pending = c
-        .get(&cluster::install_plans(), ns, &plan)
+        .get(&cluster::install_plans(), ns, plan)
         .await?
         .with_context(|| format!("InstallPlan {ns}/{plan} named by the Subscription is absent"))?;
     ensure!(
@@ -76,31 +94,20 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
         .cloned()
         .unwrap_or(Value::Null);
     ensure!(
-        names == json!([fixtures::V010]),
-        "InstallPlan {plan} installs {names}, expected the startingCSV {}",
-        fixtures::V010
+        names == json!([csv]),
+        "InstallPlan {plan} installs {names}, expected {csv}"
     );
-    ensure!(
-        c.get(&cluster::csvs(), ns, fixtures::V010).await?.is_none(),
-        "CSV {} exists before its InstallPlan was approved",
-        fixtures::V010
-    );
-    println!("e2e:   InstallPlan {plan} awaits approval; nothing installed");
+    Ok(())
+}
 
+/// What `kubectl patch installplan … --type merge -p '{"spec":{"approved":true}}'` does.
+async fn approve(c: &Cluster, ns: &str, plan: &str) -> anyhow::Result<()> {
     c.merge_patch(
         &cluster::install_plans(),
         ns,
-        &plan,
+        plan,
         json!({"spec": {"approved": true}}),
     )
     .await?;
-    // Only that the Subscription moved: the next upgrade waits for its own approval.
-    wait_installed(c, ns, "demo", fixtures::V010).await?;
-    println!("e2e:   approved; Subscription moved to {}", fixtures::V010);
-
-    c.delete(&cluster::subscriptions(), ns, "demo").await?;
-    c.delete(&cluster::csvs(), ns, fixtures::V010).await?;
-    wait_gone(c, &cluster::deployments(), ns, fixtures::DEPLOYMENT).await?;
-    println!("e2e:   uninstalled");
     Ok(())
 }

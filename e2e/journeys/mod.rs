@@ -1,12 +1,14 @@
 //! The user journeys, each in its own namespace, and the checks they share.
 
 pub mod automatic;
+pub mod global;
+pub mod image;
 pub mod leader;
 pub mod manual;
 
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context as _;
+use anyhow::{Context as _, ensure};
 use futures::StreamExt as _;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube_runtime::WatchStreamExt as _;
@@ -14,7 +16,149 @@ use kube_runtime::watcher;
 use serde_json::Value;
 
 use crate::cluster::{self, Cluster, Progress, field, text};
-use crate::fixtures;
+use crate::{configmap_catalog, fixtures};
+
+/// What a journey did: ran to the end, or could not run on this cluster (and why).
+pub enum Outcome {
+    Ran,
+    Skipped(String),
+}
+
+/// Creates an OperatorGroup targeting `namespace` and a CatalogSource `name` read from a
+/// ConfigMap of the demo bundles, and waits until it is ready.
+pub async fn configmap_catalog_ready(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<()> {
+    c.create(
+        &cluster::operator_groups(),
+        namespace,
+        fixtures::operator_group(namespace),
+    )
+    .await?;
+    configmap_catalog_only(c, namespace, name).await
+}
+
+/// A CatalogSource `name` (and its ConfigMap `<name>-data`) of the demo bundles in
+/// `namespace`, ready.
+pub async fn configmap_catalog_only(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<()> {
+    let data = configmap_catalog::data(
+        &fixtures::e2e_dir().join("bundles"),
+        &fixtures::e2e_dir().join("catalog"),
+        fixtures::PACKAGE,
+    )?;
+    let config_map = format!("{name}-data");
+    c.create(
+        &cluster::core("", "v1", "ConfigMap", "configmaps"),
+        namespace,
+        configmap_catalog::config_map(namespace, &config_map, &data),
+    )
+    .await?;
+    c.create(
+        &cluster::catalog_sources(),
+        namespace,
+        fixtures::configmap_catalog(namespace, name, &config_map),
+    )
+    .await?;
+    wait_catalog_ready(c, namespace, name).await?;
+    println!("e2e:   catalog {name} from ConfigMap {config_map} is ready");
+    Ok(())
+}
+
+/// Uninstalls as OLM documents it — delete the Subscription, then the CSV — and checks what
+/// goes with them: the operator Deployment, its ServiceAccount, Role and RoleBinding. The CRD
+/// stays (OLM never deletes an API with its data).
+pub async fn uninstall(c: &Cluster, namespace: &str, csv: &str) -> anyhow::Result<()> {
+    let rbac = operator_rbac(c, namespace).await?;
+    ensure!(
+        rbac.iter().any(|(kind, _)| kind == "Role")
+            && rbac.iter().any(|(kind, _)| kind == "RoleBinding"),
+        "before uninstalling, the operator's Role and RoleBinding should exist; found {rbac:?}"
+    );
+    c.delete(&cluster::subscriptions(), namespace, "demo")
+        .await?;
+    c.delete(&cluster::csvs(), namespace, csv).await?;
+    wait_gone(c, &cluster::deployments(), namespace, fixtures::DEPLOYMENT)
+        .await
+        .context("uninstalling: the operator Deployment must go with its CSV")?;
+    wait_gone(c, &service_accounts(), namespace, fixtures::DEPLOYMENT)
+        .await
+        .context("uninstalling: the operator's ServiceAccount must go with its CSV")?;
+    c.wait_for(
+        format!("the operator's Roles and RoleBindings in {namespace} to be deleted"),
+        || async {
+            let left = operator_rbac(c, namespace).await?;
+            Ok(if left.is_empty() {
+                Progress::Done(())
+            } else {
+                Progress::Pending(format!("still there: {left:?}"))
+            })
+        },
+    )
+    .await?;
+    ensure!(
+        c.get_cluster_scoped(&crds(), fixtures::CRD)
+            .await?
+            .is_some(),
+        "uninstalling removed the CRD {}: OLM leaves CRDs (and their data) behind",
+        fixtures::CRD
+    );
+    println!(
+        "e2e:   uninstalled: Subscription, CSV, Deployment, ServiceAccount, Role, RoleBinding \
+         gone; CRD {} kept",
+        fixtures::CRD
+    );
+    Ok(())
+}
+
+/// The Roles and RoleBindings of `namespace` that OLM made for the demo operator's
+/// ServiceAccount (those that name it as subject, or are owned by a CSV).
+async fn operator_rbac(c: &Cluster, namespace: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let mut found = Vec::new();
+    for (kind, plural) in [("Role", "roles"), ("RoleBinding", "rolebindings")] {
+        let api: Api<DynamicObject> = c.api(
+            &cluster::core("rbac.authorization.k8s.io", "v1", kind, plural),
+            namespace,
+        );
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .with_context(|| format!("listing {plural} in {namespace}"))?;
+        for object in list.items {
+            let owned_by_csv = object
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|owner| owner.kind == "ClusterServiceVersion");
+            let for_operator = field(&object, "/subjects")
+                .and_then(Value::as_array)
+                .is_some_and(|subjects| subjects.iter().any(|s| s["name"] == fixtures::DEPLOYMENT));
+            if owned_by_csv || for_operator {
+                found.push((kind.to_owned(), object.metadata.name.unwrap_or_default()));
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn service_accounts() -> kube::core::ApiResource {
+    cluster::core("", "v1", "ServiceAccount", "serviceaccounts")
+}
+
+fn crds() -> kube::core::ApiResource {
+    cluster::core(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+    )
+}
 
 /// Waits until the CatalogSource serves: a READY gRPC connection (image and address catalogs),
 /// or a loaded ConfigMap without an error (ConfigMap catalogs, read without a registry pod).
@@ -173,22 +317,25 @@ impl Drop for PhaseRecorder {
 }
 
 /// The Events about `kind`/`name` in `namespace` (what `kubectl describe` shows), as
-/// `reason: message` lines.
+/// `reason: note` lines, read through `events.k8s.io/v1` (what olm-rs writes).
 pub async fn events_about(
     c: &Cluster,
     namespace: &str,
     kind: &str,
     name: &str,
 ) -> anyhow::Result<Vec<String>> {
-    let events: Api<DynamicObject> = c.api(&cluster::core("", "v1", "Event", "events"), namespace);
-    let selector = format!("involvedObject.kind={kind},involvedObject.name={name}");
+    let events: Api<DynamicObject> = c.api(
+        &cluster::core("events.k8s.io", "v1", "Event", "events"),
+        namespace,
+    );
     let list = events
-        .list(&ListParams::default().fields(&selector))
+        .list(&ListParams::default())
         .await
-        .with_context(|| format!("listing events about {kind} {namespace}/{name}"))?;
+        .with_context(|| format!("listing events in {namespace}"))?;
     Ok(list
         .items
         .iter()
-        .map(|e| format!("{}: {}", text(e, "/reason"), text(e, "/message")))
+        .filter(|e| text(e, "/regarding/kind") == kind && text(e, "/regarding/name") == name)
+        .map(|e| format!("{}: {}", text(e, "/reason"), text(e, "/note")))
         .collect())
 }

@@ -260,6 +260,12 @@ async fn sync_one(
         }
     }
     executor.publish(&csv, &decision.events).await;
+    // `csv_succeeded`/`csv_abnormal` after every sync, as OLM's EmitCSVMetric does.
+    let mut synced = written;
+    if let Some(status) = &decision.status {
+        synced.status = Some(status.clone());
+    }
+    shared.ctx.metrics.csv_phase(&synced);
 
     let action = match decision.requeue {
         Requeue::Backoff(reason) => {
