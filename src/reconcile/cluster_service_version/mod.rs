@@ -250,7 +250,7 @@ async fn sync_one(
     }
     if let Some(status) = &decision.status {
         executor.write_status(&written, status).await?;
-        record_phase(&shared.ctx.metrics, &written, status);
+        count_upgrade(&shared.ctx.metrics, &written, status);
         // Phase changes matter to the CSVs on either side of an upgrade (csv.md §1.1).
         for other in [replaced_csv(&csv, &seen), replacement_of(&csv, &seen)]
             .into_iter()
@@ -287,9 +287,9 @@ async fn sync_one(
     Ok(action)
 }
 
-/// Metrics after a status write (OLM's `EmitCSVMetric`). An old CSV entering `Replacing` is
-/// one upgrade (`csv_upgrade_count`), counted once on that transition.
-fn record_phase(
+/// An old CSV entering `Replacing` is one upgrade (`csv_upgrade_count`), counted once on that
+/// transition. (`csv_succeeded`/`csv_abnormal` are emitted after every sync, below the write.)
+fn count_upgrade(
     metrics: &Metrics,
     csv: &ClusterServiceVersion,
     status: &crate::api::ClusterServiceVersionStatus,
@@ -298,9 +298,6 @@ fn record_phase(
     if status.phase == Some(CsvPhase::Replacing) && before != Some(CsvPhase::Replacing) {
         metrics.csv_upgraded();
     }
-    let mut updated = csv.clone();
-    updated.status = Some(status.clone());
-    metrics.csv_phase(&updated);
 }
 
 /// The resync period with OLM's ±20 % jitter, so CSVs synced together (e.g. after a restart)
