@@ -37,6 +37,10 @@ pub const POD_SECURITY_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce
 /// Pod annotation olm-rs records the catalog image digest in (the one the registry reported
 /// when the pod was created), so a poll can tell whether the tag moved (spec/catalog.md §3.4).
 pub const IMAGE_DIGEST_ANNOTATION: &str = "olm-rs/catalog-image-digest";
+/// When olm-rs created a registry pod (RFC 3339, nanoseconds, from the controller's clock).
+/// `creationTimestamp` has one-second precision, too coarse to tell which of two pods created
+/// in the same second is the one being rolled to.
+pub const CREATED_AT_ANNOTATION: &str = "olm-rs/created-at";
 
 /// Settings of the controller that shape registry pods.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,9 @@ use crate::api::keys::{
 };
 use crate::k8s::apply::apply;
 use crate::registry::image_digest::{RegistryCredentials, parse_docker_config};
-use crate::registry::pod::{self, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects};
+use crate::registry::pod::{
+    self, CREATED_AT_ANNOTATION, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects,
+};
 
 use super::Reconciler;
 use super::pod_plan::{self, DesiredPod, PodView};
@@ -170,12 +172,10 @@ pub(super) async fn ensure(
     outcome.switched = !plan.delete.is_empty() && !plan.recreating;
     if let Some(pod_digest) = &plan.create {
         let mut new_pod = objects.pod.clone();
+        let annotations = new_pod.metadata.annotations.get_or_insert_default();
+        annotations.insert(CREATED_AT_ANNOTATION.to_owned(), now.to_string());
         if let Some(d) = pod_digest {
-            new_pod
-                .metadata
-                .annotations
-                .get_or_insert_default()
-                .insert(IMAGE_DIGEST_ANNOTATION.to_owned(), d.clone());
+            annotations.insert(IMAGE_DIGEST_ANNOTATION.to_owned(), d.clone());
         }
         pod_api
             .create(&PostParams::default(), &new_pod)
@@ -310,7 +310,12 @@ fn pod_view(p: &Pod) -> PodView {
     });
     PodView {
         name: p.name_any(),
-        created: p.meta().creation_timestamp.as_ref().map(|t| t.0),
+        // Our own precise stamp first; `creationTimestamp` (seconds) for pods made before it.
+        created: p
+            .annotations()
+            .get(CREATED_AT_ANNOTATION)
+            .and_then(|t| t.parse().ok())
+            .or_else(|| p.meta().creation_timestamp.as_ref().map(|t| t.0)),
         images: pod_images(p),
         spec_hash: p.labels().get(POD_SPEC_HASH_LABEL).cloned(),
         digest: p.annotations().get(IMAGE_DIGEST_ANNOTATION).cloned(),
