@@ -21,6 +21,21 @@ where
         .await
 }
 
+/// Server-side applies `obj` and takes every field it sets (`force`): for objects olm-rs owns
+/// whole, such as a CSV's RBAC and certificate objects, where drift is put back, not reported.
+pub async fn apply_owned<K>(api: &Api<K>, obj: &K) -> Result<K, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let name = obj.name_any();
+    api.patch(
+        &name,
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(obj),
+    )
+    .await
+}
+
 /// Server-side applies `status` to the status subresource of `name`, forcing ownership (status
 /// is written by olm-rs only). `status` is the value of the `status` field, not a whole object.
 pub async fn apply_status<K>(

@@ -20,7 +20,6 @@ use crate::csv::InstallFailure;
 use crate::csv::certs::check::WebhookKind;
 use crate::csv::certs::resources::KUBE_SYSTEM;
 use crate::csv::certs::{CertInstall, CertObjects, SeenSecret, WebhookConfiguration};
-use crate::k8s::MANAGER;
 
 use super::ReconcileError;
 use super::stores::Stores;
@@ -82,21 +81,17 @@ where
 {
     let ns = obj.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(client.clone(), &ns);
-    api.patch(
-        &obj.name_any(),
-        &PatchParams::apply(MANAGER).force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .map(|_| ())
-    // csv.md §3.1 InstallReady: Forbidden on the Service, Secret or cert RBAC is retried.
-    .map_err(|e| {
-        failure(
-            format!("{} {ns}/{}", K::kind(&()), obj.name_any()),
-            e,
-            false,
-        )
-    })
+    crate::k8s::apply::apply_owned(&api, obj)
+        .await
+        .map(|_| ())
+        // csv.md §3.1 InstallReady: Forbidden on the Service, Secret or cert RBAC is retried.
+        .map_err(|e| {
+            failure(
+                format!("{} {ns}/{}", K::kind(&()), obj.name_any()),
+                e,
+                false,
+            )
+        })
 }
 
 async fn apply_cluster<K>(
@@ -112,20 +107,16 @@ where
         + std::fmt::Debug,
 {
     let api: Api<K> = Api::all(client.clone());
-    api.patch(
-        &obj.name_any(),
-        &PatchParams::apply(MANAGER).force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|e| {
-        failure(
-            format!("{} {}", K::kind(&()), obj.name_any()),
-            e,
-            forbidden_is_final,
-        )
-    })
+    crate::k8s::apply::apply_owned(&api, obj)
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            failure(
+                format!("{} {}", K::kind(&()), obj.name_any()),
+                e,
+                forbidden_is_final,
+            )
+        })
 }
 
 /// certs.md §6.3 steps 2–3: Service, Secret and RBAC of every cert deployment, before the

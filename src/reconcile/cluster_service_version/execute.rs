@@ -182,12 +182,7 @@ impl Executor<'_> {
         deployment: &Deployment,
     ) -> Result<Deployment, kube::Error> {
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
-        api.patch(
-            &deployment.name_any(),
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(deployment),
-        )
-        .await
+        crate::k8s::apply::apply_owned(&api, deployment).await
     }
 
     async fn install(&self, ns: &str, plan: &InstallPlan) -> Result<(), InstallFailure> {
@@ -245,19 +240,15 @@ impl Executor<'_> {
     {
         let ns = obj.namespace().unwrap_or_default();
         let api: Api<K> = Api::namespaced(self.client.clone(), &ns);
-        api.patch(
-            &obj.name_any(),
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(obj),
-        )
-        .await
-        .map(|_| ())
-        .map_err(kube_err(format!(
-            "restore {} {}/{}",
-            K::kind(&()),
-            ns,
-            obj.name_any()
-        )))
+        crate::k8s::apply::apply_owned(&api, obj)
+            .await
+            .map(|_| ())
+            .map_err(kube_err(format!(
+                "restore {} {}/{}",
+                K::kind(&()),
+                ns,
+                obj.name_any()
+            )))
     }
 
     async fn apply_cluster<K>(&self, obj: &K) -> Result<(), ReconcileError>
@@ -269,18 +260,14 @@ impl Executor<'_> {
             + std::fmt::Debug,
     {
         let api: Api<K> = Api::all(self.client.clone());
-        api.patch(
-            &obj.name_any(),
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(obj),
-        )
-        .await
-        .map(|_| ())
-        .map_err(kube_err(format!(
-            "restore {} {}",
-            K::kind(&()),
-            obj.name_any()
-        )))
+        crate::k8s::apply::apply_owned(&api, obj)
+            .await
+            .map(|_| ())
+            .map_err(kube_err(format!(
+                "restore {} {}",
+                K::kind(&()),
+                obj.name_any()
+            )))
     }
 
     /// Writes the whole status through the status subresource; the resourceVersion makes a
