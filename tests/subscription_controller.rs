@@ -99,6 +99,15 @@ async fn controllers_take_a_subscription_from_starting_csv_to_the_head() {
         .is_some(),
         "{text}"
     );
+    // The object counts follow the watches: one Subscription, one plan per hop.
+    assert!(
+        text.lines().any(|l| l == "subscription_count 1"),
+        "subscription_count:\n{text}"
+    );
+    assert!(
+        text.lines().any(|l| l == "install_plan_count 3"),
+        "install_plan_count:\n{text}"
+    );
     for kind in ["Subscription", "InstallPlan"] {
         assert!(
             series(

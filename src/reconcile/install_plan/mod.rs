@@ -13,14 +13,16 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Resource, ResourceExt};
 use kube_runtime::controller::{Action, Controller};
-use kube_runtime::watcher;
+use kube_runtime::{WatchStreamExt, reflector, watcher};
 
 use crate::api::{InstallPlan, InstallPlanPhase, OperatorGroup};
+use crate::k8s::warnings::{self, WarningLog};
+use crate::metrics::CountedKind;
 use crate::plan::phase::{self, Gate, PassOutcome};
 use crate::plan::scope::{ExecuteAs, execution_identity};
 use crate::reconcile::Context;
 
-pub use execute::Pass;
+pub use execute::{APPLIED_WITH_WARNINGS, Pass, PlanWarning, Warnings};
 
 /// How often an installing plan is looked at again (OLM: 5 s).
 pub const INSTALLING_RESYNC: Duration = Duration::from_secs(5);
@@ -121,10 +123,15 @@ pub async fn sync_install_plan(
                         }
                     })?,
                 };
+                // Both clients keep the API server's warnings, reported per step.
+                let api_warnings = WarningLog::default();
+                let admin = warnings::recording(&ctx.client, &api_warnings);
+                let steps_client = warnings::recording(&steps_client, &api_warnings);
                 let pass = Pass {
-                    admin: &ctx.client,
+                    admin: &admin,
                     steps: &steps_client,
                     namespace,
+                    api_warnings: &api_warnings,
                 };
                 let mut warnings = Vec::new();
                 let mut steps = status.plan.take().unwrap_or_default();
@@ -135,10 +142,21 @@ pub async fn sync_install_plan(
                     requeue = Some(INSTALLING_RESYNC);
                 }
                 let reference = object_reference(&plan);
+                // OLM counts the steps that drew API-server warnings, not its own notes.
+                let drew_warnings = warnings
+                    .iter()
+                    .filter(|w| w.reason == APPLIED_WITH_WARNINGS)
+                    .count();
                 ctx.metrics
-                    .install_plan_warnings(u64::try_from(warnings.len()).unwrap_or(u64::MAX));
-                for (reason, message) in warnings {
-                    ctx.events.warning(&reference, reason, message).await;
+                    .install_plan_warnings(u64::try_from(drew_warnings).unwrap_or(u64::MAX));
+                for warning in warnings {
+                    let about = ObjectReference {
+                        field_path: warning.step.map(|i| format!("status.plan[{i}]")),
+                        ..reference.clone()
+                    };
+                    ctx.events
+                        .warning(&about, warning.reason, warning.message)
+                        .await;
                 }
                 if let PassOutcome::StepFailed { message, .. } = &outcome
                     && status.phase == InstallPlanPhase::Failed
@@ -194,7 +212,16 @@ fn object_reference(plan: &InstallPlan) -> ObjectReference {
 /// Runs the InstallPlan controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
     let plans: Api<InstallPlan> = Api::all(ctx.client.clone());
-    Controller::new(plans, watcher::Config::default())
+    // The reflector feeds both the controller and `install_plan_count` (kept exact on deletes,
+    // which the controller itself does not reconcile).
+    let (store, writer) = reflector::store::<InstallPlan>();
+    let (metrics, counted) = (ctx.metrics.clone(), store.clone());
+    let events = watcher::watcher(plans, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .inspect(move |_| metrics.set_count(CountedKind::InstallPlan, counted.state().len()))
+        .applied_objects();
+    Controller::for_stream(events, store)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {

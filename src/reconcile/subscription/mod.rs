@@ -17,6 +17,7 @@ use futures::{Stream, StreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use kube_runtime::WatchStreamExt;
+use kube_runtime::reflector;
 use kube_runtime::watcher::{self, Event};
 
 pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
@@ -25,6 +26,7 @@ pub use queue::NamespaceQueue;
 pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
 
 use crate::api::{InstallPlan, OperatorGroup, Subscription};
+use crate::metrics::CountedKind;
 use crate::reconcile::Context;
 
 /// Every namespace with Subscriptions is synced at least this often (OLM resyncs too).
@@ -47,11 +49,18 @@ pub async fn run(
 
     let subscriptions = {
         let (queue, known) = (queue.clone(), known.clone());
-        namespaces_of(watcher::watcher(
-            Api::<Subscription>::all(client.clone()),
-            watcher::Config::default(),
-        ))
+        // The store only feeds `subscription_count`; syncs read the namespace afresh.
+        let (store, writer) = reflector::store::<Subscription>();
+        let metrics = ctx.metrics.clone();
+        namespaces_of(
+            watcher::watcher(
+                Api::<Subscription>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .reflect(writer),
+        )
         .for_each(move |ns| {
+            metrics.set_count(CountedKind::Subscription, store.state().len());
             known
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
