@@ -48,6 +48,27 @@ async fn an_unreachable_catalog_fails_its_subscriptions_only() {
         Some("targeted catalogsource olm/broken unhealthy")
     );
 
+    // As OLM does, the failure is also a Warning event on the Namespace (resolution.md §9),
+    // besides the one on the Subscription; like every event about a cluster-scoped object, it
+    // is kept in `default`.
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(env.client(), "default");
+    let on_namespace: Vec<_> = events
+        .list(&Default::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Namespace")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(NS)
+                && e.reason.as_deref() == Some("ResolutionFailed")
+        })
+        .collect();
+    assert_eq!(on_namespace.len(), 1, "{on_namespace:?}");
+    assert_eq!(on_namespace[0].type_.as_deref(), Some("Warning"));
+    assert_eq!(on_namespace[0].note, failed.message);
+
     let gadget = env.subscription("gadget").await;
     assert!(condition(&gadget, "ResolutionFailed").is_none());
     let unhealthy = condition(&gadget, "CatalogSourcesUnhealthy").unwrap();

@@ -1,7 +1,7 @@
 //! One sync of a namespace's Subscriptions: garbage-collect old plans, compute statuses and
 //! plans (pure), ensure each plan exactly once, write the statuses that changed.
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Resource, ResourceExt};
@@ -105,6 +105,7 @@ pub async fn sync_namespace(
     );
     let subs_api: Api<Subscription> = Api::namespaced(ctx.client.clone(), namespace);
     let mut referenced: Vec<String> = Vec::new();
+    let mut namespace_notes: Vec<String> = Vec::new();
     for (update, sub) in updates.into_iter().zip(&observed.subscriptions) {
         let mut status = update.status;
         let mut changed = update.changed;
@@ -135,6 +136,11 @@ pub async fn sync_namespace(
             changed = true;
         }
         let reference = object_reference(sub);
+        for note in &update.notes {
+            if note.reason == RESOLUTION_FAILED_EVENT && !namespace_notes.contains(&note.message) {
+                namespace_notes.push(note.message.clone());
+            }
+        }
         for note in update.notes {
             if note.warning {
                 ctx.events
@@ -172,6 +178,17 @@ pub async fn sync_namespace(
             // Changed meanwhile: the change itself queues another sync; retry soon anyway.
             Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => report.retry_soon = true,
             Err(e) => return Err(api_err("writing a subscription status")(e)),
+        }
+    }
+    // OLM reports a failed resolution on the Namespace (resolution.md §9); tools that watch
+    // namespace events keep working. The same words are also on each Subscription above, where
+    // `kubectl describe sub` shows them.
+    if !namespace_notes.is_empty() {
+        let reference = namespace_reference(ctx, namespace).await;
+        for message in namespace_notes {
+            ctx.events
+                .warning(&reference, RESOLUTION_FAILED_EVENT, message)
+                .await;
         }
     }
     // Garbage collection last, against the references just written: a plan created a moment
@@ -250,6 +267,29 @@ fn gc_view(plans: &[InstallPlan], referenced: &[String]) -> Vec<PlanForGc> {
             }
         })
         .collect()
+}
+
+/// The event reason OLM uses for a failed resolution, on the Namespace and here also on the
+/// Subscription.
+const RESOLUTION_FAILED_EVENT: &str = "ResolutionFailed";
+
+/// The Namespace as an event's subject. Its uid is looked up because `kubectl describe ns`
+/// selects events by uid; like any cluster-scoped subject, the event itself lands in `default`
+/// (as OLM's do).
+async fn namespace_reference(ctx: &Context, namespace: &str) -> ObjectReference {
+    let uid = Api::<Namespace>::all(ctx.client.clone())
+        .get_opt(namespace)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|ns| ns.metadata.uid);
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Namespace".to_owned()),
+        name: Some(namespace.to_owned()),
+        uid,
+        ..ObjectReference::default()
+    }
 }
 
 fn object_reference(sub: &Subscription) -> ObjectReference {
