@@ -446,3 +446,90 @@ async fn bundle_properties_reach_the_csv() {
         "olm.csv.metadata stays out, as the registry does"
     );
 }
+
+#[tokio::test]
+async fn api_server_warnings_become_an_applied_with_warnings_event_on_the_step() {
+    let mut env = Env::new().await;
+    // A cluster whose ServiceMonitor API version is deprecated: the API server answers every
+    // request for it with `Warning: 299 - "... is deprecated"`.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(env.client());
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+            "spec": {
+                "group": "monitoring.coreos.com",
+                "scope": "Namespaced",
+                "names": {"kind": "ServiceMonitor", "plural": "servicemonitors", "singular": "servicemonitor", "listKind": "ServiceMonitorList"},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true, "deprecated": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+                }]
+            }
+        }))
+        .unwrap(),
+    )
+    .await
+    .expect("create the ServiceMonitor CRD");
+    let mut catalog = widget_catalog();
+    let monitor = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "widget-metrics"}, "spec": {}});
+    for bundle in &mut catalog.bundles {
+        bundle
+            .objects
+            .push(serde_json::value::to_raw_value(&monitor).unwrap());
+    }
+    env.add_catalog("community", catalog);
+    env.subscribe(
+        "widget",
+        "widget",
+        "community",
+        json!({"channel": "stable"}),
+    )
+    .await;
+    let name = env.sync_subscriptions().await.created_plans.remove(0);
+    let plan = env.run_plan(&name).await;
+    let status = plan.status.unwrap();
+    assert_eq!(
+        status.phase,
+        InstallPlanPhase::Complete,
+        "warnings do not fail a plan"
+    );
+    let index = status
+        .plan
+        .unwrap()
+        .iter()
+        .position(|s| s.resource.kind == "ServiceMonitor")
+        .unwrap();
+
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), NS);
+    let warned: Vec<_> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("AppliedWithWarnings"))
+        .collect();
+    assert_eq!(warned.len(), 1, "one event for the one step: {warned:?}");
+    let regarding = warned[0].regarding.as_ref().unwrap();
+    assert_eq!(regarding.kind.as_deref(), Some("InstallPlan"));
+    assert_eq!(regarding.name.as_deref(), Some(name.as_str()));
+    assert_eq!(
+        regarding.field_path.as_deref(),
+        Some(format!("status.plan[{index}]").as_str())
+    );
+    assert_eq!(
+        warned[0].note.as_deref(),
+        Some(
+            "1 warning(s) generated during installation of operator \"widget-operator.v1.2.0\" (ServiceMonitor \"widget-metrics\"): monitoring.coreos.com/v1 ServiceMonitor is deprecated"
+        )
+    );
+    let metrics = env.ctx.metrics.encode();
+    assert!(
+        metrics.lines().any(|l| l == "installplan_warnings_total 1"),
+        "{metrics}"
+    );
+}

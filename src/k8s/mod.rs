@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod clock;
 pub mod events;
+pub mod warnings;
 
 /// The one field manager of every olm-rs write (STYLE rule 2).
 pub const MANAGER: &str = "olm-rs";

@@ -137,9 +137,25 @@ pub fn served_versions(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 columns: printer_columns(v),
                 schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
                 custom: true,
+                deprecation_warning: deprecation_warning(group, kind, v),
             }))
         })
         .collect()
+}
+
+/// The warning Kubernetes returns for a deprecated CRD version: its `deprecationWarning`, or
+/// `<group>/<version> <Kind> is deprecated`.
+fn deprecation_warning(group: &str, kind: &str, version: &Value) -> Option<String> {
+    if version["deprecated"].as_bool() != Some(true) {
+        return None;
+    }
+    Some(match version["deprecationWarning"].as_str() {
+        Some(text) => text.to_owned(),
+        None => format!(
+            "{group}/{} {kind} is deprecated",
+            version["name"].as_str().unwrap_or_default()
+        ),
+    })
 }
 
 fn printer_columns(version: &Value) -> Vec<PrinterColumn> {

@@ -45,6 +45,9 @@ pub struct ResourceInfo {
     pub schema: Option<Arc<Value>>,
     /// Served from a CustomResourceDefinition (strategic merge patch is refused for these).
     pub custom: bool,
+    /// A CRD version marked `deprecated`: every request for it gets this text back as an
+    /// HTTP `Warning: 299` header, as the real API server does.
+    pub deprecation_warning: Option<String>,
 }
 
 impl ResourceInfo {
@@ -169,6 +172,7 @@ pub fn builtins() -> Vec<Arc<ResourceInfo>> {
                     .collect(),
                 schema: None,
                 custom: false,
+                deprecation_warning: None,
             })
         })
         .collect()

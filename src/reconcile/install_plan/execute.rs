@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::apis::{StepApi, step_api};
 use crate::api::{Step, StepStatus};
 use crate::k8s::MANAGER;
+use crate::k8s::warnings::WarningLog;
 use crate::plan::crd_safety::{CrdUpdateCheck, check_crd_update, versions_to_validate};
 use crate::plan::kinds::{Scope, StepKind, supported_kind_names};
 use crate::plan::object::StepObject;
@@ -32,10 +33,48 @@ pub struct Pass<'a> {
     /// The client for every other step (olm-rs's, or the OperatorGroup's service account).
     pub steps: &'a Client,
     pub namespace: &'a str,
+    /// Where both clients record the API server's warnings (`k8s::warnings::recording`).
+    pub api_warnings: &'a WarningLog,
 }
 
-/// Warnings to publish as events on the plan (e.g. `CRDValidation`).
-pub type Warnings = Vec<(&'static str, String)>;
+/// A Warning event to publish on the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanWarning {
+    /// `CRDValidation`, or `AppliedWithWarnings` for warnings the API server returned.
+    pub reason: &'static str,
+    pub message: String,
+    /// The step it concerns: the event's `fieldPath` is then `status.plan[<step>]`.
+    pub step: Option<usize>,
+}
+
+/// The event reason for API-server warnings drawn by a step (subscription-installplan.md §7.3).
+pub const APPLIED_WITH_WARNINGS: &str = "AppliedWithWarnings";
+
+pub type Warnings = Vec<PlanWarning>;
+
+/// OLM's words for the warnings one step drew.
+fn applied_with_warnings(p: &Parsed, texts: &[String]) -> PlanWarning {
+    let what = format!("({} {:?})", p.object.kind, p.object.name);
+    let message = if p.resolving.is_empty() {
+        format!(
+            "{} warning(s) generated during operator installation {what}: {}",
+            texts.len(),
+            texts.join(", ")
+        )
+    } else {
+        format!(
+            "{} warning(s) generated during installation of operator {:?} {what}: {}",
+            texts.len(),
+            p.resolving,
+            texts.join(", ")
+        )
+    };
+    PlanWarning {
+        reason: APPLIED_WITH_WARNINGS,
+        message,
+        step: Some(p.index),
+    }
+}
 
 struct Parsed {
     index: usize,
@@ -69,7 +108,10 @@ impl Pass<'_> {
             if steps[p.index].status == StepStatus::Unknown
                 || steps[p.index].status == StepStatus::NotPresent
             {
-                match self.apply_crd(p).await {
+                self.api_warnings.take();
+                let applied = self.apply_crd(p).await;
+                self.note_api_warnings(p, warnings);
+                match applied {
                     Ok(status) => steps[p.index].status = status,
                     Err(message) => return failed(message),
                 }
@@ -112,12 +154,26 @@ impl Pass<'_> {
                     p.index, p.object.kind, p.object.name
                 ));
             };
-            match self.apply(p, api, &mut owners).await {
+            self.api_warnings.take();
+            let applied = self.apply(p, api, &mut owners).await;
+            self.note_api_warnings(p, warnings);
+            match applied {
                 Ok(status) => steps[p.index].status = status,
                 Err(message) => return failed(message),
             }
         }
         PassOutcome::Done
+    }
+
+    /// Turns the warnings the API server returned while applying step `p` into an event.
+    fn note_api_warnings(&self, p: &Parsed, warnings: &mut Warnings) {
+        let mut texts = self.api_warnings.take();
+        // A step reads before it writes, and both draw the same warning: say it once.
+        let mut seen = std::collections::HashSet::new();
+        texts.retain(|t| seen.insert(t.clone()));
+        if !texts.is_empty() {
+            warnings.push(applied_with_warnings(p, &texts));
+        }
     }
 
     /// Everything that can be known before writing: APIs exist and CRD updates are safe.
@@ -212,7 +268,11 @@ impl Pass<'_> {
         match check_crd_update(&existing, new, &resources, validate) {
             Ok(CrdUpdateCheck::Safe) => Ok(()),
             Ok(CrdUpdateCheck::SafeWithWarning(message)) => {
-                warnings.push(("CRDValidation", message));
+                warnings.push(PlanWarning {
+                    reason: "CRDValidation",
+                    message,
+                    step: Some(p.index),
+                });
                 Ok(())
             }
             Err(e) => Err(e.to_string()),

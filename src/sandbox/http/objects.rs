@@ -94,7 +94,8 @@ async fn dispatch(server: ApiServer, req: Req, body: Body) -> Result<Response, A
         user_agent: req.user_agent.clone(),
     };
     let name = t.name.clone();
-    match (&req.method, name) {
+    let warning = ctx.res.deprecation_warning.clone();
+    let result = match (&req.method, name) {
         (&Method::GET, None) if watch => list_watch::watch(ctx, None),
         (&Method::GET, Some(name)) if watch => list_watch::watch(ctx, Some(name)),
         (&Method::GET, None) => list_watch::list(&ctx),
@@ -108,7 +109,23 @@ async fn dispatch(server: ApiServer, req: Req, body: Body) -> Result<Response, A
             "the server does not allow this method on the requested resource ({m} {})",
             req.path
         ))),
+    };
+    match warning {
+        Some(text) => Ok(with_warning(
+            result.unwrap_or_else(|e| response::error(&e)),
+            &text,
+        )),
+        None => result,
     }
+}
+
+/// Adds `Warning: 299 - "<text>"` (RFC 7234 §5.5, the form Kubernetes uses).
+fn with_warning(mut response: Response, text: &str) -> Response {
+    let quoted = text.replace('\\', "\\\\").replace('"', "\\\"");
+    if let Ok(value) = http::HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
+        response.headers_mut().append(http::header::WARNING, value);
+    }
+    response
 }
 
 fn get(ctx: &Ctx, name: &str) -> Result<Response, ApiError> {

@@ -221,6 +221,7 @@ mod tests {
             columns: vec![],
             schema: None,
             custom: true,
+            deprecation_warning: None,
         }
     }
 
