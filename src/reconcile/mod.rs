@@ -11,6 +11,7 @@ pub mod copied_csv;
 pub mod install_plan;
 pub mod operator_group;
 pub mod subscription;
+pub mod work_queue;
 
 use std::sync::Arc;
 

@@ -25,8 +25,8 @@ use crate::operator_group::copied_csv::{
 };
 use crate::operator_group::membership::{is_active_member, is_copied};
 use crate::operator_group::targets::TargetNamespaces;
-use crate::reconcile::operator_group::queue::Next;
 use crate::reconcile::operator_group::{ObjectKey, Shared};
+use crate::reconcile::work_queue::Next;
 
 pub use olm_config::sync_olm_config;
 pub use writes::{CopyWriter, Outcome, WriteError};

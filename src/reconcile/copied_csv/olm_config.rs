@@ -21,8 +21,8 @@ use crate::operator_group::olm_config::{
     disabled_event_message,
 };
 use crate::operator_group::targets::TargetNamespaces;
-use crate::reconcile::operator_group::queue::Next;
 use crate::reconcile::operator_group::{ObjectKey, Shared};
+use crate::reconcile::work_queue::Next;
 
 use super::{CopySyncError, copy_settings, lock, plan_for};
 

@@ -25,8 +25,8 @@ use crate::operator_group::status::{
 };
 use crate::operator_group::targets::{TargetError, select_targets};
 
-use super::queue::Next;
 use super::{ObjectKey, Shared, merge_params};
+use crate::reconcile::work_queue::Next;
 
 /// Why a group sync failed; the group is retried with back-off.
 #[derive(Debug, thiserror::Error)]

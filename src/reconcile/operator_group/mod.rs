@@ -8,7 +8,6 @@
 pub mod cache;
 mod group_sync;
 mod namespace_sync;
-pub mod queue;
 pub mod routes;
 
 use std::collections::BTreeSet;
@@ -21,6 +20,7 @@ use kube_runtime::watcher::Event;
 
 use crate::reconcile::Context;
 use crate::reconcile::copied_csv;
+use crate::reconcile::work_queue;
 
 pub use cache::{Caches, CopyCache};
 pub use routes::Queues;
@@ -190,7 +190,7 @@ async fn workers(shared: Arc<Shared>) {
 
     let n = shared.options.workers;
     let s = shared.clone();
-    let groups = queue::run_workers(
+    let groups = work_queue::run_workers(
         "operatorgroup",
         shared.queues.groups.clone(),
         n,
@@ -200,7 +200,7 @@ async fn workers(shared: Arc<Shared>) {
         },
     );
     let s = shared.clone();
-    let namespaces = queue::run_workers(
+    let namespaces = work_queue::run_workers(
         "namespace",
         shared.queues.namespaces.clone(),
         n,
@@ -210,12 +210,13 @@ async fn workers(shared: Arc<Shared>) {
         },
     );
     let s = shared.clone();
-    let copies = queue::run_workers("copied-csv", shared.queues.copies.clone(), n, move |key| {
-        let s = s.clone();
-        async move { copied_csv::sync(&s, &key).await }
-    });
+    let copies =
+        work_queue::run_workers("copied-csv", shared.queues.copies.clone(), n, move |key| {
+            let s = s.clone();
+            async move { copied_csv::sync(&s, &key).await }
+        });
     let s = shared.clone();
-    let config = queue::run_workers(
+    let config = work_queue::run_workers(
         "olmconfig",
         shared.queues.olm_config.clone(),
         1,

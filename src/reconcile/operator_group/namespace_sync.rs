@@ -10,8 +10,8 @@ use kube::api::{Api, Patch};
 use crate::operator_group::namespace_labels::{desired_group_labels, namespace_label_patch};
 use crate::operator_group::targets::TargetNamespaces;
 
-use super::queue::Next;
 use super::{Shared, merge_params};
+use crate::reconcile::work_queue::Next;
 
 #[derive(Debug, thiserror::Error)]
 #[error("Namespace {namespace}: cannot update OperatorGroup labels: {source}")]

@@ -16,7 +16,7 @@ use crate::operator_group::targets::TargetNamespaces;
 
 use super::ObjectKey;
 use super::cache::{Caches, CopyChange};
-use super::queue::WorkQueue;
+use crate::reconcile::work_queue::WorkQueue;
 
 /// The loops' queues.
 #[derive(Clone, Default)]

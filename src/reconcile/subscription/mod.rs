@@ -6,7 +6,6 @@
 
 mod catalogs;
 mod observe;
-mod queue;
 mod sync;
 
 use std::collections::HashSet;
@@ -22,16 +21,17 @@ use kube_runtime::watcher::{self, Event};
 
 pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
 pub use observe::csv_resource;
-pub use queue::NamespaceQueue;
 pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
 
 use crate::api::{InstallPlan, OperatorGroup, Subscription};
 use crate::metrics::CountedKind;
 use crate::reconcile::Context;
+use crate::reconcile::work_queue::WorkQueue;
 
 /// Every namespace with Subscriptions is synced at least this often (OLM resyncs too).
 pub const RESYNC: Duration = Duration::from_secs(300);
-/// Delay before retrying a namespace whose sync failed or conflicted.
+/// Delay before looking again at a namespace whose resolution an error prevented or whose
+/// status write conflicted (a failed sync backs off instead: `WorkQueue::retry`).
 pub const RETRY: Duration = Duration::from_secs(5);
 /// Namespaces synced in parallel.
 pub const WORKERS: usize = 2;
@@ -43,7 +43,7 @@ pub async fn run(
     catalogs: Arc<dyn CatalogSnapshots>,
     catalog_changes: impl Stream<Item = ()> + Send + 'static,
 ) {
-    let queue = NamespaceQueue::new();
+    let queue: WorkQueue<String> = WorkQueue::new();
     let known: Arc<Mutex<HashSet<String>>> = Arc::default();
     let client = ctx.client.clone();
 
@@ -65,7 +65,7 @@ pub async fn run(
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(ns.clone());
-            queue.add(&ns);
+            queue.add(ns);
             async {}
         })
     };
@@ -96,9 +96,7 @@ pub async fn run(
     let catalog_events = {
         let (queue, known) = (queue.clone(), known.clone());
         catalog_changes.for_each(move |()| {
-            for ns in snapshot(&known) {
-                queue.add(&ns);
-            }
+            queue.add_all(snapshot(&known));
             async {}
         })
     };
@@ -108,9 +106,7 @@ pub async fn run(
             let mut tick = tokio::time::interval(RESYNC);
             loop {
                 tick.tick().await;
-                for ns in snapshot(&known) {
-                    queue.add(&ns);
-                }
+                queue.add_all(snapshot(&known));
             }
         }
     };
@@ -128,11 +124,7 @@ pub async fn run(
     }
 }
 
-async fn worker(
-    ctx: Arc<Context>,
-    catalogs: Arc<dyn CatalogSnapshots>,
-    queue: Arc<NamespaceQueue>,
-) {
+async fn worker(ctx: Arc<Context>, catalogs: Arc<dyn CatalogSnapshots>, queue: WorkQueue<String>) {
     loop {
         let ns = queue.next().await;
         let synced = ctx
@@ -141,13 +133,15 @@ async fn worker(
             .await;
         match synced {
             Ok(report) => {
+                queue.forget(&ns);
                 if report.retry_soon {
-                    queue.add_after(&ns, RETRY);
+                    queue.add_after(ns.clone(), RETRY);
                 }
             }
             Err(error) => {
-                tracing::warn!(namespace = %ns, %error, "subscription sync failed; retrying");
-                queue.add_after(&ns, RETRY);
+                // Rate-limited, as OLM retries a failed namespace sync (resolution.md §9).
+                let after = queue.retry(ns.clone());
+                tracing::warn!(namespace = %ns, %error, ?after, "subscription sync failed; retrying");
             }
         }
         queue.done(&ns);
@@ -176,7 +170,7 @@ where
 /// Queues namespaces that have Subscriptions.
 async fn follow(
     events: impl Stream<Item = String>,
-    queue: Arc<NamespaceQueue>,
+    queue: WorkQueue<String>,
     known: Arc<Mutex<HashSet<String>>>,
 ) {
     events
@@ -186,7 +180,7 @@ async fn follow(
                 .unwrap_or_else(|p| p.into_inner())
                 .contains(&ns)
             {
-                queue.add(&ns);
+                queue.add(ns);
             }
             async {}
         })
