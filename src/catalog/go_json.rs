@@ -47,6 +47,21 @@ pub enum UnmarshalError {
 /// The members of a JSON object, in document order, borrowing the values.
 pub struct Fields<'a> {
     members: Vec<(Cow<'a, str>, &'a RawValue)>,
+    /// One array-of-objects member read in the same pass as the object (`parse_object_with_list`);
+    /// its entry in `members` holds `null`.
+    list: Option<PreParsedList<'a>>,
+}
+
+struct PreParsedList<'a> {
+    name: &'static str,
+    /// The last member named `name` (ignoring ASCII case); `None` when it is absent or `null`.
+    value: Option<ListValue<'a>>,
+}
+
+/// An array of objects parsed item by item, or the kind of what stood there instead.
+enum ListValue<'a> {
+    Items(Vec<ObjectItem<'a>>),
+    Kind(&'static str),
 }
 
 impl<'a> Fields<'a> {
@@ -67,7 +82,10 @@ impl<'a> Fields<'a> {
         }
         let members =
             parse_members(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
-        Ok(Some(Fields { members }))
+        Ok(Some(Fields {
+            members,
+            list: None,
+        }))
     }
 
     pub fn members(&self) -> &[(Cow<'a, str>, &'a RawValue)] {
@@ -161,6 +179,98 @@ pub fn parse_members(text: &str) -> Result<Vec<(Cow<'_, str>, &RawValue)>, serde
     let members = (&mut de).deserialize_map(MembersVisitor)?;
     de.end()?;
     Ok(members)
+}
+
+/// Parses a JSON object like `parse_members` and, in the same pass, the array of objects under
+/// `list` (matched ignoring ASCII case, the last one winning, as `Fields::get` does), which
+/// `Fields::object_list` then hands out without reading it again. A catalog's `properties`
+/// are nearly all of its bytes, so this saves a full pass over them.
+///
+/// Errors are not worded: on any error the caller takes the general path (`parse_members`,
+/// then `object_list`), which words them as before. The pass accepts exactly what that path
+/// accepts, except number items it cannot hold (`1e400`), which also send it there.
+pub fn parse_object_with_list<'a>(
+    text: &'a str,
+    list: &'static str,
+) -> Result<Fields<'a>, serde_json::Error> {
+    struct ObjectVisitor {
+        list: &'static str,
+    }
+    impl<'de> Visitor<'de> for ObjectVisitor {
+        type Value = Fields<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
+            let mut value = None;
+            while let Some(key) = map.next_key::<BorrowedOrOwned<'de>>()? {
+                if key.0.eq_ignore_ascii_case(self.list) {
+                    value = map.next_value::<Option<ListValue<'de>>>()?;
+                    members.push((key.0, RawValue::NULL));
+                } else {
+                    let raw: &'de RawValue = map.next_value()?;
+                    members.push((key.0, raw));
+                }
+            }
+            Ok(Fields {
+                members,
+                list: Some(PreParsedList {
+                    name: self.list,
+                    value,
+                }),
+            })
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let fields = (&mut de).deserialize_map(ObjectVisitor { list })?;
+    de.end()?;
+    Ok(fields)
+}
+
+impl<'de> serde::Deserialize<'de> for ListValue<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ListValue<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(8));
+                while let Some(item) = seq.next_element::<ObjectItem<'de>>()? {
+                    items.push(item);
+                }
+                Ok(ListValue::Items(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(ListValue::Kind("object"))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ListValue::Kind("bool"))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ListValue::Kind("number"))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ListValue::Kind("number"))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ListValue::Kind("number"))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(ListValue::Kind("string"))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A key that borrows from the input unless it contains escapes.
@@ -306,6 +416,7 @@ fn go_float(f: f64) -> String {
 }
 
 /// An element of an array of objects, parsed in the same pass as the array.
+#[derive(Clone)]
 pub enum ObjectItem<'a> {
     Object(Vec<(Cow<'a, str>, &'a RawValue)>),
     Null,
@@ -361,7 +472,10 @@ impl<'de> serde::Deserialize<'de> for ObjectItem<'de> {
 
 impl<'a> Fields<'a> {
     pub fn from_members(members: Vec<(Cow<'a, str>, &'a RawValue)>) -> Fields<'a> {
-        Fields { members }
+        Fields {
+            members,
+            list: None,
+        }
     }
 
     /// The items of an array-of-objects member, each parsed once.
@@ -372,22 +486,48 @@ impl<'a> Fields<'a> {
         go_type: &'static str,
         item_type: &'static str,
     ) -> Result<Vec<Option<Fields<'a>>>, UnmarshalError> {
-        let Some(raw) = self.get(name) else {
-            return Ok(Vec::new());
+        let pre = self
+            .list
+            .as_ref()
+            .filter(|l| l.name.eq_ignore_ascii_case(name));
+        let items: Vec<ObjectItem<'a>> = match pre {
+            Some(PreParsedList { value: None, .. }) => return Ok(Vec::new()),
+            Some(PreParsedList {
+                value: Some(ListValue::Kind(kind)),
+                ..
+            }) => {
+                return Err(UnmarshalError::Field {
+                    kind: *kind,
+                    field: format!("{owner}.{name}"),
+                    go_type,
+                });
+            }
+            Some(PreParsedList {
+                value: Some(ListValue::Items(items)),
+                ..
+            }) => items.clone(),
+            None => {
+                let Some(raw) = self.get(name) else {
+                    return Ok(Vec::new());
+                };
+                if kind(raw) != "array" {
+                    return Err(UnmarshalError::Field {
+                        kind: kind(raw),
+                        field: format!("{owner}.{name}"),
+                        go_type,
+                    });
+                }
+                serde_json::from_str(raw.get())
+                    .map_err(|e| UnmarshalError::Syntax(e.to_string()))?
+            }
         };
-        if kind(raw) != "array" {
-            return Err(UnmarshalError::Field {
-                kind: kind(raw),
-                field: format!("{owner}.{name}"),
-                go_type,
-            });
-        }
-        let items: Vec<ObjectItem<'a>> =
-            serde_json::from_str(raw.get()).map_err(|e| UnmarshalError::Syntax(e.to_string()))?;
         items
             .into_iter()
             .map(|item| match item {
-                ObjectItem::Object(m) => Ok(Some(Fields { members: m })),
+                ObjectItem::Object(m) => Ok(Some(Fields {
+                    members: m,
+                    list: None,
+                })),
                 ObjectItem::Null => Ok(None),
                 ObjectItem::Other(kind) => Err(UnmarshalError::Field {
                     kind,

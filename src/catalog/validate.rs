@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::error::{Location, Problem, Rule};
+use super::fbc::parallel_map;
 use super::model::{
     Bundle, Channel, DeclarativeConfig, Deprecations, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_PACKAGE,
@@ -135,10 +136,19 @@ pub fn validate(config: &DeclarativeConfig) -> Vec<Problem> {
         view.channels.push(c);
     }
 
+    // C11–C14 read every property value (the CSV metadata is most of a catalog's bytes), so
+    // they run on all cores up front; their problems are merged below in catalog order.
+    let mut property_problems = parallel_map(&config.bundles, |b| {
+        let mut found = Vec::new();
+        if !b.package.is_empty() {
+            check_bundle_properties(b, bundle_location(b), &mut found);
+        }
+        found
+    })
+    .into_iter();
     for b in &config.bundles {
-        let at = Location::from_origin(&b.origin)
-            .package(&b.package)
-            .bundle(&b.name);
+        let checked = property_problems.next().unwrap_or_default();
+        let at = bundle_location(b);
         if b.package.is_empty() {
             out.push(Problem::new(
                 Rule::C8,
@@ -163,7 +173,7 @@ pub fn validate(config: &DeclarativeConfig) -> Vec<Problem> {
             ));
             continue;
         }
-        check_bundle_properties(b, at.clone(), &mut out);
+        out.extend(checked);
         if !view
             .channels
             .iter()
@@ -183,10 +193,21 @@ pub fn validate(config: &DeclarativeConfig) -> Vec<Problem> {
 
     check_deprecations(config, &mut views, &mut out);
 
-    for view in views.values() {
-        validate_package(view, &mut out);
+    let views: Vec<&PackageView<'_>> = views.values().collect();
+    for found in parallel_map(&views, |view| {
+        let mut found = Vec::new();
+        validate_package(view, &mut found);
+        found
+    }) {
+        out.extend(found);
     }
     out
+}
+
+fn bundle_location(b: &Bundle) -> Location {
+    Location::from_origin(&b.origin)
+        .package(&b.package)
+        .bundle(&b.name)
 }
 
 /// C11–C14 for one bundle.

@@ -29,17 +29,23 @@ pub enum Blob {
 /// returned alongside it.
 pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Box<Problem>> {
     let at = || Location::from_origin(origin);
-    let members = go_json::parse_members(json).map_err(|_| {
-        let kind = serde_json::from_str::<&RawValue>(json)
-            .map(go_json::kind)
-            .unwrap_or("value");
-        Problem::new(
-            Rule::L1,
-            at(),
-            format!("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"),
-        )
-    })?;
-    check_folded_keys(&members).map_err(|m| Problem::new(Rule::L2, at(), m))?;
+    // `properties` (nearly all of a blob's bytes) is read in the same pass as the blob; on any
+    // error the general path below reads and words it.
+    let fields = match go_json::parse_object_with_list(json, "properties") {
+        Ok(fields) => fields,
+        Err(_) => Fields::from_members(go_json::parse_members(json).map_err(|_| {
+            let kind = serde_json::from_str::<&RawValue>(json)
+                .map(go_json::kind)
+                .unwrap_or("value");
+            Problem::new(
+                Rule::L1,
+                at(),
+                format!("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"),
+            )
+        })?),
+    };
+    let members = fields.members();
+    check_folded_keys(members).map_err(|m| Problem::new(Rule::L2, at(), m))?;
     let meta = |key: &str| -> Result<Option<String>, Box<Problem>> {
         let Some((_, raw)) = members
             .iter()
@@ -76,7 +82,6 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Box<Pr
             ),
         )));
     }
-    let fields = Fields::from_members(members);
     let wrap = |what: &str, e: UnmarshalError| {
         let mut loc = at();
         loc.package = package.clone();

@@ -51,6 +51,14 @@ pub fn split(text: &str) -> Result<Vec<Document<'_>>, SyntaxError> {
     split_yaml_slow(text)
 }
 
+/// `split` without the fast YAML path, for callers that tried `yaml_fast` themselves.
+pub fn split_general(text: &str) -> Result<Vec<Document<'_>>, SyntaxError> {
+    if text.trim_start().starts_with('{') {
+        return split_json(text);
+    }
+    split_yaml_slow(text)
+}
+
 fn split_json(text: &str) -> Result<Vec<Document<'_>>, SyntaxError> {
     let mut out = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();

@@ -84,36 +84,54 @@ fn relative_name(root: &Path, path: &Path) -> Arc<str> {
 
 /// Parses one file's text into blobs; `name` is used in origins and messages.
 pub fn load_text(name: Arc<str>, text: &str) -> (DeclarativeConfig, Vec<Problem>) {
-    let mut config = DeclarativeConfig::default();
-    let mut problems = Vec::new();
-    let documents = match documents::split(text) {
+    let mut loaded = (DeclarativeConfig::default(), Vec::new());
+    // Block YAML (every catalog opm writes) is transcoded one document at a time and each
+    // document parsed at once, so a file's JSON is never held whole (peak memory).
+    if !text.trim_start().starts_with('{') {
+        let fast = yaml_fast::for_each_document(text, |json, line| {
+            add_document(&mut loaded, json, Origin::new(name.clone(), Some(line)));
+        });
+        if fast.is_some() {
+            return loaded;
+        }
+        // Outside the fast subset: start over on the general path.
+        loaded = (DeclarativeConfig::default(), Vec::new());
+    }
+    let documents = match documents::split_general(text) {
         Ok(d) => d,
         Err(e) => {
-            problems.push(Problem::new(
+            loaded.1.push(Problem::new(
                 Rule::L1,
                 Location::file(name.to_string(), e.line),
                 e.message,
             ));
-            return (config, problems);
+            return loaded;
         }
     };
     for doc in documents {
-        let origin = Origin::new(name.clone(), doc.line);
-        match blob::parse(&doc.json, &origin) {
-            Err(p) => problems.push(*p),
-            Ok((blob, extra)) => {
-                problems.extend(extra);
-                match blob {
-                    Blob::Package(p) => config.packages.push(p),
-                    Blob::Channel(c) => config.channels.push(c),
-                    Blob::Bundle(b) => config.bundles.push(b),
-                    Blob::Deprecations(d) => config.deprecations.push(d),
-                    Blob::Other(o) => config.others.push(o),
-                }
+        add_document(&mut loaded, &doc.json, Origin::new(name.clone(), doc.line));
+    }
+    loaded
+}
+
+fn add_document(
+    (config, problems): &mut (DeclarativeConfig, Vec<Problem>),
+    json: &str,
+    origin: Origin,
+) {
+    match blob::parse(json, &origin) {
+        Err(p) => problems.push(*p),
+        Ok((blob, extra)) => {
+            problems.extend(extra);
+            match blob {
+                Blob::Package(p) => config.packages.push(p),
+                Blob::Channel(c) => config.channels.push(c),
+                Blob::Bundle(b) => config.bundles.push(b),
+                Blob::Deprecations(d) => config.deprecations.push(d),
+                Blob::Other(o) => config.others.push(o),
             }
         }
     }
-    (config, problems)
 }
 
 fn load_file(root: &Path, path: &Path) -> (DeclarativeConfig, Vec<Problem>) {

@@ -19,6 +19,16 @@ use scalar::{check_chars, push_escaped, push_json_string};
 /// Each document of `text` as JSON, with the line its content starts on; `None` when the text
 /// is outside the supported subset.
 pub fn to_json_documents(text: &str) -> Option<Vec<(String, u32)>> {
+    let mut docs = Vec::new();
+    for_each_document(text, |json, line| docs.push((json.to_owned(), line)))?;
+    Some(docs)
+}
+
+/// Hands each document of `text` to `each` as JSON, with the line its content starts on, as
+/// soon as it is transcoded; one buffer serves every document, so a file's JSON is never held
+/// whole. `None` when the text is outside the supported subset — possibly after `each` has
+/// seen earlier documents, which the caller must then discard.
+pub fn for_each_document(text: &str, each: impl FnMut(&str, u32)) -> Option<()> {
     if text.starts_with('\u{feff}') || memchr::memchr(b'\r', text.as_bytes()).is_some() {
         return None;
     }
@@ -29,7 +39,7 @@ pub fn to_json_documents(text: &str) -> Option<Vec<(String, u32)>> {
         line: 1,
         out: String::new(),
     };
-    p.documents()
+    p.documents(each)
 }
 
 /// Where the fast path gives up on `text` (line of the parser position), for diagnostics.
@@ -42,7 +52,7 @@ pub fn decline_line(text: &str) -> Option<u32> {
         line: 1,
         out: String::new(),
     };
-    match p.documents() {
+    match p.documents(|_, _| {}) {
         Some(_) => None,
         None => Some(p.line),
     }
@@ -123,12 +133,11 @@ impl<'a> Parser<'a> {
         Some(())
     }
 
-    fn documents(&mut self) -> Option<Vec<(String, u32)>> {
-        let mut docs = Vec::new();
+    fn documents(&mut self, mut each: impl FnMut(&str, u32)) -> Option<()> {
         loop {
             self.skip_empty_lines()?;
             if self.eof() {
-                return Some(docs);
+                return Some(());
             }
             match self.marker_at(self.pos) {
                 Some(b'-') => {
@@ -148,7 +157,7 @@ impl<'a> Parser<'a> {
                 return None; // directive
             }
             let start_line = self.line;
-            self.out = String::with_capacity(1024);
+            self.out.clear();
             self.node_on_next_lines(-1, false)?;
             self.skip_empty_lines()?;
             if !self.eof() && self.marker_at(self.pos) != Some(b'-') {
@@ -156,7 +165,7 @@ impl<'a> Parser<'a> {
             }
             // Empty documents are skipped, as on the general path.
             if self.out != "null" {
-                docs.push((std::mem::take(&mut self.out), start_line));
+                each(&self.out, start_line);
             }
         }
     }

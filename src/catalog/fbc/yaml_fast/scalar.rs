@@ -85,9 +85,32 @@ fn word_has_special(chunk: &[u8]) -> bool {
         || has_zero(w ^ (ONES * 0x7f)) != 0
 }
 
-/// Appends raw YAML text JSON-escaped (no quotes), checking it as `check_chars` does, in one
-/// pass: runs of ordinary ASCII are copied at once.
+/// Appends raw YAML text JSON-escaped (no quotes), checking it as `check_chars` does.
+///
+/// Most catalog text is printable ASCII, and much of it is JSON inside YAML (`alm-examples`),
+/// dense with `"`: such text is recognised in one branch-free pass and then only `"` and `\`
+/// are looked for (memchr). Anything else takes the byte-by-byte path.
 pub fn push_escaped(out: &mut String, s: &str) -> Option<()> {
+    let b = s.as_bytes();
+    let printable = b.iter().fold(true, |ok, &c| ok & (0x20..0x7f).contains(&c));
+    if !printable {
+        return push_escaped_checked(out, s);
+    }
+    out.reserve(b.len() + 16);
+    let mut start = 0;
+    for i in memchr::memchr2_iter(b'"', b'\\', b) {
+        // Both escapes are a backslash before the character itself.
+        out.push_str(&s[start..i]);
+        out.push('\\');
+        start = i;
+    }
+    out.push_str(&s[start..]);
+    Some(())
+}
+
+/// `push_escaped` for text with controls, tabs or non-ASCII: runs of ordinary ASCII are
+/// copied at once, everything else is looked at byte by byte.
+fn push_escaped_checked(out: &mut String, s: &str) -> Option<()> {
     let b = s.as_bytes();
     let mut start = 0;
     let mut i = 0;

@@ -284,7 +284,7 @@ impl Parser<'_> {
         let mut leading_blank = false;
         self.block_breaks(&mut indent, min_indent, &mut trailing_breaks)?;
         loop {
-            if self.eof() || self.indent(self.pos) < indent {
+            if self.eof() || !self.has_indent(indent) {
                 break;
             }
             let content_start = self.pos + indent;
@@ -310,7 +310,11 @@ impl Parser<'_> {
                 break;
             }
             leading_break = true;
-            self.block_breaks(&mut indent, min_indent, &mut trailing_breaks)?;
+            // The common case, a content line at the scalar's indentation, needs no break
+            // scanning (`block_breaks` would stop at once on it).
+            if !(self.has_indent(indent) && self.byte(self.pos + indent) != b'\n') {
+                self.block_breaks(&mut indent, min_indent, &mut trailing_breaks)?;
+            }
         }
         if chomp != -1 && leading_break {
             self.out.push_str("\\n");
@@ -319,6 +323,18 @@ impl Parser<'_> {
             push_newlines(&mut self.out, trailing_breaks);
         }
         Some(())
+    }
+
+    /// Whether the line at `pos` starts with at least `n` spaces (compared at once rather than
+    /// counted: block scalar lines are mostly indentation).
+    fn has_indent(&self, n: usize) -> bool {
+        const SPACES: [u8; 128] = [b' '; 128];
+        let line = &self.b[self.pos..];
+        if n <= SPACES.len() {
+            line.len() >= n && line[..n] == SPACES[..n]
+        } else {
+            self.indent(self.pos) >= n
+        }
     }
 
     /// libyaml `scan_block_scalar_breaks`: consumes empty lines (counting them) and, when the
