@@ -15,6 +15,15 @@
 //! is "bench". A free counts against the side that allocated, whoever frees. The figure is
 //! the controller's peak live bytes during the timed part. Printed per size after the criterion
 //! output, together with the process's peak RSS.
+//!
+//! `OLM_RS_BENCH_PROCESS=1` measures instead the way an operator of a cluster would: the real
+//! `olm-rs run` binary is the controller, in its own process, talking HTTP to the embedded API
+//! server on 127.0.0.1. The bench installs the bundle as an InstallPlan would (its CRDs, the
+//! ServiceAccount and RBAC of its permissions, the CSV) and the controller takes the CSV to
+//! Succeeded by itself (the API server's workload simulator reports its Deployment ready).
+//! Timed: from the bench seeing the original Succeeded until every copy carries the copied
+//! status. Memory: the controller process's peak RSS (`VmHWM`) over its whole life. One run per
+//! size, printed as a table; criterion is not used.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -28,7 +37,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use axum::body::HttpBody;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, ObjectMeta, PartialObjectMeta, Patch, PatchParams, PostParams};
@@ -184,14 +193,18 @@ fn peak_rss_kib() -> u64 {
 
 // ---- One run --------------------------------------------------------------------------------
 
-fn bench_csv() -> ClusterServiceVersion {
-    let path = std::env::var_os("OLM_RS_BENCH_CSV")
+fn bench_csv_path() -> std::path::PathBuf {
+    std::env::var_os("OLM_RS_BENCH_CSV")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
             common::shared_dir().join(
                 "data/catalogs/community-operators-prod/operators/rabbitmq-messaging-topology-operator/1.13.0/manifests/rabbitmq.clusterserviceversion.yaml",
             )
-        });
+        })
+}
+
+fn bench_csv() -> ClusterServiceVersion {
+    let path = bench_csv_path();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut csv: ClusterServiceVersion =
         serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -292,14 +305,11 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
 
     let all: Api<PartialObjectMeta<ClusterServiceVersion>> = Api::all(client.clone());
     let full: Api<ClusterServiceVersion> = Api::all(client.clone());
-    let selector = ListParams::default().labels("olm.copiedFrom=operators");
+    let selector = ListParams::default()
+        .labels("olm.copiedFrom=operators")
+        .limit(1);
     let copies = loop {
-        let count = all
-            .list_metadata(&selector)
-            .await
-            .expect("list")
-            .items
-            .len();
+        let count = count_copies(&all, &selector).await;
         if count >= expected && all_copied(&full, expected).await {
             break count;
         }
@@ -314,6 +324,17 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
         controller_peak,
         copies,
     }
+}
+
+/// How many copies exist, from a one-item page and its `remainingItemCount`: polling must not
+/// cost the server a rendering of every copy each time (that made the measured time grow with
+/// N² — the harness's own polls competing with the controller).
+async fn count_copies(
+    api: &Api<PartialObjectMeta<ClusterServiceVersion>>,
+    selector: &ListParams,
+) -> usize {
+    let page = api.list_metadata(selector).await.expect("list");
+    page.items.len() + page.metadata.remaining_item_count.unwrap_or(0).max(0) as usize
 }
 
 /// Whether `expected` copies carry the copied status (paged, so the check stays small).
@@ -401,5 +422,275 @@ fn copied_csvs(c: &mut Criterion) {
     );
 }
 
+// ---- The controller as its own process ------------------------------------------------------
+
+struct ProcessMeasurement {
+    elapsed: Duration,
+    peak_rss_kib: u64,
+    copies: usize,
+}
+
+fn process_status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Creates every object of the bundle directory that an InstallPlan would (CRDs, and the
+/// Service of its webhook in `operators`), except the CSV itself.
+async fn install_bundle_objects(
+    client: &kube::Client,
+    dir: &std::path::Path,
+    csv_file: &std::path::Path,
+) {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml") && p != csv_file)
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("bundle file");
+        let mut obj: kube::api::DynamicObject =
+            serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let types = obj.types.clone().expect("apiVersion and kind");
+        let (group, version) = types
+            .api_version
+            .rsplit_once('/')
+            .map(|(g, v)| (g.to_owned(), v.to_owned()))
+            .unwrap_or_else(|| (String::new(), types.api_version.clone()));
+        let plural = match types.kind.as_str() {
+            "CustomResourceDefinition" => "customresourcedefinitions",
+            "Service" => "services",
+            other => panic!("{}: the bench does not install a {other}", file.display()),
+        };
+        let resource = kube::api::ApiResource {
+            group,
+            version,
+            api_version: types.api_version.clone(),
+            kind: types.kind.clone(),
+            plural: plural.into(),
+        };
+        let api: Api<kube::api::DynamicObject> = if plural == "services" {
+            obj.metadata.namespace = Some("operators".into());
+            Api::namespaced_with(client.clone(), "operators", &resource)
+        } else {
+            Api::all_with(client.clone(), &resource)
+        };
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+}
+
+async fn create_namespaced<K>(client: &kube::Client, objects: Vec<K>)
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    for obj in objects {
+        let ns = obj
+            .meta()
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "operators".into());
+        let api: Api<K> = Api::namespaced(client.clone(), &ns);
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{:?}: {e}", obj.meta().name));
+    }
+}
+
+async fn create_cluster_scoped<K>(client: &kube::Client, objects: Vec<K>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    for obj in objects {
+        let api: Api<K> = Api::all(client.clone());
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{:?}: {e}", obj.meta().name));
+    }
+}
+
+async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> ProcessMeasurement {
+    let server = ApiServer::new();
+    let serving = server
+        .serve("127.0.0.1:0".parse().expect("an address"))
+        .await
+        .expect("serving the embedded API");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, serving.kubeconfig_yaml()).expect("kubeconfig");
+    // The bench's own requests stay in-process: they must not compete with the controller for
+    // the loopback connection pool, and their cost is not the controller's.
+    let client = server.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in olm_rs::api::crd::all().expect("CRDs") {
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("install CRD");
+    }
+    let ns_api: Api<Namespace> = Api::all(client.clone());
+    let mut names: Vec<String> = (0..namespaces).map(|i| format!("tenant-{i:05}")).collect();
+    names.extend(["operators".into(), "olm".into()]);
+    for name in &names {
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        ns_api
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("namespace");
+    }
+    let expected = ns_api
+        .list_metadata(&ListParams::default())
+        .await
+        .expect("namespaces")
+        .items
+        .len()
+        - 1;
+    let groups: Api<OperatorGroup> = Api::namespaced(client.clone(), "operators");
+    groups
+        .create(
+            &PostParams::default(),
+            &OperatorGroup::new("global-operators", OperatorGroupSpec::default()),
+        )
+        .await
+        .expect("group");
+    install_bundle_objects(&client, csv_path.parent().expect("bundle dir"), csv_path).await;
+    let mut csv = bench_csv();
+    csv.metadata.namespace = Some("operators".into());
+    let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), "operators");
+    let name = csv.metadata.name.clone().expect("CSV name");
+    let created = csvs
+        .create(&PostParams::default(), &csv)
+        .await
+        .expect("CSV");
+    let rbac = olm_rs::csv::permission_objects::install_plan_permissions(&created)
+        .expect("the CSV's permissions");
+    create_namespaced(&client, rbac.service_accounts).await;
+    create_namespaced(&client, rbac.roles).await;
+    create_namespaced(&client, rbac.role_bindings).await;
+    create_cluster_scoped(&client, rbac.cluster_roles).await;
+    create_cluster_scoped(&client, rbac.cluster_role_bindings).await;
+
+    let log = std::fs::File::create(dir.path().join("olm-rs-run.log")).expect("log");
+    let probe = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+        .args([
+            "run",
+            "--global-catalog-namespace=olm",
+            &format!("--probe-addr=127.0.0.1:{probe}"),
+            "--log-format=json",
+            "--log-level=warn",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("POD_NAMESPACE", "olm")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting olm-rs run");
+    let pid = child.id().expect("a pid");
+
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let got = csvs.get(&name).await.expect("CSV");
+        let phase = got
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_ref())
+            .map(|p| p.as_str().to_owned());
+        if phase.as_deref() == Some("Succeeded") {
+            break;
+        }
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            let log =
+                std::fs::read_to_string(dir.path().join("olm-rs-run.log")).unwrap_or_default();
+            panic!("the CSV did not succeed (phase {phase:?}); controller log:\n{log}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = Instant::now();
+    let all: Api<PartialObjectMeta<ClusterServiceVersion>> = Api::all(client.clone());
+    let full: Api<ClusterServiceVersion> = Api::all(client.clone());
+    let selector = ListParams::default()
+        .labels("olm.copiedFrom=operators")
+        .limit(1);
+    let copies = loop {
+        let count = count_copies(&all, &selector).await;
+        if count >= expected && all_copied(&full, expected).await {
+            break count;
+        }
+        if Instant::now() > deadline {
+            panic!("only {count} of {expected} copies after the deadline");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let elapsed = started.elapsed();
+    let peak_rss_kib = process_status_kib(pid, "VmHWM:");
+    let _ = child.kill().await;
+    serving.shutdown().await;
+    ProcessMeasurement {
+        elapsed,
+        peak_rss_kib,
+        copies,
+    }
+}
+
+fn process_table() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let csv_path = bench_csv_path();
+    let sizes: Vec<usize> = std::env::var("OLM_RS_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![100, 500, 1000, 2000]);
+    eprintln!("copied_csvs (olm-rs run in its own process, HTTP on loopback)");
+    eprintln!("  namespaces  copies  seconds until all copied  controller peak RSS");
+    for n in sizes {
+        let m = runtime.block_on(run_process_once(n, &csv_path));
+        eprintln!(
+            "  {n:>10}  {:>6}  {:>24.2}  {:>15.1} MiB",
+            m.copies,
+            m.elapsed.as_secs_f64(),
+            m.peak_rss_kib as f64 / 1024.0
+        );
+    }
+}
+
 criterion_group!(benches, copied_csvs);
-criterion_main!(benches);
+
+fn main() {
+    if std::env::var_os("OLM_RS_BENCH_PROCESS").is_some() {
+        process_table();
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -9,8 +9,12 @@
 //!
 //! An owner counts as present only if it exists with the referenced uid and, for a namespaced
 //! owner, in the dependent's namespace (like the real collector).
+//!
+//! Driven by changes, with the store's owner index: a dependent is looked at when it changed
+//! or one of its owners went or started deleting; a deleting owner when it changed or one of
+//! its dependents did. Everything is looked at only at start (or after lost changes).
 
-use std::collections::HashMap;
+use std::collections::BTreeSet;
 
 use serde_json::Value;
 
@@ -19,6 +23,7 @@ use super::objects::delete::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use super::objects::{self, DeleteOptions, Part, Propagation, WriteOptions};
 use super::resources::GroupResource;
 use super::state::State;
+use super::store::{EventKind, Location, Pending};
 
 /// Where an object lives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -36,6 +41,16 @@ fn loc(gr: &GroupResource, obj: &Value) -> Loc {
     }
 }
 
+fn location(gr: &GroupResource, obj: &Value) -> Location {
+    (
+        gr.clone(),
+        (
+            meta::namespace(obj).unwrap_or_default().to_string(),
+            meta::name(obj).unwrap_or_default().to_string(),
+        ),
+    )
+}
+
 enum Action {
     Delete(Loc, Propagation),
     DropOwnerRefs(Loc, Vec<String>),
@@ -50,11 +65,73 @@ enum OwnerState {
     Present,
 }
 
-pub fn sweep(state: &mut State) {
-    let actions = plan(state);
+/// Acts on what `pending` touches.
+pub fn reconcile(state: &mut State, pending: &Pending) {
+    let actions = plan(state, &touched(state, pending));
     for action in actions {
         apply(state, action);
     }
+}
+
+/// What one pass looks at.
+#[derive(Default)]
+struct Touched {
+    /// Objects whose owner references are checked.
+    dependents: BTreeSet<Location>,
+    /// Objects checked as owners being deleted (orphan, foreground).
+    owners: BTreeSet<Location>,
+}
+
+fn touched(state: &State, pending: &Pending) -> Touched {
+    let mut t = Touched::default();
+    let changes = match pending {
+        Pending::Changes(changes) => changes,
+        Pending::Everything => {
+            for gr in state.store.resources() {
+                for obj in state.store.list(&gr, None) {
+                    if !meta::owner_refs(obj).is_empty() {
+                        t.dependents.insert(location(&gr, obj));
+                    }
+                    if meta::is_deleting(obj) {
+                        t.owners.insert(location(&gr, obj));
+                    }
+                }
+            }
+            return t;
+        }
+    };
+    for (gr, ev) in changes {
+        let obj = &ev.object;
+        let removed = ev.kind == EventKind::Deleted;
+        if !removed {
+            t.dependents.insert(location(gr, obj));
+            if meta::is_deleting(obj) {
+                t.owners.insert(location(gr, obj));
+            }
+        }
+        // An owner that went or is going: its dependents.
+        if (removed || meta::is_deleting(obj))
+            && let Some(uid) = meta::uid(obj)
+        {
+            t.dependents.extend(state.store.dependents_of(uid).cloned());
+        }
+        // A dependent that changed or went: the owners it names (or named) that are being
+        // deleted may be waiting for it.
+        let named = meta::owner_refs(obj).into_iter().chain(
+            ev.previous
+                .as_deref()
+                .map(meta::owner_refs)
+                .unwrap_or_default(),
+        );
+        for r in named {
+            if let Some((owner_gr, owner)) = state.store.by_uid(&r.uid)
+                && meta::is_deleting(owner)
+            {
+                t.owners.insert(location(owner_gr, owner));
+            }
+        }
+    }
+    t
 }
 
 fn owner_state(state: &State, dependent_ns: &str, uid: &str) -> OwnerState {
@@ -76,64 +153,70 @@ fn owner_state(state: &State, dependent_ns: &str, uid: &str) -> OwnerState {
     }
 }
 
-fn plan(state: &State) -> Vec<Action> {
-    let mut actions = Vec::new();
-    // owner uid → whether some dependent still blocks its deletion
-    let mut blocking: HashMap<String, bool> = HashMap::new();
-    let mut dependents: HashMap<String, Vec<Loc>> = HashMap::new();
+fn get<'s>(state: &'s State, at: &Location) -> Option<&'s Value> {
+    let (gr, (ns, name)) = at;
+    state.store.get(gr, ns, name).map(|o| &**o)
+}
 
-    for gr in state.store.resources() {
-        for obj in state.store.list(&gr, None) {
-            let refs = meta::owner_refs(obj);
-            if refs.is_empty() {
-                continue;
+/// Whether some object naming `uid` as owner blocks its deletion.
+fn blocked(state: &State, uid: &str) -> bool {
+    state.store.dependents_of(uid).any(|at| {
+        get(state, at).is_some_and(|dep| {
+            meta::owner_refs(dep)
+                .iter()
+                .any(|r| r.uid == uid && r.block_owner_deletion)
+        })
+    })
+}
+
+fn plan(state: &State, touched: &Touched) -> Vec<Action> {
+    let mut actions = Vec::new();
+    for at in &touched.dependents {
+        let Some(obj) = get(state, at) else { continue };
+        let refs = meta::owner_refs(obj);
+        if refs.is_empty() {
+            continue;
+        }
+        let here = loc(&at.0, obj);
+        let mut solid = false;
+        let mut waiting = false;
+        let mut gone = Vec::new();
+        for r in &refs {
+            match owner_state(state, &here.ns, &r.uid) {
+                OwnerState::Present => solid = true,
+                OwnerState::WaitingForDependents => waiting = true,
+                OwnerState::Absent => gone.push(r.uid.clone()),
             }
-            let here = loc(&gr, obj);
-            let mut solid = false;
-            let mut waiting = false;
-            let mut gone = Vec::new();
-            for r in &refs {
-                dependents
-                    .entry(r.uid.clone())
-                    .or_default()
-                    .push(here.clone());
-                if r.block_owner_deletion {
-                    blocking.insert(r.uid.clone(), true);
-                }
-                match owner_state(state, &here.ns, &r.uid) {
-                    OwnerState::Present => solid = true,
-                    OwnerState::WaitingForDependents => waiting = true,
-                    OwnerState::Absent => gone.push(r.uid.clone()),
-                }
+        }
+        if solid {
+            if !gone.is_empty() {
+                actions.push(Action::DropOwnerRefs(here, gone));
             }
-            if solid {
-                if !gone.is_empty() {
-                    actions.push(Action::DropOwnerRefs(here, gone));
-                }
-            } else if !meta::is_deleting(obj) {
-                let policy = if waiting {
-                    Propagation::Foreground
-                } else {
-                    Propagation::Background
-                };
-                actions.push(Action::Delete(here, policy));
-            }
+        } else if !meta::is_deleting(obj) {
+            let policy = if waiting {
+                Propagation::Foreground
+            } else {
+                Propagation::Background
+            };
+            actions.push(Action::Delete(here, policy));
         }
     }
 
-    for gr in state.store.resources() {
-        for obj in state.store.list(&gr, None).filter(|o| meta::is_deleting(o)) {
-            let fins = meta::finalizers(obj);
-            let uid = meta::uid(obj).unwrap_or_default().to_string();
-            if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
-                for dep in dependents.get(&uid).into_iter().flatten() {
-                    actions.push(Action::DropOwnerRefs(dep.clone(), vec![uid.clone()]));
+    for at in &touched.owners {
+        let Some(obj) = get(state, at).filter(|o| meta::is_deleting(o)) else {
+            continue;
+        };
+        let fins = meta::finalizers(obj);
+        let uid = meta::uid(obj).unwrap_or_default();
+        if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
+            for dep in state.store.dependents_of(uid) {
+                if let Some(d) = get(state, dep) {
+                    actions.push(Action::DropOwnerRefs(loc(&dep.0, d), vec![uid.to_string()]));
                 }
-                actions.push(Action::DropFinalizer(loc(&gr, obj), ORPHAN_FINALIZER));
-            } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) && !blocking.contains_key(&uid)
-            {
-                actions.push(Action::DropFinalizer(loc(&gr, obj), FOREGROUND_FINALIZER));
             }
+            actions.push(Action::DropFinalizer(loc(&at.0, obj), ORPHAN_FINALIZER));
+        } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) && !blocked(state, uid) {
+            actions.push(Action::DropFinalizer(loc(&at.0, obj), FOREGROUND_FINALIZER));
         }
     }
     actions

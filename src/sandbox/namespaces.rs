@@ -2,6 +2,10 @@
 //! that content are honoured, so a stuck finalizer keeps the namespace Terminating, as on a real
 //! cluster); once empty its `kubernetes` finalizer is removed and it goes. Active namespaces get
 //! their `default` ServiceAccount, as the ServiceAccount controller does.
+//!
+//! Driven by changes: a namespace is looked at when it or something in it changed.
+
+use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
@@ -9,6 +13,7 @@ use super::meta;
 use super::objects::{self, DeleteOptions, Part, WriteOptions};
 use super::resources::GroupResource;
 use super::state::{State, namespaces_gr};
+use super::store::Pending;
 
 fn serviceaccounts_gr() -> GroupResource {
     GroupResource {
@@ -17,14 +22,30 @@ fn serviceaccounts_gr() -> GroupResource {
     }
 }
 
-pub fn sweep(state: &mut State) {
-    let namespaces: Vec<Value> = state
-        .store
-        .list(&namespaces_gr(), None)
-        .map(|n| (**n).clone())
-        .collect();
-    for ns in namespaces {
-        let name = meta::name(&ns).unwrap_or_default().to_string();
+/// Looks at every namespace that `pending` touches (all of them for [`Pending::Everything`]).
+pub fn reconcile(state: &mut State, pending: &Pending) {
+    let names: BTreeSet<String> = match pending {
+        Pending::Everything => state
+            .store
+            .list(&namespaces_gr(), None)
+            .filter_map(|n| meta::name(n).map(str::to_string))
+            .collect(),
+        Pending::Changes(changes) => changes
+            .iter()
+            .filter_map(|(gr, ev)| {
+                if *gr == namespaces_gr() {
+                    meta::name(&ev.object)
+                } else {
+                    meta::namespace(&ev.object).filter(|ns| !ns.is_empty())
+                }
+            })
+            .map(str::to_string)
+            .collect(),
+    };
+    for name in names {
+        let Some(ns) = state.store.get(&namespaces_gr(), "", &name).cloned() else {
+            continue;
+        };
         if meta::is_deleting(&ns) {
             empty_and_finalize(state, &ns, &name);
         } else {

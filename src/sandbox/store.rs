@@ -1,8 +1,14 @@
 //! The in-memory object store: objects keyed by resource + namespace + name, one
 //! `resourceVersion` counter for the whole store (like etcd's revision), and a bounded log of
 //! changes per resource from which watches are served.
+//!
+//! Two things exist only for the built-in controllers (garbage collector, namespace and CRD
+//! cleanup), so that their cost per write does not grow with the size of the store: the
+//! changes they have not looked at yet ([`Store::take_pending`]), and an index from an owner's
+//! uid to the objects whose `ownerReferences` name it ([`Store::dependents_of`]).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -30,6 +36,28 @@ pub struct StoredEvent {
 /// Namespace ("" for cluster-scoped) and name.
 pub type ObjectKey = (String, String);
 
+/// Where an object lives.
+pub type Location = (GroupResource, ObjectKey);
+
+/// Changes the built-in controllers have not handled yet; past this many they are dropped and
+/// the controllers look at everything once instead (as an informer re-lists).
+const PENDING_CAPACITY: usize = 100_000;
+
+/// What the built-in controllers must look at.
+#[derive(Debug)]
+pub enum Pending {
+    /// These changes, oldest first.
+    Changes(Vec<(GroupResource, Arc<StoredEvent>)>),
+    /// Every object (at start, or after more changes than were kept).
+    Everything,
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Pending::Changes(c) if c.is_empty())
+    }
+}
+
 #[derive(Debug, Default)]
 struct ChangeLog {
     events: VecDeque<Arc<StoredEvent>>,
@@ -49,8 +77,30 @@ pub struct Store {
     objects: BTreeMap<GroupResource, BTreeMap<ObjectKey, Arc<Value>>>,
     logs: HashMap<GroupResource, ChangeLog>,
     uids: HashMap<String, (GroupResource, ObjectKey)>,
+    /// owner uid → objects whose `ownerReferences` name it (whether or not it exists).
+    dependents: HashMap<String, BTreeSet<Location>>,
+    pending: Vec<(GroupResource, Arc<StoredEvent>)>,
+    pending_overflowed: bool,
     rv: u64,
     log_capacity: usize,
+}
+
+/// The uids an object's `ownerReferences` name.
+fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid")?.as_str())
+}
+
+/// The key range of one namespace (all keys when `None`), as bounds for `BTreeMap::range`.
+fn namespace_start(ns: Option<&str>) -> Bound<ObjectKey> {
+    match ns {
+        Some(ns) => Bound::Included((ns.to_string(), String::new())),
+        None => Bound::Unbounded,
+    }
 }
 
 impl Store {
@@ -59,6 +109,9 @@ impl Store {
             objects: BTreeMap::new(),
             logs: HashMap::new(),
             uids: HashMap::new(),
+            dependents: HashMap::new(),
+            pending: Vec::new(),
+            pending_overflowed: false,
             rv: 1,
             log_capacity: log_capacity.max(1),
         }
@@ -74,34 +127,33 @@ impl Store {
             .get(&(ns.to_string(), name.to_string()))
     }
 
-    /// Objects of one resource in key order, all namespaces when `ns` is `None`.
+    /// Objects of one resource in key order, all namespaces when `ns` is `None`. A namespace
+    /// is a key range: listing it costs its own objects, not the resource's.
     pub fn list<'a>(
         &'a self,
         gr: &GroupResource,
         ns: Option<&'a str>,
     ) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
-        self.objects
-            .get(gr)
-            .into_iter()
-            .flat_map(|m| m.iter())
-            .filter(move |((o_ns, _), _)| ns.is_none_or(|n| n == o_ns))
-            .map(|(_, v)| v)
+        self.list_from(gr, ns, None).map(|(_, v)| v)
     }
 
-    /// Objects of one resource after `after` (exclusive), in key order; for paged lists.
+    /// Objects of one resource (of one namespace when `ns` is set) after `after` (exclusive),
+    /// in key order; for paged lists.
     pub fn list_from<'a>(
         &'a self,
         gr: &GroupResource,
+        ns: Option<&'a str>,
         after: Option<ObjectKey>,
     ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<Value>)> + 'a {
         let start = match after {
-            Some(k) => std::ops::Bound::Excluded(k),
-            None => std::ops::Bound::Unbounded,
+            Some(k) if ns.is_none_or(|n| k.0.as_str() >= n) => Bound::Excluded(k),
+            _ => namespace_start(ns),
         };
         self.objects
             .get(gr)
             .into_iter()
-            .flat_map(move |m| m.range((start.clone(), std::ops::Bound::Unbounded)))
+            .flat_map(move |m| m.range((start.clone(), Bound::Unbounded)))
+            .take_while(move |((o_ns, _), _)| ns.is_none_or(|n| n == o_ns))
     }
 
     /// Every resource that currently holds objects.
@@ -118,15 +170,65 @@ impl Store {
         Some((gr, self.objects.get(gr)?.get(key)?))
     }
 
+    /// The objects whose `ownerReferences` name `uid`.
+    pub fn dependents_of(&self, uid: &str) -> impl Iterator<Item = &Location> {
+        self.dependents.get(uid).into_iter().flatten()
+    }
+
+    /// The changes since the last call, for the built-in controllers.
+    pub fn take_pending(&mut self) -> Pending {
+        if std::mem::take(&mut self.pending_overflowed) {
+            self.pending.clear();
+            return Pending::Everything;
+        }
+        Pending::Changes(std::mem::take(&mut self.pending))
+    }
+
+    /// Makes the next [`take_pending`](Self::take_pending) ask for a look at everything.
+    pub fn mark_everything_pending(&mut self) {
+        self.pending.clear();
+        self.pending_overflowed = true;
+    }
+
     fn next_rv(&mut self) -> u64 {
         self.rv += 1;
         self.rv
     }
 
+    /// Keeps the owner index in step with a change from `previous` to `current`.
+    fn index_owners(&mut self, at: &Location, previous: Option<&Value>, current: Option<&Value>) {
+        let now: Vec<&str> = current.into_iter().flat_map(owner_uids).collect();
+        for uid in previous.into_iter().flat_map(owner_uids) {
+            if now.contains(&uid) {
+                continue;
+            }
+            if let Some(set) = self.dependents.get_mut(uid) {
+                set.remove(at);
+                if set.is_empty() {
+                    self.dependents.remove(uid);
+                }
+            }
+        }
+        for uid in now {
+            self.dependents
+                .entry(uid.to_string())
+                .or_default()
+                .insert(at.clone());
+        }
+    }
+
     fn record(&mut self, gr: &GroupResource, event: StoredEvent) {
+        let event = Arc::new(event);
+        if !self.pending_overflowed {
+            if self.pending.len() >= PENDING_CAPACITY {
+                self.mark_everything_pending();
+            } else {
+                self.pending.push((gr.clone(), event.clone()));
+            }
+        }
         let cap = self.log_capacity;
         let log = self.logs.entry(gr.clone()).or_default();
-        log.events.push_back(Arc::new(event));
+        log.events.push_back(event);
         while log.events.len() > cap {
             if let Some(old) = log.events.pop_front() {
                 log.evicted_upto = old.rv;
@@ -150,7 +252,8 @@ impl Store {
             .objects
             .entry(gr.clone())
             .or_default()
-            .insert(key, obj.clone());
+            .insert(key.clone(), obj.clone());
+        self.index_owners(&(gr.clone(), key), previous.as_deref(), Some(obj.as_ref()));
         let kind = if previous.is_some() {
             EventKind::Modified
         } else {
@@ -178,6 +281,8 @@ impl Store {
         if let Some(uid) = meta::uid(&previous) {
             self.uids.remove(uid);
         }
+        let at = (gr.clone(), (ns.to_string(), name.to_string()));
+        self.index_owners(&at, Some(previous.as_ref()), None);
         let rv = self.next_rv();
         let mut last = (*previous).clone();
         meta::set_str(&mut last, "resourceVersion", &rv.to_string());
@@ -281,6 +386,74 @@ mod tests {
             .map(|e| e.kind)
             .collect();
         assert_eq!(kinds, [EventKind::Modified, EventKind::Deleted]);
+    }
+
+    fn cm_in(ns: &str, name: &str, owners: &[&str]) -> Value {
+        let refs: Vec<Value> = owners
+            .iter()
+            .map(|uid| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": uid}))
+            .collect();
+        json!({"metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}"),
+                            "ownerReferences": refs}})
+    }
+
+    #[test]
+    fn a_namespace_lists_only_its_own_objects_in_order() {
+        let mut s = Store::new(10);
+        for (ns, name) in [("b", "2"), ("a", "1"), ("b", "1"), ("c", "1"), ("bb", "1")] {
+            s.put(&gr(), cm_in(ns, name, &[]));
+        }
+        let names = |it: Vec<&Arc<Value>>| -> Vec<String> {
+            it.iter()
+                .map(|o| format!("{}/{}", meta::namespace(o).unwrap(), meta::name(o).unwrap()))
+                .collect()
+        };
+        assert_eq!(names(s.list(&gr(), Some("b")).collect()), ["b/1", "b/2"]);
+        assert_eq!(names(s.list(&gr(), None).collect()).len(), 5);
+        let after = Some(("b".to_string(), "1".to_string()));
+        let rest: Vec<_> = s
+            .list_from(&gr(), Some("b"), after)
+            .map(|(_, o)| o)
+            .collect();
+        assert_eq!(names(rest), ["b/2"]);
+        assert_eq!(s.list(&gr(), Some("x")).count(), 0);
+    }
+
+    #[test]
+    fn owner_index_follows_owner_references() {
+        let mut s = Store::new(10);
+        s.put(&gr(), cm_in("default", "d1", &["owner-a"]));
+        s.put(&gr(), cm_in("default", "d2", &["owner-a", "owner-b"]));
+        assert_eq!(s.dependents_of("owner-a").count(), 2);
+        assert_eq!(s.dependents_of("owner-b").count(), 1);
+        // d2 drops owner-a; d1 goes.
+        s.put(&gr(), cm_in("default", "d2", &["owner-b"]));
+        s.remove(&gr(), "default", "d1");
+        assert_eq!(s.dependents_of("owner-a").count(), 0);
+        let left: Vec<_> = s.dependents_of("owner-b").cloned().collect();
+        assert_eq!(left, [(gr(), ("default".to_string(), "d2".to_string()))]);
+    }
+
+    #[test]
+    fn pending_changes_are_handed_out_once() {
+        let mut s = Store::new(2);
+        assert!(matches!(s.take_pending(), Pending::Changes(c) if c.is_empty()));
+        s.put(&gr(), cm("a"));
+        s.put(&gr(), cm("b"));
+        s.remove(&gr(), "default", "a");
+        // Not bounded by the watch log (2): the controllers see every change.
+        match s.take_pending() {
+            Pending::Changes(c) => assert_eq!(
+                c.iter().map(|(_, e)| e.kind).collect::<Vec<_>>(),
+                [EventKind::Added, EventKind::Added, EventKind::Deleted]
+            ),
+            Pending::Everything => panic!("nothing was lost"),
+        }
+        assert!(s.take_pending().is_empty());
+        s.mark_everything_pending();
+        s.put(&gr(), cm("c"));
+        assert!(matches!(s.take_pending(), Pending::Everything));
+        assert!(s.take_pending().is_empty());
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::sandbox::error::ApiError;
 use crate::sandbox::meta;
 use crate::sandbox::selectors::{FieldSelector, LabelSelector};
 use crate::sandbox::state::State;
-use crate::sandbox::store::{EventKind, ObjectKey};
+use crate::sandbox::store::{EventKind, ObjectKey, StoredEvent, TooOld};
 
 /// Which objects a list or watch covers.
 struct Filter {
@@ -92,7 +92,7 @@ pub fn list(ctx: &Ctx) -> Result<Response, ApiError> {
             .unwrap_or_else(|| s.store.current_rv());
         let mut matching = s
             .store
-            .list_from(&gr, cont.map(|(_, k)| k))
+            .list_from(&gr, filter.namespace.as_deref(), cont.map(|(_, k)| k))
             .filter(|(_, o)| filter.matches(o));
         let mut items: Vec<Arc<Value>> = Vec::new();
         let mut last_key = None;
@@ -173,11 +173,15 @@ struct Watcher {
     columns_sent: bool,
 }
 
-/// Lines to send, the version they bring the watch up to, and whether the watch must end.
-struct Batch {
-    lines: Vec<Value>,
-    cursor: u64,
-    gone: bool,
+/// What a watch takes from the store under the server's lock: shared pointers only. Filtering
+/// and rendering (a copy of every object sent) happen after the lock is released, so that
+/// watchers do not hold up writes.
+enum Taken {
+    /// The objects that exist now, sent as ADDED.
+    Current(Vec<Arc<Value>>, u64),
+    /// The changes after the cursor.
+    Changes(Vec<Arc<StoredEvent>>, u64),
+    Gone(TooOld),
 }
 
 impl Watcher {
@@ -193,61 +197,71 @@ impl Watcher {
         self.tx.send(Ok(Bytes::from(bytes))).await.is_ok()
     }
 
-    fn initial(&mut self, state: &State) -> Batch {
+    fn take_initial(&self, state: &State) -> Taken {
         let gr = self.ctx.res.group_resource();
-        let objs: Vec<Arc<Value>> = state
+        let objs = state
             .store
-            .list(&gr, None)
+            .list(&gr, self.filter.namespace.as_deref())
             .filter(|o| self.filter.matches(o))
             .cloned()
             .collect();
-        let lines = objs.iter().map(|o| self.event("ADDED", o)).collect();
-        Batch {
-            lines,
-            cursor: state.store.current_rv(),
-            gone: false,
+        Taken::Current(objs, state.store.current_rv())
+    }
+
+    fn take_changes(&self, state: &State, cursor: u64) -> Taken {
+        let gr = self.ctx.res.group_resource();
+        match state.store.events_after(&gr, cursor) {
+            Ok(events) => Taken::Changes(events, state.store.current_rv()),
+            Err(too_old) => Taken::Gone(too_old),
         }
     }
 
-    /// Changes after `cursor`. A change that moves an object into (out of) the selection is
-    /// sent as ADDED (DELETED), as the real server's watch cache does.
-    fn changes(&mut self, state: &State, cursor: u64) -> Batch {
-        let gr = self.ctx.res.group_resource();
-        let events = match state.store.events_after(&gr, cursor) {
-            Ok(events) => events,
-            Err(too_old) => {
+    /// Sends what was taken, rendering one line at a time (a batch can be thousands of large
+    /// objects). A change that moves an object into (out of) the selection is sent as ADDED
+    /// (DELETED), as the real server's watch cache does. Returns the new cursor, or `None` when
+    /// the watch must end (its client left, or its version is gone).
+    async fn deliver(&mut self, taken: Taken) -> Option<u64> {
+        match taken {
+            Taken::Current(objs, rv) => {
+                for obj in objs {
+                    let line = self.event("ADDED", &obj);
+                    if !self.send(&line).await {
+                        return None;
+                    }
+                }
+                Some(rv)
+            }
+            Taken::Changes(events, rv) => {
+                for ev in events {
+                    let now = self.filter.matches(&ev.object);
+                    let before = ev
+                        .previous
+                        .as_deref()
+                        .is_some_and(|p| self.filter.matches(p));
+                    let kind = match ev.kind {
+                        EventKind::Added if now => "ADDED",
+                        EventKind::Modified if now && before => "MODIFIED",
+                        EventKind::Modified if now => "ADDED",
+                        EventKind::Modified if before => "DELETED",
+                        EventKind::Deleted if before || now => "DELETED",
+                        _ => continue,
+                    };
+                    let line = self.event(kind, &ev.object);
+                    if !self.send(&line).await {
+                        return None;
+                    }
+                }
+                Some(rv)
+            }
+            Taken::Gone(too_old) => {
                 let err = ApiError::gone(format!(
                     "too old resource version: {} ({})",
                     too_old.requested, too_old.oldest_available
                 ));
-                return Batch {
-                    lines: vec![json!({"type": "ERROR", "object": err.to_status()})],
-                    cursor,
-                    gone: true,
-                };
+                self.send(&json!({"type": "ERROR", "object": err.to_status()}))
+                    .await;
+                None
             }
-        };
-        let mut lines = Vec::new();
-        for ev in events {
-            let now = self.filter.matches(&ev.object);
-            let before = ev
-                .previous
-                .as_deref()
-                .is_some_and(|p| self.filter.matches(p));
-            let kind = match ev.kind {
-                EventKind::Added if now => "ADDED",
-                EventKind::Modified if now && before => "MODIFIED",
-                EventKind::Modified if now => "ADDED",
-                EventKind::Modified if before => "DELETED",
-                EventKind::Deleted if before || now => "DELETED",
-                _ => continue,
-            };
-            lines.push(self.event(kind, &ev.object));
-        }
-        Batch {
-            lines,
-            cursor: state.store.current_rv(),
-            gone: false,
         }
     }
 
@@ -262,19 +276,13 @@ impl Watcher {
         // Subscribe before reading so no change between the read and the wait is missed.
         let mut changes = server.subscribe();
         let mut epoch = server.watch_epoch();
-        let first = server.read(|s| match start {
-            Start::CurrentState => self.initial(s),
-            Start::After(rv) => self.changes(s, rv),
+        let taken = server.read(|s| match start {
+            Start::CurrentState => self.take_initial(s),
+            Start::After(rv) => self.take_changes(s, rv),
         });
-        let mut cursor = first.cursor;
-        for line in &first.lines {
-            if !self.send(line).await {
-                return;
-            }
-        }
-        if first.gone {
+        let Some(mut cursor) = self.deliver(taken).await else {
             return;
-        }
+        };
         if mark_initial_end && !self.send(&bookmark_event(&self, cursor, true)).await {
             return;
         }
@@ -295,16 +303,11 @@ impl Watcher {
                 }
                 _ = ticks.tick(), if bookmarks => true,
             };
-            let batch = server.read(|s| self.changes(s, cursor));
-            cursor = batch.cursor;
-            for line in &batch.lines {
-                if !self.send(line).await {
-                    return;
-                }
-            }
-            if batch.gone {
+            let taken = server.read(|s| self.take_changes(s, cursor));
+            let Some(next) = self.deliver(taken).await else {
                 return;
-            }
+            };
+            cursor = next;
             if bookmark_due && !self.send(&bookmark_event(&self, cursor, false)).await {
                 return;
             }
