@@ -497,7 +497,7 @@ impl<'a> Fields<'a> {
                 ..
             }) => {
                 return Err(UnmarshalError::Field {
-                    kind: *kind,
+                    kind,
                     field: format!("{owner}.{name}"),
                     go_type,
                 });
