@@ -15,11 +15,14 @@ RUN apt-get update \
  && rustup target add x86_64-unknown-linux-musl
 WORKDIR /src
 COPY . .
+# The `image` profile (Cargo.toml) optimises for size; --no-default-features leaves out the
+# `sandbox` feature (the embedded API server behind `olm-rs sandbox`, for development only).
 # Cache mounts keep the registry and the dependency builds between image builds.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --target x86_64-unknown-linux-musl --bin olm-rs \
- && cp target/x86_64-unknown-linux-musl/release/olm-rs /olm-rs
+    cargo build --profile image --no-default-features --locked \
+      --target x86_64-unknown-linux-musl --bin olm-rs \
+ && cp target/x86_64-unknown-linux-musl/image/olm-rs /olm-rs
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /olm-rs /usr/local/bin/olm-rs

@@ -19,6 +19,10 @@ pub mod plan;
 pub mod reconcile;
 pub mod registry;
 pub mod resolve;
+// The embedded API server and `olm-rs sandbox`: on by default (tests and `cargo run -- sandbox`
+// need them); the container image is built without them to stay small.
+#[cfg(feature = "sandbox")]
 pub mod sandbox;
+#[cfg(feature = "sandbox")]
 pub mod sandbox_run;
 pub mod telemetry;

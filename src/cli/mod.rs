@@ -3,6 +3,11 @@
 mod catalog;
 mod catalog_serve;
 mod run;
+#[cfg(feature = "sandbox")]
+mod sandbox;
+// Without the `sandbox` feature the subcommand stays, and says how to get it.
+#[cfg(not(feature = "sandbox"))]
+#[path = "sandbox_unavailable.rs"]
 mod sandbox;
 
 use std::process::ExitCode;
