@@ -222,35 +222,7 @@ struct Measurement {
 async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement {
     let server = ApiServer::new();
     let client = kube::Client::new(ServerSide(server.service()), "default");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in olm_rs::api::crd::all().expect("CRDs") {
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .expect("install CRD");
-    }
-    let ns_api: Api<Namespace> = Api::all(client.clone());
-    let mut names: Vec<String> = (0..namespaces).map(|i| format!("tenant-{i:05}")).collect();
-    names.push("operators".into());
-    for name in &names {
-        let ns = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        ns_api
-            .create(&PostParams::default(), &ns)
-            .await
-            .expect("namespace");
-    }
-    let expected = ns_api
-        .list(&ListParams::default())
-        .await
-        .expect("namespaces")
-        .items
-        .len()
-        - 1;
+    let expected = seed_cluster(&client, namespaces, &["operators"]).await;
 
     let groups: Api<OperatorGroup> = Api::namespaced(client.clone(), "operators");
     groups
@@ -537,35 +509,7 @@ async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> Proc
     // The bench's own requests stay in-process: they must not compete with the controller for
     // the loopback connection pool, and their cost is not the controller's.
     let client = server.client();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in olm_rs::api::crd::all().expect("CRDs") {
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .expect("install CRD");
-    }
-    let ns_api: Api<Namespace> = Api::all(client.clone());
-    let mut names: Vec<String> = (0..namespaces).map(|i| format!("tenant-{i:05}")).collect();
-    names.extend(["operators".into(), "olm".into()]);
-    for name in &names {
-        let ns = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        ns_api
-            .create(&PostParams::default(), &ns)
-            .await
-            .expect("namespace");
-    }
-    let expected = ns_api
-        .list_metadata(&ListParams::default())
-        .await
-        .expect("namespaces")
-        .items
-        .len()
-        - 1;
+    let expected = seed_cluster(&client, namespaces, &["operators", "olm"]).await;
     let groups: Api<OperatorGroup> = Api::namespaced(client.clone(), "operators");
     groups
         .create(
@@ -693,4 +637,38 @@ fn main() {
     }
     benches();
     Criterion::default().configure_from_args().final_summary();
+}
+
+/// Installs OLM's CRDs and creates `namespaces` tenant namespaces plus `extra`. Returns how many
+/// copies the all-namespaces operator in `operators` should get: every namespace but its own.
+async fn seed_cluster(client: &kube::Client, namespaces: usize, extra: &[&str]) -> usize {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in olm_rs::api::crd::all().expect("CRDs") {
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("install CRD");
+    }
+    let ns_api: Api<Namespace> = Api::all(client.clone());
+    let mut names: Vec<String> = (0..namespaces).map(|i| format!("tenant-{i:05}")).collect();
+    names.extend(extra.iter().map(|n| n.to_string()));
+    for name in &names {
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        ns_api
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("namespace");
+    }
+    ns_api
+        .list_metadata(&ListParams::default())
+        .await
+        .expect("namespaces")
+        .items
+        .len()
+        - 1
 }
