@@ -168,22 +168,7 @@ async fn objects_get_olms_names_labels_and_owners() {
 #[tokio::test]
 async fn an_unsupported_kind_fails_the_plan_naming_it_before_anything_is_written() {
     let mut env = Env::new().await;
-    let mut catalog = widget_catalog();
-    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stray"}, "spec": {}});
-    for bundle in &mut catalog.bundles {
-        bundle
-            .objects
-            .push(serde_json::value::to_raw_value(&deployment).unwrap());
-    }
-    env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
-    let name = env.sync_subscriptions().await.created_plans.remove(0);
+    let name = plan_with_extra_object(&mut env, json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stray"}, "spec": {}})).await;
     let status = env.run_plan_once(&name).await.status.unwrap();
     assert_eq!(
         status.phase,
@@ -209,22 +194,7 @@ async fn an_unsupported_kind_fails_the_plan_naming_it_before_anything_is_written
 #[tokio::test]
 async fn an_api_the_cluster_does_not_serve_is_named_in_olms_words() {
     let mut env = Env::new().await;
-    let mut catalog = widget_catalog();
-    let monitor = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "widget-metrics"}, "spec": {}});
-    for bundle in &mut catalog.bundles {
-        bundle
-            .objects
-            .push(serde_json::value::to_raw_value(&monitor).unwrap());
-    }
-    env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
-    let name = env.sync_subscriptions().await.created_plans.remove(0);
+    let name = plan_with_extra_object(&mut env, json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "widget-metrics"}, "spec": {}})).await;
     let status = env.run_plan_once(&name).await.status.unwrap();
     assert_eq!(
         status.phase,
@@ -474,22 +444,7 @@ async fn api_server_warnings_become_an_applied_with_warnings_event_on_the_step()
     )
     .await
     .expect("create the ServiceMonitor CRD");
-    let mut catalog = widget_catalog();
-    let monitor = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "widget-metrics"}, "spec": {}});
-    for bundle in &mut catalog.bundles {
-        bundle
-            .objects
-            .push(serde_json::value::to_raw_value(&monitor).unwrap());
-    }
-    env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
-    let name = env.sync_subscriptions().await.created_plans.remove(0);
+    let name = plan_with_extra_object(&mut env, json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "widget-metrics"}, "spec": {}})).await;
     let plan = env.run_plan(&name).await;
     let status = plan.status.unwrap();
     assert_eq!(
@@ -532,4 +487,23 @@ async fn api_server_warnings_become_an_applied_with_warnings_event_on_the_step()
         metrics.lines().any(|l| l == "installplan_warnings_total 1"),
         "{metrics}"
     );
+}
+
+/// Subscribes to the widget catalog whose bundles also carry `object`, and returns the plan made.
+async fn plan_with_extra_object(env: &mut Env, object: Value) -> String {
+    let mut catalog = widget_catalog();
+    for bundle in &mut catalog.bundles {
+        bundle
+            .objects
+            .push(serde_json::value::to_raw_value(&object).unwrap());
+    }
+    env.add_catalog("community", catalog);
+    env.subscribe(
+        "widget",
+        "widget",
+        "community",
+        json!({"channel": "stable"}),
+    )
+    .await;
+    env.sync_subscriptions().await.created_plans.remove(0)
 }
