@@ -275,18 +275,7 @@ async fn run_once(namespaces: usize, csv: &ClusterServiceVersion) -> Measurement
         .await
         .expect("status");
 
-    let all: Api<PartialObjectMeta<ClusterServiceVersion>> = Api::all(client.clone());
-    let full: Api<ClusterServiceVersion> = Api::all(client.clone());
-    let selector = ListParams::default()
-        .labels("olm.copiedFrom=operators")
-        .limit(1);
-    let copies = loop {
-        let count = count_copies(&all, &selector).await;
-        if count >= expected && all_copied(&full, expected).await {
-            break count;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let copies = wait_for_copies(&client, expected, None).await;
     let elapsed = started.elapsed();
     let controller_peak = peak(CONTROLLER);
     controller.abort();
@@ -578,21 +567,7 @@ async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> Proc
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let started = Instant::now();
-    let all: Api<PartialObjectMeta<ClusterServiceVersion>> = Api::all(client.clone());
-    let full: Api<ClusterServiceVersion> = Api::all(client.clone());
-    let selector = ListParams::default()
-        .labels("olm.copiedFrom=operators")
-        .limit(1);
-    let copies = loop {
-        let count = count_copies(&all, &selector).await;
-        if count >= expected && all_copied(&full, expected).await {
-            break count;
-        }
-        if Instant::now() > deadline {
-            panic!("only {count} of {expected} copies after the deadline");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let copies = wait_for_copies(&client, expected, Some(deadline)).await;
     let elapsed = started.elapsed();
     let peak_rss_kib = process_status_kib(pid, "VmHWM:");
     let _ = child.kill().await;
@@ -671,4 +646,28 @@ async fn seed_cluster(client: &kube::Client, namespaces: usize, extra: &[&str]) 
         .items
         .len()
         - 1
+}
+
+/// Polls until `expected` copies of the operator's CSV exist, all with reason `Copied`; panics
+/// past `deadline`. Counts from a one-item page, so the poll's own cost does not grow with N.
+async fn wait_for_copies(
+    client: &kube::Client,
+    expected: usize,
+    deadline: Option<Instant>,
+) -> usize {
+    let all: Api<PartialObjectMeta<ClusterServiceVersion>> = Api::all(client.clone());
+    let full: Api<ClusterServiceVersion> = Api::all(client.clone());
+    let selector = ListParams::default()
+        .labels("olm.copiedFrom=operators")
+        .limit(1);
+    loop {
+        let count = count_copies(&all, &selector).await;
+        if count >= expected && all_copied(&full, expected).await {
+            return count;
+        }
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            panic!("only {count} of {expected} copies after the deadline");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
