@@ -25,7 +25,7 @@
 //! status. Memory: the controller process's peak RSS (`VmHWM`) over its whole life. One run per
 //! size, printed as a table; criterion is not used.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/integration/common/mod.rs"]
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};

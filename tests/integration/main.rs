@@ -1,0 +1,60 @@
+//! Every integration test in one binary: one link instead of fifty (debug test binaries are
+//! about 120 MB each, and linking them was much of CI's time and disk). Each module is the file
+//! of the same name; `cargo test --test integration <module>` runs one of them.
+//!
+//! The e2e journeys on the embedded API stay in their own target (tests/e2e_embedded.rs): their
+//! modules are shared with e2e/main.rs and address each other from the crate root.
+
+// Support shared by several test modules.
+mod apiserver_common;
+mod catalog_source_common;
+mod common;
+mod csv_support;
+mod og_support;
+mod subscription_support;
+
+mod apiserver_catalog_crds;
+mod apiserver_crd;
+mod apiserver_crud;
+mod apiserver_deletion;
+mod apiserver_kubectl;
+mod apiserver_list;
+mod apiserver_patch;
+mod apiserver_simulator;
+mod apiserver_watch;
+mod catalog_bad_input;
+mod catalog_cli;
+mod catalog_real_data;
+mod catalog_source_address;
+mod catalog_source_configmap;
+mod catalog_source_image;
+mod catalog_yaml_fast;
+mod certs_issue;
+mod certs_olm_hash_api;
+mod certs_rotation;
+mod copied_csv_lifecycle;
+mod crds_up_to_date;
+mod csv_certs;
+mod csv_install;
+mod csv_requirements;
+mod csv_upgrade;
+mod csv_with_operator_groups;
+mod examples_catalog;
+mod fidelity;
+mod install_plan_crd_updates;
+mod install_plan_execution;
+mod leader_election;
+mod manifests;
+mod metrics_endpoint;
+mod operator_group_rbac;
+mod operator_group_sync;
+mod registry_bad_input;
+mod registry_server;
+mod resolve_cli;
+mod run_preflight;
+mod samples;
+mod sandbox_cli;
+mod subscription_controller;
+mod subscription_failures;
+mod subscription_install;
+mod subscription_upgrade;
