@@ -32,13 +32,8 @@ async fn upgrade_with(env: &mut Env, crd_v1: Value, crd_v2: Value) -> String {
         widget_bundle("1.1.0", crd_v2),
     ];
     env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable", "startingCSV": "widget-operator.v1.0.0"}),
-    )
-    .await;
+    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
+        .await;
     let first = env.sync_subscriptions().await.created_plans.remove(0);
     assert_eq!(
         env.run_plan(&first).await.status.unwrap().phase,

@@ -32,13 +32,7 @@ fn labels(object: &Value) -> BTreeMap<String, String> {
 async fn objects_get_olms_names_labels_and_owners() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     env.converge().await;
     let csv_name = "widget-operator.v1.2.0";
     let csv = env
@@ -221,13 +215,7 @@ async fn an_api_the_cluster_does_not_serve_is_named_in_olms_words() {
 async fn a_restart_between_steps_converges_without_duplicates() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     let name = env.sync_subscriptions().await.created_plans.remove(0);
     // First pass: the CRD is created (WaitingForApi until Established) and recorded.
     let status = env.run_plan_once(&name).await.status.unwrap();
@@ -326,13 +314,7 @@ async fn a_restart_between_steps_converges_without_duplicates() {
 async fn old_plans_are_garbage_collected_but_referenced_ones_are_kept() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     env.converge().await;
     let referenced = env
         .subscription("widget")
@@ -385,13 +367,7 @@ async fn bundle_properties_reach_the_csv() {
             .push(Property::from_value("olm.label", &json!({"label": "kept"})).unwrap());
     }
     env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     env.converge().await;
     let csv = env
         .get(CSV.0, CSV.1, CSV.2, "widget-operator.v1.2.0", true)
@@ -497,12 +473,6 @@ async fn plan_with_extra_object(env: &mut Env, object: Value) -> String {
             .push(serde_json::value::to_raw_value(&object).unwrap());
     }
     env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     env.sync_subscriptions().await.created_plans.remove(0)
 }

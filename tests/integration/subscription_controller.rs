@@ -26,13 +26,8 @@ async fn controllers_take_a_subscription_from_starting_csv_to_the_head() {
         futures::stream::pending(),
     ));
     let plans = tokio::spawn(install_plan::run(ctx));
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable", "startingCSV": "widget-operator.v1.0.0"}),
-    )
-    .await;
+    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
+        .await;
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {

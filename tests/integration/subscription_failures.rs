@@ -146,13 +146,7 @@ async fn two_operator_groups_are_reported_on_every_subscription() {
 async fn no_operator_group_is_reported_and_plans_refuse_to_run() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     let created = env.sync_subscriptions().await.created_plans;
     kube::Api::<olm_rs::api::OperatorGroup>::namespaced(env.client(), NS)
         .delete("og", &Default::default())
@@ -198,13 +192,7 @@ async fn a_bundle_known_only_by_image_is_reported_as_not_supported_yet() {
         bundle.objects.clear();
     }
     env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     let report = env.sync_subscriptions().await;
     assert!(report.created_plans.is_empty());
     let sub = env.subscription("widget").await;
@@ -240,13 +228,7 @@ async fn deprecations_from_the_catalog_become_conditions() {
         ..Deprecations::default()
     });
     env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     env.converge().await;
     let sub = env.subscription("widget").await;
     assert_eq!(

@@ -12,13 +12,7 @@ use olm_rs::api::{Approval, InstallPlanPhase, StepStatus, SubscriptionState};
 async fn automatic_fresh_install_creates_the_bundle_and_reaches_at_latest_known() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
 
     let report = env.sync_subscriptions().await;
     assert_eq!(report.created_plans.len(), 1, "{report:?}");
@@ -125,13 +119,8 @@ async fn automatic_fresh_install_creates_the_bundle_and_reaches_at_latest_known(
 async fn manual_approval_waits_and_never_holds_up_another_subscription() {
     let mut env = Env::new().await;
     env.add_catalog("community", merged(widget_catalog(), gadget_catalog()));
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable", "installPlanApproval": "Manual"}),
-    )
-    .await;
+    env.subscribe_widget(json!({"installPlanApproval": "Manual"}))
+        .await;
     env.subscribe("gadget", "gadget", "community", json!({}))
         .await;
 
@@ -223,13 +212,8 @@ async fn manual_approval_waits_and_never_holds_up_another_subscription() {
 async fn a_deleted_plan_awaiting_approval_is_replaced() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable", "installPlanApproval": "Manual"}),
-    )
-    .await;
+    env.subscribe_widget(json!({"installPlanApproval": "Manual"}))
+        .await;
     let first = env.sync_subscriptions().await.created_plans.remove(0);
     // Waiting for approval: further syncs make no new plan.
     assert!(env.sync_subscriptions().await.created_plans.is_empty());
@@ -264,13 +248,7 @@ async fn a_deleted_plan_awaiting_approval_is_replaced() {
 async fn a_plan_created_before_a_crash_is_adopted_not_duplicated() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     let first = env.sync_subscriptions().await.created_plans.remove(0);
     // Simulate a crash after the plan was created but before the Subscription recorded it,
     // and before the plan's status was written.

@@ -128,6 +128,16 @@ impl Env {
             .expect("subscription")
     }
 
+    /// The Subscription most tests make: `widget` to the widget package of catalog `community`,
+    /// channel `stable`, with `extra` fields on top (`startingCSV`, `installPlanApproval`, …).
+    pub async fn subscribe_widget(&self, extra: Value) -> Subscription {
+        let mut spec = json!({"channel": "stable"});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        self.subscribe("widget", "widget", "community", spec).await
+    }
+
     pub async fn sync_subscriptions(&self) -> NamespaceSynced {
         sync_namespace(&self.ctx, &self.catalogs, NS)
             .await

@@ -27,13 +27,8 @@ async fn csv(env: &Env, name: &str) -> Option<serde_json::Value> {
 async fn starting_csv_then_one_plan_per_hop_to_the_head() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable", "startingCSV": "widget-operator.v1.0.0"}),
-    )
-    .await;
+    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
+        .await;
     let created = env.converge().await;
     assert_eq!(
         created.len(),
@@ -82,13 +77,8 @@ async fn starting_csv_then_one_plan_per_hop_to_the_head() {
 async fn a_channel_switch_follows_a_skip_range_in_one_hop() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable", "startingCSV": "widget-operator.v1.0.0"}),
-    )
-    .await;
+    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
+        .await;
     // Install only the starting CSV.
     let first = env.sync_subscriptions().await.created_plans.remove(0);
     env.run_plan(&first).await;
@@ -139,13 +129,7 @@ async fn a_channel_without_a_path_from_the_installed_version_is_explained() {
     // `fast` now only covers versions up to 1.1.x.
     catalog.channels[1].entries[0].skip_range = Some(">=1.0.0 <1.2.0".into());
     env.add_catalog("community", catalog);
-    env.subscribe(
-        "widget",
-        "widget",
-        "community",
-        json!({"channel": "stable"}),
-    )
-    .await;
+    env.subscribe_widget(json!({})).await;
     env.converge().await;
     kube::Api::<olm_rs::api::Subscription>::namespaced(env.client(), NS)
         .patch(
