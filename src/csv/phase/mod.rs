@@ -17,6 +17,7 @@ use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
 use super::gate::{Gate, gate};
 use super::health::Health;
 use super::observed::Observed;
+use super::requirements::{RequirementCheck, check_requirements};
 use super::sync::{Decision, Requeue, Sync};
 
 pub use install::{InstallFailure, after_install, after_install_with_certs};
@@ -101,8 +102,40 @@ fn apply_health(d: &mut Decision, health: Health, phase: CsvPhase, reason: CsvRe
     }
 }
 
+/// The requirement check every phase starts from, or `None` when the CSV's install strategy
+/// cannot even be read: then the CSV is Failed with InvalidInstallStrategy (csv.md §3.1; OLM
+/// bounces such a CSV through Pending and back, we leave it Failed).
+fn requirements_or_fail(ctx: &Ctx<'_>, d: &mut Decision) -> Option<RequirementCheck> {
+    match check_requirements(ctx.csv, ctx.seen) {
+        Ok(check) => Some(check),
+        Err(err) => {
+            d.set(
+                CsvPhase::Failed,
+                CsvReason::InvalidInstallStrategy,
+                format!("install strategy invalid: {err}"),
+            );
+            None
+        }
+    }
+}
+
+/// For a running operator: when the only unmet requirements are lookups that failed, note it
+/// and look again later instead of demoting the CSV (csv.md Known pain #3: a failed lookup is
+/// not a missing API). Returns whether that is the case.
+fn retry_unknown_requirements(check: &RequirementCheck, d: &mut Decision) -> bool {
+    if !check.only_unknown() {
+        return false;
+    }
+    d.note(format!(
+        "requirements could not be checked: {}",
+        check.unknown.join("; ")
+    ))
+    .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
+    true
+}
+
 /// `base` plus what is missing (csv.md Known pain #1: say exactly what).
-fn with_summary(base: &str, check: &super::requirements::RequirementCheck) -> String {
+fn with_summary(base: &str, check: &RequirementCheck) -> String {
     if !check.unmet.is_empty() {
         format!("{base}: {}", check.summary())
     } else if let Some(unknown) = check.unknown.first() {

@@ -9,9 +9,9 @@ use super::super::observed::OperatorConditionView;
 use super::super::ownership::{api_service_owner_conflict, crd_owner_conflict, validate_webhooks};
 use super::super::permission_objects::{may_repair_permissions, permissions_to_repair};
 use super::super::replacement::replaced_csv;
-use super::super::requirements::{RequirementCheck, check_requirements};
+use super::super::requirements::RequirementCheck;
 use super::super::sync::{Action, Decision, Requeue};
-use super::{Ctx, POLL_INTERVAL, with_summary};
+use super::{Ctx, POLL_INTERVAL, requirements_or_fail, with_summary};
 
 pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
     let replaced = replaced_csv(ctx.csv, ctx.seen);
@@ -28,16 +28,8 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
         return;
     }
     // Step 2.
-    let check = match check_requirements(ctx.csv, ctx.seen) {
-        Ok(check) => check,
-        Err(err) => {
-            d.set(
-                CsvPhase::Failed,
-                CsvReason::InvalidInstallStrategy,
-                format!("install strategy invalid: {err}"),
-            );
-            return;
-        }
+    let Some(check) = requirements_or_fail(ctx, d) else {
+        return;
     };
     d.set_requirements(check.statuses.clone());
     // Step 3.

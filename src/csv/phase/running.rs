@@ -7,12 +7,11 @@ use crate::api::{CsvPhase, CsvReason, UpgradeStrategy};
 use super::super::health::{Health, drifted, evaluate};
 use super::super::identity::name;
 use super::super::replacement::replacement_of;
-use super::super::requirements::check_requirements;
 use super::super::sync::{Action, Decision, Requeue};
 use super::certs::{desired_now, failed_checks, not_ready, succeeded_checks};
 use super::install::stop_without_installer;
 use super::pending::repair_permissions;
-use super::{Ctx, apply_health, with_summary};
+use super::{Ctx, apply_health, requirements_or_fail, retry_unknown_requirements, with_summary};
 
 /// How often a healthy operator is re-checked without any event.
 const SUCCEEDED_RECHECK: Duration = Duration::from_secs(5 * 60);
@@ -36,25 +35,11 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
         return;
     }
     // Step 5.
-    let check = match check_requirements(ctx.csv, ctx.seen) {
-        Ok(check) => check,
-        Err(err) => {
-            d.set(
-                CsvPhase::Failed,
-                CsvReason::InvalidInstallStrategy,
-                format!("install strategy invalid: {err}"),
-            );
-            return;
-        }
+    let Some(check) = requirements_or_fail(ctx, d) else {
+        return;
     };
     if !check.met {
-        if check.only_unknown() {
-            // Known pain #3: a failed lookup is not a missing API; keep running, look again.
-            d.note(format!(
-                "requirements could not be checked: {}",
-                check.unknown.join("; ")
-            ))
-            .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
+        if retry_unknown_requirements(&check, d) {
             return;
         }
         if repair_permissions(ctx, &check, d) {
@@ -149,24 +134,11 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
         return;
     }
     // Step 6. An invalid strategy stays Failed (OLM bounces it through Pending and back).
-    let check = match check_requirements(ctx.csv, ctx.seen) {
-        Ok(check) => check,
-        Err(err) => {
-            d.set(
-                CsvPhase::Failed,
-                CsvReason::InvalidInstallStrategy,
-                format!("install strategy invalid: {err}"),
-            );
-            return;
-        }
+    let Some(check) = requirements_or_fail(ctx, d) else {
+        return;
     };
     if !check.met {
-        if check.only_unknown() {
-            d.note(format!(
-                "requirements could not be checked: {}",
-                check.unknown.join("; ")
-            ))
-            .requeue(Requeue::Backoff("requirement lookup failed".to_owned()));
+        if retry_unknown_requirements(&check, d) {
             return;
         }
         repair_permissions(ctx, &check, d);
