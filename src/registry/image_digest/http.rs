@@ -1,13 +1,8 @@
-//! "What digest does this tag point at now?" — asked of the image registry through the OCI
-//! distribution API, without pulling anything and without a container runtime.
-//!
-//! OLM polls a catalog image by starting a whole pod every interval and comparing the image IDs
-//! the kubelet reports (spec/catalog.md §3.4, a known pain). olm-rs asks the registry for the
-//! tag's manifest digest (`HEAD /v2/<name>/manifests/<tag>` → `Docker-Content-Digest`) and rolls
-//! the registry pod only when that digest changed.
+//! The resolver that asks the registry over HTTP(S): the manifest's digest from a `HEAD`, with
+//! the bearer-token or basic authentication the registry demands.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -20,7 +15,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use sha2::Digest as _;
 
-use super::image_ref::{ImageReference, ImageReferenceError};
+use super::super::image_ref::ImageReference;
+use super::{DigestError, ImageDigestResolver, RegistryCredential, RegistryCredentials};
 
 /// Manifest media types a digest may be reported for; an index (multi-arch) is preferred so the
 /// digest is the one `docker pull <tag>` records.
@@ -28,133 +24,6 @@ const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
      application/vnd.docker.distribution.manifest.list.v2+json, \
      application/vnd.oci.image.manifest.v1+json, \
      application/vnd.docker.distribution.manifest.v2+json";
-
-/// Basic credentials for one registry host, e.g. from a `kubernetes.io/dockerconfigjson` pull
-/// secret.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RegistryCredential {
-    pub username: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for RegistryCredential {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RegistryCredential")
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}
-
-/// Credentials by registry host (`quay.io`, `docker.io`, `localhost:5000`).
-pub type RegistryCredentials = BTreeMap<String, RegistryCredential>;
-
-#[derive(Debug, thiserror::Error)]
-pub enum DigestError {
-    #[error(transparent)]
-    Reference(#[from] ImageReferenceError),
-    #[error("image {image}: cannot reach registry {host}: {message}")]
-    Unreachable {
-        image: String,
-        host: String,
-        message: String,
-    },
-    #[error("image {image}: registry {host} refused access ({status}){hint}")]
-    Unauthorized {
-        image: String,
-        host: String,
-        status: StatusCode,
-        hint: &'static str,
-    },
-    #[error("image {image}: registry {host} answered {status} for the manifest")]
-    Status {
-        image: String,
-        host: String,
-        status: StatusCode,
-    },
-    #[error("image {image}: registry {host}: {message}")]
-    Protocol {
-        image: String,
-        host: String,
-        message: String,
-    },
-}
-
-/// Resolves an image reference to the digest of the manifest it names now.
-pub trait ImageDigestResolver: Send + Sync + 'static {
-    /// `credentials` are the pull secrets that apply (may be empty: anonymous access).
-    fn resolve<'a>(
-        &'a self,
-        image: &'a str,
-        credentials: &'a RegistryCredentials,
-    ) -> BoxFuture<'a, Result<String, DigestError>>;
-}
-
-/// Parses the `.dockerconfigjson` of a pull secret into credentials by host. Entries keyed by
-/// URL (`https://index.docker.io/v1/`) are reduced to their host; Docker Hub's legacy names map
-/// to `docker.io`. Unusable entries are skipped: a pull secret for another purpose must not
-/// break digest checks.
-pub fn parse_docker_config(json: &[u8]) -> RegistryCredentials {
-    #[derive(serde::Deserialize)]
-    struct Config {
-        #[serde(default)]
-        auths: BTreeMap<String, Entry>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Entry {
-        #[serde(default)]
-        auth: Option<String>,
-        #[serde(default)]
-        username: Option<String>,
-        #[serde(default)]
-        password: Option<String>,
-    }
-    let Ok(config) = serde_json::from_slice::<Config>(json) else {
-        return RegistryCredentials::new();
-    };
-    let mut out = RegistryCredentials::new();
-    for (key, entry) in config.auths {
-        let credential = match (entry.username, entry.password, entry.auth) {
-            (Some(username), Some(password), _) if !username.is_empty() => {
-                RegistryCredential { username, password }
-            }
-            (_, _, Some(auth)) => {
-                let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(auth.trim())
-                else {
-                    continue;
-                };
-                let Ok(text) = String::from_utf8(decoded) else {
-                    continue;
-                };
-                let Some((username, password)) = text.split_once(':') else {
-                    continue;
-                };
-                RegistryCredential {
-                    username: username.to_owned(),
-                    password: password.to_owned(),
-                }
-            }
-            _ => continue,
-        };
-        out.insert(registry_host(&key), credential);
-    }
-    out
-}
-
-/// `https://index.docker.io/v1/` → `docker.io`; `quay.io/org` → `quay.io`.
-fn registry_host(key: &str) -> String {
-    let without_scheme = key
-        .strip_prefix("https://")
-        .or_else(|| key.strip_prefix("http://"))
-        .unwrap_or(key);
-    let host = without_scheme.split('/').next().unwrap_or(without_scheme);
-    match host {
-        "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com" => {
-            super::image_ref::DOCKER_HUB_DOMAIN.to_owned()
-        }
-        other => other.to_owned(),
-    }
-}
 
 /// The real resolver: HTTPS (or plain HTTP for hosts listed as insecure), anonymous bearer-token
 /// auth as registries require, basic auth from pull secrets when given.
@@ -440,14 +309,14 @@ impl RequestContext<'_> {
     }
 }
 
-enum Challenge {
+pub(super) enum Challenge {
     Bearer(BTreeMap<String, String>),
     Basic,
     Other,
 }
 
 /// `Bearer realm="https://auth.io/token",service="reg.io",scope="repository:a/b:pull"`.
-fn parse_challenge(value: &str) -> Challenge {
+pub(super) fn parse_challenge(value: &str) -> Challenge {
     let (scheme, rest) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
     if scheme.eq_ignore_ascii_case("basic") {
         return Challenge::Basic;
@@ -483,7 +352,7 @@ fn parse_challenge(value: &str) -> Challenge {
     Challenge::Bearer(params)
 }
 
-fn basic_header(credential: &RegistryCredential) -> String {
+pub(super) fn basic_header(credential: &RegistryCredential) -> String {
     let raw = format!("{}:{}", credential.username, credential.password);
     format!(
         "Basic {}",
@@ -514,109 +383,3 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     }
     text
 }
-
-/// Stands in when the real resolver cannot be built (no CA certificates): every check fails
-/// with the reason, and catalogs keep their current registry pods.
-#[derive(Debug, Clone)]
-pub struct UnavailableDigestResolver {
-    reason: String,
-}
-
-impl UnavailableDigestResolver {
-    pub fn new(reason: impl Into<String>) -> UnavailableDigestResolver {
-        UnavailableDigestResolver {
-            reason: reason.into(),
-        }
-    }
-}
-
-impl ImageDigestResolver for UnavailableDigestResolver {
-    fn resolve<'a>(
-        &'a self,
-        image: &'a str,
-        _credentials: &'a RegistryCredentials,
-    ) -> BoxFuture<'a, Result<String, DigestError>> {
-        let err = DigestError::Unreachable {
-            image: image.to_owned(),
-            host: ImageReference::parse(image)
-                .map(|r| r.api_host().to_owned())
-                .unwrap_or_default(),
-            message: self.reason.clone(),
-        };
-        Box::pin(async move { Err(err) })
-    }
-}
-
-/// A resolver for tests: answers from a table that tests change, and counts the questions.
-#[derive(Debug, Clone, Default)]
-pub struct FakeDigestResolver {
-    state: Arc<Mutex<FakeState>>,
-}
-
-#[derive(Debug, Default)]
-struct FakeState {
-    digests: BTreeMap<String, Result<String, String>>,
-    calls: usize,
-}
-
-impl FakeDigestResolver {
-    pub fn new() -> FakeDigestResolver {
-        FakeDigestResolver::default()
-    }
-
-    /// From now on `image` resolves to `digest`.
-    pub fn set(&self, image: &str, digest: &str) {
-        self.lock()
-            .digests
-            .insert(image.to_owned(), Ok(digest.to_owned()));
-    }
-
-    /// From now on resolving `image` fails with `message`.
-    pub fn fail(&self, image: &str, message: &str) {
-        self.lock()
-            .digests
-            .insert(image.to_owned(), Err(message.to_owned()));
-    }
-
-    /// How many times `resolve` was called.
-    pub fn calls(&self) -> usize {
-        self.lock().calls
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl ImageDigestResolver for FakeDigestResolver {
-    fn resolve<'a>(
-        &'a self,
-        image: &'a str,
-        _credentials: &'a RegistryCredentials,
-    ) -> BoxFuture<'a, Result<String, DigestError>> {
-        let answer = {
-            let mut state = self.lock();
-            state.calls += 1;
-            state.digests.get(image).cloned()
-        };
-        Box::pin(async move {
-            match answer {
-                Some(Ok(digest)) => Ok(digest),
-                Some(Err(message)) => Err(DigestError::Unreachable {
-                    image: image.to_owned(),
-                    host: "fake".to_owned(),
-                    message,
-                }),
-                None => Err(DigestError::Status {
-                    image: image.to_owned(),
-                    host: "fake".to_owned(),
-                    status: StatusCode::NOT_FOUND,
-                }),
-            }
-        })
-    }
-}
-
-#[cfg(test)]
-#[path = "image_digest_tests.rs"]
-mod tests;

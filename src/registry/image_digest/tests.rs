@@ -9,6 +9,13 @@ use axum::http::{HeaderMap as AxumHeaders, StatusCode as AxumStatus};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use sha2::Digest as _;
+
+use super::http::{Challenge, basic_header, parse_challenge};
 use super::*;
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
