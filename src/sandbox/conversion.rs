@@ -61,6 +61,12 @@ pub fn to_storage(mut obj: Value, res: &ResourceInfo) -> Value {
     obj
 }
 
+/// Whether objects of `res` are served in another shape than they are stored in (beyond
+/// `apiVersion` and `kind`).
+pub fn reshapes(res: &ResourceInfo) -> bool {
+    is_events_v1(&res.group, &res.plural)
+}
+
 /// A stored object in the form of `res` (type fields are set by the caller).
 pub fn from_storage(obj: &Value, res: &ResourceInfo) -> Value {
     let mut out = obj.clone();

@@ -9,6 +9,7 @@ use axum::body::Body;
 use axum::response::Response;
 use base64::Engine;
 use bytes::Bytes;
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -185,15 +186,19 @@ enum Taken {
 }
 
 impl Watcher {
-    fn event(&mut self, kind: &str, obj: &Value) -> Value {
-        let object = self.ctx.render.object(obj, !self.columns_sent);
+    /// The event line for `obj`, encoded straight from the stored object (no copy of it).
+    fn event(&mut self, kind: &str, obj: &Value) -> Vec<u8> {
+        let with_columns = !self.columns_sent;
         self.columns_sent = true;
-        json!({"type": kind, "object": object})
+        let object = self.ctx.render.object(obj, with_columns);
+        line(&WatchEvent { kind, object })
     }
 
-    async fn send(&self, line: &Value) -> bool {
-        let mut bytes = serde_json::to_vec(line).unwrap_or_default();
-        bytes.push(b'\n');
+    async fn send(&self, event: &impl Serialize) -> bool {
+        self.send_line(line(event)).await
+    }
+
+    async fn send_line(&self, bytes: Vec<u8>) -> bool {
         self.tx.send(Ok(Bytes::from(bytes))).await.is_ok()
     }
 
@@ -225,7 +230,7 @@ impl Watcher {
             Taken::Current(objs, rv) => {
                 for obj in objs {
                     let line = self.event("ADDED", &obj);
-                    if !self.send(&line).await {
+                    if !self.send_line(line).await {
                         return None;
                     }
                 }
@@ -247,7 +252,7 @@ impl Watcher {
                         _ => continue,
                     };
                     let line = self.event(kind, &ev.object);
-                    if !self.send(&line).await {
+                    if !self.send_line(line).await {
                         return None;
                     }
                 }
@@ -316,6 +321,21 @@ impl Watcher {
             self.send(&bookmark_event(&self, cursor, false)).await;
         }
     }
+}
+
+/// One watch event as sent.
+#[derive(Serialize)]
+struct WatchEvent<'a, T: Serialize> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: T,
+}
+
+/// `event` as one newline-terminated line.
+fn line(event: &impl Serialize) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(event).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
 }
 
 fn bookmark_event(w: &Watcher, rv: u64, initial_events_end: bool) -> Value {

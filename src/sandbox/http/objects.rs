@@ -156,15 +156,18 @@ async fn update(ctx: &Ctx, name: &str, part: Part, body: Body) -> Result<Respons
         let old = s
             .store
             .get(&ctx.res.group_resource(), ns.unwrap_or_default(), name)
-            .map(|o| objects::present(o, &ctx.res));
+            .map(|o| objects::present_ref(o, &ctx.res));
         let now = meta::now_rfc3339();
         match (&old, part) {
             (None, _) => {}
             (Some(_), Part::Status) => {
-                patch_semantics::record_status_update(old.as_ref(), &mut obj, &manager, &now)
+                patch_semantics::record_status_update(old.as_deref(), &mut obj, &manager, &now)
             }
-            (Some(_), _) => patch_semantics::record_update(old.as_ref(), &mut obj, &manager, &now),
+            (Some(_), _) => {
+                patch_semantics::record_update(old.as_deref(), &mut obj, &manager, &now)
+            }
         }
+        drop(old);
         objects::update(s, &ctx.res, ns, name, obj, part, &opts)
     })?;
     Ok(response::json(200, &ctx.render.object(&updated, true)))

@@ -1,13 +1,18 @@
 //! Rendering stored objects the way the client asked: the object at the requested version,
 //! a `Table`, or `PartialObjectMetadata`.
+//!
+//! Plain objects are encoded straight from the store ([`Presented`]): a watch event or a list
+//! of large objects (CSVs fanned out to thousands of namespaces, csv.md §11) must not deep-copy
+//! each of them first.
 
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::route::Format;
 use crate::sandbox::meta;
-use crate::sandbox::objects::present;
+use crate::sandbox::objects::{Presented, present};
 use crate::sandbox::resources::ResourceInfo;
 use crate::sandbox::table::{self, IncludeObject};
 
@@ -17,6 +22,28 @@ pub struct Renderer {
     pub include: IncludeObject,
 }
 
+/// What a response or watch event carries: a stored object encoded in place, a list of them,
+/// or a value built for the purpose (Table, PartialObjectMetadata).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Rendered<'a> {
+    Stored(Presented<'a>),
+    List(ObjectList<'a>),
+    Built(Value),
+}
+
+/// A list of stored objects as served.
+#[derive(Serialize)]
+pub struct ObjectList<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    metadata: Value,
+    items: Vec<Presented<'a>>,
+}
+
+/// Metadata is the same in the stored and the served form (`conversion` renames only
+/// top-level fields), so it is taken from the stored object.
 fn partial_metadata(obj: &Value) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
@@ -28,21 +55,24 @@ fn partial_metadata(obj: &Value) -> Value {
 impl Renderer {
     /// A single object (get, create, update, delete responses, watch events). In a watch, only
     /// the first Table event carries column definitions, as on the real server.
-    pub fn object(&self, obj: &Value, with_columns: bool) -> Value {
-        let obj = present(obj, &self.res);
+    pub fn object<'a>(&'a self, obj: &'a Value, with_columns: bool) -> Rendered<'a> {
         match self.format {
             Format::Table => {
+                let obj = present(obj, &self.res);
                 let row = table::row(&self.res, &obj, self.include, jiff::Timestamp::now());
                 let rv = meta::resource_version(&obj).unwrap_or_default();
-                table::table(&self.res, vec![row], rv, with_columns)
+                Rendered::Built(table::table(&self.res, vec![row], rv, with_columns))
             }
-            Format::Metadata => partial_metadata(&obj),
-            _ => obj,
+            Format::Metadata => Rendered::Built(partial_metadata(obj)),
+            _ => Rendered::Stored(Presented {
+                obj,
+                res: &self.res,
+            }),
         }
     }
 
     /// A list response; `list_meta` is the list's `metadata` (resourceVersion, continue).
-    pub fn list(&self, objs: &[Arc<Value>], list_meta: Value) -> Value {
+    pub fn list<'a>(&'a self, objs: &'a [Arc<Value>], list_meta: Value) -> Rendered<'a> {
         let now = jiff::Timestamp::now();
         match self.format {
             Format::Table => {
@@ -52,19 +82,25 @@ impl Renderer {
                     .collect();
                 let mut t = table::table(&self.res, rows, "", true);
                 t["metadata"] = list_meta;
-                t
+                Rendered::Built(t)
             }
-            Format::Metadata => json!({
+            Format::Metadata => Rendered::Built(json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": list_meta,
                 "items": objs.iter().map(|o| partial_metadata(o)).collect::<Vec<_>>(),
-            }),
-            _ => json!({
-                "apiVersion": self.res.api_version(),
-                "kind": self.res.list_kind(),
-                "metadata": list_meta,
-                "items": objs.iter().map(|o| present(o, &self.res)).collect::<Vec<_>>(),
+            })),
+            _ => Rendered::List(ObjectList {
+                api_version: self.res.api_version(),
+                kind: self.res.list_kind(),
+                metadata: list_meta,
+                items: objs
+                    .iter()
+                    .map(|o| Presented {
+                        obj: o,
+                        res: &self.res,
+                    })
+                    .collect(),
             }),
         }
     }

@@ -3,15 +3,15 @@
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::sandbox::error::ApiError;
 
-pub fn json(code: u16, body: &Value) -> Response {
+pub fn json(code: u16, body: &impl Serialize) -> Response {
     json_with_type(code, body, "application/json")
 }
 
-pub fn json_with_type(code: u16, body: &Value, content_type: &'static str) -> Response {
+pub fn json_with_type(code: u16, body: &impl Serialize, content_type: &'static str) -> Response {
     let bytes =
         serde_json::to_vec(body).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes());
     let mut resp = Response::new(Body::from(bytes));

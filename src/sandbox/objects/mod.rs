@@ -5,6 +5,7 @@
 pub mod create;
 mod defaults;
 pub mod delete;
+mod presented;
 pub mod update;
 mod validate;
 
@@ -19,6 +20,7 @@ use super::state::State;
 
 pub use create::create;
 pub use delete::{DeleteOptions, Propagation, delete};
+pub use presented::{Presented, present_ref};
 pub use update::update;
 
 /// Options every write accepts.
