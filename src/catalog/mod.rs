@@ -4,6 +4,7 @@
 
 pub mod api_projection;
 pub mod bundle_dir;
+pub mod csv_metadata;
 pub mod dot;
 pub mod error;
 pub mod fbc;

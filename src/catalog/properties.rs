@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::csv_metadata;
 use super::go_json::{self, Fields, UnmarshalError};
 use super::model::Property;
 
@@ -173,7 +174,7 @@ impl Property {
                 TypedProperty::GvkRequired(gvk(raw, "GVKRequired", "property.GVKRequired")?)
             }
             CSV_METADATA => {
-                check_csv_metadata(raw)?;
+                csv_metadata::check(raw)?;
                 TypedProperty::CsvMetadata(raw)
             }
             CONSTRAINT => TypedProperty::Constraint(raw),
@@ -213,104 +214,6 @@ impl Property {
             _ => TypedProperty::Other(raw),
         })
     }
-}
-
-/// `olm.csv.metadata` must decode into opm's `CSVMetadata`. Checked in one pass over the
-/// value: top-level member kinds, and string values in `annotations` and `labels`.
-fn check_csv_metadata(raw: &RawValue) -> Result<(), UnmarshalError> {
-    use serde::de::IgnoredAny;
-
-    /// A `map[string]string` whose values are checked without being copied.
-    struct StringMap;
-    impl<'de> serde::Deserialize<'de> for StringMap {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> serde::de::Visitor<'de> for V {
-                type Value = StringMap;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a map of strings")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut map: A,
-                ) -> Result<StringMap, A::Error> {
-                    while map.next_key::<IgnoredAny>()?.is_some() {
-                        map.next_value::<Option<StrCheck>>()?;
-                    }
-                    Ok(StringMap)
-                }
-            }
-            d.deserialize_map(V)
-        }
-    }
-    struct StrCheck;
-    impl<'de> serde::Deserialize<'de> for StrCheck {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl serde::de::Visitor<'_> for V {
-                type Value = StrCheck;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a string")
-                }
-                fn visit_str<E>(self, _: &str) -> Result<StrCheck, E> {
-                    Ok(StrCheck)
-                }
-            }
-            d.deserialize_str(V)
-        }
-    }
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    #[allow(dead_code)] // fields exist to be type-checked
-    struct Shape {
-        annotations: Option<StringMap>,
-        labels: Option<StringMap>,
-        api_service_definitions: Option<IgnoredMap>,
-        crd_descriptions: Option<IgnoredMap>,
-        description: Option<StrCheck>,
-        display_name: Option<StrCheck>,
-        install_modes: Option<Vec<IgnoredAny>>,
-        keywords: Option<Vec<Option<StrCheck>>>,
-        links: Option<Vec<IgnoredAny>>,
-        maintainers: Option<Vec<IgnoredAny>>,
-        maturity: Option<StrCheck>,
-        min_kube_version: Option<StrCheck>,
-        #[serde(rename = "nativeAPIs")]
-        native_apis: Option<Vec<IgnoredAny>>,
-        provider: Option<IgnoredMap>,
-    }
-    struct IgnoredMap;
-    impl<'de> serde::Deserialize<'de> for IgnoredMap {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> serde::de::Visitor<'de> for V {
-                type Value = IgnoredMap;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut map: A,
-                ) -> Result<IgnoredMap, A::Error> {
-                    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                    Ok(IgnoredMap)
-                }
-            }
-            d.deserialize_map(V)
-        }
-    }
-    if go_json::is_null(raw) {
-        return Ok(());
-    }
-    if go_json::kind(raw) != "object" {
-        return Err(UnmarshalError::Value {
-            kind: go_json::kind(raw),
-            go_type: "property.CSVMetadata",
-        });
-    }
-    serde_json::from_str::<Shape>(raw.get())
-        .map(|_| ())
-        .map_err(|e| UnmarshalError::Syntax(format!("olm.csv.metadata: {e}")))
 }
 
 /// Checks the value of every property as opm's conversion does (spec/catalog.md §7.4 C11).

@@ -42,6 +42,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let packages = loaded.index.packages().len();
     let bundles = loaded.index.bundle_count();
     let index = Arc::new(loaded.index);
+    // Only the index is kept from here on; what loading and validation freed goes back.
+    crate::release_free_memory();
 
     // Two workers are plenty for a registry; fewer threads, less memory.
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -134,6 +134,10 @@ fn add_document(
     }
 }
 
+/// Reads a file with one plain `read` into a fresh buffer, freed when the file is done.
+/// Mapping the file instead (memmap2) was measured on catalogs/v4.20: 10 ms less CPU but
+/// 2–3 MB more peak RSS, since the mapped pages of the files being parsed count as resident
+/// on top of the heap, and peak memory is the scarcer budget (catalog serve).
 fn load_file(root: &Path, path: &Path) -> (DeclarativeConfig, Vec<Problem>) {
     let name = relative_name(root, path);
     match std::fs::read(path) {
