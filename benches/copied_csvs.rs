@@ -388,6 +388,10 @@ fn copied_csvs(c: &mut Criterion) {
 struct ProcessMeasurement {
     elapsed: Duration,
     peak_rss_kib: u64,
+    /// The controller's resident heap and stacks, and its resident file pages (mostly the
+    /// binary's code), at the end of the run: where the peak went.
+    anon_kib: u64,
+    file_kib: u64,
     copies: usize,
 }
 
@@ -529,7 +533,10 @@ async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> Proc
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+    // `OLM_RS_BENCH_BIN` measures another build of the controller (the image's, say).
+    let binary = std::env::var_os("OLM_RS_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_olm-rs").into());
+    let mut child = tokio::process::Command::new(binary)
         .args([
             "run",
             "--global-catalog-namespace=olm",
@@ -570,11 +577,15 @@ async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> Proc
     let copies = wait_for_copies(&client, expected, Some(deadline)).await;
     let elapsed = started.elapsed();
     let peak_rss_kib = process_status_kib(pid, "VmHWM:");
+    let anon_kib = process_status_kib(pid, "RssAnon:");
+    let file_kib = process_status_kib(pid, "RssFile:");
     let _ = child.kill().await;
     serving.shutdown().await;
     ProcessMeasurement {
         elapsed,
         peak_rss_kib,
+        anon_kib,
+        file_kib,
         copies,
     }
 }
@@ -591,14 +602,18 @@ fn process_table() {
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![100, 500, 1000, 2000]);
     eprintln!("copied_csvs (olm-rs run in its own process, HTTP on loopback)");
-    eprintln!("  namespaces  copies  seconds until all copied  controller peak RSS");
+    eprintln!(
+        "  namespaces  copies  seconds until all copied  controller peak RSS  (at end: anon + file)"
+    );
     for n in sizes {
         let m = runtime.block_on(run_process_once(n, &csv_path));
         eprintln!(
-            "  {n:>10}  {:>6}  {:>24.2}  {:>15.1} MiB",
+            "  {n:>10}  {:>6}  {:>24.2}  {:>15.1} MiB  ({:.1} + {:.1} MiB)",
             m.copies,
             m.elapsed.as_secs_f64(),
-            m.peak_rss_kib as f64 / 1024.0
+            m.peak_rss_kib as f64 / 1024.0,
+            m.anon_kib as f64 / 1024.0,
+            m.file_kib as f64 / 1024.0
         );
     }
 }

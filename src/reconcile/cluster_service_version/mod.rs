@@ -40,7 +40,7 @@ use crate::operator_group::is_copied;
 
 use super::Context;
 use execute::Executor;
-use stores::{Stores, managed, reflect};
+use stores::{Stores, managed, reflect, slim, slim_crd};
 
 /// How often a CSV is re-synced without events (OLM: 5 minutes).
 pub const RESYNC: Duration = Duration::from_secs(5 * 60);
@@ -79,22 +79,22 @@ pub async fn run(ctx: Arc<Context>) {
     let controller = Controller::new(csv_api, watcher::Config::default().labels(&not_copies));
     let csvs = controller.store();
 
-    let (operator_groups, og_trigger) = reflect(&client, None);
-    let (subscriptions, sub_trigger) = reflect(&client, None);
-    let (crds, crd_trigger) = reflect(&client, None);
-    let (api_services, api_trigger) = reflect(&client, None);
-    let (deployments, dep_trigger) = reflect(&client, Some(&managed()));
-    let (service_accounts, sa_trigger) = reflect(&client, None);
-    let (roles, role_trigger) = reflect(&client, None);
-    let (role_bindings, rb_trigger) = reflect(&client, None);
-    let (cluster_roles, cr_trigger) = reflect(&client, None);
-    let (cluster_role_bindings, crb_trigger) = reflect(&client, None);
-    let (secrets, secret_trigger) = reflect::<Secret>(&client, Some(&managed()));
-    let (services, service_trigger) = reflect::<Service>(&client, Some(&managed()));
+    let (operator_groups, og_trigger) = reflect(&client, None, slim);
+    let (subscriptions, sub_trigger) = reflect(&client, None, slim);
+    let (crds, crd_trigger) = reflect(&client, None, slim_crd);
+    let (api_services, api_trigger) = reflect(&client, None, slim);
+    let (deployments, dep_trigger) = reflect(&client, Some(&managed()), slim);
+    let (service_accounts, sa_trigger) = reflect(&client, None, slim);
+    let (roles, role_trigger) = reflect(&client, None, slim);
+    let (role_bindings, rb_trigger) = reflect(&client, None, slim);
+    let (cluster_roles, cr_trigger) = reflect(&client, None, slim);
+    let (cluster_role_bindings, crb_trigger) = reflect(&client, None, slim);
+    let (secrets, secret_trigger) = reflect::<Secret>(&client, Some(&managed()), slim);
+    let (services, service_trigger) = reflect::<Service>(&client, Some(&managed()), slim);
     let (validating_webhooks, vwc_trigger) =
-        reflect::<ValidatingWebhookConfiguration>(&client, Some(&managed()));
+        reflect::<ValidatingWebhookConfiguration>(&client, Some(&managed()), slim);
     let (mutating_webhooks, mwc_trigger) =
-        reflect::<MutatingWebhookConfiguration>(&client, Some(&managed()));
+        reflect::<MutatingWebhookConfiguration>(&client, Some(&managed()), slim);
     let stores = Stores {
         csvs: csvs.clone(),
         operator_groups,

@@ -72,8 +72,41 @@ impl Stores {
 /// A trigger stream: watches `K`, keeps `store` current, yields every touched object.
 pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
-/// Starts the reflector of `K` (all namespaces, optional label selector).
-pub fn reflect<K>(client: &Client, labels: Option<&str>) -> (Store<K>, Trigger<K>)
+/// Objects per page of an initial list: a cluster's ServiceAccounts, Roles and bindings number
+/// in the thousands, and one unpaged list would be the start-up memory peak.
+const LIST_PAGE_SIZE: u32 = 100;
+
+/// kubectl's copy of the whole object, as last applied; no decision reads it.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what no decision of the CSV reconciler reads before an object enters its store:
+/// managed fields and kubectl's last-applied copy, often most of a small object's size.
+pub fn slim<K: Resource>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+/// [`slim`], and a CRD's OpenAPI schemas: the requirement checks read its names, versions,
+/// conditions, conversion and annotations (csv.md §6), while the schemas of OLM's own CRDs alone
+/// are megabytes once decoded. The reconciler only merge-patches `spec.conversion`, so the
+/// stored copy is never written back.
+pub fn slim_crd(crd: &mut CustomResourceDefinition) {
+    slim(crd);
+    for version in &mut crd.spec.versions {
+        version.schema = None;
+    }
+}
+
+/// Starts the reflector of `K` (all namespaces, optional label selector), passing every object
+/// through `slim` before it is stored.
+pub fn reflect<K>(
+    client: &Client,
+    labels: Option<&str>,
+    slim: fn(&mut K),
+) -> (Store<K>, Trigger<K>)
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -84,12 +117,12 @@ where
         + 'static,
 {
     let api: Api<K> = Api::all(client.clone());
-    let mut config = watcher::Config::default();
+    let mut config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
     if let Some(labels) = labels {
         config = config.labels(labels);
     }
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config).default_backoff())
+    let stream = reflector::reflector(writer, watcher(api, config).default_backoff().modify(slim))
         .touched_objects()
         .boxed();
     (reader, stream)

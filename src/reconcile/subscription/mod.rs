@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, PartialObjectMeta};
 use kube_runtime::WatchStreamExt;
 use kube_runtime::reflector;
 use kube_runtime::watcher::{self, Event};
@@ -23,7 +23,8 @@ pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes,
 pub use observe::csv_resource;
 pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
 
-use crate::api::{InstallPlan, OperatorGroup, Subscription};
+use crate::api::keys::COPIED_FROM_LABEL;
+use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::metrics::CountedKind;
 use crate::reconcile::Context;
 use crate::reconcile::work_queue::WorkQueue;
@@ -69,9 +70,13 @@ pub async fn run(
             async {}
         })
     };
+    // The next three watches only say which namespace changed, so they carry metadata only.
+    // Copied CSVs are left out (the resolver never counts them, resolution.md §3.3): an
+    // all-namespaces operator has one in every namespace, 35 kB each for a typical CSV, and
+    // watching them in full made this watch most of the controller's memory.
     let plans = follow(
         namespaces_of(watcher::watcher(
-            Api::<InstallPlan>::all(client.clone()),
+            Api::<PartialObjectMeta<InstallPlan>>::all(client.clone()),
             watcher::Config::default(),
         )),
         queue.clone(),
@@ -79,7 +84,7 @@ pub async fn run(
     );
     let groups = follow(
         namespaces_of(watcher::watcher(
-            Api::<OperatorGroup>::all(client.clone()),
+            Api::<PartialObjectMeta<OperatorGroup>>::all(client.clone()),
             watcher::Config::default(),
         )),
         queue.clone(),
@@ -87,8 +92,8 @@ pub async fn run(
     );
     let csvs = follow(
         namespaces_of(watcher::watcher(
-            Api::<DynamicObject>::all_with(client.clone(), &csv_resource()),
-            watcher::Config::default(),
+            Api::<PartialObjectMeta<ClusterServiceVersion>>::all(client.clone()),
+            watcher::Config::default().labels(&format!("!{COPIED_FROM_LABEL}")),
         )),
         queue.clone(),
         known.clone(),

@@ -5,6 +5,7 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
+use crate::api::keys::COPIED_FROM_LABEL;
 use crate::api::{InstallPlan, OperatorGroup, Subscription};
 use crate::resolve::{InstalledCsv, OperatorGroups, installed_csv};
 
@@ -35,8 +36,11 @@ pub async fn observe(client: &Client, namespace: &str) -> Result<Observed, kube:
         .list(&lp)
         .await?
         .items;
+    // Copies are not installed here (resolution.md §3.3); the selector spares their transfer and
+    // `installed_csv` still drops a copy that lost its label.
+    let not_copies = ListParams::default().labels(&format!("!{COPIED_FROM_LABEL}"));
     let csvs = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &csv_resource())
-        .list(&lp)
+        .list(&not_copies)
         .await?
         .items;
     let groups = Api::<OperatorGroup>::namespaced(client.clone(), namespace)
