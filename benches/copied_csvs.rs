@@ -534,8 +534,8 @@ async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> Proc
         .expect("a free port")
         .port();
     // `OLM_RS_BENCH_BIN` measures another build of the controller (the image's, say).
-    let binary = std::env::var_os("OLM_RS_BENCH_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_olm-rs").into());
+    let binary =
+        std::env::var_os("OLM_RS_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_olm-rs").into());
     let mut child = tokio::process::Command::new(binary)
         .args([
             "run",

@@ -102,11 +102,7 @@ pub fn slim_crd(crd: &mut CustomResourceDefinition) {
 
 /// Starts the reflector of `K` (all namespaces, optional label selector), passing every object
 /// through `slim` before it is stored.
-pub fn reflect<K>(
-    client: &Client,
-    labels: Option<&str>,
-    slim: fn(&mut K),
-) -> (Store<K>, Trigger<K>)
+pub fn reflect<K>(client: &Client, labels: Option<&str>, slim: fn(&mut K)) -> (Store<K>, Trigger<K>)
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -265,4 +261,50 @@ pub fn csv_of_subscription(sub: &Subscription) -> Vec<ObjectRef<ClusterServiceVe
         .and_then(|s| s.installed_csv.as_deref())
         .map(|name| vec![csv_ref(name, &ns)])
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceValidation, JSONSchemaProps,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    use super::*;
+    use crate::csv::fixtures::crd;
+
+    #[test]
+    fn slim_crd_keeps_what_requirement_checks_read_and_drops_the_rest() {
+        let alongside = "operatorframework.io/installed-alongside-0a1b2c";
+        let mut expected = crd("demos.example.com", "v1");
+        expected.metadata.annotations =
+            Some([(alongside.to_owned(), "ns/demo.v1".to_owned())].into());
+
+        let mut stored = expected.clone();
+        stored.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            ..Default::default()
+        }]);
+        stored.metadata.annotations.get_or_insert_default().insert(
+            LAST_APPLIED_ANNOTATION.to_owned(),
+            "{\"big\": true}".to_owned(),
+        );
+        stored.spec.versions[0].schema = Some(CustomResourceValidation {
+            open_api_v3_schema: Some(JSONSchemaProps {
+                type_: Some("object".into()),
+                ..Default::default()
+            }),
+        });
+
+        slim_crd(&mut stored);
+        assert_eq!(stored, expected);
+    }
+
+    #[test]
+    fn slim_leaves_an_object_without_bookkeeping_unchanged() {
+        let plain = crd("demos.example.com", "v1");
+        let mut slimmed = plain.clone();
+        slim(&mut slimmed);
+        assert_eq!(slimmed, plain);
+    }
 }
