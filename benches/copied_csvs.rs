@@ -22,8 +22,12 @@
 //! ServiceAccount and RBAC of its permissions, the CSV) and the controller takes the CSV to
 //! Succeeded by itself (the API server's workload simulator reports its Deployment ready).
 //! Timed: from the bench seeing the original Succeeded until every copy carries the copied
-//! status. Memory: the controller process's peak RSS (`VmHWM`) over its whole life. One run per
-//! size, printed as a table; criterion is not used.
+//! status. Memory: the controller process's peak RSS (`VmHWM`) over its whole life, and at the
+//! end its resident anonymous memory (heap, stacks) and file pages (mostly the binary's code).
+//! One run per size, printed as a table; criterion is not used. `OLM_RS_BENCH_BIN=<path>` runs
+//! another build as the controller, e.g. the container image's (`--profile image
+//! --no-default-features --target x86_64-unknown-linux-musl`), whose smaller code is most of the
+//! difference in RSS.
 
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
