@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use base64::Engine;
 use serde_json::value::RawValue;
 
+use super::super::csv_metadata;
 use super::super::error::{Location, Problem, Rule};
 use super::super::go_json::{self, Fields, UnmarshalError};
 use super::super::model::{
@@ -12,7 +13,8 @@ use super::super::model::{
     Origin, OtherBlob, Package, Property, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
-use super::super::properties::BUNDLE_OBJECT;
+use super::super::properties::{BUNDLE_OBJECT, CSV_METADATA};
+use super::LoadOptions;
 use super::documents;
 
 /// A parsed document.
@@ -28,6 +30,15 @@ pub enum Blob {
 /// Parses one document; problems that only concern part of the blob (a bad property) are
 /// returned alongside it.
 pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Box<Problem>> {
+    parse_with(json, origin, LoadOptions::default())
+}
+
+/// `parse` with `options`.
+pub fn parse_with(
+    json: &str,
+    origin: &Origin,
+    options: LoadOptions,
+) -> Result<(Blob, Vec<Problem>), Box<Problem>> {
     let at = || Location::from_origin(origin);
     // `properties` (nearly all of a blob's bytes) is read in the same pass as the blob; on any
     // error the general path below reads and words it.
@@ -96,8 +107,8 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Box<Pr
             Blob::Channel(parse_channel(&fields, origin).map_err(|e| wrap("channel", e))?)
         }
         SCHEMA_BUNDLE => {
-            let bundle =
-                parse_bundle(&fields, origin, &mut extra).map_err(|e| wrap("bundle", e))?;
+            let bundle = parse_bundle(&fields, origin, options, &mut extra)
+                .map_err(|e| wrap("bundle", e))?;
             Blob::Bundle(bundle)
         }
         SCHEMA_DEPRECATIONS => Blob::Deprecations(
@@ -238,6 +249,7 @@ fn parse_channel(f: &Fields<'_>, origin: &Origin) -> Result<Channel, UnmarshalEr
 fn parse_bundle(
     f: &Fields<'_>,
     origin: &Origin,
+    options: LoadOptions,
     problems: &mut Vec<Problem>,
 ) -> Result<Bundle, UnmarshalError> {
     let package = f.string("package", "Bundle")?.unwrap_or_default();
@@ -282,6 +294,10 @@ fn parse_bundle(
             ));
             continue;
         }
+        if property.type_ == CSV_METADATA {
+            props.push(csv_metadata_property(property, options));
+            continue;
+        }
         if property.type_ != BUNDLE_OBJECT {
             props.push(property);
             continue;
@@ -307,6 +323,19 @@ fn parse_bundle(
         objects,
         origin: origin.clone(),
     })
+}
+
+/// C11 for an `olm.csv.metadata` value, made here while the value is at hand (in cache) rather
+/// in a later pass over every bundle: a value that passes is marked checked, so validation does
+/// not read it again; one that fails stays as it is, and validation words the error.
+fn csv_metadata_property(mut property: Property, options: LoadOptions) -> Property {
+    if csv_metadata::check(&property.value).is_ok() {
+        property.mark_checked();
+        if options.pack_csv_metadata {
+            property.pack();
+        }
+    }
+    property
 }
 
 /// Go's `base64.StdEncoding` as used for `[]byte` JSON fields (line breaks ignored).
