@@ -20,7 +20,7 @@ pub mod upgrade_graph;
 pub mod validate;
 
 pub use error::{CatalogError, Location, Problem, Rule};
-pub use fbc::LoadOptions;
+pub use fbc::{CsvMetadataHold, LoadOptions};
 pub use index::{CatalogIndex, ChannelIndex, EntryRef, IndexedBundle, PackageIndex};
 pub use load::{CatalogKind, load_catalog, load_catalog_with};
 pub use model::{

@@ -32,8 +32,8 @@ impl Origin {
 }
 
 /// One `{type, value}` property; `value` is the raw JSON text as found in the catalog, except
-/// for a packed property (`pack`), whose `value` is `null`: read values with `json()` (or
-/// `typed()`) to see both.
+/// for a packed property (`packed`), whose `value` is `null`: read values with `json()`
+/// (or `typed()`) to see both. A property made by `checked_only` has no value left (`null`).
 #[derive(Debug, Clone)]
 pub struct Property {
     pub type_: String,
@@ -51,6 +51,8 @@ enum Held {
     Checked,
     /// Checked, and kept compressed; `value` is `null`.
     Packed(PackedJson),
+    /// Checked, and the value not kept; `value` is `null`.
+    CheckedOnly,
 }
 
 impl Property {
@@ -62,11 +64,33 @@ impl Property {
         }
     }
 
+    /// A property whose value passed its type's shape check, kept compressed (`PackedJson`):
+    /// for the big values a long-lived process rarely reads (`olm.csv.metadata` in `catalog
+    /// serve`).
+    pub fn packed(type_: impl Into<String>, value: &RawValue) -> Property {
+        Property {
+            type_: type_.into(),
+            value: RawValue::NULL.to_owned(),
+            held: Held::Packed(PackedJson::pack(value)),
+        }
+    }
+
+    /// A property whose value passed its type's shape check and is not kept: for a one-shot
+    /// validation, which needs to know only that (`fbc::CsvMetadataHold::CheckOnly`). Its
+    /// `value` and `json()` are `null`.
+    pub fn checked_only(type_: impl Into<String>) -> Property {
+        Property {
+            type_: type_.into(),
+            value: RawValue::NULL.to_owned(),
+            held: Held::CheckedOnly,
+        }
+    }
+
     /// The value as JSON text, unpacked if needed.
     pub fn json(&self) -> Cow<'_, RawValue> {
         match &self.held {
             Held::Packed(packed) => Cow::Owned(packed.unpack()),
-            Held::Raw | Held::Checked => Cow::Borrowed(&self.value),
+            Held::Raw | Held::Checked | Held::CheckedOnly => Cow::Borrowed(&self.value),
         }
     }
 
@@ -80,16 +104,6 @@ impl Property {
     pub fn mark_checked(&mut self) {
         if self.held == Held::Raw {
             self.held = Held::Checked;
-        }
-    }
-
-    /// Keeps a checked value compressed (`PackedJson`) instead of as text; for the big values
-    /// a long-lived process rarely reads (`olm.csv.metadata` in `catalog serve`). A value not
-    /// known to be checked stays as it is, so that validation still sees and words it.
-    pub fn pack(&mut self) {
-        if self.held == Held::Checked {
-            self.held = Held::Packed(PackedJson::pack(&self.value));
-            self.value = RawValue::NULL.to_owned();
         }
     }
 

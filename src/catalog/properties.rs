@@ -56,7 +56,7 @@ pub enum TypedProperty<'a> {
     Gvk(GvkValue),
     PackageRequired(PackageRequiredValue),
     GvkRequired(GvkValue),
-    /// Borrowed, or unpacked when the property is packed (`Property::pack`).
+    /// Borrowed, or unpacked when the property is packed (`Property::packed`).
     CsvMetadata(Cow<'a, RawValue>),
     Constraint(&'a RawValue),
     /// `"<major>.<minor>"`, with surrounding quotes tolerated as the value may be a JSON

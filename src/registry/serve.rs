@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use crate::catalog::{self, CatalogError, CatalogIndex, CatalogKind, LoadOptions, Problem};
+use crate::catalog::{
+    self, CatalogError, CatalogIndex, CatalogKind, CsvMetadataHold, LoadOptions, Problem,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeLoadError {
@@ -38,7 +40,7 @@ pub fn load_for_serving(path: &Path) -> Result<LoadedCatalog, ServeLoadError> {
     // The server keeps the catalog for its lifetime but reads CSV metadata only for some
     // answers: keep it packed (peak and resident memory, README "Performance").
     let options = LoadOptions {
-        pack_csv_metadata: true,
+        csv_metadata: CsvMetadataHold::Packed,
     };
     let (kind, config, mut problems) = catalog::load_catalog_with(path, options)?;
     problems.extend(catalog::validate::validate(&config));

@@ -14,8 +14,8 @@ use super::super::model::{
     SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
 use super::super::properties::{BUNDLE_OBJECT, CSV_METADATA};
-use super::LoadOptions;
 use super::documents;
+use super::{CsvMetadataHold, LoadOptions};
 
 /// A parsed document.
 #[derive(Debug)]
@@ -151,7 +151,13 @@ fn check_folded_keys(members: &[(Cow<'_, str>, &RawValue)]) -> Result<(), String
     Ok(())
 }
 
-fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>, UnmarshalError> {
+/// The properties of a blob, each with whether it has a value. `csv_metadata` is how a bundle
+/// keeps its `olm.csv.metadata` values (`None`: as any other property, for non-bundles).
+fn properties(
+    fields: &Fields<'_>,
+    owner: &str,
+    csv_metadata: Option<CsvMetadataHold>,
+) -> Result<Vec<(Property, bool)>, UnmarshalError> {
     let items = fields.object_list(
         "properties",
         owner,
@@ -174,7 +180,10 @@ fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>,
             .find(|(k, _)| k.eq_ignore_ascii_case("value"))
             .map(|(_, v)| *v);
         match value {
-            Some(v) => out.push((Property::new(type_, v.to_owned()), true)),
+            Some(v) => match csv_metadata.filter(|_| type_ == CSV_METADATA) {
+                Some(hold) => out.push((csv_metadata_property(type_, v, hold), true)),
+                None => out.push((Property::new(type_, v.to_owned()), true)),
+            },
             None => out.push((Property::new(type_, RawValue::NULL.to_owned()), false)),
         }
     }
@@ -182,7 +191,7 @@ fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>,
 }
 
 fn plain_properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<Property>, UnmarshalError> {
-    Ok(properties(fields, owner)?
+    Ok(properties(fields, owner, None)?
         .into_iter()
         .map(|(p, _)| p)
         .collect())
@@ -282,7 +291,8 @@ fn parse_bundle(
     };
     let mut props = Vec::new();
     let mut objects = Vec::new();
-    for (index, (property, has_value)) in properties(f, "Bundle")?.into_iter().enumerate() {
+    let hold = Some(options.csv_metadata);
+    for (index, (property, has_value)) in properties(f, "Bundle", hold)?.into_iter().enumerate() {
         if !has_value {
             problems.push(Problem::new(
                 Rule::C11,
@@ -292,10 +302,6 @@ fn parse_bundle(
                     property.type_
                 ),
             ));
-            continue;
-        }
-        if property.type_ == CSV_METADATA {
-            props.push(csv_metadata_property(property, options));
             continue;
         }
         if property.type_ != BUNDLE_OBJECT {
@@ -325,17 +331,23 @@ fn parse_bundle(
     })
 }
 
-/// C11 for an `olm.csv.metadata` value, made here while the value is at hand (in cache) rather
-/// in a later pass over every bundle: a value that passes is marked checked, so validation does
-/// not read it again; one that fails stays as it is, and validation words the error.
-fn csv_metadata_property(mut property: Property, options: LoadOptions) -> Property {
-    if csv_metadata::check(&property.value).is_ok() {
-        property.mark_checked();
-        if options.pack_csv_metadata {
-            property.pack();
-        }
+/// A bundle's `olm.csv.metadata` property. C11 for its value is made here, while the value is
+/// at hand (in cache), rather than in a later pass over every bundle: a value that passes is
+/// held as `hold` says and marked checked, so validation does not read it again; one that fails
+/// is kept as text, and validation words the error.
+fn csv_metadata_property(type_: String, value: &RawValue, hold: CsvMetadataHold) -> Property {
+    if csv_metadata::check(value).is_err() {
+        return Property::new(type_, value.to_owned());
     }
-    property
+    match hold {
+        CsvMetadataHold::Text => {
+            let mut property = Property::new(type_, value.to_owned());
+            property.mark_checked();
+            property
+        }
+        CsvMetadataHold::Packed => Property::packed(type_, value),
+        CsvMetadataHold::CheckOnly => Property::checked_only(type_),
+    }
 }
 
 /// Go's `base64.StdEncoding` as used for `[]byte` JSON fields (line breaks ignored).
