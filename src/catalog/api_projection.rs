@@ -22,7 +22,7 @@ pub fn csv_json<'a>(package: &Package, bundle: &'a IndexedBundle) -> Option<Cow<
     if let Some(inline) = bundle.csv_json() {
         return Some(Cow::Borrowed(inline));
     }
-    let metadata: Vec<&serde_json::value::RawValue> = bundle
+    let metadata: Vec<Cow<'_, serde_json::value::RawValue>> = bundle
         .properties()
         .iter()
         .filter(|p| p.type_ == properties::CSV_METADATA)

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::bundle_dir;
 use super::error::{CatalogError, Problem};
-use super::fbc;
+use super::fbc::{self, LoadOptions};
 use super::model::DeclarativeConfig;
 use super::replaces_mode;
 
@@ -21,6 +21,14 @@ pub enum CatalogKind {
 pub fn load_catalog(
     path: &Path,
 ) -> Result<(CatalogKind, DeclarativeConfig, Vec<Problem>), CatalogError> {
+    load_catalog_with(path, LoadOptions::default())
+}
+
+/// `load_catalog` with `options` (they apply to file-based catalogs).
+pub fn load_catalog_with(
+    path: &Path,
+    options: LoadOptions,
+) -> Result<(CatalogKind, DeclarativeConfig, Vec<Problem>), CatalogError> {
     if !path.is_dir() {
         return Err(CatalogError::NotADirectory(path.to_path_buf()));
     }
@@ -28,6 +36,6 @@ pub fn load_catalog(
         let (config, problems) = replaces_mode::load(path)?;
         return Ok((CatalogKind::BundleDirectories, config, problems));
     }
-    let loaded = fbc::load_dir(path)?;
+    let loaded = fbc::load_dir_with(path, options)?;
     Ok((CatalogKind::FileBased, loaded.config, loaded.problems))
 }

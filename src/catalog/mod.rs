@@ -12,6 +12,7 @@ pub mod go_json;
 pub mod index;
 pub mod load;
 pub mod model;
+pub mod packed;
 pub mod properties;
 pub mod replaces_mode;
 pub mod semver_range;
@@ -19,8 +20,9 @@ pub mod upgrade_graph;
 pub mod validate;
 
 pub use error::{CatalogError, Location, Problem, Rule};
+pub use fbc::{CsvMetadataHold, LoadOptions};
 pub use index::{CatalogIndex, ChannelIndex, EntryRef, IndexedBundle, PackageIndex};
-pub use load::{CatalogKind, load_catalog};
+pub use load::{CatalogKind, load_catalog, load_catalog_with};
 pub use model::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
     Deprecations, Icon, Origin, OtherBlob, Package, Property, RelatedImage,

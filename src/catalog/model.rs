@@ -2,9 +2,12 @@
 //! spec/catalog.md §7.2. Big values (property values, inline manifests) are kept as raw JSON
 //! text and parsed only when someone asks (see `properties.rs`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
+
+use super::packed::PackedJson;
 
 pub const SCHEMA_PACKAGE: &str = "olm.package";
 pub const SCHEMA_CHANNEL: &str = "olm.channel";
@@ -28,11 +31,28 @@ impl Origin {
     }
 }
 
-/// One `{type, value}` property; `value` is the raw JSON text as found in the catalog.
+/// One `{type, value}` property; `value` is the raw JSON text as found in the catalog, except
+/// for a packed property (`packed`), whose `value` is `null`: read values with `json()`
+/// (or `typed()`) to see both. A property made by `checked_only` has no value left (`null`).
 #[derive(Debug, Clone)]
 pub struct Property {
     pub type_: String,
     pub value: Box<RawValue>,
+    held: Held,
+}
+
+/// What the loader already knows about a property's value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+enum Held {
+    /// As read; nothing checked yet.
+    #[default]
+    Raw,
+    /// The value passed its type's shape check (`typed()` need not check it again).
+    Checked,
+    /// Checked, and kept compressed; `value` is `null`.
+    Packed(PackedJson),
+    /// Checked, and the value not kept; `value` is `null`.
+    CheckedOnly,
 }
 
 impl Property {
@@ -40,6 +60,50 @@ impl Property {
         Property {
             type_: type_.into(),
             value,
+            held: Held::Raw,
+        }
+    }
+
+    /// A property whose value passed its type's shape check, kept compressed (`PackedJson`):
+    /// for the big values a long-lived process rarely reads (`olm.csv.metadata` in `catalog
+    /// serve`).
+    pub fn packed(type_: impl Into<String>, value: &RawValue) -> Property {
+        Property {
+            type_: type_.into(),
+            value: RawValue::NULL.to_owned(),
+            held: Held::Packed(PackedJson::pack(value)),
+        }
+    }
+
+    /// A property whose value passed its type's shape check and is not kept: for a one-shot
+    /// validation, which needs to know only that (`fbc::CsvMetadataHold::CheckOnly`). Its
+    /// `value` and `json()` are `null`.
+    pub fn checked_only(type_: impl Into<String>) -> Property {
+        Property {
+            type_: type_.into(),
+            value: RawValue::NULL.to_owned(),
+            held: Held::CheckedOnly,
+        }
+    }
+
+    /// The value as JSON text, unpacked if needed.
+    pub fn json(&self) -> Cow<'_, RawValue> {
+        match &self.held {
+            Held::Packed(packed) => Cow::Owned(packed.unpack()),
+            Held::Raw | Held::Checked | Held::CheckedOnly => Cow::Borrowed(&self.value),
+        }
+    }
+
+    /// Whether the value is known to have its type's shape (see `mark_checked`).
+    pub fn is_checked(&self) -> bool {
+        self.held != Held::Raw
+    }
+
+    /// Records that the value passed its type's shape check, so `typed()` skips it. For
+    /// checks the loader makes while the value is at hand (`fbc::blob`, C11).
+    pub fn mark_checked(&mut self) {
+        if self.held == Held::Raw {
+            self.held = Held::Checked;
         }
     }
 
@@ -57,7 +121,7 @@ impl Property {
 
 impl PartialEq for Property {
     fn eq(&self, other: &Property) -> bool {
-        self.type_ == other.type_ && self.value.get() == other.value.get()
+        self.type_ == other.type_ && self.json().get() == other.json().get()
     }
 }
 

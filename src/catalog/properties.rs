@@ -1,6 +1,8 @@
 //! Bundle properties: the well-known types and their value shapes (spec/catalog.md §7.3).
 //! Values stay raw JSON in the model; these functions read them on demand.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -54,7 +56,8 @@ pub enum TypedProperty<'a> {
     Gvk(GvkValue),
     PackageRequired(PackageRequiredValue),
     GvkRequired(GvkValue),
-    CsvMetadata(&'a RawValue),
+    /// Borrowed, or unpacked when the property is packed (`Property::packed`).
+    CsvMetadata(Cow<'a, RawValue>),
     Constraint(&'a RawValue),
     /// `"<major>.<minor>"`, with surrounding quotes tolerated as the value may be a JSON
     /// string holding a quoted string (spec/catalog.md §7.3).
@@ -76,9 +79,8 @@ impl PartialEq for TypedProperty<'_> {
             (T::Package(a), T::Package(b)) => a == b,
             (T::Gvk(a), T::Gvk(b)) | (T::GvkRequired(a), T::GvkRequired(b)) => a == b,
             (T::PackageRequired(a), T::PackageRequired(b)) => a == b,
-            (T::CsvMetadata(a), T::CsvMetadata(b))
-            | (T::Constraint(a), T::Constraint(b))
-            | (T::Other(a), T::Other(b)) => a.get() == b.get(),
+            (T::CsvMetadata(a), T::CsvMetadata(b)) => a.get() == b.get(),
+            (T::Constraint(a), T::Constraint(b)) | (T::Other(a), T::Other(b)) => a.get() == b.get(),
             (T::MaxOpenShiftVersion(a), T::MaxOpenShiftVersion(b))
             | (T::Label(a), T::Label(b))
             | (T::LabelRequired(a), T::LabelRequired(b)) => a == b,
@@ -174,8 +176,11 @@ impl Property {
                 TypedProperty::GvkRequired(gvk(raw, "GVKRequired", "property.GVKRequired")?)
             }
             CSV_METADATA => {
-                csv_metadata::check(raw)?;
-                TypedProperty::CsvMetadata(raw)
+                // The loader checks these values while it has them at hand (fbc::blob).
+                if !self.is_checked() {
+                    csv_metadata::check(raw)?;
+                }
+                TypedProperty::CsvMetadata(self.json())
             }
             CONSTRAINT => TypedProperty::Constraint(raw),
             MAX_OPENSHIFT_VERSION => {
@@ -220,6 +225,10 @@ impl Property {
 /// `olm.bundle.object` values are checked where they are decoded (`fbc::blob`).
 pub fn check_properties(properties: &[Property]) -> Result<(), PropertyError> {
     for (index, p) in properties.iter().enumerate() {
+        // Checked at load (a packed value would otherwise be unpacked just to be checked).
+        if p.is_checked() {
+            continue;
+        }
         p.typed().map_err(|source| PropertyError {
             index,
             type_: p.type_.clone(),

@@ -266,3 +266,69 @@ fn unparsable_skip_range_is_a_warning_naming_the_entry() {
         "index.yaml:6: package \"etcd\", channel \"stable\", bundle \"etcd.v0.9.4\": skipRange \"~0.9.0\" is not a valid semver range, so OLM ignores it: Could not parse Range \"~0.9.0\": Could not parse comparator \"~\" in \"~0.9.0\""
     );
 }
+
+/// C11 for `olm.csv.metadata` is made at load; however the values are then held (text, packed,
+/// not at all), validation reports the same problems, and a packed value reads back exactly.
+#[test]
+fn csv_metadata_hold_does_not_change_problems() {
+    use crate::catalog::fbc::{CsvMetadataHold, LoadOptions, load_text_with};
+    use crate::catalog::model::Property;
+    use crate::catalog::properties::{CSV_METADATA, TypedProperty};
+    let bundle = |props: &str| {
+        format!(
+            "{}---\nschema: olm.bundle\npackage: etcd\nname: etcd.v0.9.5\nimage: x\nproperties:\n  - type: olm.package\n    value: {{packageName: etcd, version: 0.9.5}}\n{props}",
+            GOOD.replace(
+                "    skipRange:",
+                "  - name: etcd.v0.9.5\n    replaces: etcd.v0.9.4\n    skipRange:"
+            )
+        )
+    };
+    let cases = [
+        bundle(
+            "  - type: olm.csv.metadata\n    value: {displayName: E, keywords: [a, b], annotations: {alm-examples: '[{\"a\": 1}]'}}\n",
+        ),
+        bundle("  - type: olm.csv.metadata\n    value: {keywords: a}\n"),
+        bundle(
+            "  - type: olm.gvk\n    value: 5\n  - type: olm.csv.metadata\n    value: {displayName: E}\n",
+        ),
+        bundle(
+            "  - type: olm.csv.metadata\n    value: {displayName: E}\n  - type: olm.gvk\n    value: 5\n",
+        ),
+        bundle(
+            "  - type: olm.csv.metadata\n    value: [1]\n  - type: olm.csv.metadata\n    value: {provider: p}\n",
+        ),
+        bundle("  - type: olm.csv.metadata\n"),
+    ];
+    for text in &cases {
+        let expected = check(text);
+        for hold in [
+            CsvMetadataHold::Text,
+            CsvMetadataHold::Packed,
+            CsvMetadataHold::CheckOnly,
+        ] {
+            let options = LoadOptions { csv_metadata: hold };
+            let (config, mut problems) = load_text_with(Arc::from("index.yaml"), text, options);
+            problems.extend(validate(&config));
+            assert_eq!(problems, expected, "{hold:?}\n{text}");
+            if hold == CsvMetadataHold::Packed {
+                let (plain, _) = load_text(Arc::from("index.yaml"), text);
+                for (b, p) in config.bundles.iter().zip(&plain.bundles) {
+                    let typed = |props: &[Property]| -> Vec<String> {
+                        props
+                            .iter()
+                            .filter(|p| p.type_ == CSV_METADATA)
+                            .filter_map(|p| match p.typed() {
+                                Ok(TypedProperty::CsvMetadata(raw)) => Some(raw.get().to_string()),
+                                _ => None,
+                            })
+                            .collect()
+                    };
+                    assert_eq!(typed(&b.properties), typed(&p.properties));
+                    assert_eq!(b.properties, p.properties);
+                }
+            }
+        }
+    }
+    assert!(!check(&cases[0]).iter().any(|p| p.rule == Rule::C11));
+    assert!(check(&cases[1]).iter().any(|p| p.rule == Rule::C11));
+}

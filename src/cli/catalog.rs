@@ -11,7 +11,8 @@ use olm_rs::catalog::bundle_dir::{self, render};
 use olm_rs::catalog::semver_range::parse_tolerant;
 use olm_rs::catalog::upgrade_graph::NoUpdate;
 use olm_rs::catalog::{
-    CatalogIndex, ChannelIndex, EdgeKind, PackageIndex, Problem, load_catalog, validate,
+    CatalogIndex, ChannelIndex, CsvMetadataHold, EdgeKind, LoadOptions, PackageIndex, Problem,
+    load_catalog, load_catalog_with, validate,
 };
 use serde_json::{Value, json};
 
@@ -118,7 +119,12 @@ fn print_structured(value: &Value, output: Output) -> anyhow::Result<()> {
 }
 
 fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
-    let (kind, config, mut problems) = load_catalog(&a.catalog)?;
+    // Only problems and counts are printed: CSV metadata is checked at load and not kept
+    // (less memory to fault in, README "Performance").
+    let options = LoadOptions {
+        csv_metadata: CsvMetadataHold::CheckOnly,
+    };
+    let (kind, config, mut problems) = load_catalog_with(&a.catalog, options)?;
     problems.extend(validate::validate(&config));
     let (warnings, problems): (Vec<Problem>, Vec<Problem>) =
         problems.into_iter().partition(|p| p.rule.is_warning());

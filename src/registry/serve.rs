@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use crate::catalog::{self, CatalogError, CatalogIndex, CatalogKind, Problem};
+use crate::catalog::{
+    self, CatalogError, CatalogIndex, CatalogKind, CsvMetadataHold, LoadOptions, Problem,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeLoadError {
@@ -35,7 +37,12 @@ pub struct LoadedCatalog {
 
 /// Loads an FBC directory (or a directory of bundle directories), validates it and indexes it.
 pub fn load_for_serving(path: &Path) -> Result<LoadedCatalog, ServeLoadError> {
-    let (kind, config, mut problems) = catalog::load_catalog(path)?;
+    // The server keeps the catalog for its lifetime but reads CSV metadata only for some
+    // answers: keep it packed (peak and resident memory, README "Performance").
+    let options = LoadOptions {
+        csv_metadata: CsvMetadataHold::Packed,
+    };
+    let (kind, config, mut problems) = catalog::load_catalog_with(path, options)?;
     problems.extend(catalog::validate::validate(&config));
     if !problems.is_empty() {
         return Err(ServeLoadError::Invalid {

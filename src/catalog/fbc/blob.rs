@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use base64::Engine;
 use serde_json::value::RawValue;
 
+use super::super::csv_metadata;
 use super::super::error::{Location, Problem, Rule};
 use super::super::go_json::{self, Fields, UnmarshalError};
 use super::super::model::{
@@ -12,8 +13,9 @@ use super::super::model::{
     Origin, OtherBlob, Package, Property, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
-use super::super::properties::BUNDLE_OBJECT;
+use super::super::properties::{BUNDLE_OBJECT, CSV_METADATA};
 use super::documents;
+use super::{CsvMetadataHold, LoadOptions};
 
 /// A parsed document.
 #[derive(Debug)]
@@ -28,6 +30,15 @@ pub enum Blob {
 /// Parses one document; problems that only concern part of the blob (a bad property) are
 /// returned alongside it.
 pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Box<Problem>> {
+    parse_with(json, origin, LoadOptions::default())
+}
+
+/// `parse` with `options`.
+pub fn parse_with(
+    json: &str,
+    origin: &Origin,
+    options: LoadOptions,
+) -> Result<(Blob, Vec<Problem>), Box<Problem>> {
     let at = || Location::from_origin(origin);
     // `properties` (nearly all of a blob's bytes) is read in the same pass as the blob; on any
     // error the general path below reads and words it.
@@ -96,8 +107,8 @@ pub fn parse(json: &str, origin: &Origin) -> Result<(Blob, Vec<Problem>), Box<Pr
             Blob::Channel(parse_channel(&fields, origin).map_err(|e| wrap("channel", e))?)
         }
         SCHEMA_BUNDLE => {
-            let bundle =
-                parse_bundle(&fields, origin, &mut extra).map_err(|e| wrap("bundle", e))?;
+            let bundle = parse_bundle(&fields, origin, options, &mut extra)
+                .map_err(|e| wrap("bundle", e))?;
             Blob::Bundle(bundle)
         }
         SCHEMA_DEPRECATIONS => Blob::Deprecations(
@@ -140,7 +151,13 @@ fn check_folded_keys(members: &[(Cow<'_, str>, &RawValue)]) -> Result<(), String
     Ok(())
 }
 
-fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>, UnmarshalError> {
+/// The properties of a blob, each with whether it has a value. `csv_metadata` is how a bundle
+/// keeps its `olm.csv.metadata` values (`None`: as any other property, for non-bundles).
+fn properties(
+    fields: &Fields<'_>,
+    owner: &str,
+    csv_metadata: Option<CsvMetadataHold>,
+) -> Result<Vec<(Property, bool)>, UnmarshalError> {
     let items = fields.object_list(
         "properties",
         owner,
@@ -163,7 +180,10 @@ fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>,
             .find(|(k, _)| k.eq_ignore_ascii_case("value"))
             .map(|(_, v)| *v);
         match value {
-            Some(v) => out.push((Property::new(type_, v.to_owned()), true)),
+            Some(v) => match csv_metadata.filter(|_| type_ == CSV_METADATA) {
+                Some(hold) => out.push((csv_metadata_property(type_, v, hold), true)),
+                None => out.push((Property::new(type_, v.to_owned()), true)),
+            },
             None => out.push((Property::new(type_, RawValue::NULL.to_owned()), false)),
         }
     }
@@ -171,7 +191,7 @@ fn properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<(Property, bool)>,
 }
 
 fn plain_properties(fields: &Fields<'_>, owner: &str) -> Result<Vec<Property>, UnmarshalError> {
-    Ok(properties(fields, owner)?
+    Ok(properties(fields, owner, None)?
         .into_iter()
         .map(|(p, _)| p)
         .collect())
@@ -238,6 +258,7 @@ fn parse_channel(f: &Fields<'_>, origin: &Origin) -> Result<Channel, UnmarshalEr
 fn parse_bundle(
     f: &Fields<'_>,
     origin: &Origin,
+    options: LoadOptions,
     problems: &mut Vec<Problem>,
 ) -> Result<Bundle, UnmarshalError> {
     let package = f.string("package", "Bundle")?.unwrap_or_default();
@@ -270,7 +291,8 @@ fn parse_bundle(
     };
     let mut props = Vec::new();
     let mut objects = Vec::new();
-    for (index, (property, has_value)) in properties(f, "Bundle")?.into_iter().enumerate() {
+    let hold = Some(options.csv_metadata);
+    for (index, (property, has_value)) in properties(f, "Bundle", hold)?.into_iter().enumerate() {
         if !has_value {
             problems.push(Problem::new(
                 Rule::C11,
@@ -307,6 +329,25 @@ fn parse_bundle(
         objects,
         origin: origin.clone(),
     })
+}
+
+/// A bundle's `olm.csv.metadata` property. C11 for its value is made here, while the value is
+/// at hand (in cache), rather than in a later pass over every bundle: a value that passes is
+/// held as `hold` says and marked checked, so validation does not read it again; one that fails
+/// is kept as text, and validation words the error.
+fn csv_metadata_property(type_: String, value: &RawValue, hold: CsvMetadataHold) -> Property {
+    if csv_metadata::check(value).is_err() {
+        return Property::new(type_, value.to_owned());
+    }
+    match hold {
+        CsvMetadataHold::Text => {
+            let mut property = Property::new(type_, value.to_owned());
+            property.mark_checked();
+            property
+        }
+        CsvMetadataHold::Packed => Property::packed(type_, value),
+        CsvMetadataHold::CheckOnly => Property::checked_only(type_),
+    }
 }
 
 /// Go's `base64.StdEncoding` as used for `[]byte` JSON fields (line breaks ignored).

@@ -29,17 +29,30 @@ pub fn to_json_documents(text: &str) -> Option<Vec<(String, u32)>> {
 /// whole. `None` when the text is outside the supported subset — possibly after `each` has
 /// seen earlier documents, which the caller must then discard.
 pub fn for_each_document(text: &str, each: impl FnMut(&str, u32)) -> Option<()> {
+    for_each_document_in(text, &mut String::new(), each)
+}
+
+/// `for_each_document` transcoding into `buffer` (cleared first; its capacity is kept for the
+/// caller's next text, so a loader reading many files grows it, and faults its pages in, once).
+pub fn for_each_document_in(
+    text: &str,
+    buffer: &mut String,
+    each: impl FnMut(&str, u32),
+) -> Option<()> {
     if text.starts_with('\u{feff}') || memchr::memchr(b'\r', text.as_bytes()).is_some() {
         return None;
     }
+    buffer.clear();
     let mut p = Parser {
         text,
         b: text.as_bytes(),
         pos: 0,
         line: 1,
-        out: String::new(),
+        out: std::mem::take(buffer),
     };
-    p.documents(each)
+    let done = p.documents(each);
+    *buffer = p.out;
+    done
 }
 
 /// Where the fast path gives up on `text` (line of the parser position), for diagnostics.
