@@ -93,6 +93,9 @@ pub const CA_HASH_ANNOTATION: &str = "olmcahash";
 /// Annotation prefix `operatorframework.io/installed-alongside-<fnv64a hex>`, value
 /// `<namespace>/<csv>`.
 pub const INSTALLED_ALONGSIDE_ANNOTATION_PREFIX: &str = "operatorframework.io/installed-alongside-";
+/// kubectl's copy of the whole object as last applied: never copied into a copied CSV (csv.md
+/// §11), never read by a decision, so dropped from cached objects.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 // ---- Catalog side ----------------------------------------------------------------------------
 

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hasher;
 
 use crate::api::keys::{
-    COPIED_FROM_LABEL, OPERATOR_GROUP_ANNOTATION, OPERATOR_GROUP_NAMESPACE_ANNOTATION,
-    TARGET_NAMESPACES_ANNOTATION,
+    COPIED_FROM_LABEL, LAST_APPLIED_ANNOTATION, OPERATOR_GROUP_ANNOTATION,
+    OPERATOR_GROUP_NAMESPACE_ANNOTATION, TARGET_NAMESPACES_ANNOTATION,
 };
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -16,8 +16,6 @@ use super::targets::TargetNamespaces;
 
 /// Label prefix stripped from copies (the Operator API's component labels).
 const STRIPPED_LABEL_PREFIX: &str = "operators.coreos.com/";
-/// Annotation `kubectl apply` leaves behind; never copied.
-const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// `status.message` of a copy.
 pub fn copied_message(operator_namespace: &str) -> String {

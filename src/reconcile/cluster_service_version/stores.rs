@@ -19,7 +19,8 @@ use kube_runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
 
 use crate::api::keys::{
-    MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PROVIDED_APIS_ANNOTATION,
+    LAST_APPLIED_ANNOTATION, MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL,
+    PROVIDED_APIS_ANNOTATION,
 };
 use crate::api::{ClusterServiceVersion, CsvReason, OperatorGroup, Subscription};
 use crate::csv::identity::CSV_KIND;
@@ -75,9 +76,6 @@ pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Err
 /// Objects per page of an initial list: a cluster's ServiceAccounts, Roles and bindings number
 /// in the thousands, and one unpaged list would be the start-up memory peak.
 const LIST_PAGE_SIZE: u32 = 100;
-
-/// kubectl's copy of the whole object, as last applied; no decision reads it.
-const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Drops what no decision of the CSV reconciler reads before an object enters its store:
 /// managed fields and kubectl's last-applied copy, often most of a small object's size.
