@@ -298,6 +298,25 @@ fn csv_metadata_hold_does_not_change_problems() {
             "  - type: olm.csv.metadata\n    value: [1]\n  - type: olm.csv.metadata\n    value: {provider: p}\n",
         ),
         bundle("  - type: olm.csv.metadata\n"),
+        // Block style, as opm writes it: `CheckOnly` empties these strings at load (only when
+        // the bundle loads cleanly and its metadata passes, else it reads the full text).
+        bundle(
+            "  - type: olm.csv.metadata\n    value:\n      annotations:\n        alm-examples: |-\n          [{\"a\": 1}]\n        n: 'x'\n      description: some\n        text\n      keywords:\n      - a\n      - 'b'\n      maturity: alpha\n",
+        ),
+        bundle("  - type: olm.csv.metadata\n    value:\n      description: d\n      keywords: a\n"),
+        bundle(
+            "  - type: olm.csv.metadata\n    value:\n      annotations:\n        replicas: 5\n        ok: \"yes\"\n",
+        ),
+        bundle(
+            "  - type: olm.csv.metadata\n    value:\n      description: d\n      maturity: [x]\n",
+        ),
+        bundle(
+            "  - type: olm.csv.metadata\n    value:\n      displayName: d\n  - type: olm.bundle.object\n    value:\n      data: not base64!\n",
+        ),
+        bundle("  - value:\n      description: 5\n    type: olm.csv.metadata\n"),
+        format!(
+            "{GOOD}---\nschema: olm.package\nname: other\nproperties:\n  - type: olm.csv.metadata\n    value:\n      description: 5\n---\nschema: olm.channel\npackage: etcd\nname: beta\nentries:\n  - name: etcd.v0.9.2\nproperties:\n  - type: olm.csv.metadata\n    value:\n      description: text\n"
+        ),
     ];
     for text in &cases {
         let expected = check(text);

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::error::{CatalogError, Location, Problem, Rule};
 use super::model::{DeclarativeConfig, Origin};
+use super::properties;
 use blob::Blob;
 
 /// The result of reading a catalog directory: what could be read, and every problem met.
@@ -169,14 +170,30 @@ fn load_text_in(
     // Block YAML (every catalog opm writes) is transcoded one document at a time and each
     // document parsed at once, so a file's JSON is never held whole (peak memory).
     if !text.trim_start().starts_with('{') {
-        let fast = yaml_fast::for_each_document_in(text, json_buffer, |json, line| {
-            add_document(
-                &mut loaded,
-                json,
-                Origin::new(name.clone(), Some(line)),
-                options,
-            );
-        });
+        let fast = if options.csv_metadata == CsvMetadataHold::CheckOnly {
+            yaml_fast::for_each_document_emptying_csv_metadata(
+                text,
+                json_buffer,
+                |json, line, emptied| {
+                    let origin = Origin::new(name.clone(), Some(line));
+                    if emptied {
+                        add_checked_bundle(&mut loaded, json, origin, options)
+                    } else {
+                        add_document(&mut loaded, json, origin, options);
+                        true
+                    }
+                },
+            )
+        } else {
+            yaml_fast::for_each_document_in(text, json_buffer, |json, line| {
+                add_document(
+                    &mut loaded,
+                    json,
+                    Origin::new(name.clone(), Some(line)),
+                    options,
+                );
+            })
+        };
         if fast.is_some() {
             return loaded;
         }
@@ -203,6 +220,31 @@ fn load_text_in(
         );
     }
     loaded
+}
+
+/// Adds a document whose `olm.csv.metadata` strings were emptied (`CheckOnly`), if it is a
+/// bundle without problems whose CSV metadata passed its check, and so whose model is the same
+/// as the full text's (the values are not kept). Otherwise adds nothing and returns `false`:
+/// the caller hands over the full text, whose problems are worded from what the file says.
+fn add_checked_bundle(
+    (config, _): &mut (DeclarativeConfig, Vec<Problem>),
+    json: &str,
+    origin: Origin,
+    options: LoadOptions,
+) -> bool {
+    match blob::parse_with(json, &origin, options) {
+        Ok((Blob::Bundle(bundle), extra))
+            if extra.is_empty()
+                && bundle
+                    .properties
+                    .iter()
+                    .all(|p| p.type_ != properties::CSV_METADATA || p.is_checked()) =>
+        {
+            config.bundles.push(bundle);
+            true
+        }
+        _ => false,
+    }
 }
 
 fn add_document(

@@ -37,19 +37,43 @@ pub fn for_each_document(text: &str, each: impl FnMut(&str, u32)) -> Option<()> 
 pub fn for_each_document_in(
     text: &str,
     buffer: &mut String,
-    each: impl FnMut(&str, u32),
+    mut each: impl FnMut(&str, u32),
+) -> Option<()> {
+    transcode(text, buffer, false, |json, line, _| {
+        each(json, line);
+        true
+    })
+}
+
+/// `for_each_document_in` for a caller that only checks the shape of `olm.csv.metadata`
+/// values (`catalog validate`): in the value of a top-level `properties` item whose `type` is
+/// `olm.csv.metadata` (written before `value`, as opm writes it), every string is handed over
+/// empty (`""`). Those strings are most of a catalog's bytes, and the shape check never reads
+/// what is in them: a string from this transcoder is always one the check accepts.
+///
+/// `each` is told whether the document had strings emptied; when it answers `false` (it wants
+/// the real text, say to word an error), the same document is transcoded again in full and
+/// handed over once more, and that answer is not asked for.
+pub fn for_each_document_emptying_csv_metadata(
+    text: &str,
+    buffer: &mut String,
+    each: impl FnMut(&str, u32, bool) -> bool,
+) -> Option<()> {
+    transcode(text, buffer, true, each)
+}
+
+fn transcode(
+    text: &str,
+    buffer: &mut String,
+    empty_csv_metadata: bool,
+    each: impl FnMut(&str, u32, bool) -> bool,
 ) -> Option<()> {
     if text.starts_with('\u{feff}') || memchr::memchr(b'\r', text.as_bytes()).is_some() {
         return None;
     }
     buffer.clear();
-    let mut p = Parser {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        line: 1,
-        out: std::mem::take(buffer),
-    };
+    let mut p = Parser::new(text, std::mem::take(buffer));
+    p.empty_csv_metadata = empty_csv_metadata;
     let done = p.documents(each);
     *buffer = p.out;
     done
@@ -58,14 +82,8 @@ pub fn for_each_document_in(
 /// Where the fast path gives up on `text` (line of the parser position), for diagnostics.
 #[doc(hidden)]
 pub fn decline_line(text: &str) -> Option<u32> {
-    let mut p = Parser {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        line: 1,
-        out: String::new(),
-    };
-    match p.documents(|_, _| {}) {
+    let mut p = Parser::new(text, String::new());
+    match p.documents(|_, _, _| true) {
         Some(_) => None,
         None => Some(p.line),
     }
@@ -79,6 +97,19 @@ struct Parser<'a> {
     /// Line number of `pos` (1-based).
     line: u32,
     out: String,
+    /// Whether strings in `olm.csv.metadata` values are emptied (see
+    /// `for_each_document_emptying_csv_metadata`) …
+    empty_csv_metadata: bool,
+    /// … in the current document (not when it is read again in full).
+    may_empty: bool,
+    /// Block mappings open around `pos` (1 in a document's top-level mapping).
+    map_depth: u32,
+    /// Inside the value of the top-level key `properties`.
+    in_properties: bool,
+    /// Inside an `olm.csv.metadata` property's value: strings are written as `""`.
+    emptying: bool,
+    /// Whether any string of the current document was emptied.
+    emptied: bool,
 }
 
 fn is_blank(c: u8) -> bool {
@@ -86,6 +117,22 @@ fn is_blank(c: u8) -> bool {
 }
 
 impl<'a> Parser<'a> {
+    fn new(text: &'a str, out: String) -> Parser<'a> {
+        Parser {
+            text,
+            b: text.as_bytes(),
+            pos: 0,
+            line: 1,
+            out,
+            empty_csv_metadata: false,
+            may_empty: false,
+            map_depth: 0,
+            in_properties: false,
+            emptying: false,
+            emptied: false,
+        }
+    }
+
     fn eof(&self) -> bool {
         self.pos >= self.b.len()
     }
@@ -146,7 +193,7 @@ impl<'a> Parser<'a> {
         Some(())
     }
 
-    fn documents(&mut self, mut each: impl FnMut(&str, u32)) -> Option<()> {
+    fn documents(&mut self, mut each: impl FnMut(&str, u32, bool) -> bool) -> Option<()> {
         loop {
             self.skip_empty_lines()?;
             if self.eof() {
@@ -169,18 +216,33 @@ impl<'a> Parser<'a> {
             if self.byte(self.pos) == b'%' {
                 return None; // directive
             }
-            let start_line = self.line;
-            self.out.clear();
-            self.node_on_next_lines(-1, false)?;
-            self.skip_empty_lines()?;
-            if !self.eof() && self.marker_at(self.pos) != Some(b'-') {
-                return None;
-            }
+            let start = (self.pos, self.line);
+            self.document(self.empty_csv_metadata)?;
             // Empty documents are skipped, as on the general path.
-            if self.out != "null" {
-                each(&self.out, start_line);
+            if self.out != "null" && !each(&self.out, start.1, self.emptied) && self.emptied {
+                // Asked for the full text: the same document again, without emptying. It ends
+                // where it did the first time, since emptying changes only what is written.
+                (self.pos, self.line) = start;
+                self.document(false)?;
+                each(&self.out, start.1, false);
             }
         }
+    }
+
+    /// One document from `pos` to the next `---` or the end of the text, into `out`.
+    fn document(&mut self, may_empty: bool) -> Option<()> {
+        self.out.clear();
+        self.may_empty = may_empty;
+        self.map_depth = 0;
+        self.in_properties = false;
+        self.emptying = false;
+        self.emptied = false;
+        self.node_on_next_lines(-1, false)?;
+        self.skip_empty_lines()?;
+        if !self.eof() && self.marker_at(self.pos) != Some(b'-') {
+            return None;
+        }
+        Some(())
     }
 
     /// A node that starts on the next non-empty line, more indented than `parent` (or a
@@ -267,6 +329,9 @@ impl<'a> Parser<'a> {
         first: (usize, KeyKind),
     ) -> Option<()> {
         self.out.push('{');
+        self.map_depth += 1;
+        // Whether this is a `properties` item whose `type` is `olm.csv.metadata` (so far).
+        let mut csv_metadata_item = false;
         let mut keys: Vec<Cow<'a, str>> = Vec::new();
         let mut at = first_key;
         let (mut after, mut kind) = first;
@@ -296,8 +361,19 @@ impl<'a> Parser<'a> {
                 }
                 _ => push_json_string(&mut self.out, &key),
             }
+            let outer = (self.in_properties, self.emptying);
+            let property_item = self.map_depth == 2 && self.in_properties;
+            let is_type = property_item && key == "type";
+            if self.may_empty {
+                match (self.map_depth, key.as_ref()) {
+                    (1, "properties") => self.in_properties = true,
+                    (2, "value") if property_item && csv_metadata_item => self.emptying = true,
+                    _ => {}
+                }
+            }
             keys.push(key);
             self.out.push(':');
+            let value_at = self.out.len();
             let end = self.line_end(after);
             let rest_start = after
                 + self.b[after..end]
@@ -310,6 +386,10 @@ impl<'a> Parser<'a> {
                 self.node_on_next_lines(indent as isize, true)?;
             } else {
                 self.inline_value(indent as isize, rest_start)?;
+            }
+            (self.in_properties, self.emptying) = outer;
+            if is_type {
+                csv_metadata_item = &self.out[value_at..] == "\"olm.csv.metadata\"";
             }
             self.skip_empty_lines()?;
             if self.eof() || self.marker_at(self.pos).is_some() {
@@ -326,6 +406,7 @@ impl<'a> Parser<'a> {
             (after, kind) = self.key_end(at)?.ok_or(()).ok()?;
         }
         self.out.push('}');
+        self.map_depth -= 1;
         Some(())
     }
 
@@ -376,8 +457,23 @@ impl<'a> Parser<'a> {
     }
 
     /// A value starting at `at` on the current line; `parent` is the indentation of the
-    /// collection holding it. Leaves `pos` at the start of the line after the value.
+    /// collection holding it. Leaves `pos` at the start of the line after the value. A string
+    /// is written as `""` while `emptying`.
     fn inline_value(&mut self, parent: isize, at: usize) -> Option<()> {
+        if !self.emptying {
+            return self.inline_value_in_full(parent, at);
+        }
+        let start = self.out.len();
+        self.inline_value_in_full(parent, at)?;
+        if self.out.as_bytes().get(start) == Some(&b'"') && self.out.len() > start + 2 {
+            self.out.truncate(start + 1);
+            self.out.push('"');
+            self.emptied = true;
+        }
+        Some(())
+    }
+
+    fn inline_value_in_full(&mut self, parent: isize, at: usize) -> Option<()> {
         match self.byte(at) {
             b'"' | b'\'' => {
                 self.out.push('"');

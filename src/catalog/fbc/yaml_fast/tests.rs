@@ -148,3 +148,100 @@ proptest! {
         agrees(&text);
     }
 }
+
+/// Every document `for_each_document_emptying_csv_metadata` hands over, with whether strings
+/// were emptied; `want_full` says which emptied documents to ask for again in full.
+fn emptying(text: &str, want_full: impl Fn(&str) -> bool) -> Vec<(String, u32, bool)> {
+    let mut seen = Vec::new();
+    super::for_each_document_emptying_csv_metadata(
+        text,
+        &mut String::new(),
+        |json, line, emptied| {
+            seen.push((json.to_owned(), line, emptied));
+            !want_full(json)
+        },
+    )
+    .expect("fast path declined");
+    seen
+}
+
+#[test]
+fn emptying_csv_metadata_empties_only_its_strings() {
+    let text = "schema: olm.bundle\nname: b\nproperties:\n- type: olm.gvk\n  value:\n    kind: K\n- type: olm.csv.metadata\n  value:\n    annotations:\n      alm-examples: |-\n        [{\"a\": 1}]\n      n: 5\n    description: \"long \\\"text\\\"\"\n    keywords:\n    - a\n    - true\n    provider:\n      name: p\n    labels: {x: y}\n    t: ''\n---\nschema: olm.package\nname: p\ndescription: kept\n";
+    let seen = emptying(text, |_| false);
+    let docs: Vec<Value> = seen
+        .iter()
+        .map(|(j, _, _)| serde_json::from_str(j).unwrap())
+        .collect();
+    assert_eq!(
+        docs[0],
+        serde_json::json!({
+            "schema": "olm.bundle",
+            "name": "b",
+            "properties": [
+                {"type": "olm.gvk", "value": {"kind": "K"}},
+                {"type": "olm.csv.metadata", "value": {
+                    "annotations": {"alm-examples": "", "n": 5},
+                    "description": "",
+                    "keywords": ["", true],
+                    "provider": {"name": ""},
+                    // Flow collections are written in full.
+                    "labels": {"x": "y"},
+                    "t": "",
+                }},
+            ],
+        })
+    );
+    assert_eq!(
+        docs[1],
+        serde_json::json!({"schema": "olm.package", "name": "p", "description": "kept"})
+    );
+    assert_eq!(
+        seen.iter()
+            .map(|(_, line, emptied)| (*line, *emptied))
+            .collect::<Vec<_>>(),
+        [(1, true), (22, false)]
+    );
+}
+
+#[test]
+fn emptying_needs_type_before_value_in_a_top_level_properties_item() {
+    for text in [
+        "properties:\n- value:\n    description: d\n  type: olm.csv.metadata\n",
+        "properties:\n- type: olm.gvk\n  value:\n    description: d\n",
+        "spec:\n  properties:\n  - type: olm.csv.metadata\n    value:\n      description: d\n",
+        "properties:\n- type: olm.csv.metadata\n  value:\n    description: 5\n    replicas: [1]\n",
+    ] {
+        let seen = emptying(text, |_| false);
+        assert_eq!(seen.len(), 1);
+        assert!(!seen[0].2, "emptied:\n{text}");
+        assert_eq!(
+            Some(vec![serde_json::from_str::<Value>(&seen[0].0).unwrap()]),
+            slow(text)
+        );
+    }
+}
+
+#[test]
+fn a_document_asked_for_in_full_is_handed_over_again() {
+    let text = "a: 1\n---\nproperties:\n- type: olm.csv.metadata\n  value:\n    description: |\n      text\n---\nb: 2\n";
+    let seen = emptying(text, |json| json.contains("olm.csv.metadata"));
+    let full = slow(text).unwrap();
+    let handed: Vec<(Value, u32, bool)> = seen
+        .iter()
+        .map(|(j, line, emptied)| (serde_json::from_str(j).unwrap(), *line, *emptied))
+        .collect();
+    assert_eq!(
+        handed,
+        [
+            (full[0].clone(), 1, false),
+            (
+                serde_json::json!({"properties": [{"type": "olm.csv.metadata", "value": {"description": ""}}]}),
+                3,
+                true
+            ),
+            (full[1].clone(), 3, false),
+            (full[2].clone(), 9, false),
+        ]
+    );
+}
