@@ -170,6 +170,10 @@ fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
             output,
         )?,
     }
+    // The process ends here: freeing a catalog's worth of small allocations one by one took
+    // about a tenth of validate's time on catalogs/v4.20 (2–3 ms of 30), so the exit frees
+    // it all at once instead.
+    std::mem::forget(config);
     Ok(if valid {
         ExitCode::SUCCESS
     } else {
