@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use olm_rs::catalog::bundle_dir::{self, render};
+use olm_rs::catalog::fbc::{CsvMetadataHold, LoadOptions};
 use olm_rs::catalog::{CatalogIndex, fbc, validate};
 
 fn shared() -> PathBuf {
@@ -57,6 +58,19 @@ fn load_and_validate(c: &mut Criterion) {
             let problems = validate::validate(&loaded.config);
             assert!(loaded.problems.is_empty() && problems.is_empty());
             CatalogIndex::new(loaded.config)
+        })
+    });
+    // What `olm-rs catalog validate` does: CSV metadata only checked (its strings emptied while
+    // transcoding), no index built.
+    let check_only = LoadOptions {
+        csv_metadata: CsvMetadataHold::CheckOnly,
+    };
+    group.bench_function("validate_command_v4.20", |b| {
+        b.iter(|| {
+            let loaded = fbc::load_dir_with(&root, check_only).unwrap();
+            let problems = validate::validate(&loaded.config);
+            assert!(loaded.problems.is_empty() && problems.is_empty());
+            loaded.config.bundles.len()
         })
     });
     group.finish();

@@ -6,9 +6,7 @@ use serde_json::{Map, Value, json};
 use super::error::PlanError;
 use super::object::{StepObject, str_at};
 use super::rbac::rbac_manifests;
-
-/// Annotation on CSVs created by InstallPlans: the bundle's properties.
-pub const PROPERTIES_ANNOTATION: &str = "operatorframework.io/properties";
+use crate::api::keys::PROPERTIES_ANNOTATION;
 
 /// A CatalogSource by namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

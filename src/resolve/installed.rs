@@ -4,13 +4,11 @@
 
 use serde_json::Value;
 
+use crate::api::keys::{COPIED_FROM_LABEL, PROPERTIES_ANNOTATION};
 use crate::catalog::properties::{GVK, GvkValue, PACKAGE};
 use crate::catalog::semver_range::parse_tolerant;
 
 use super::input::InstalledCsv;
-
-const PROPERTIES_ANNOTATION: &str = "operatorframework.io/properties";
-const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
 
 /// The installed CSV described by `csv` (a whole CSV object), or `None` for a copied CSV (an
 /// all-namespaces operator's copy is not installed in this namespace).

@@ -315,3 +315,55 @@ async fn without_a_channel_every_channel_is_followed_default_first() {
         Some("widget-operator.v2.0.0")
     );
 }
+
+/// A CSV in the namespace with the package's properties: a copy (label `olm.copiedFrom`, put
+/// there for an operator installed in another namespace) when `copied_from` is set.
+async fn put_widget_csv(env: &Env, copied_from: Option<&str>) {
+    let mut csv = widget_csv("1.2.0");
+    csv["metadata"]["namespace"] = json!(NS);
+    csv["metadata"]["annotations"] = json!({
+        "operatorframework.io/properties":
+            r#"{"properties":[{"type":"olm.package","value":{"packageName":"widget","version":"1.2.0"}}]}"#
+    });
+    if let Some(from) = copied_from {
+        csv["metadata"]["labels"] = json!({"olm.copiedFrom": from});
+    }
+    let resource = kube::discovery::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+        "operators.coreos.com",
+        "v1alpha1",
+        "ClusterServiceVersion",
+    ));
+    let api: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(env.client(), NS, &resource);
+    api.create(
+        &kube::api::PostParams::default(),
+        &serde_json::from_value(csv).unwrap(),
+    )
+    .await
+    .expect("CSV created");
+}
+
+/// resolution.md §3.3: copied CSVs are not installed operators. A copy of the package's CSV in
+/// the Subscription's namespace leaves the Subscription to install its own; the same CSV
+/// without the label is taken as installed.
+#[tokio::test]
+async fn a_copied_csv_is_not_taken_for_the_installed_operator() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", widget_catalog());
+    put_widget_csv(&env, Some("elsewhere")).await;
+    env.subscribe_widget(json!({})).await;
+    let report = env.sync_subscriptions().await;
+    assert_eq!(report.created_plans.len(), 1, "{report:?}");
+    let plan = env.plan(&report.created_plans[0]).await;
+    assert_eq!(
+        plan.spec.cluster_service_version_names,
+        ["widget-operator.v1.2.0"]
+    );
+
+    let mut control = Env::new().await;
+    control.add_catalog("community", widget_catalog());
+    put_widget_csv(&control, None).await;
+    control.subscribe_widget(json!({})).await;
+    let report = control.sync_subscriptions().await;
+    assert!(report.created_plans.is_empty(), "{report:?}");
+}
