@@ -83,7 +83,7 @@ fn widened(config: &DeclarativeConfig, copies: usize) -> DeclarativeConfig {
                     if p.type_ != "olm.gvk" {
                         return p.clone();
                     }
-                    let mut v: Value = serde_json::from_str(p.value.get()).expect("gvk JSON");
+                    let mut v: Value = serde_json::from_str(p.json().get()).expect("gvk JSON");
                     let group = format!("{}-{i}", v["group"].as_str().unwrap_or_default());
                     v["group"] = group.into();
                     Property::from_value("olm.gvk", &v).expect("serialises")

@@ -34,10 +34,12 @@ impl Origin {
 /// One `{type, value}` property; `value` is the raw JSON text as found in the catalog, except
 /// for a packed property (`packed`), whose `value` is `null`: read values with `json()`
 /// (or `typed()`) to see both. A property made by `checked_only` has no value left (`null`).
+/// Outside the catalog engine, which knows which properties it packs, `json()` is the only way
+/// to read a value, so no reader can take a packed property's placeholder for its value.
 #[derive(Debug, Clone)]
 pub struct Property {
     pub type_: String,
-    pub value: Box<RawValue>,
+    pub(in crate::catalog) value: Box<RawValue>,
     held: Held,
 }
 

@@ -77,7 +77,7 @@ fn csv_properties(bundle: &IndexedBundle) -> Vec<Value> {
         .iter()
         .filter(|p| p.type_ != BUNDLE_OBJECT && p.type_ != CSV_METADATA)
         .map(|p| {
-            let value: Value = serde_json::from_str(p.value.get()).unwrap_or(Value::Null);
+            let value: Value = serde_json::from_str(p.json().get()).unwrap_or(Value::Null);
             json!({"type": p.type_, "value": value})
         })
         .collect()

@@ -356,7 +356,7 @@ fn property(type_: &str, value: Value) -> Property {
 
 fn dedup_properties(props: &mut Vec<Property>) {
     let mut seen = HashSet::new();
-    props.retain(|p| seen.insert((p.type_.clone(), p.value.get().to_owned())));
+    props.retain(|p| seen.insert((p.type_.clone(), p.json().get().to_owned())));
 }
 
 fn to_raw(

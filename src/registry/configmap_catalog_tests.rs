@@ -78,7 +78,7 @@ fn prop_values(b: &Bundle, type_: &str) -> Vec<serde_json::Value> {
     b.properties
         .iter()
         .filter(|p| p.type_ == type_)
-        .map(|p| serde_json::from_str(p.value.get()).unwrap())
+        .map(|p| serde_json::from_str(p.json().get()).unwrap())
         .collect()
 }
 

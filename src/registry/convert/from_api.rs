@@ -213,10 +213,10 @@ fn same_property(a: &Property, b: &Property) -> bool {
     if a.type_ != b.type_ {
         return false;
     }
-    let parse = |p: &Property| serde_json::from_str::<serde_json::Value>(p.value.get()).ok();
+    let parse = |p: &Property| serde_json::from_str::<serde_json::Value>(p.json().get()).ok();
     match (parse(a), parse(b)) {
         (Some(x), Some(y)) => x == y,
-        _ => a.value.get() == b.value.get(),
+        _ => a.json().get() == b.json().get(),
     }
 }
 
