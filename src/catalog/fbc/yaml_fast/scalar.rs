@@ -33,6 +33,14 @@ pub fn check_chars(s: &str) -> Option<()> {
     Some(())
 }
 
+/// `check_chars` with a fast path for printable ASCII (most catalog text), which it accepts.
+pub fn check_text(s: &str) -> Option<()> {
+    if s.bytes().fold(true, |ok, c| ok & (0x20..0x7f).contains(&c)) {
+        return Some(());
+    }
+    check_chars(s)
+}
+
 /// Appends `s` as a JSON string literal.
 pub fn push_json_string(out: &mut String, s: &str) {
     out.push('"');

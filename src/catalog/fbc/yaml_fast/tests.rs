@@ -245,3 +245,28 @@ fn a_document_asked_for_in_full_is_handed_over_again() {
         ]
     );
 }
+
+proptest! {
+    /// Emptied strings are only checked (`check_text`): it must accept exactly what escaping
+    /// them (`push_escaped`) accepts, or emptying would change which files take the fast path.
+    #[test]
+    fn check_text_accepts_what_escaping_accepts(s in "(?s).{0,40}") {
+        prop_assert_eq!(
+            super::scalar::check_text(&s).is_some(),
+            super::scalar::push_escaped(&mut String::new(), &s).is_some()
+        );
+    }
+}
+
+#[test]
+fn check_text_rejects_what_libyaml_rejects() {
+    for bad in [
+        "a\u{7f}", "\u{1}", "x\u{85}", "\u{2028}", "\u{feff}", "\u{fffe}",
+    ] {
+        assert_eq!(super::scalar::check_text(bad), None, "{bad:?}");
+        assert_eq!(super::scalar::push_escaped(&mut String::new(), bad), None);
+    }
+    for good in ["plain \"json\" {}", "tab\there", "é ü 中文"] {
+        assert_eq!(super::scalar::check_text(good), Some(()), "{good:?}");
+    }
+}

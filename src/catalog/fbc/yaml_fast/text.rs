@@ -2,7 +2,7 @@
 //! block (`|`, `>`, chomping) scalars, following libyaml's folding rules. They write JSON
 //! directly into the parser's output.
 
-use super::scalar::{check_chars, push_escaped, push_json_char, push_plain};
+use super::scalar::{check_chars, check_text, push_escaped, push_json_char, push_plain};
 use super::{Parser, is_blank};
 
 /// Index just past the closing quote of the quoted scalar starting at `line[0]`, if it closes
@@ -217,7 +217,7 @@ impl Parser<'_> {
         }
         // Multi-line plain scalars contain a space or newline, so they are always strings.
         self.out.push('"');
-        push_escaped(&mut self.out, &self.text[at..content_end])?;
+        self.push_text(at, content_end)?;
         loop {
             let (empty, ind) = self.fold_breaks();
             if empty > 0 {
@@ -227,7 +227,7 @@ impl Parser<'_> {
             }
             let start = self.pos + ind;
             let (content_end, end, comment) = self.plain_line(start)?;
-            push_escaped(&mut self.out, &self.text[start..content_end])?;
+            self.push_text(start, content_end)?;
             self.next_line_from(end);
             if comment || !self.plain_continues(parent)? {
                 break;
@@ -303,7 +303,7 @@ impl Parser<'_> {
             push_newlines(&mut self.out, trailing_breaks);
             trailing_breaks = 0;
             leading_blank = trailing_blank;
-            push_escaped(&mut self.out, &self.text[content_start..line_end])?;
+            self.push_text(content_start, line_end)?;
             self.next_line_from(line_end);
             if line_end == self.b.len() {
                 leading_break = false;
@@ -323,6 +323,16 @@ impl Parser<'_> {
             push_newlines(&mut self.out, trailing_breaks);
         }
         Some(())
+    }
+
+    /// Appends `text[from..to]` JSON-escaped; while `emptying` (the string will be written as
+    /// `""`), only checks its characters, as escaping would.
+    fn push_text(&mut self, from: usize, to: usize) -> Option<()> {
+        let text = &self.text[from..to];
+        if self.emptying {
+            return check_text(text);
+        }
+        push_escaped(&mut self.out, text)
     }
 
     /// Whether the line at `pos` starts with at least `n` spaces (compared at once rather than
