@@ -314,6 +314,10 @@ fn csv_metadata_hold_does_not_change_problems() {
             "  - type: olm.csv.metadata\n    value:\n      displayName: d\n  - type: olm.bundle.object\n    value:\n      data: not base64!\n",
         ),
         bundle("  - value:\n      description: 5\n    type: olm.csv.metadata\n"),
+        // No schema: the message quotes the whole document, so it must be read in full.
+        format!(
+            "{GOOD}---\nname: x\nproperties:\n  - type: olm.csv.metadata\n    value:\n      description: |-\n        one line\n      keywords:\n      - >-\n        folded\n"
+        ),
         format!(
             "{GOOD}---\nschema: olm.package\nname: other\nproperties:\n  - type: olm.csv.metadata\n    value:\n      description: 5\n---\nschema: olm.channel\npackage: etcd\nname: beta\nentries:\n  - name: etcd.v0.9.2\nproperties:\n  - type: olm.csv.metadata\n    value:\n      description: text\n"
         ),

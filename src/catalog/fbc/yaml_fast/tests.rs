@@ -270,3 +270,13 @@ fn check_text_rejects_what_libyaml_rejects() {
         assert_eq!(super::scalar::check_text(good), Some(()), "{good:?}");
     }
 }
+
+#[test]
+fn a_one_line_block_scalar_counts_as_emptied() {
+    let text =
+        "properties:\n- type: olm.csv.metadata\n  value:\n    description: |-\n      one line\n";
+    let seen = emptying(text, |_| false);
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].2, "{}", seen[0].0);
+    assert!(seen[0].0.contains(r#""description":"""#), "{}", seen[0].0);
+}

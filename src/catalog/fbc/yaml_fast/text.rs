@@ -326,10 +326,12 @@ impl Parser<'_> {
     }
 
     /// Appends `text[from..to]` JSON-escaped; while `emptying` (the string will be written as
-    /// `""`), only checks its characters, as escaping would.
+    /// `""`), only checks its characters, as escaping would, and records that text was left
+    /// out (a one-line block scalar would otherwise leave no trace of it in `out`).
     fn push_text(&mut self, from: usize, to: usize) -> Option<()> {
         let text = &self.text[from..to];
         if self.emptying {
+            self.emptied |= !text.is_empty();
             return check_text(text);
         }
         push_escaped(&mut self.out, text)
