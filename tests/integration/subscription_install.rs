@@ -319,28 +319,22 @@ async fn without_a_channel_every_channel_is_followed_default_first() {
 /// A CSV in the namespace with the package's properties: a copy (label `olm.copiedFrom`, put
 /// there for an operator installed in another namespace) when `copied_from` is set.
 async fn put_widget_csv(env: &Env, copied_from: Option<&str>) {
+    use olm_rs::api::ClusterServiceVersion;
+    use olm_rs::api::keys::{COPIED_FROM_LABEL, PROPERTIES_ANNOTATION};
     let mut csv = widget_csv("1.2.0");
     csv["metadata"]["namespace"] = json!(NS);
     csv["metadata"]["annotations"] = json!({
-        "operatorframework.io/properties":
+        PROPERTIES_ANNOTATION:
             r#"{"properties":[{"type":"olm.package","value":{"packageName":"widget","version":"1.2.0"}}]}"#
     });
     if let Some(from) = copied_from {
-        csv["metadata"]["labels"] = json!({"olm.copiedFrom": from});
+        csv["metadata"]["labels"] = json!({ COPIED_FROM_LABEL: from });
     }
-    let resource = kube::discovery::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-        "operators.coreos.com",
-        "v1alpha1",
-        "ClusterServiceVersion",
-    ));
-    let api: kube::Api<kube::api::DynamicObject> =
-        kube::Api::namespaced_with(env.client(), NS, &resource);
-    api.create(
-        &kube::api::PostParams::default(),
-        &serde_json::from_value(csv).unwrap(),
-    )
-    .await
-    .expect("CSV created");
+    let csv: ClusterServiceVersion = serde_json::from_value(csv).expect("a CSV");
+    kube::Api::<ClusterServiceVersion>::namespaced(env.client(), NS)
+        .create(&kube::api::PostParams::default(), &csv)
+        .await
+        .expect("CSV created");
 }
 
 /// resolution.md §3.3: copied CSVs are not installed operators. A copy of the package's CSV in

@@ -205,11 +205,12 @@ fn emptying_csv_metadata_empties_only_its_strings() {
 }
 
 #[test]
-fn emptying_needs_type_before_value_in_a_top_level_properties_item() {
+fn nothing_is_emptied_outside_a_csv_metadata_value_or_without_strings() {
     for text in [
         "properties:\n- value:\n    description: d\n  type: olm.csv.metadata\n",
         "properties:\n- type: olm.gvk\n  value:\n    description: d\n",
         "spec:\n  properties:\n  - type: olm.csv.metadata\n    value:\n      description: d\n",
+        // The right place, but no string to empty (a number, a flow sequence).
         "properties:\n- type: olm.csv.metadata\n  value:\n    description: 5\n    replicas: [1]\n",
     ] {
         let seen = emptying(text, |_| false);
