@@ -32,6 +32,9 @@ pub struct ControllerOptions {
     pub global_catalog_namespace: String,
     /// CatalogSource controller settings (registry pods, connections, address overrides).
     pub catalog_sources: catalog_source::CatalogSourceOptions,
+    /// How often each CSV is synced without an event (OLM: 5 minutes, ±20 % jitter). Tests
+    /// shorten it to run many real resyncs in little time.
+    pub csv_resync: std::time::Duration,
 }
 
 impl Default for ControllerOptions {
@@ -39,6 +42,7 @@ impl Default for ControllerOptions {
         Self {
             global_catalog_namespace: "olm".to_owned(),
             catalog_sources: catalog_source::CatalogSourceOptions::default(),
+            csv_resync: cluster_service_version::RESYNC,
         }
     }
 }

@@ -182,6 +182,7 @@ impl Sandbox {
             controller: ControllerOptions {
                 global_catalog_namespace: CATALOG_NAMESPACE.to_owned(),
                 catalog_sources: CatalogSourceOptions::quick(),
+                ..ControllerOptions::default()
             },
             leader_election: None,
         };

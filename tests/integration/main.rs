@@ -38,6 +38,7 @@ mod csv_certs;
 mod csv_install;
 mod csv_requirements;
 mod csv_upgrade;
+mod csv_webhook_validation;
 mod csv_with_operator_groups;
 mod examples_catalog;
 mod fidelity;

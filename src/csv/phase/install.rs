@@ -57,6 +57,10 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
     if stop_without_installer(ctx, d) {
         return;
     }
+    // Reinstalls come here from Succeeded and Failed too: never install invalid webhooks.
+    if super::pending::fail_invalid_webhooks(ctx, d) {
+        return;
+    }
     // certs.md §6.3: Services, Secrets (reused while valid) and RBAC of the cert deployments,
     // and the CA consumers, planned before the Deployments that mount the Secrets.
     let certs = match plan_cert_install(ctx.csv, ctx.seen, ctx.group, ctx.now) {

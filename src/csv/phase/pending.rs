@@ -52,30 +52,11 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
         return;
     }
     // Step 5.
-    if let Err(message) = validate_webhooks(ctx.csv) {
-        d.set(
-            CsvPhase::Failed,
-            CsvReason::InvalidWebhookDescription,
-            message,
-        );
+    if fail_invalid_webhooks(ctx, d) {
         return;
     }
-    // Step 6.
-    if let Some((other, crd)) = crd_owner_conflict(ctx.csv, ctx.seen) {
-        d.set(
-            CsvPhase::Failed,
-            CsvReason::OwnerConflict,
-            format!("conflicting CRD owner in namespace: CRD {crd} is owned by ClusterServiceVersion {other}"),
-        );
-        return;
-    }
-    // Step 7.
-    if let Some(api) = api_service_owner_conflict(ctx.csv, ctx.seen) {
-        d.set(
-            CsvPhase::Failed,
-            CsvReason::OwnerConflict,
-            format!("unable to adopt APIService {api}"),
-        );
+    // Steps 6-7.
+    if fail_owner_conflict(ctx, d) {
         return;
     }
     // Step 8.
@@ -101,6 +82,43 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
         CsvReason::AllRequirementsMet,
         "all requirements found, attempting install",
     );
+}
+
+/// Step 5: a CSV whose webhook definitions are invalid is `Failed` /
+/// `InvalidWebhookDescription`. Returns true when it is.
+///
+/// The handlers of the other phases call this before anything that could move the CSV on
+/// (certificate checks, health, install): OLM validates only in `Pending`, so its `Failed`
+/// handler finds the webhook certificates missing and goes `Pending` / `NeedsCertRotation`,
+/// straight back to `Failed`, on every sync. Invalid stays `Failed` until the CSV changes.
+pub(super) fn fail_invalid_webhooks(ctx: &Ctx<'_>, d: &mut Decision) -> bool {
+    match validate_webhooks(ctx.csv) {
+        Ok(()) => false,
+        Err(message) => {
+            d.set(
+                CsvPhase::Failed,
+                CsvReason::InvalidWebhookDescription,
+                message,
+            );
+            true
+        }
+    }
+}
+
+/// Steps 6–7: another CSV owns one of this CSV's CRDs, or an APIService it cannot adopt.
+/// Returns true when the CSV is `Failed` / `OwnerConflict`.
+pub(super) fn fail_owner_conflict(ctx: &Ctx<'_>, d: &mut Decision) -> bool {
+    let message = if let Some((other, crd)) = crd_owner_conflict(ctx.csv, ctx.seen) {
+        format!(
+            "conflicting CRD owner in namespace: CRD {crd} is owned by ClusterServiceVersion {other}"
+        )
+    } else if let Some(api) = api_service_owner_conflict(ctx.csv, ctx.seen) {
+        format!("unable to adopt APIService {api}")
+    } else {
+        return false;
+    };
+    d.set(CsvPhase::Failed, CsvReason::OwnerConflict, message);
+    true
 }
 
 /// Adds an `EnsurePermissions` action when ServiceAccounts or RBAC the install plan made are

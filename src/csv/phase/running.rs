@@ -10,7 +10,7 @@ use super::super::replacement::replacement_of;
 use super::super::sync::{Action, Decision, Requeue};
 use super::certs::{desired_now, failed_checks, not_ready, succeeded_checks};
 use super::install::stop_without_installer;
-use super::pending::repair_permissions;
+use super::pending::{fail_invalid_webhooks, fail_owner_conflict, repair_permissions};
 use super::{Ctx, apply_health, requirements_or_fail, retry_unknown_requirements, with_summary};
 
 /// How often a healthy operator is re-checked without any event.
@@ -28,6 +28,10 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
     }
     // Step 2.
     if stop_without_installer(ctx, d) {
+        return;
+    }
+    // Webhook definitions edited into invalid ones: nothing below may act on them.
+    if fail_invalid_webhooks(ctx, d) {
         return;
     }
     // Steps 3-4: APIService resources, certificate rotation.
@@ -131,6 +135,18 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     };
     if let Some(message) = recovered {
         d.set(CsvPhase::Pending, CsvReason::RequirementsUnknown, message);
+        return;
+    }
+    // A CSV that failed a check of Pending stays Failed while that check still fails: the
+    // steps below would send it back to Pending (certificates of its webhooks "due",
+    // components "missing") only for Pending to fail it again, on every sync. Invalid webhook
+    // definitions fail the CSV whatever its reason (only a change of the CSV can fix them);
+    // an ownership conflict is looked at again only for a CSV that failed on one, so an
+    // installed operator does not change reason when a conflicting CSV appears later.
+    if fail_invalid_webhooks(ctx, d) {
+        return;
+    }
+    if d.reason() == Some(&CsvReason::OwnerConflict) && fail_owner_conflict(ctx, d) {
         return;
     }
     // Step 6. An invalid strategy stays Failed (OLM bounces it through Pending and back).

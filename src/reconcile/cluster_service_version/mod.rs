@@ -42,7 +42,8 @@ use super::Context;
 use execute::Executor;
 use stores::{Stores, managed, reflect, slim, slim_crd};
 
-/// How often a CSV is re-synced without events (OLM: 5 minutes).
+/// How often a CSV is re-synced without events (OLM: 5 minutes); the default of
+/// [`crate::reconcile::ControllerOptions::csv_resync`].
 pub const RESYNC: Duration = Duration::from_secs(5 * 60);
 
 /// Why a reconcile failed; the CSV is retried with back-off.
@@ -267,6 +268,7 @@ async fn sync_one(
     }
     shared.ctx.metrics.csv_phase(&synced);
 
+    let period = shared.ctx.options.csv_resync;
     let action = match decision.requeue {
         Requeue::Backoff(reason) => {
             return Err(ReconcileError::Backoff {
@@ -277,11 +279,11 @@ async fn sync_one(
         // Our own status write brings the CSV back through the watch; an immediate requeue
         // would only race the cache.
         Requeue::After(d) if d.is_zero() && decision.status.is_some() => {
-            ControllerAction::requeue(resync())
+            ControllerAction::requeue(resync(period))
         }
-        Requeue::After(d) if d >= RESYNC => ControllerAction::requeue(resync()),
+        Requeue::After(d) if d >= period => ControllerAction::requeue(resync(period)),
         Requeue::After(d) => ControllerAction::requeue(d),
-        Requeue::Resync => ControllerAction::requeue(resync()),
+        Requeue::Resync => ControllerAction::requeue(resync(period)),
     };
     reset_failures(&shared, &key);
     Ok(action)
@@ -302,9 +304,9 @@ fn count_upgrade(
 
 /// The resync period with OLM's ±20 % jitter, so CSVs synced together (e.g. after a restart)
 /// do not all come back at the same moment.
-fn resync() -> Duration {
+fn resync(period: Duration) -> Duration {
     use rand::Rng;
-    RESYNC.mul_f64(rand::rng().random_range(0.8..1.2))
+    period.mul_f64(rand::rng().random_range(0.8..1.2))
 }
 
 fn reset_failures(shared: &Shared, key: &ObjectRef<ClusterServiceVersion>) {

@@ -65,18 +65,29 @@ impl Harness {
     /// An API server with OLM's CRDs, the `demos.example.com` CRD, namespace `demo`, and the
     /// CSV reconciler running.
     pub async fn start() -> Self {
-        Self::start_running(|ctx| Box::pin(olm_rs::reconcile::cluster_service_version::run(ctx)))
-            .await
+        Self::start_with(ControllerOptions::default()).await
+    }
+
+    /// Like [`Harness::start`], with the CSV reconciler's options (e.g. a short resync period).
+    pub async fn start_with(options: ControllerOptions) -> Self {
+        Self::start_running(options, |ctx| {
+            Box::pin(olm_rs::reconcile::cluster_service_version::run(ctx))
+        })
+        .await
     }
 
     /// Like [`Harness::start`], but with every reconciler of the process running, as
     /// `olm-rs run` starts them (`controller::run_reconcilers`): the OperatorGroup controller
     /// computes targets and annotates CSVs, copied CSVs are made, and so on.
     pub async fn start_all_controllers() -> Self {
-        Self::start_running(|ctx| Box::pin(olm_rs::controller::run_reconcilers(ctx))).await
+        Self::start_running(ControllerOptions::default(), |ctx| {
+            Box::pin(olm_rs::controller::run_reconcilers(ctx))
+        })
+        .await
     }
 
     async fn start_running(
+        options: ControllerOptions,
         reconcilers: impl FnOnce(Arc<Context>) -> futures::future::BoxFuture<'static, ()>,
     ) -> Self {
         // `RUST_LOG=olm_rs=debug cargo test --test integration csv_install` shows the reconciler's view.
@@ -101,7 +112,7 @@ impl Harness {
         let ctx = Arc::new(Context::new(
             client.clone(),
             Arc::new(clock.clone()),
-            ControllerOptions::default(),
+            options,
         ));
         let reconciler = tokio::spawn(reconcilers(ctx.clone()));
         Harness {

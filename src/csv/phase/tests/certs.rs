@@ -532,3 +532,78 @@ fn webhook_configurations_of_dropped_definitions_are_deleted() {
         sync.actions
     );
 }
+
+/// issue #18 item 5: OLM v0.31 flaps such a CSV `Failed → Pending/NeedsCertRotation → Failed`
+/// (its Failed handler checks the certificates of webhooks that can never be installed).
+#[test]
+fn invalid_webhooks_stay_failed_until_the_csv_changes() {
+    let mut c = with_webhook(csv("a.v1"), "op");
+    let hooks = c.spec.webhook_definitions.as_mut().unwrap();
+    hooks[0].rules.as_mut().unwrap()[0].api_groups = Some(vec!["operators.coreos.com".into()]);
+    let pending = in_phase(c.clone(), P::Pending, R::RequirementsUnknown, t(0));
+    let seen = api_ready(&pending);
+    let s = sync(&pending, &seen, t(10));
+    assert_outcome(
+        &s,
+        P::Failed,
+        R::InvalidWebhookDescription,
+        "webhook rules cannot include the OLM group",
+    );
+    assert_eq!(s.events.len(), 1);
+
+    // Every later sync, an hour of them, changes nothing and says nothing: no cert checks, no
+    // health evaluation, no install.
+    let mut failed = pending.clone();
+    failed.status = s.status.clone();
+    for minute in 1..=60 {
+        let again = sync(&failed, &seen, t(10 + 60 * minute));
+        assert_eq!(again.status, None, "minute {minute}: {:?}", again.status);
+        assert!(again.events.is_empty() && again.actions.is_empty());
+    }
+
+    // Reached from other phases (the definitions edited while it ran), it fails the same way
+    // instead of installing or rotating certificates.
+    for (phase, reason) in [
+        (P::Succeeded, R::InstallSucceeded),
+        (P::InstallReady, R::AllRequirementsMet),
+        (P::Failed, R::ComponentUnhealthy),
+    ] {
+        let running = in_phase(c.clone(), phase.clone(), reason, t(0));
+        let s = sync(&running, &api_ready(&running), t(10));
+        assert_outcome(
+            &s,
+            P::Failed,
+            R::InvalidWebhookDescription,
+            "webhook rules cannot include the OLM group",
+        );
+        assert!(s.actions.is_empty(), "{phase:?}: {:?}", s.actions);
+    }
+
+    // Fixed: the Failed handler moves on (the certificates are due, so through Pending).
+    let mut fixed = with_webhook(csv("a.v1"), "op");
+    fixed.status = failed.status.clone();
+    assert_outcome(
+        &sync(&fixed, &api_ready(&fixed), t(4000)),
+        P::Pending,
+        R::NeedsCertRotation,
+        "owned APIServices need cert refresh",
+    );
+}
+
+/// The same loop for an ownership conflict: Failed → Pending/NeedsReinstall (nothing is
+/// installed) → Failed/OwnerConflict, on every sync. It now stays Failed while the conflict
+/// lasts and recovers once the other CSV is gone.
+#[test]
+fn an_owner_conflict_stays_failed_while_the_other_owner_exists() {
+    let base = in_phase(csv("a.v1"), P::Pending, R::RequirementsUnknown, t(0));
+    let other = csv("other.v1");
+    let seen = ready(&[&base, &other]);
+    let s = sync(&base, &seen, t(10));
+    assert_outcome(&s, P::Failed, R::OwnerConflict, "conflicting CRD owner");
+    let mut failed = base.clone();
+    failed.status = s.status.clone();
+    let again = sync(&failed, &seen, t(70));
+    assert_eq!(again.status, None, "{:?}", again.status);
+    let alone = sync(&failed, &ready(&[&failed]), t(130));
+    assert_outcome(&alone, P::Pending, R::NeedsReinstall, "installing:");
+}
