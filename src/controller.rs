@@ -18,7 +18,7 @@ use crate::reconcile::{Context, ControllerOptions};
 pub const OLM_GROUP: &str = "operators.coreos.com";
 
 /// Kinds the controller cannot work without, with the CRD a user must install for each.
-pub const REQUIRED_KINDS: [(&str, &str); 5] = [
+pub const REQUIRED_KINDS: [(&str, &str); 6] = [
     (
         "ClusterServiceVersion",
         "clusterserviceversions.operators.coreos.com",
@@ -27,6 +27,11 @@ pub const REQUIRED_KINDS: [(&str, &str); 5] = [
     ("Subscription", "subscriptions.operators.coreos.com"),
     ("InstallPlan", "installplans.operators.coreos.com"),
     ("CatalogSource", "catalogsources.operators.coreos.com"),
+    // The CSV controller keeps one per CSV and reads the replaced CSV's before an upgrade.
+    (
+        "OperatorCondition",
+        "operatorconditions.operators.coreos.com",
+    ),
 ];
 
 /// Options of `olm-rs run`.
@@ -224,6 +229,7 @@ mod tests {
                 "clusterserviceversions.operators.coreos.com",
                 "operatorgroups.operators.coreos.com",
                 "installplans.operators.coreos.com",
+                "operatorconditions.operators.coreos.com",
             ]
         );
         let all: Vec<String> = REQUIRED_KINDS.iter().map(|(k, _)| k.to_string()).collect();

@@ -26,6 +26,7 @@ pub mod error;
 pub mod install_plan;
 pub mod keys;
 pub mod olm_config;
+pub mod operator_condition;
 pub mod operator_group;
 mod resource;
 pub mod subscription;
@@ -42,6 +43,9 @@ pub use decode::{DecodeError, decode};
 pub use error::ApiError;
 pub use install_plan::*;
 pub use olm_config::*;
+pub use operator_condition::{
+    CONDITION_UPGRADEABLE, OperatorCondition, OperatorConditionSpec, OperatorConditionStatus,
+};
 pub use operator_group::{OperatorGroup, OperatorGroupSpec, OperatorGroupStatus, UpgradeStrategy};
 pub use subscription::*;
 
@@ -51,6 +55,8 @@ pub const GROUP: &str = "operators.coreos.com";
 pub const V1ALPHA1: &str = "operators.coreos.com/v1alpha1";
 /// `apiVersion` of OperatorGroup (storage version) and OLMConfig.
 pub const V1: &str = "operators.coreos.com/v1";
+/// `apiVersion` of OperatorCondition (storage version).
+pub const V2: &str = "operators.coreos.com/v2";
 /// `apiVersion` of the deprecated OperatorGroup version.
 pub const V1ALPHA2: &str = "operators.coreos.com/v1alpha2";
 /// Finalizer OLM puts on every CSV so it can clean up what the CSV installed.

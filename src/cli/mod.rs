@@ -34,7 +34,7 @@ pub enum Command {
     Run(run::RunArgs),
     /// Print the olm-rs version.
     Version,
-    /// Print the CustomResourceDefinitions (OLM's five kinds and OLMConfig) as one YAML stream.
+    /// Print the CustomResourceDefinitions (OLM's five kinds, OLMConfig and OperatorCondition) as one YAML stream.
     ///
     /// The ClusterServiceVersion CRD is too large for client-side apply; use
     /// `olm-rs crds | kubectl apply --server-side -f -`.

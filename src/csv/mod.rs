@@ -11,6 +11,7 @@
 //! - [`health`], [`drift`] — csv.md §8 and Known pain #6;
 //! - [`certs`] — certs.md: cert objects, CA injection, rotation and APIService checks;
 //! - [`replacement`] — csv.md §10; [`cleanup`] — csv.md §13;
+//! - [`operator_condition`] — the OperatorCondition, its RBAC and the upgrade gate it holds;
 //! - [`permission_objects`] — re-creating the RBAC an InstallPlan made (Known pain #1).
 
 pub mod certs;
@@ -22,6 +23,7 @@ pub mod health;
 pub mod identity;
 pub mod install_strategy;
 pub mod observed;
+pub mod operator_condition;
 pub mod ownership;
 pub mod permission_objects;
 pub mod permissions;
@@ -35,6 +37,6 @@ pub mod sync;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use observed::{Discovery, Observed, OperatorConditionView, Served, ServerVersion};
+pub use observed::{Discovery, Observed, Served, ServerVersion};
 pub use phase::{InstallFailure, after_install, after_install_with_certs, sync};
 pub use sync::{Action, CsvEvent, InstallPlan, Requeue, Sync};

@@ -11,7 +11,9 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 
-use crate::api::{ClusterServiceVersion, OperatorGroup, Subscription, SubscriptionConfig};
+use crate::api::{
+    ClusterServiceVersion, OperatorCondition, OperatorGroup, Subscription, SubscriptionConfig,
+};
 
 use super::certs::CertObjects;
 use super::rbac_eval::RbacIndex;
@@ -41,8 +43,9 @@ pub struct Observed {
     pub deployments: Vec<Arc<Deployment>>,
     /// Subscriptions in the CSV's namespace.
     pub subscriptions: Vec<Arc<Subscription>>,
-    /// The OperatorCondition named like the CSV this one replaces, if any (csv.md §3.1 Pending).
-    pub replaced_operator_condition: Option<OperatorConditionView>,
+    /// OperatorConditions in the CSV's namespace: its own, and the replaced CSV's (csv.md §3.1
+    /// Pending step 1).
+    pub operator_conditions: Vec<Arc<OperatorCondition>>,
     /// Cert Secrets, Services, webhook configurations and `kube-system` auth-reader bindings
     /// (certs.md).
     pub certs: CertObjects,
@@ -59,16 +62,6 @@ impl Default for ServerVersion {
     fn default() -> Self {
         Self::Unavailable("not read".to_owned())
     }
-}
-
-/// The parts of an `operators.coreos.com/v2` OperatorCondition that decide upgradeability.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OperatorConditionView {
-    pub generation: i64,
-    /// `spec.overrides[type=Upgradeable]`: (status, message).
-    pub upgradeable_override: Option<(String, String)>,
-    /// `status.conditions[type=Upgradeable]`: (status, message, observedGeneration).
-    pub upgradeable_condition: Option<(String, String, i64)>,
 }
 
 /// Discovery answers per group-version (`"v1"` for the core group, else `"group/version"`).
@@ -141,6 +134,29 @@ impl Observed {
             .iter()
             .map(Arc::as_ref)
             .find(|d| d.metadata.name.as_deref() == Some(name))
+    }
+
+    pub fn operator_condition(&self, name: &str) -> Option<&OperatorCondition> {
+        self.operator_conditions
+            .iter()
+            .map(Arc::as_ref)
+            .find(|o| o.metadata.name.as_deref() == Some(name))
+    }
+
+    /// A Role of the CSV's namespace.
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.roles
+            .iter()
+            .map(Arc::as_ref)
+            .find(|r| r.metadata.name.as_deref() == Some(name))
+    }
+
+    /// A RoleBinding of the CSV's namespace.
+    pub fn role_binding(&self, name: &str) -> Option<&RoleBinding> {
+        self.role_bindings
+            .iter()
+            .map(Arc::as_ref)
+            .find(|r| r.metadata.name.as_deref() == Some(name))
     }
 
     /// The RBAC objects, indexed for evaluation.

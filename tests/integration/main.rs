@@ -36,6 +36,7 @@ mod copied_csv_lifecycle;
 mod crds_up_to_date;
 mod csv_certs;
 mod csv_install;
+mod csv_operator_condition;
 mod csv_requirements;
 mod csv_upgrade;
 mod csv_webhook_validation;

@@ -39,6 +39,7 @@ async fn refuses_to_start_without_crds_and_names_them() {
         "subscriptions.operators.coreos.com",
         "installplans.operators.coreos.com",
         "catalogsources.operators.coreos.com",
+        "operatorconditions.operators.coreos.com",
     ] {
         assert!(missing.contains(crd), "{crd} not named in: {err}");
     }

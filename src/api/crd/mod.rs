@@ -1,6 +1,6 @@
-//! The CustomResourceDefinitions olm-rs installs: OLM's five kinds plus OLMConfig, with OLM's
-//! CRD-level facts (api-types.md §1, api-types-catalog.md §0) and structural schemas generated
-//! from our Rust types.
+//! The CustomResourceDefinitions olm-rs installs: OLM's five kinds plus OLMConfig and
+//! OperatorCondition, with OLM's CRD-level facts (api-types.md §1, api-types-catalog.md §0) and
+//! structural schemas generated from our Rust types.
 //!
 //! Use these, not `T::crd()` from `#[derive(CustomResource)]`: the derive's schema is kube's
 //! generic rendering (nullable unions, no Kubernetes defaults), not OLM's.
@@ -21,7 +21,8 @@ pub use schema::{QUANTITY_PATTERN, structural_schema_for};
 
 use super::{CATEGORY, GROUP};
 use super::{
-    catalog_source, cluster_service_version, install_plan, olm_config, operator_group, subscription,
+    catalog_source, cluster_service_version, install_plan, olm_config, operator_condition,
+    operator_group, subscription,
 };
 
 /// Why a CRD could not be generated.
@@ -265,13 +266,37 @@ pub fn olm_config() -> Result<CustomResourceDefinition, CrdError> {
     })
 }
 
-/// All six CRDs, in a stable order (by CRD name).
+/// The OperatorCondition CRD: v2 (storage) and v1 (served). OLM's CRD has no printer
+/// columns beyond the default age.
+pub fn operator_condition() -> Result<CustomResourceDefinition, CrdError> {
+    use operator_condition::v1;
+    build(KindFacts {
+        kind: "OperatorCondition",
+        plural: "operatorconditions",
+        singular: "operatorcondition",
+        namespaced: true,
+        short_names: &["condition"],
+        description: "OperatorCondition is a Custom Resource of type `OperatorCondition` which is used to convey information to OLM about the state of an operator.",
+        spec_required: false,
+        columns: &[],
+        versions: vec![
+            version::<v1::OperatorConditionSpec, v1::OperatorConditionStatus>("v1", false)?,
+            version::<
+                operator_condition::OperatorConditionSpec,
+                operator_condition::OperatorConditionStatus,
+            >("v2", true)?,
+        ],
+    })
+}
+
+/// All seven CRDs, in a stable order (by CRD name).
 pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
     let mut crds = vec![
         catalog_source()?,
         cluster_service_version()?,
         install_plan()?,
         olm_config()?,
+        operator_condition()?,
         operator_group()?,
         subscription()?,
     ];

@@ -70,6 +70,7 @@ fn crd_level_facts_are_olms() {
             "clusterserviceversions.operators.coreos.com",
             "installplans.operators.coreos.com",
             "olmconfigs.operators.coreos.com",
+            "operatorconditions.operators.coreos.com",
             "operatorgroups.operators.coreos.com",
             "subscriptions.operators.coreos.com",
         ]
@@ -129,6 +130,12 @@ fn crd_level_facts_are_olms() {
                 None,
                 "Cluster".into(),
                 vec![version("v1", true)]
+            ),
+            (
+                "OperatorCondition".into(),
+                s(&["condition"]),
+                "Namespaced".into(),
+                vec![version("v1", false), version("v2", true)]
             ),
             (
                 "OperatorGroup".into(),
@@ -195,6 +202,40 @@ fn printer_columns_are_olms() {
     );
     assert!(columns(operator_group().unwrap()).is_empty());
     assert!(columns(olm_config().unwrap()).is_empty());
+    let conditions = operator_condition().unwrap();
+    assert!(
+        conditions
+            .spec
+            .versions
+            .iter()
+            .all(|v| v.additional_printer_columns.is_none())
+    );
+}
+
+#[test]
+fn operator_condition_versions_differ_as_in_olm() {
+    let v2 = schema_of(&operator_condition().unwrap(), "v2");
+    let v1 = schema_of(&operator_condition().unwrap(), "v1");
+    for field in ["serviceAccounts", "deployments", "overrides"] {
+        assert!(
+            prop(&v1, &format!("spec/{field}")).is_object(),
+            "v1 {field}"
+        );
+        assert!(
+            prop(&v2, &format!("spec/{field}")).is_object(),
+            "v2 {field}"
+        );
+    }
+    assert!(prop(&v2, "spec/conditions").is_object());
+    assert!(v1["properties"]["spec"]["properties"]["conditions"].is_null());
+    assert_eq!(
+        prop(&v2, "spec/overrides")["items"]["required"],
+        prop(&v2, "status/conditions")["items"]["required"]
+    );
+    assert_eq!(
+        schema_of(&operator_condition().unwrap(), "v2")["required"],
+        json!(["metadata"])
+    );
 }
 
 #[test]
@@ -397,7 +438,7 @@ fn yaml_stream_and_kustomization_list_every_crd() {
     let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&stream)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
-    assert_eq!(docs.len(), 6);
+    assert_eq!(docs.len(), 7);
     assert!(
         docs.iter().all(|d| d["kind"] == "CustomResourceDefinition"
             && d["apiVersion"] == "apiextensions.k8s.io/v1")

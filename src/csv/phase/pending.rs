@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::api::{CsvPhase, CsvReason};
 
 use super::super::identity::name;
-use super::super::observed::OperatorConditionView;
+use super::super::operator_condition::upgradeable;
 use super::super::ownership::{api_service_owner_conflict, crd_owner_conflict, validate_webhooks};
 use super::super::permission_objects::{may_repair_permissions, permissions_to_repair};
 use super::super::replacement::replaced_csv;
@@ -16,8 +16,8 @@ use super::{Ctx, POLL_INTERVAL, requirements_or_fail, with_summary};
 pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
     let replaced = replaced_csv(ctx.csv, ctx.seen);
     // Step 1.
-    if replaced.is_some()
-        && let Err(detail) = upgradeable(ctx.seen.replaced_operator_condition.as_ref())
+    if let Some(prev) = replaced
+        && let Err(detail) = upgradeable(ctx.seen.operator_condition(name(prev)))
     {
         d.set(
             CsvPhase::Pending,
@@ -151,56 +151,5 @@ pub(super) fn repair_permissions(
             d.note(format!("cannot compute permissions to restore: {err}"));
             false
         }
-    }
-}
-
-/// csv.md §3.1 "OperatorCondition check": `Err` carries OLM's detail text.
-fn upgradeable(condition: Option<&OperatorConditionView>) -> Result<(), String> {
-    let Some(oc) = condition else {
-        return Ok(());
-    };
-    if let Some((status, message)) = &oc.upgradeable_override {
-        return if status == "True" {
-            Ok(())
-        } else {
-            Err(format!("The operator is not upgradeable: {message}"))
-        };
-    }
-    if let Some((status, message, observed)) = &oc.upgradeable_condition {
-        if *observed < oc.generation {
-            return Err(format!(
-                "The operatorcondition status \"Upgradeable\"=\"{status}\" is outdated"
-            ));
-        }
-        if status == "False" {
-            return Err(format!("The operator is not upgradeable: {message}"));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn operator_condition_rules() {
-        assert_eq!(upgradeable(None), Ok(()));
-        let mut oc = OperatorConditionView {
-            generation: 2,
-            upgradeable_override: None,
-            upgradeable_condition: Some(("False".into(), "migrating".into(), 2)),
-        };
-        assert_eq!(
-            upgradeable(Some(&oc)),
-            Err("The operator is not upgradeable: migrating".into())
-        );
-        oc.upgradeable_condition = Some(("True".into(), String::new(), 1));
-        assert_eq!(
-            upgradeable(Some(&oc)),
-            Err("The operatorcondition status \"Upgradeable\"=\"True\" is outdated".into())
-        );
-        oc.upgradeable_override = Some(("True".into(), String::new()));
-        assert_eq!(upgradeable(Some(&oc)), Ok(()));
     }
 }

@@ -7,6 +7,7 @@ mod certs;
 mod deletion;
 mod execute;
 mod observe;
+mod operator_condition;
 mod stores;
 
 use std::collections::HashMap;
@@ -30,7 +31,7 @@ use kube_runtime::watcher;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::api::keys::COPIED_FROM_LABEL;
-use crate::api::{ClusterServiceVersion, CsvPhase, OperatorGroup, Subscription};
+use crate::api::{ClusterServiceVersion, CsvPhase, OperatorCondition, OperatorGroup, Subscription};
 use crate::csv::cleanup::{cleanup, has_finalizer};
 use crate::csv::identity::name;
 use crate::csv::replacement::{replaced_csv, replacement_of};
@@ -96,6 +97,7 @@ pub async fn run(ctx: Arc<Context>) {
         reflect::<ValidatingWebhookConfiguration>(&client, Some(&managed()), slim);
     let (mutating_webhooks, mwc_trigger) =
         reflect::<MutatingWebhookConfiguration>(&client, Some(&managed()), slim);
+    let (operator_conditions, oc_trigger) = reflect::<OperatorCondition>(&client, None, slim);
     let stores = Stores {
         csvs: csvs.clone(),
         operator_groups,
@@ -112,6 +114,7 @@ pub async fn run(ctx: Arc<Context>) {
         services,
         validating_webhooks,
         mutating_webhooks,
+        operator_conditions,
     };
     let (requeue, requeued) = tokio::sync::mpsc::unbounded_channel();
     let requeued = UnboundedReceiverStream::new(requeued).map(Ok::<_, watcher::Error>);
@@ -151,6 +154,10 @@ pub async fn run(ctx: Arc<Context>) {
         })
         .watches_stream(mwc_trigger, |w: MutatingWebhookConfiguration| {
             stores::owners(&w)
+        })
+        .watches_stream(oc_trigger, {
+            let csvs = csvs.clone();
+            move |oc: OperatorCondition| stores::csvs_of_operator_condition(&csvs, &oc)
         });
 
     let shared = Arc::new(Shared {
@@ -261,6 +268,20 @@ async fn sync_one(
         }
     }
     executor.publish(&csv, &decision.events).await;
+    // The OperatorCondition is kept for every CSV this controller drives, whatever its phase
+    // (OLM generates it in a controller of its own).
+    if !is_copied(&csv) {
+        let writes = crate::csv::operator_condition::plan(&csv, &seen, now);
+        if !writes.is_empty() {
+            operator_condition::write(
+                &shared.client,
+                crate::csv::identity::namespace(&csv),
+                name(&csv),
+                &writes,
+            )
+            .await?;
+        }
+    }
     // `csv_succeeded`/`csv_abnormal` after every sync, as OLM's EmitCSVMetric does.
     let mut synced = written;
     if let Some(status) = &decision.status {

@@ -1,16 +1,14 @@
 //! Builds the [`Observed`] snapshot for one CSV from the stores, plus the few live lookups the
-//! stores cannot answer (discovery, server version, the replaced CSV's OperatorCondition).
+//! stores cannot answer (discovery, server version).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use kube::api::{Api, ApiResource, DynamicObject};
-use kube::core::GroupVersionKind;
-use kube::{Client, ResourceExt};
+use kube::Client;
 
 use crate::api::ClusterServiceVersion;
-use crate::csv::identity::{name, namespace, replaces};
-use crate::csv::{Discovery, Observed, OperatorConditionView, ServerVersion};
+use crate::csv::identity::{name, namespace};
+use crate::csv::{Discovery, Observed, ServerVersion};
 
 use super::stores::Stores;
 
@@ -24,7 +22,6 @@ fn in_namespace<K: kube::Resource>(items: Vec<Arc<K>>, ns: &str) -> Vec<Arc<K>> 
 pub async fn observe(client: &Client, stores: &Stores, csv: &ClusterServiceVersion) -> Observed {
     let ns = namespace(csv);
     let csvs = in_namespace(stores.csvs.state(), ns);
-    let replaced_exists = replaces(csv).is_some_and(|r| csvs.iter().any(|c| c.name_any() == r));
     Observed {
         csvs,
         operator_groups: in_namespace(stores.operator_groups.state(), ns),
@@ -40,10 +37,7 @@ pub async fn observe(client: &Client, stores: &Stores, csv: &ClusterServiceVersi
         cluster_role_bindings: stores.cluster_role_bindings.state(),
         deployments: in_namespace(stores.deployments.state(), ns),
         subscriptions: in_namespace(stores.subscriptions.state(), ns),
-        replaced_operator_condition: match replaces(csv) {
-            Some(old) if replaced_exists => operator_condition(client, ns, old).await,
-            _ => None,
-        },
+        operator_conditions: in_namespace(stores.operator_conditions.state(), ns),
         certs: super::certs::observe_certs(stores, ns),
     }
 }
@@ -101,44 +95,6 @@ async fn server_version(client: &Client, csv: &ClusterServiceVersion) -> ServerV
         Ok(info) => ServerVersion::Known(info.git_version),
         Err(err) => ServerVersion::Unavailable(err.to_string()),
     }
-}
-
-/// The `operators.coreos.com/v2` OperatorCondition named like the replaced CSV; absent (or its
-/// CRD not installed) means upgradeable.
-async fn operator_condition(
-    client: &Client,
-    ns: &str,
-    csv_name: &str,
-) -> Option<OperatorConditionView> {
-    let gvk = GroupVersionKind::gvk(crate::api::GROUP, "v2", "OperatorCondition");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "operatorconditions");
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
-    let object = match api.get_opt(csv_name).await {
-        Ok(found) => found?,
-        Err(err) => {
-            tracing::debug!(%err, csv = csv_name, "cannot read OperatorCondition; treating as upgradeable");
-            return None;
-        }
-    };
-    let pick = |list: Option<&serde_json::Value>| {
-        list.and_then(|l| l.as_array())
-            .and_then(|items| items.iter().find(|c| c["type"] == "Upgradeable"))
-            .cloned()
-    };
-    let text = |v: &serde_json::Value, key: &str| v[key].as_str().unwrap_or_default().to_owned();
-    let spec_override = pick(object.data.pointer("/spec/overrides"));
-    let condition = pick(object.data.pointer("/status/conditions"));
-    Some(OperatorConditionView {
-        generation: object.metadata.generation.unwrap_or(0),
-        upgradeable_override: spec_override.map(|o| (text(&o, "status"), text(&o, "message"))),
-        upgradeable_condition: condition.map(|c| {
-            (
-                text(&c, "status"),
-                text(&c, "message"),
-                c["observedGeneration"].as_i64().unwrap_or(0),
-            )
-        }),
-    })
 }
 
 /// Name used in logs.

@@ -22,7 +22,9 @@ use crate::api::keys::{
     LAST_APPLIED_ANNOTATION, MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL,
     PROVIDED_APIS_ANNOTATION,
 };
-use crate::api::{ClusterServiceVersion, CsvReason, OperatorGroup, Subscription};
+use crate::api::{
+    ClusterServiceVersion, CsvReason, OperatorCondition, OperatorGroup, Subscription,
+};
 use crate::csv::identity::CSV_KIND;
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 
@@ -45,6 +47,7 @@ pub struct Stores {
     pub services: Store<Service>,
     pub validating_webhooks: Store<ValidatingWebhookConfiguration>,
     pub mutating_webhooks: Store<MutatingWebhookConfiguration>,
+    pub operator_conditions: Store<OperatorCondition>,
 }
 
 impl Stores {
@@ -66,6 +69,7 @@ impl Stores {
         self.services.wait_until_ready().await?;
         self.validating_webhooks.wait_until_ready().await?;
         self.mutating_webhooks.wait_until_ready().await?;
+        self.operator_conditions.wait_until_ready().await?;
         Ok(())
     }
 }
@@ -248,6 +252,29 @@ pub fn csvs_for_cluster_binding(
             out.extend(csvs_in(store, ns));
         }
     }
+    out
+}
+
+/// The CSVs an OperatorCondition concerns: the CSV of the same name (it keeps the object, its
+/// RBAC and status) and the CSVs replacing that one (its `Upgradeable` condition gates them).
+pub fn csvs_of_operator_condition(
+    store: &Store<ClusterServiceVersion>,
+    condition: &OperatorCondition,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let ns = condition.namespace().unwrap_or_default();
+    let name = condition.name_any();
+    let mut out = vec![csv_ref(&name, &ns)];
+    out.extend(
+        store
+            .state()
+            .iter()
+            .filter(|c| {
+                c.namespace().as_deref() == Some(ns.as_str())
+                    && !is_copied(c)
+                    && crate::csv::identity::replaces(c) == Some(name.as_str())
+            })
+            .map(|c| ObjectRef::from_obj(c.as_ref())),
+    );
     out
 }
 

@@ -10,7 +10,7 @@ use super::*;
 use crate::api::keys::{PROVIDED_APIS_ANNOTATION, TARGET_NAMESPACES_ANNOTATION};
 use crate::api::{ClusterServiceVersion, CsvPhase as P, CsvReason as R, UpgradeStrategy};
 use crate::csv::fixtures::*;
-use crate::csv::observed::{Discovery, Observed, OperatorConditionView, ServerVersion};
+use crate::csv::observed::{Discovery, Observed, ServerVersion};
 use crate::csv::sync::{Action, Requeue, Sync};
 
 pub(super) fn outcome(sync: &Sync) -> (P, R, String) {

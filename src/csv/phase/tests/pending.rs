@@ -179,15 +179,25 @@ fn an_upgrade_waits_for_the_old_csv_and_its_operator_condition() {
         "waits while the old CSV is Succeeded"
     );
 
-    seen.replaced_operator_condition = Some(OperatorConditionView {
-        generation: 1,
-        upgradeable_override: None,
-        upgradeable_condition: Some(("False".into(), "busy".into(), 1)),
-    });
+    let mut oc: crate::api::OperatorCondition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+        "metadata": {"name": "a.v1", "namespace": NS, "generation": 1},
+        "status": {"conditions": [{"type": "Upgradeable", "status": "False", "reason": "Busy",
+            "message": "busy", "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    }))
+    .unwrap();
+    seen.operator_conditions = vec![Arc::new(oc.clone())];
     assert_outcome(
         &sync(&new, &seen, t(10)),
         P::Pending,
         R::OperatorConditionNotUpgradeable,
         "operator is not upgradeable: The operator is not upgradeable: busy",
+    );
+    // Only the replaced CSV's OperatorCondition counts.
+    oc.metadata.name = Some("unrelated.v1".into());
+    seen.operator_conditions = vec![Arc::new(oc)];
+    assert_ne!(
+        sync(&new, &seen, t(10)).status.map(|s| s.reason),
+        Some(Some(R::OperatorConditionNotUpgradeable))
     );
 }
