@@ -277,3 +277,58 @@ async fn upgradeable_false_holds_the_replacing_csv_until_an_override_releases_it
         "demo.v0.2.0"
     );
 }
+
+#[tokio::test]
+async fn a_failed_operator_condition_write_is_reported_and_does_not_hold_up_the_csv() {
+    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let h = Harness::start().await;
+    h.service_account_with_rbac().await;
+    h.operator_group(NS, "og", &[NS]).await;
+    // The OperatorCondition kind disappears once the controller runs (its cache has listed:
+    // a first CSV got its OperatorCondition).
+    h.create_csv(csv("probe.v0.1.0", "op")).await;
+    wait_condition(&h, "probe.v0.1.0").await;
+    h.csvs()
+        .delete("probe.v0.1.0", &DeleteParams::default())
+        .await
+        .unwrap();
+    h.wait_gone("probe.v0.1.0").await;
+    let crds: Api<CustomResourceDefinition> = Api::all(h.client.clone());
+    crds.delete(
+        "operatorconditions.operators.coreos.com",
+        &DeleteParams::default(),
+    )
+    .await
+    .unwrap();
+    eventually("the OperatorCondition CRD gone", || async {
+        crds.get_opt("operatorconditions.operators.coreos.com")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+
+    h.create_csv(csv("demo.v0.1.0", "op")).await;
+    h.wait_for("demo.v0.1.0", P::Succeeded, R::InstallSucceeded)
+        .await;
+    let events: Api<Event> = Api::namespaced(h.client.clone(), NS);
+    let warning = eventually("an OperatorConditionNotWritten event", || async {
+        events
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("OperatorConditionNotWritten"))
+    })
+    .await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    let note = warning.note.unwrap_or_default();
+    assert!(
+        note.contains("apply OperatorCondition demo/demo.v0.1.0"),
+        "{note}"
+    );
+}

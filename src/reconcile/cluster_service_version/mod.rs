@@ -269,17 +269,30 @@ async fn sync_one(
     }
     executor.publish(&csv, &decision.events).await;
     // The OperatorCondition is kept for every CSV this controller drives, whatever its phase
-    // (OLM generates it in a controller of its own).
+    // (OLM generates it in a controller of its own). A failed write is reported and retried at
+    // the next sync; it does not hold up the CSV's own lifecycle.
     if !is_copied(&csv) {
         let writes = crate::csv::operator_condition::plan(&csv, &seen, now);
-        if !writes.is_empty() {
-            operator_condition::write(
+        if !writes.is_empty()
+            && let Err(err) = operator_condition::write(
                 &shared.client,
                 crate::csv::identity::namespace(&csv),
                 name(&csv),
                 &writes,
             )
-            .await?;
+            .await
+        {
+            tracing::warn!(csv = %observe::key(&csv), %err, "OperatorCondition not written");
+            executor
+                .publish(
+                    &csv,
+                    &[crate::csv::CsvEvent {
+                        warning: true,
+                        reason: "OperatorConditionNotWritten".to_owned(),
+                        message: err.to_string(),
+                    }],
+                )
+                .await;
         }
     }
     // `csv_succeeded`/`csv_abnormal` after every sync, as OLM's EmitCSVMetric does.
