@@ -166,7 +166,10 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, CopySyncErro
 
     match &original_csv {
         Some(csv) => {
-            if is_member_of_group(shared, csv) {
+            // Not for a CSV being deleted: its finalizer is removing the lifted ClusterRoles,
+            // and the Roles listed live may already be half garbage-collected while this cache
+            // still holds the CSV, so a lift now would re-create what the cleanup removed.
+            if csv.metadata.deletion_timestamp.is_none() && is_member_of_group(shared, csv) {
                 rbac::ensure_member_rbac(shared, key, csv).await?;
             }
             olm_config::note_disabled(shared, key, csv, &settings).await;
