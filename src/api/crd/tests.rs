@@ -228,10 +228,13 @@ fn operator_condition_versions_differ_as_in_olm() {
     }
     assert!(prop(&v2, "spec/conditions").is_object());
     assert!(v1["properties"]["spec"]["properties"]["conditions"].is_null());
-    assert_eq!(
-        prop(&v2, "spec/overrides")["items"]["required"],
-        prop(&v2, "status/conditions")["items"]["required"]
-    );
+    for conditions in ["spec/overrides", "spec/conditions", "status/conditions"] {
+        assert_eq!(
+            prop(&v2, conditions)["items"]["required"],
+            json!(["lastTransitionTime", "message", "reason", "status", "type"]),
+            "{conditions}"
+        );
+    }
     assert_eq!(
         schema_of(&operator_condition().unwrap(), "v2")["required"],
         json!(["metadata"])
