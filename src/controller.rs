@@ -13,6 +13,7 @@ use crate::k8s::clock::{Clock, SystemClock};
 use crate::leader_election::{LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
 use crate::metrics::{self, Metrics};
 use crate::reconcile::{Context, ControllerOptions};
+use crate::startup::{self, StartupError};
 
 /// The API group every OLM kind lives in.
 pub const OLM_GROUP: &str = "operators.coreos.com";
@@ -55,13 +56,9 @@ pub struct LeaderElectionOptions {
 /// Why the controller process could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("cannot reach the Kubernetes API server: {0}")]
-    ApiUnreachable(#[source] kube::Error),
-    #[error(
-        "the cluster does not serve {missing}: install olm-rs's CRDs first \
-         (`olm-rs crds | kubectl apply --server-side -f -`)"
-    )]
-    CrdsMissing { missing: String },
+    /// The API server could not be reached, or refused olm-rs (see [`StartupError`]).
+    #[error(transparent)]
+    Startup(#[from] StartupError),
     #[error("cannot serve probes on {addr}: {source}")]
     Probes {
         addr: SocketAddr,
@@ -94,7 +91,18 @@ pub async fn run(
         wait_for(stop_rx.clone()),
     ));
 
-    let mut outcome = preflight(&client, &readiness).await;
+    // Probes answer while the API server and the CRDs are waited for; a shutdown during the
+    // wait is a clean exit.
+    let mut shutdown = Box::pin(shutdown);
+    let mut outcome = tokio::select! {
+        waited = startup::wait_until_served(&client, &readiness) => waited.map_err(RunError::from),
+        () = &mut shutdown => {
+            tracing::info!("shutdown requested while waiting for the API server; stopping");
+            let _ = stop_tx.send(true);
+            let _ = probes.await;
+            return Ok(());
+        }
+    };
     if outcome.is_ok() {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let ctx = Arc::new(Context {
@@ -172,67 +180,7 @@ pub async fn run_reconcilers(ctx: Arc<Context>) {
     futures::future::join_all(all).await;
 }
 
-/// Checks the API server answers and serves every OLM kind, naming what is missing.
-async fn preflight(client: &Client, readiness: &Readiness) -> Result<(), RunError> {
-    let version = client
-        .apiserver_version()
-        .await
-        .map_err(RunError::ApiUnreachable)?;
-    tracing::info!(git_version = %version.git_version, "connected to the API server");
-    readiness.set_ready("api-server");
-
-    let served = match kube::discovery::oneshot::group(client, OLM_GROUP).await {
-        // Every version, not only the preferred one: OperatorGroup's preferred version is v1
-        // while the other kinds exist only in v1alpha1.
-        Ok(group) => group
-            .resources_by_stability()
-            .into_iter()
-            .map(|(resource, _)| resource.kind)
-            .collect::<Vec<_>>(),
-        Err(kube::Error::Discovery(_)) => Vec::new(),
-        Err(other) => return Err(RunError::ApiUnreachable(other)),
-    };
-    let missing = missing_crds(&served);
-    if !missing.is_empty() {
-        let missing = missing.join(", ");
-        readiness.set_not_ready("crds", format!("missing {missing}"));
-        return Err(RunError::CrdsMissing { missing });
-    }
-    readiness.set_ready("crds");
-    Ok(())
-}
-
-/// The CRD names of required kinds absent from `served_kinds`.
-pub fn missing_crds(served_kinds: &[String]) -> Vec<&'static str> {
-    REQUIRED_KINDS
-        .iter()
-        .filter(|(kind, _)| !served_kinds.iter().any(|k| k == kind))
-        .map(|(_, crd)| *crd)
-        .collect()
-}
-
 async fn wait_for(mut stop: tokio::sync::watch::Receiver<bool>) {
     // An error means the sender is gone, which also means "stop".
     let _ = stop.wait_for(|stopped| *stopped).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_crds_names_each_absent_kind_by_crd_name() {
-        let served = vec!["Subscription".to_owned(), "CatalogSource".to_owned()];
-        assert_eq!(
-            missing_crds(&served),
-            vec![
-                "clusterserviceversions.operators.coreos.com",
-                "operatorgroups.operators.coreos.com",
-                "installplans.operators.coreos.com",
-                "operatorconditions.operators.coreos.com",
-            ]
-        );
-        let all: Vec<String> = REQUIRED_KINDS.iter().map(|(k, _)| k.to_string()).collect();
-        assert!(missing_crds(&all).is_empty());
-    }
 }

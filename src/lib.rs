@@ -25,4 +25,5 @@ pub mod resolve;
 pub mod sandbox;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_run;
+pub mod startup;
 pub mod telemetry;

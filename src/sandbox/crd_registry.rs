@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -18,6 +19,11 @@ pub struct CrdRegistry {
     served: BTreeMap<GroupResource, ServedCrd>,
     /// CRD name → the resource it serves.
     by_name: BTreeMap<String, GroupResource>,
+    /// CRD name → when it was first stored (kept across updates, dropped on deletion).
+    stored_at: BTreeMap<String, Instant>,
+    /// How long a new CRD's versions answer 404 while its group is already listed
+    /// ([`super::ApiServerOptions::crd_establish_delay`]).
+    establish_delay: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -38,12 +44,26 @@ impl CrdRegistry {
         reg
     }
 
+    /// A registry whose new CRDs answer only `delay` after they are stored.
+    pub fn with_establish_delay(delay: Duration) -> Self {
+        CrdRegistry {
+            establish_delay: delay,
+            ..CrdRegistry::default()
+        }
+    }
+
     /// Serves what CRD `name` now says; `None` when it is gone.
     pub fn update(&mut self, name: &str, crd: Option<&Value>) {
         if let Some(gr) = self.by_name.remove(name) {
             self.served.remove(&gr);
         }
-        let Some(crd) = crd else { return };
+        let Some(crd) = crd else {
+            self.stored_at.remove(name);
+            return;
+        };
+        self.stored_at
+            .entry(name.to_string())
+            .or_insert_with(Instant::now);
         let versions = served_versions(crd);
         let Some(first) = versions.first() else {
             return;
@@ -58,8 +78,33 @@ impl CrdRegistry {
         self.served.insert(gr, served);
     }
 
+    /// Every version of every stored CRD, established or not (the group list shows them).
     pub fn resources(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
         self.served.values().flat_map(|s| s.versions.iter())
+    }
+
+    /// The versions that answer requests: those of CRDs stored at least the establish delay ago.
+    pub fn established_resources(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
+        self.by_name
+            .iter()
+            .filter(|(name, _)| self.is_established(name))
+            .filter_map(|(_, gr)| self.served.get(gr))
+            .flat_map(|s| s.versions.iter())
+    }
+
+    fn is_established(&self, name: &str) -> bool {
+        self.establish_delay.is_zero()
+            || self
+                .stored_at
+                .get(name)
+                .is_none_or(|at| at.elapsed() >= self.establish_delay)
+    }
+
+    fn gr_established(&self, gr: &GroupResource) -> bool {
+        self.by_name
+            .iter()
+            .find(|(_, g)| *g == gr)
+            .is_none_or(|(name, _)| self.is_established(name))
     }
 
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
@@ -67,6 +112,9 @@ impl CrdRegistry {
             group: group.into(),
             resource: plural.into(),
         };
+        if !self.gr_established(&key) {
+            return None;
+        }
         self.served
             .get(&key)?
             .versions

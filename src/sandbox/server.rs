@@ -24,6 +24,10 @@ pub struct ApiServerOptions {
     pub bookmark_interval: Duration,
     /// `gitVersion` reported by `/version` (major/minor are derived from it).
     pub git_version: String,
+    /// How long a new CRD's versions answer `404 page not found` (their discovery document and
+    /// their objects) while `/apis` already lists its group — the moment a real API server
+    /// takes to establish a CRD, during which a controller must wait, not fail.
+    pub crd_establish_delay: Duration,
 }
 
 impl Default for ApiServerOptions {
@@ -34,6 +38,7 @@ impl Default for ApiServerOptions {
             watch_log_capacity: 1000,
             bookmark_interval: Duration::from_secs(5),
             git_version: "v1.33.0".into(),
+            crd_establish_delay: Duration::ZERO,
         }
     }
 }
@@ -76,7 +81,8 @@ impl ApiServer {
     }
 
     pub fn with_options(opts: ApiServerOptions) -> Self {
-        let state = State::new(opts.watch_log_capacity);
+        let state =
+            State::with_crd_establish_delay(opts.watch_log_capacity, opts.crd_establish_delay);
         let (changes, _) = watch::channel(state.store.current_rv());
         let simulator = WorkloadSimulator::new(opts.simulate_workloads, opts.simulator_delay);
         let server = ApiServer {

@@ -34,10 +34,17 @@ pub fn crds_gr() -> GroupResource {
 const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 impl State {
+    #[cfg(test)]
     pub fn new(watch_log_capacity: usize) -> Self {
+        Self::with_crd_establish_delay(watch_log_capacity, std::time::Duration::ZERO)
+    }
+
+    /// A state whose new CRDs answer only `delay` after they are stored (see
+    /// [`super::ApiServerOptions::crd_establish_delay`]).
+    pub fn with_crd_establish_delay(watch_log_capacity: usize, delay: std::time::Duration) -> Self {
         let mut state = State {
             store: Store::new(watch_log_capacity),
-            crds: CrdRegistry::default(),
+            crds: CrdRegistry::with_establish_delay(delay),
             builtins: resources::builtins(),
             next_cluster_ip: 1,
         };
@@ -67,11 +74,21 @@ impl State {
             .or_else(|| self.crds.find(group, version, plural))
     }
 
-    /// Every served resource version (discovery).
+    /// Every served resource version (the group list of discovery).
     pub fn all_resources(&self) -> Vec<Arc<ResourceInfo>> {
         self.builtins
             .iter()
             .chain(self.crds.resources())
+            .cloned()
+            .collect()
+    }
+
+    /// The resource versions that answer requests: [`Self::all_resources`] less the CRDs still
+    /// being established (a version's own discovery document is one of those requests).
+    pub fn established_resources(&self) -> Vec<Arc<ResourceInfo>> {
+        self.builtins
+            .iter()
+            .chain(self.crds.established_resources())
             .cloned()
             .collect()
     }

@@ -1,5 +1,6 @@
-//! `olm-rs run` against the embedded API server: it refuses to start without the CRDs (naming
-//! each missing one), and with them it turns ready and stops cleanly on shutdown.
+//! `olm-rs run` against the embedded API server: it waits for the CRDs (naming each missing one
+//! on `/readyz`), comes up while they are still being established, survives a CRD deleted and
+//! created again, and stops cleanly on shutdown.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -7,9 +8,10 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::PostParams;
-use olm_rs::controller::{self, RunError, RunOptions};
+use olm_rs::api::operator_group::OperatorGroup;
+use olm_rs::controller::{self, RunOptions};
 use olm_rs::reconcile::ControllerOptions;
-use olm_rs::sandbox::ApiServer;
+use olm_rs::sandbox::{ApiServer, ApiServerOptions};
 
 fn free_addr() -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
@@ -25,14 +27,25 @@ fn options(probe_addr: SocketAddr) -> RunOptions {
 }
 
 #[tokio::test]
-async fn refuses_to_start_without_crds_and_names_them() {
+async fn waits_for_missing_crds_naming_each_then_starts_when_they_are_served() {
     let api = ApiServer::new();
-    let err = controller::run(api.client(), options(free_addr()), std::future::pending())
-        .await
-        .expect_err("no CRDs installed");
-    let RunError::CrdsMissing { missing } = &err else {
-        panic!("expected CrdsMissing, got {err}");
-    };
+    let probe_addr = free_addr();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(controller::run(
+        api.client(),
+        options(probe_addr),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+
+    // No CRD yet: the process stays up and /readyz names every CRD it waits for.
+    let url = format!("http://{probe_addr}/readyz");
+    let (status, body) = wait_for_readyz(&url, |status, body| {
+        status == 503 && body.contains("waiting for the CRDs")
+    })
+    .await;
+    assert_eq!(status, 503, "{body}");
     for crd in [
         "clusterserviceversions.operators.coreos.com",
         "operatorgroups.operators.coreos.com",
@@ -41,20 +54,152 @@ async fn refuses_to_start_without_crds_and_names_them() {
         "catalogsources.operators.coreos.com",
         "operatorconditions.operators.coreos.com",
     ] {
-        assert!(missing.contains(crd), "{crd} not named in: {err}");
+        assert!(body.contains(crd), "{crd} not named in: {body}");
     }
-    assert!(err.to_string().contains("olm-rs crds"), "{err}");
+    assert!(body.contains("olm-rs crds"), "{body}");
+    assert!(!running.is_finished(), "the controller must wait, not exit");
+
+    install_crds(&api).await;
+    let (status, body) = wait_for_readyz(&url, |status, _| status == 200).await;
+    assert_eq!(status, 200, "never ready once the CRDs were served: {body}");
+
+    stop_tx.send(()).expect("controller still running");
+    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("controller stops within 10 s")
+        .expect("controller task did not panic");
+    assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+/// `kubectl apply --server-side -f crds/` and `olm-rs run` at once: the group is listed while
+/// its versions still answer 404, as on a real API server establishing the CRDs. The
+/// controller waits and comes up (it used to exit with "cannot reach … 404 page not found").
+#[tokio::test]
+async fn starts_when_crds_are_still_being_established() {
+    let api = ApiServer::with_options(ApiServerOptions {
+        crd_establish_delay: Duration::from_millis(1500),
+        ..ApiServerOptions::default()
+    });
+    install_crds(&api).await;
+    let versions = api
+        .client()
+        .list_api_group_resources("operators.coreos.com/v1alpha1")
+        .await;
+    assert!(
+        versions.is_err(),
+        "the embedded API must answer 404 while establishing, got {versions:?}"
+    );
+
+    let probe_addr = free_addr();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(controller::run(
+        api.client(),
+        options(probe_addr),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let url = format!("http://{probe_addr}/readyz");
+    let (status, body) = wait_for_readyz(&url, |status, _| status == 200).await;
+    if running.is_finished() {
+        let outcome = running.await.expect("controller task did not panic");
+        panic!("controller stopped while the CRDs were being established: {outcome:?}");
+    }
+    assert_eq!(status, 200, "never ready: {body}");
+
+    // It works, too: an OperatorGroup gets its status from the running controller.
+    let groups: Api<OperatorGroup> = Api::namespaced(api.client(), "default");
+    groups
+        .create(&PostParams::default(), &operator_group("og"))
+        .await
+        .expect("OperatorGroup created");
+    wait_for_group_status(&groups, "og").await;
+
+    stop_tx.send(()).expect("controller still running");
+    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("controller stops within 10 s")
+        .expect("controller task did not panic");
+    assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+/// A CRD deleted and created again while the controller runs: its watches recover and the
+/// controller serves the new objects, without a restart.
+#[tokio::test]
+async fn watches_recover_when_a_crd_is_deleted_and_created_again() {
+    let api = ApiServer::new();
+    install_crds(&api).await;
+    let probe_addr = free_addr();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(controller::run(
+        api.client(),
+        options(probe_addr),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let url = format!("http://{probe_addr}/readyz");
+    let (status, body) = wait_for_readyz(&url, |status, _| status == 200).await;
+    assert_eq!(status, 200, "never ready: {body}");
+
+    let groups: Api<OperatorGroup> = Api::namespaced(api.client(), "default");
+    groups
+        .create(&PostParams::default(), &operator_group("before"))
+        .await
+        .expect("OperatorGroup created");
+    wait_for_group_status(&groups, "before").await;
+
+    let crds: Api<CustomResourceDefinition> = Api::all(api.client());
+    let crd = crds
+        .get("operatorgroups.operators.coreos.com")
+        .await
+        .expect("the OperatorGroup CRD exists");
+    crds.delete("operatorgroups.operators.coreos.com", &Default::default())
+        .await
+        .expect("CRD deleted");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while crds
+        .get_opt("operatorgroups.operators.coreos.com")
+        .await
+        .expect("get CRD")
+        .is_some()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the CRD was never removed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut again = crd.clone();
+    again.metadata = kube::api::ObjectMeta {
+        name: crd.metadata.name.clone(),
+        ..Default::default()
+    };
+    again.status = None;
+    crds.create(&PostParams::default(), &again)
+        .await
+        .expect("CRD created again");
+
+    groups
+        .create(&PostParams::default(), &operator_group("after"))
+        .await
+        .expect("OperatorGroup created after the CRD came back");
+    wait_for_group_status(&groups, "after").await;
+    assert!(!running.is_finished(), "the controller must keep running");
+
+    stop_tx.send(()).expect("controller still running");
+    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("controller stops within 10 s")
+        .expect("controller task did not panic");
+    assert!(outcome.is_ok(), "{outcome:?}");
 }
 
 #[tokio::test]
 async fn becomes_ready_with_crds_and_stops_on_shutdown() {
     let api = ApiServer::new();
-    let crds: Api<CustomResourceDefinition> = Api::all(api.client());
-    for crd in olm_rs::api::crd::all().expect("CRDs generate") {
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .expect("CRD accepted");
-    }
+    install_crds(&api).await;
 
     let probe_addr = free_addr();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -92,6 +237,62 @@ async fn becomes_ready_with_crds_and_stops_on_shutdown() {
         .expect("controller stops within 10 s")
         .expect("controller task did not panic");
     assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+async fn install_crds(api: &ApiServer) {
+    let crds: Api<CustomResourceDefinition> = Api::all(api.client());
+    for crd in olm_rs::api::crd::all().expect("CRDs generate") {
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("CRD accepted");
+    }
+}
+
+fn operator_group(name: &str) -> OperatorGroup {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1",
+        "kind": "OperatorGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {},
+    }))
+    .expect("valid OperatorGroup")
+}
+
+/// Waits until the controller has written the OperatorGroup's `status.namespaces`.
+async fn wait_for_group_status(groups: &Api<OperatorGroup>, name: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let group = groups.get(name).await.expect("get OperatorGroup");
+        if group
+            .status
+            .as_ref()
+            .and_then(|s| s.namespaces.as_ref())
+            .is_some()
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "OperatorGroup {name} never got a status: {group:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls `/readyz` until `done(status, body)` or 20 s; the last answer.
+async fn wait_for_readyz(url: &str, done: impl Fn(u16, &str) -> bool) -> (u16, String) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut last = (0, "no answer".to_owned());
+    while tokio::time::Instant::now() < deadline {
+        if let Some((status, body)) = http_get(url).await {
+            if done(status, &body) {
+                return (status, body);
+            }
+            last = (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    last
 }
 
 /// A minimal HTTP/1.1 GET: status code and body, or None when nothing listens yet.

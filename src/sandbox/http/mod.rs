@@ -40,6 +40,7 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
         return response::error(&ApiError::no_route(&path));
     };
     let resources = || server.read(|s| s.all_resources());
+    let established = || server.read(|s| s.established_resources());
     match route {
         Route::Version => response::json(200, &discovery::version(&server.options().git_version)),
         Route::Health => {
@@ -75,7 +76,7 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
             None => response::error(&ApiError::no_route(&path)),
         },
         Route::GroupVersion { group, version } => {
-            match discovery::resource_list(&resources(), &group, &version) {
+            match discovery::resource_list(&established(), &group, &version) {
                 Some(doc) => response::json(200, &doc),
                 None => response::error(&ApiError::no_route(&path)),
             }

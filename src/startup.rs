@@ -1,0 +1,263 @@
+//! Waiting at start-up until the API server serves every OLM kind.
+//!
+//! A real API server lists a new CRD's group in discovery before each of its versions answers:
+//! right after `kubectl apply -f crds/`, `/apis/operators.coreos.com/v1alpha1` can still say
+//! `404 page not found` for a moment. So a 404 (or 503) on a version, or a kind not listed yet,
+//! means "wait", never "give up": the controller keeps `/readyz` not ready, naming each CRD it
+//! waits for, and starts its reconcilers once all are served. Only a server that cannot be
+//! reached at all (no TCP connection, TLS failure, time-outs) for [`UNREACHABLE_GRACE`] is
+//! fatal, and a refusal (401/403) is fatal at once with the words of the server, since waiting
+//! would only hide a wrong credential or a missing RBAC rule (docs/controller-startup.md).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kube::Client;
+use tokio::time::Instant;
+
+use crate::controller::{OLM_GROUP, REQUIRED_KINDS};
+use crate::health::Readiness;
+
+/// How long a server that cannot be reached is retried before the process gives up.
+pub const UNREACHABLE_GRACE: Duration = Duration::from_secs(30);
+/// Back-off between checks: from [`FIRST_RETRY`] doubling up to [`MAX_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_millis(100);
+const MAX_RETRY: Duration = Duration::from_secs(2);
+/// The wait is logged at most this often, not on every check.
+const LOG_EVERY: Duration = Duration::from_secs(5);
+
+/// Why start-up stopped waiting without success.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot reach the Kubernetes API server (retried for {}s): {source}", .waited.as_secs())]
+    Unreachable {
+        waited: Duration,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "the Kubernetes API server refused {what} (HTTP {code}): {message}; check olm-rs's \
+         credentials and that its ClusterRole grants this"
+    )]
+    Refused {
+        what: String,
+        code: u16,
+        message: String,
+    },
+}
+
+/// What one look at discovery found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    /// Kinds of the OLM group listed by the versions that answered.
+    pub kinds: BTreeSet<String>,
+    /// Versions listed for the group that did not answer yet (404/503 while being established).
+    pub pending_versions: Vec<String>,
+}
+
+/// How an error from the API server is to be taken while starting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Not served yet (404, 503): wait.
+    NotYet,
+    /// Refused (401, 403): say so and stop.
+    Refused,
+    /// Nothing answered (connection, TLS, time-out) or an unexpected server error: retry for
+    /// a while.
+    Unreachable,
+}
+
+/// Classifies a client error by what it says about the server.
+pub fn classify(error: &kube::Error) -> ErrorClass {
+    match error {
+        kube::Error::Api(status) => match status.code {
+            401 | 403 => ErrorClass::Refused,
+            404 | 503 => ErrorClass::NotYet,
+            _ => ErrorClass::Unreachable,
+        },
+        kube::Error::Discovery(_) => ErrorClass::NotYet,
+        _ => ErrorClass::Unreachable,
+    }
+}
+
+/// The CRD names of required kinds not in `served`, in [`REQUIRED_KINDS`] order.
+pub fn missing_crds(served: &BTreeSet<String>) -> Vec<&'static str> {
+    REQUIRED_KINDS
+        .iter()
+        .filter(|(kind, _)| !served.contains(*kind))
+        .map(|(_, crd)| *crd)
+        .collect()
+}
+
+/// The readiness line while CRDs are missing.
+pub fn waiting_message(missing: &[&str], pending_versions: &[String]) -> String {
+    let mut text = format!(
+        "waiting for the CRDs {} to be served (install them with `olm-rs crds | kubectl apply \
+         --server-side -f -`)",
+        missing.join(", ")
+    );
+    if !pending_versions.is_empty() {
+        text.push_str(&format!(
+            "; {OLM_GROUP} lists versions {} that do not answer yet",
+            pending_versions.join(", ")
+        ));
+    }
+    text
+}
+
+/// Looks once at what the API server serves of the OLM group. A group or version that is not
+/// served yet is an empty answer, not an error.
+pub async fn look(client: &Client) -> Result<Served, kube::Error> {
+    let mut served = Served::default();
+    let groups = client.list_api_groups().await?;
+    let Some(group) = groups.groups.iter().find(|g| g.name == OLM_GROUP) else {
+        return Ok(served);
+    };
+    // Every version, not only the preferred one: OperatorGroup's preferred version is v1
+    // while the other kinds exist only in v1alpha1.
+    for version in &group.versions {
+        match client
+            .list_api_group_resources(&version.group_version)
+            .await
+        {
+            Ok(list) => served.kinds.extend(
+                list.resources
+                    .into_iter()
+                    .filter(|r| !r.name.contains('/'))
+                    .map(|r| r.kind),
+            ),
+            Err(e) if classify(&e) == ErrorClass::NotYet => {
+                served.pending_versions.push(version.version.clone());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(served)
+}
+
+/// Waits until the API server answers and serves every required kind, keeping `readiness`'s
+/// `api-server` and `crds` checks up to date. Returns only on success or a fatal error; the
+/// caller races it against shutdown.
+pub async fn wait_until_served(client: &Client, readiness: &Readiness) -> Result<(), StartupError> {
+    let mut retry = FIRST_RETRY;
+    let mut unreachable_since: Option<Instant> = None;
+    let mut last_log: Option<Instant> = None;
+    let mut connected = false;
+    loop {
+        let step = async {
+            if !connected {
+                let version = client.apiserver_version().await?;
+                tracing::info!(git_version = %version.git_version, "connected to the API server");
+            }
+            look(client).await
+        };
+        match step.await {
+            Ok(served) => {
+                connected = true;
+                unreachable_since = None;
+                readiness.set_ready("api-server");
+                let missing = missing_crds(&served.kinds);
+                if missing.is_empty() {
+                    readiness.set_ready("crds");
+                    return Ok(());
+                }
+                let message = waiting_message(&missing, &served.pending_versions);
+                if last_log.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
+                    tracing::warn!("{message}");
+                    last_log = Some(Instant::now());
+                }
+                readiness.set_not_ready("crds", message);
+            }
+            Err(error) => match classify(&error) {
+                ErrorClass::Refused => {
+                    let (code, message) = match &error {
+                        kube::Error::Api(s) => (s.code, s.message.clone()),
+                        other => (0, other.to_string()),
+                    };
+                    let what = if connected {
+                        format!("the discovery of {OLM_GROUP}")
+                    } else {
+                        "the version request".to_owned()
+                    };
+                    return Err(StartupError::Refused {
+                        what,
+                        code,
+                        message,
+                    });
+                }
+                ErrorClass::NotYet | ErrorClass::Unreachable => {
+                    let since = *unreachable_since.get_or_insert_with(Instant::now);
+                    let waited = since.elapsed();
+                    if waited >= UNREACHABLE_GRACE {
+                        return Err(StartupError::Unreachable {
+                            waited,
+                            source: error,
+                        });
+                    }
+                    readiness.set_not_ready("api-server", format!("cannot reach: {error}"));
+                    if last_log.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
+                        tracing::warn!(%error, "the API server does not answer yet; retrying");
+                        last_log = Some(Instant::now());
+                    }
+                }
+            },
+        }
+        tokio::time::sleep(retry).await;
+        retry = (retry * 2).min(MAX_RETRY);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("no", "Reason")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn a_version_still_being_established_means_wait() {
+        assert_eq!(classify(&api_error(404)), ErrorClass::NotYet);
+        assert_eq!(classify(&api_error(503)), ErrorClass::NotYet);
+        assert_eq!(classify(&api_error(403)), ErrorClass::Refused);
+        assert_eq!(classify(&api_error(401)), ErrorClass::Refused);
+        assert_eq!(classify(&api_error(500)), ErrorClass::Unreachable);
+    }
+
+    #[test]
+    fn missing_crds_names_each_absent_kind_by_crd_name() {
+        let served: BTreeSet<String> = ["Subscription", "CatalogSource"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            missing_crds(&served),
+            vec![
+                "clusterserviceversions.operators.coreos.com",
+                "operatorgroups.operators.coreos.com",
+                "installplans.operators.coreos.com",
+                "operatorconditions.operators.coreos.com",
+            ]
+        );
+        let all = REQUIRED_KINDS.iter().map(|(k, _)| k.to_string()).collect();
+        assert!(missing_crds(&all).is_empty());
+    }
+
+    #[test]
+    fn the_waiting_message_names_crds_versions_and_the_fix() {
+        let text = waiting_message(
+            &["subscriptions.operators.coreos.com"],
+            &["v1alpha1".to_owned()],
+        );
+        assert!(
+            text.contains("subscriptions.operators.coreos.com"),
+            "{text}"
+        );
+        assert!(text.contains("olm-rs crds"), "{text}");
+        assert!(text.contains("v1alpha1"), "{text}");
+    }
+}
