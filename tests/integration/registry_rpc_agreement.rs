@@ -183,7 +183,7 @@ fn check_catalog(name: &str, index: &CatalogIndex) -> usize {
                 // An API that only older bundles provide has no latest provider.
                 queries::latest_entries_that_provide(index, &wanted).unwrap_or_else(|_| {
                     assert!(
-                        !heads.iter().any(|k| provides(k)),
+                        !heads.iter().any(&provides),
                         "{name}: a channel head provides {kind} but no latest entry was found"
                     );
                     Vec::new()
