@@ -10,6 +10,8 @@ use std::fmt;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::olm_hash::go_json::write_go_string;
+
 /// The JSON kind of a raw value, named as Go names it in unmarshal errors.
 pub fn kind(raw: &RawValue) -> &'static str {
     match raw.get().as_bytes().first() {
@@ -298,9 +300,9 @@ impl<'de> serde::Deserialize<'de> for BorrowedOrOwned<'de> {
     }
 }
 
-/// Go's `json.Marshal` of a generic value: compact, object keys sorted, `<`, `>`, `&` and
-/// U+2028/U+2029 escaped as `\u003c` … (what opm writes for bundle objects, spec/catalog.md
-/// §8.3, and in the L4 message).
+/// Go's `json.Marshal` of a generic value: compact, object keys sorted, strings escaped by the
+/// one Go string escaper (`olm_hash::go_json`), which the OLM hashes use too — what opm writes
+/// for bundle objects and in the L4 message.
 pub fn marshal_sorted(value: &serde_json::Value) -> String {
     let mut out = String::new();
     write_sorted(value, &mut out);
@@ -318,7 +320,7 @@ fn write_sorted(value: &serde_json::Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_go_string(k, out);
+                write_go_string(out, k);
                 out.push(':');
                 write_sorted(&map[k], out);
             }
@@ -334,29 +336,9 @@ fn write_sorted(value: &serde_json::Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::String(s) => write_go_string(s, out),
+        Value::String(s) => write_go_string(out, s),
         other => out.push_str(&other.to_string()),
     }
-}
-
-/// A JSON string literal escaped as Go's encoder does (HTML-safe).
-pub fn write_go_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Go's `%v` of a decoded JSON value (as `interface{}`).
@@ -542,6 +524,26 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes Go (1.22 and later, which opm and OLM are built with) writes for
+    /// `json.Marshal(map[string]interface{}{…})`: keys sorted, `\b`/`\f` short escapes, other
+    /// control characters as `\u00XX`, HTML characters and U+2028/U+2029 escaped.
+    #[test]
+    fn marshal_sorted_writes_what_go_writes() {
+        let value = serde_json::json!({
+            "z": "bs\u{8}ff\u{c}nl\ncr\rtab\t\u{1}\u{1f}\u{7f}",
+            "a": ["<b>&amp;</b>", "line\u{2028}para\u{2029}", "quote\"back\\slash/"],
+            "m": {"n": null, "t": true, "i": 3, "f": 1.5, "u": "ünï ☃"},
+        });
+        assert_eq!(
+            marshal_sorted(&value),
+            concat!(
+                r#"{"a":["\u003cb\u003e\u0026amp;\u003c/b\u003e","line\u2028para\u2029","quote\"back\\slash/"],"#,
+                r#""m":{"f":1.5,"i":3,"n":null,"t":true,"u":"ünï ☃"},"#,
+                "\"z\":\"bs\\bff\\fnl\\ncr\\rtab\\t\\u0001\\u001f\u{7f}\"}"
+            )
+        );
+    }
 
     #[test]
     fn fields_match_case_insensitively_last_wins() {

@@ -92,7 +92,8 @@ pub struct UpgradePathArgs {
     /// Installed CSV name; without it, show what a new Subscription installs.
     #[arg(long)]
     pub from: Option<String>,
-    /// Installed version, needed when the installed bundle is no longer in the catalog.
+    /// Installed version, needed when the installed bundle is no longer in the catalog (a bundle
+    /// of the package, in any channel, has its version taken from the catalog).
     #[arg(long, requires = "from")]
     pub from_version: Option<String>,
     #[arg(short, long, value_enum, default_value = "text")]
@@ -364,9 +365,13 @@ fn upgrade_path_cmd(a: UpgradePathArgs) -> anyhow::Result<ExitCode> {
     let package = find_package(&index, &a.package)?;
     let channel = find_channel(package, a.channel.as_deref())?;
     let g = channel.graph();
-    let version = match &a.from_version {
-        Some(v) => Some(parse_tolerant(v).with_context(|| format!("--from-version {v:?}"))?),
-        None => None,
+    let version = match (&a.from_version, &a.from) {
+        (Some(v), _) => Some(parse_tolerant(v).with_context(|| format!("--from-version {v:?}"))?),
+        // The installed bundle is a bundle of the package (in this channel or another): its
+        // version is in the catalog, and skipRanges are checked against it, as the controller
+        // does with the installed CSV's `spec.version`.
+        (None, Some(from)) => package.bundle(from).and_then(|b| b.version()).cloned(),
+        (None, None) => None,
     };
     let head = g.channel_head().ok().map(|h| h.name.clone());
     // Each step: bundle name and the edge that made it a candidate (none for a fresh install).

@@ -99,6 +99,54 @@ fn upgrade_path_json_shape() {
     assert_eq!(v["path"], serde_json::json!(["sailoperator.v1.30.3"]));
 }
 
+/// `--from` names a bundle of another channel of the package: its version comes from the
+/// catalog, so the head's skipRange applies as it would on a cluster (issue #18 item 7).
+#[test]
+fn upgrade_path_from_another_channel_uses_the_catalog_version() {
+    let v420 = common::fbc_v420();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "catalog",
+            "upgrade-path",
+            v420.to_str().unwrap(),
+            "--package",
+            "sailoperator",
+            "--channel",
+            "1.31-nightly",
+            "--from",
+            "sailoperator.v1.30.3",
+        ];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = olm_rs(&args);
+        assert_eq!(code, 0, "{stderr}");
+        stdout
+    };
+    let v: Value = serde_json::from_str(&run(&["-o", "json"])).unwrap();
+    let head = "sailoperator.v1.31.0-nightly-2026-08-22";
+    assert_eq!(v["head"], head);
+    assert_eq!(v["path"], serde_json::json!([head]));
+    assert_eq!(v["reason"], Value::Null);
+
+    let text = run(&[]);
+    assert!(
+        text.contains(&format!("1. {head} (via skipRange")),
+        "{text}"
+    );
+    assert!(!text.contains("unknown"), "{text}");
+
+    // An explicit --from-version still wins over the catalog's: 0.9.0 is below every
+    // skipRange of the channel.
+    let v: Value = serde_json::from_str(&run(&["--from-version", "0.9.0", "-o", "json"])).unwrap();
+    assert_eq!(v["path"], serde_json::json!([]));
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("skipRange containing 0.9.0"),
+        "{v}"
+    );
+}
+
 #[test]
 fn graph_and_render() {
     let etcd = common::operators_dir().join("etcd");

@@ -51,6 +51,7 @@ mod metrics_endpoint;
 mod operator_group_rbac;
 mod operator_group_sync;
 mod registry_bad_input;
+mod registry_rpc_agreement;
 mod registry_server;
 mod resolve_cli;
 mod run_preflight;

@@ -1,5 +1,9 @@
 //! Go `encoding/json` string escaping with HTML escaping on (the default of `json.Marshal` and
-//! `json.NewEncoder`), api-types.md §6.2 rule 6.
+//! `json.NewEncoder`). The one escaper of the crate: the OLM hashes
+//! and the catalog's Go-JSON output (`catalog::go_json::marshal_sorted`) both write with it.
+//!
+//! Backspace and form feed are written `\b` and `\f`, as Go writes them since Go 1.22 (older Go
+//! wrote `\u0008` and `\u000c`); OLM v0.31 and opm v1.50 are built with a later Go.
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
