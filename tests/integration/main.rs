@@ -10,6 +10,7 @@ mod apiserver_common;
 mod catalog_source_common;
 mod common;
 mod csv_support;
+mod image_registry;
 mod og_support;
 mod subscription_support;
 
@@ -56,5 +57,6 @@ mod samples;
 mod sandbox_cli;
 mod subscription_controller;
 mod subscription_failures;
+mod subscription_image_bundles;
 mod subscription_install;
 mod subscription_upgrade;

@@ -86,6 +86,7 @@ pub async fn start(setup: Setup) -> Harness {
     let options = ControllerOptions {
         global_catalog_namespace: GLOBAL_NS.to_owned(),
         catalog_sources,
+        ..ControllerOptions::default()
     };
     let digests = FakeDigestResolver::new();
     let ctx = Arc::new(
