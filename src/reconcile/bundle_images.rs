@@ -216,3 +216,67 @@ pub fn classify(image: &str, error: &PullError) -> PullFailure {
         transient: error.is_transient(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_secret_flags_are_namespace_slash_name() {
+        assert_eq!(
+            "olm/quay-pull".parse::<SecretRef>(),
+            Ok(SecretRef {
+                namespace: "olm".into(),
+                name: "quay-pull".into()
+            })
+        );
+        for bad in ["quay-pull", "/x", "olm/", "a/b/c"] {
+            let err = bad.parse::<SecretRef>().unwrap_err();
+            assert!(err.contains("NAMESPACE/NAME"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn pull_errors_become_lookup_reasons_in_plain_words() {
+        let image = "127.0.0.1:5000/op-bundle:v1";
+        let denied = classify(
+            image,
+            &PullError::Unauthorized {
+                image: image.into(),
+                registry: "127.0.0.1:5000".into(),
+                secrets_tried: vec!["olm/pull".into()],
+            },
+        );
+        assert_eq!(denied.reason, reason::UNAUTHORIZED);
+        assert!(!denied.transient);
+        assert!(denied.message.contains("olm/pull"), "{}", denied.message);
+        let down = classify(
+            image,
+            &PullError::Unreachable {
+                image: image.into(),
+                registry: "127.0.0.1:5000".into(),
+                cause: "connection refused".into(),
+            },
+        );
+        assert_eq!(down.reason, reason::REGISTRY_UNREACHABLE);
+        assert!(down.transient);
+        let bad = classify(
+            image,
+            &PullError::InvalidContent {
+                image: image.into(),
+                file: "manifests/../x".into(),
+                reason: "path leaves the bundle".into(),
+            },
+        );
+        assert_eq!(bad.reason, reason::INVALID_BUNDLE_CONTENT);
+        assert!(bad.message.contains("manifests/../x") && bad.message.contains(image));
+        let blocked = classify(
+            image,
+            &PullError::Blocked {
+                image: image.into(),
+                rule: "blocked by registries.conf".into(),
+            },
+        );
+        assert_eq!(blocked.reason, reason::IMAGE_BLOCKED);
+    }
+}

@@ -726,3 +726,25 @@ async fn the_sandbox_installs_from_a_catalog_whose_bundles_are_images() {
         "{text}"
     );
 }
+
+#[test]
+fn bad_bundle_image_flags_stop_olm_rs_run_before_it_connects() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+            .arg("run")
+            .args(args)
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .output()
+            .expect("olm-rs runs");
+        assert!(!out.status.success(), "{args:?} accepted");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&["--pull-secret", "quay-pull"]);
+    assert!(err.contains("NAMESPACE/NAME"), "{err}");
+    let err = run(&["--bundle-unpack-timeout", "soon"]);
+    assert!(err.contains("invalid duration"), "{err}");
+    let err = run(&["--registries-config", "/nonexistent/registries.conf"]);
+    assert!(err.contains("/nonexistent/registries.conf"), "{err}");
+    let err = run(&["--registry-ca-file", "/nonexistent/ca.pem"]);
+    assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+}
