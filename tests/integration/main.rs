@@ -57,6 +57,7 @@ mod samples;
 mod sandbox_cli;
 mod subscription_controller;
 mod subscription_failures;
+mod subscription_image_bundle_failures;
 mod subscription_image_bundles;
 mod subscription_install;
 mod subscription_upgrade;
