@@ -11,6 +11,7 @@ mod catalog_source_common;
 mod common;
 mod csv_support;
 mod og_support;
+mod registry_support;
 mod subscription_support;
 
 mod apiserver_catalog_crds;
@@ -22,6 +23,7 @@ mod apiserver_list;
 mod apiserver_patch;
 mod apiserver_simulator;
 mod apiserver_watch;
+mod bundle_image_pull;
 mod catalog_bad_input;
 mod catalog_cli;
 mod catalog_real_data;
