@@ -369,8 +369,8 @@ mod tests {
         );
         // Another namespace on the same host is not matched.
         assert_eq!(
-            sources(&c, "quay.io/operatorhubioX/a:v1"),
-            vec!["quay.io/operatorhubioX/a:v1"]
+            sources(&c, "quay.io/operatorhubiox/a:v1"),
+            vec!["quay.io/operatorhubiox/a:v1"]
         );
         assert_eq!(c.insecure_hosts(), vec!["mirror.local:5000"]);
     }

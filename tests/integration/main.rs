@@ -12,6 +12,7 @@ mod common;
 mod csv_support;
 mod image_registry;
 mod og_support;
+mod registry_support;
 mod subscription_support;
 
 mod apiserver_catalog_crds;
@@ -23,6 +24,7 @@ mod apiserver_list;
 mod apiserver_patch;
 mod apiserver_simulator;
 mod apiserver_watch;
+mod bundle_image_pull;
 mod catalog_bad_input;
 mod catalog_cli;
 mod catalog_real_data;
