@@ -21,7 +21,7 @@ use olm_rs::api::InstallPlanPhase;
 
 #[tokio::test]
 async fn a_missing_tag_fails_in_plain_words_then_installs_once_pushed() {
-    if !registry::available("a_missing_tag_fails_in_plain_words_then_installs_once_pushed") {
+    if !registry::available() {
         return;
     }
     let registry = Registry::start(false);
@@ -78,7 +78,8 @@ async fn a_missing_tag_fails_in_plain_words_then_installs_once_pushed() {
     assert!(condition(&env.subscription("widget").await, "BundleUnpackFailed").is_some());
 
     t.registry
-        .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"));
+        .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
+        .await;
     env.sync_plan(&name).await;
     assert!(
         lookup_condition(&env.plan(&name).await).is_some(),
@@ -124,11 +125,13 @@ fn docker_config_secret(name: &str, host: &str, password: &str) -> Secret {
 
 #[tokio::test]
 async fn wrong_credentials_name_the_secret_tried_and_a_fixed_secret_recovers() {
-    if !registry::available("wrong_credentials_name_the_secret_tried_and_a_fixed_secret_recovers") {
+    if !registry::available() {
         return;
     }
     let registry = Registry::start(true);
-    registry.push("widget-bundle", "v1.0.0", widget_layer("1.0.0"));
+    registry
+        .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
+        .await;
     let host = registry.host();
     let t = image_env(
         registry,
@@ -219,13 +222,13 @@ async fn wrong_credentials_name_the_secret_tried_and_a_fixed_secret_recovers() {
 
 #[tokio::test]
 async fn a_registry_down_keeps_the_lookup_pending_and_retrying_until_it_is_back() {
-    if !registry::available(
-        "a_registry_down_keeps_the_lookup_pending_and_retrying_until_it_is_back",
-    ) {
+    if !registry::available() {
         return;
     }
     let registry = Registry::start(false);
-    registry.push("widget-bundle", "v1.0.0", widget_layer("1.0.0"));
+    registry
+        .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
+        .await;
     let mut t = image_env(registry, "1.0.0", Value::Null).await;
     t.registry.stop();
     let env = &t.env;
@@ -288,7 +291,7 @@ async fn a_registry_down_keeps_the_lookup_pending_and_retrying_until_it_is_back(
 
 #[tokio::test]
 async fn a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied() {
-    if !registry::available("a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied") {
+    if !registry::available() {
         return;
     }
     let registry = Registry::start(false);
@@ -308,7 +311,7 @@ async fn a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied() {
             data: b"kind: ConfigMap".to_vec(),
         }],
     );
-    registry.push("widget-bundle", "v1.0.0", traversal);
+    registry.push("widget-bundle", "v1.0.0", traversal).await;
     let symlink = registry::layer(
         &files,
         &[RawEntry::Symlink {
@@ -316,7 +319,7 @@ async fn a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied() {
             target: "/etc/passwd".into(),
         }],
     );
-    registry.push("widget-bundle", "v1.1.0", symlink);
+    registry.push("widget-bundle", "v1.1.0", symlink).await;
     let t = image_env(registry, "1.0.0", Value::Null).await;
     let env = &t.env;
     env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))

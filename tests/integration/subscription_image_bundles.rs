@@ -143,16 +143,18 @@ pub async fn nothing_applied(env: &Env) {
 
 #[tokio::test]
 async fn a_catalog_of_image_bundles_installs_then_upgrades() {
-    if !registry::available("a_catalog_of_image_bundles_installs_then_upgrades") {
+    if !registry::available() {
         return;
     }
     let registry = Registry::start(false);
     for version in ["1.0.0", "1.1.0"] {
-        registry.push(
-            "widget-bundle",
-            &format!("v{version}"),
-            widget_layer(version),
-        );
+        registry
+            .push(
+                "widget-bundle",
+                &format!("v{version}"),
+                widget_layer(version),
+            )
+            .await;
     }
     let mut t = image_env(registry, "1.1.0", Value::Null).await;
     let env = &t.env;
@@ -269,7 +271,7 @@ fn big_crd(index: usize, size: usize) -> Value {
 
 #[tokio::test]
 async fn a_bundle_with_8_mib_of_crds_installs_and_the_plan_stays_small() {
-    if !registry::available("a_bundle_with_8_mib_of_crds_installs_and_the_plan_stays_small") {
+    if !registry::available() {
         return;
     }
     let registry = Registry::start(false);
@@ -285,11 +287,13 @@ async fn a_bundle_with_8_mib_of_crds_installs_and_the_plan_stays_small() {
         "widgets.example.com.crd.yaml".into(),
         widget_crd(&[("v1", true)], "integer"),
     ));
-    registry.push(
-        "widget-bundle",
-        "v1.0.0",
-        registry::bundle_layer("widget", "stable", &manifests),
-    );
+    registry
+        .push(
+            "widget-bundle",
+            "v1.0.0",
+            registry::bundle_layer("widget", "stable", &manifests),
+        )
+        .await;
     let t = image_env(registry, "1.0.0", Value::Null).await;
     let env = &t.env;
     env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
@@ -336,11 +340,13 @@ async fn a_bundle_with_8_mib_of_crds_installs_and_the_plan_stays_small() {
 
 #[tokio::test]
 async fn the_sandbox_installs_from_a_catalog_whose_bundles_are_images() {
-    if !registry::available("the_sandbox_installs_from_a_catalog_whose_bundles_are_images") {
+    if !registry::available() {
         return;
     }
     let registry = Registry::start(false);
-    let image = registry.push("widget-bundle", "v1.0.0", widget_layer("1.0.0"));
+    let image = registry
+        .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
+        .await;
     let dir = tempfile::tempdir().unwrap();
     let catalog = dir.path().join("catalog");
     std::fs::create_dir(&catalog).unwrap();
