@@ -326,3 +326,62 @@ fn with_raw_entry(tar: &[u8], path: &str, data: &[u8], link: Option<&str>) -> Ve
     out.extend(b.into_inner().unwrap());
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_render_takes_images_and_directories_mixed() {
+    let Some(reg) = TestRegistry::start(Kind::BasicAuth) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let dir = first_real_bundle();
+    let (image, _) = reg.push_bundle_dir("cli/bundle", "v1", &dir).await;
+    let (conf, _) = reg.write_client_files(work.path());
+    let auth_file = work.path().join("auth.json");
+    std::fs::write(
+        &auth_file,
+        secret(USER, PASSWORD, &reg.host())[".dockerconfigjson"].clone(),
+    )
+    .unwrap();
+    let run = |auth: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+            .args(["catalog", "render", &image])
+            .arg(&dir)
+            .arg("--registries-config")
+            .arg(&conf)
+            .env("REGISTRY_AUTH_FILE", auth)
+            .output()
+            .unwrap()
+    };
+    let out = tokio::task::block_in_place(|| run(&auth_file));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let blobs: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(blobs.len(), 2);
+    assert_eq!(
+        serde_json::to_string(&blobs[0]).unwrap(),
+        dir_render_json(&dir, &image)
+    );
+    assert_eq!(
+        serde_json::to_string(&blobs[1]).unwrap(),
+        dir_render_json(&dir, "")
+    );
+
+    // Without the login: a plain-words error naming the image and the registry.
+    let out = tokio::task::block_in_place(|| run(&work.path().join("none.json")));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("none.json"), "{err}");
+    std::fs::write(work.path().join("none.json"), r#"{"auths":{}}"#).unwrap();
+    let out = tokio::task::block_in_place(|| run(&work.path().join("none.json")));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&image) && err.contains("refused access"),
+        "{err}"
+    );
+}
