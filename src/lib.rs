@@ -5,6 +5,7 @@
 //! the core and writes. The README's architecture picture shows how they fit.
 
 pub mod api;
+pub mod bundle_image;
 pub mod catalog;
 pub mod certs;
 pub mod controller;

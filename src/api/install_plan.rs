@@ -112,6 +112,19 @@ pub mod bundle_lookup_reason {
     pub const JOB_FAILED: &str = "JobFailed";
     pub const CATALOG_SOURCE_MISSING: &str = "CatalogSourceMissing";
     pub const BUNDLE_NOT_UNPACKED: &str = "BundleNotUnpacked";
+    /// olm-rs pulls bundle images itself (no Jobs); these say where the pull stands.
+    pub const PULL_NOT_STARTED: &str = "PullNotStarted";
+    /// A transient failure (registry unreachable, timeout): retried with backoff.
+    pub const PULL_RETRYING: &str = "PullRetrying";
+    /// The unpack deadline passed (OLM's Job reason for the same thing).
+    pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+    pub const UNAUTHORIZED: &str = "ImagePullUnauthorized";
+    pub const IMAGE_NOT_FOUND: &str = "ImageNotFound";
+    pub const REGISTRY_UNREACHABLE: &str = "RegistryUnreachable";
+    pub const INVALID_BUNDLE_CONTENT: &str = "InvalidBundleContent";
+    pub const IMAGE_BLOCKED: &str = "ImageBlocked";
+    /// Anything else the pull reported.
+    pub const PULL_FAILED: &str = "PullFailed";
 }
 
 /// InstallPlanStatus; `phase` and `catalogSources` are required by the schema.

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use olm_rs::bundle_image::{BundlePuller, Credentials, ImageName, PullerConfig};
 use olm_rs::catalog::bundle_dir::{self, render};
 use olm_rs::catalog::semver_range::parse_tolerant;
 use olm_rs::catalog::upgrade_graph::NoUpdate;
@@ -62,11 +63,19 @@ pub struct ValidateArgs {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// Bundle directories (each with manifests/ and metadata/).
+    /// Bundle directories (each with manifests/ and metadata/) or bundle image references
+    /// (pulled from their registry), in any mix.
     #[arg(required = true)]
-    pub bundles: Vec<PathBuf>,
+    pub bundles: Vec<String>,
     #[arg(short, long, value_enum, default_value = "json")]
     pub output: Output,
+    /// containers-registries.conf v2 file (mirrors, insecure, blocked); default
+    /// /etc/containers/registries.conf when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub registries_config: Option<PathBuf>,
+    /// Extra CA certificates (PEM) for private registries.
+    #[arg(long, value_name = "FILE")]
+    pub registry_ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -184,19 +193,40 @@ fn validate_cmd(a: ValidateArgs) -> anyhow::Result<ExitCode> {
 
 fn render_cmd(a: RenderArgs) -> anyhow::Result<ExitCode> {
     let mut blobs = Vec::new();
-    for path in &a.bundles {
-        if !bundle_dir::is_bundle_dir(path) {
+    let mut puller: Option<(BundlePuller, Credentials, tokio::runtime::Runtime)> = None;
+    for arg in &a.bundles {
+        let path = Path::new(arg);
+        if path.exists() {
+            if !bundle_dir::is_bundle_dir(path) {
+                bail!(
+                    "{}: not a bundle directory (needs manifests/ and metadata/)",
+                    path.display()
+                );
+            }
+            let dir = bundle_dir::read(path)?;
+            let rendered = render::render(&dir, "")?;
+            for w in &rendered.warnings {
+                eprintln!("warning: {w}");
+            }
+            blobs.push(render::bundle_blob(&rendered.bundle));
+            continue;
+        }
+        if let Err(e) = ImageName::parse(arg) {
             bail!(
-                "{}: not a bundle directory (needs manifests/ and metadata/)",
-                path.display()
+                "{arg}: neither a bundle directory nor an image reference ({})",
+                e.reason
             );
         }
-        let dir = bundle_dir::read(path)?;
-        let rendered = render::render(&dir, "")?;
-        for w in &rendered.warnings {
-            eprintln!("warning: {w}");
+        if puller.is_none() {
+            puller = Some(image_puller(&a)?);
         }
-        blobs.push(render::bundle_blob(&rendered.bundle));
+        if let Some((p, creds, runtime)) = &puller {
+            let pulled = runtime.block_on(p.pull(arg, creds))?;
+            for w in &pulled.warnings {
+                eprintln!("warning: {w}");
+            }
+            blobs.push(pulled.blob());
+        }
     }
     let mut out = std::io::stdout().lock();
     for blob in &blobs {
@@ -206,6 +236,35 @@ fn render_cmd(a: RenderArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The puller `catalog render` uses for image arguments, with the credentials podman and
+/// skopeo read: `$REGISTRY_AUTH_FILE`, else `~/.docker/config.json` when it exists.
+fn image_puller(
+    a: &RenderArgs,
+) -> anyhow::Result<(BundlePuller, Credentials, tokio::runtime::Runtime)> {
+    let conf = a
+        .registries_config
+        .clone()
+        .or_else(PullerConfig::default_registries_conf);
+    let cfg = PullerConfig::from_files(conf.as_deref(), a.registry_ca_file.as_deref(), None)?;
+    let puller = BundlePuller::new(cfg)?;
+    let auth_file = std::env::var_os("REGISTRY_AUTH_FILE")
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            let f = PathBuf::from(std::env::var_os("HOME")?).join(".docker/config.json");
+            f.is_file().then_some(f)
+        });
+    let creds = match auth_file {
+        Some(f) => Credentials::from_auth_file(&f)?,
+        None => Credentials::anonymous(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    Ok((puller, creds, runtime))
 }
 
 /// JSON with 4-space indentation, as `opm render -o json` prints.

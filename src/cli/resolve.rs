@@ -226,6 +226,9 @@ impl Report {
                         first.bundle,
                         version(first)
                     ));
+                    if let Some(image) = &first.image {
+                        out.push_str(&format!("Bundle image to pull: {image}\n"));
+                    }
                 }
                 out.push_str("Upgrade path, one InstallPlan per step:\n");
                 for (i, step) in self.path.iter().enumerate() {

@@ -1,7 +1,9 @@
 //! `olm-rs run`: the controller process.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -10,6 +12,8 @@ use jiff::SignedDuration;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
 use olm_rs::reconcile::ControllerOptions;
+use olm_rs::reconcile::bundle_images::{BundleImageOptions, BundleImages, SecretRef};
+use olm_rs::reconcile::catalog_source::spec_check::parse_go_duration;
 use olm_rs::telemetry::{self, LogFormat};
 
 #[derive(Debug, Args)]
@@ -57,9 +61,55 @@ pub struct RunArgs {
         default_value = "2s"
     )]
     pub leader_election_retry_period: SignedDuration,
+    /// containers-registries.conf (v2) for bundle images: mirrors, `insecure = true` (plain
+    /// HTTP), `blocked`. Default: /etc/containers/registries.conf when it exists.
+    #[arg(long, env = "OLM_RS_REGISTRIES_CONFIG", value_name = "FILE")]
+    pub registries_config: Option<PathBuf>,
+    /// Extra PEM CA certificates trusted for image registries.
+    #[arg(long, env = "OLM_RS_REGISTRY_CA_FILE", value_name = "FILE")]
+    pub registry_ca_file: Option<PathBuf>,
+    /// A pull secret tried for every bundle image, besides the CatalogSource's spec.secrets
+    /// (repeatable).
+    #[arg(long = "pull-secret", value_name = "NAMESPACE/NAME")]
+    pub pull_secrets: Vec<SecretRef>,
+    /// How long a bundle image may take to pull before its lookup fails (Go duration; `0`:
+    /// no limit). An OperatorGroup's operatorframework.io/bundle-unpack-timeout overrides it.
+    #[arg(
+        long,
+        env = "OLM_RS_BUNDLE_UNPACK_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "10m",
+        value_parser = parse_go_duration
+    )]
+    pub bundle_unpack_timeout: Duration,
+    /// Directory where pulled bundles are kept (re-read after a restart); default: memory only.
+    #[arg(long, env = "OLM_RS_BUNDLE_CACHE_DIR", value_name = "DIR")]
+    pub bundle_cache_dir: Option<PathBuf>,
 }
 
+/// The default registries.conf, used when present.
+pub const DEFAULT_REGISTRIES_CONFIG: &str = "/etc/containers/registries.conf";
+
 impl RunArgs {
+    /// The bundle image settings; the files named are read now, so a bad flag fails at once.
+    pub fn bundle_images(&self) -> anyhow::Result<BundleImageOptions> {
+        let registries_config = self.registries_config.clone().or_else(|| {
+            let default = PathBuf::from(DEFAULT_REGISTRIES_CONFIG);
+            default.exists().then_some(default)
+        });
+        let options = BundleImageOptions {
+            registries_config,
+            registry_ca_file: self.registry_ca_file.clone(),
+            cache_dir: self.bundle_cache_dir.clone(),
+            pull_secrets: self.pull_secrets.clone(),
+            unpack_timeout: self.bundle_unpack_timeout,
+        };
+        if let Some(error) = BundleImages::new(options.clone()).config_error() {
+            anyhow::bail!("bundle image settings: {error}");
+        }
+        Ok(options)
+    }
+
     /// The Lease timings, checked before anything connects (a bad flag fails at once).
     fn lease_config(&self) -> anyhow::Result<LeaseConfig> {
         let config = LeaseConfig {
@@ -99,6 +149,7 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     telemetry::init_logging(args.log_format, &args.log_level);
     let lease_config = args.lease_config()?;
+    let bundle_images = args.bundle_images()?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let client = kube::Client::try_default()
@@ -110,6 +161,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             leader_election,
             controller: ControllerOptions {
                 global_catalog_namespace: args.global_catalog_namespace,
+                bundle_images,
                 ..ControllerOptions::default()
             },
         };

@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 use jiff::SignedDuration;
 
 use olm_rs::api::Approval;
+use olm_rs::reconcile::bundle_images::BundleImageOptions;
 use olm_rs::sandbox_run::{
     CATALOG_NAMESPACE, CATALOG_SOURCE, OPERATORS_NAMESPACE, Report, Sandbox, SandboxOptions,
     SubscriptionRequest,
@@ -67,6 +68,13 @@ pub struct SandboxArgs {
     /// Log filter for the controllers' own logs on stderr (`warn`, `info`, `olm_rs=debug`).
     #[arg(long, env = "OLM_RS_LOG_LEVEL", default_value = "warn")]
     pub log_level: String,
+    /// containers-registries.conf (v2) used to pull the catalog's bundle images (as `olm-rs
+    /// run --registries-config`).
+    #[arg(long, value_name = "FILE")]
+    pub registries_config: Option<PathBuf>,
+    /// Extra PEM CA certificates trusted for image registries (as `olm-rs run`).
+    #[arg(long, value_name = "FILE")]
+    pub registry_ca_file: Option<PathBuf>,
 }
 
 impl SandboxArgs {
@@ -130,6 +138,11 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
             api_addr: SocketAddr::from(([127, 0, 0, 1], args.port)),
             catalog,
             subscription: args.request(),
+            bundle_images: BundleImageOptions {
+                registries_config: args.registries_config.clone(),
+                registry_ca_file: args.registry_ca_file.clone(),
+                ..BundleImageOptions::default()
+            },
         };
         let sandbox = Sandbox::start(options).await?;
         let kubeconfig = KubeconfigFile::write(args.kubeconfig_out.clone(), &sandbox)?;

@@ -1,6 +1,6 @@
-//! A catalog bundle's manifests: inline `olm.bundle.object` properties (or `csvJson` + `object`
-//! over gRPC). Bundles known only by image cannot be installed yet: pulling bundle images
-//! directly is a later issue, and olm-rs runs no unpack Jobs.
+//! Where a catalog bundle's manifests come from: inline `olm.bundle.object` properties (or
+//! `csvJson` + `object` over gRPC), or the bundle image, which the controller pulls itself
+//! (`plan::image_bundle`; no unpack Jobs).
 
 use serde_json::{Value, json};
 
@@ -11,14 +11,6 @@ use crate::catalog::properties::{BUNDLE_OBJECT, CSV_METADATA};
 /// Why a bundle's manifests are not available.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContentError {
-    #[error(
-        "bundle {bundle} is only available as the image {image} in catalog {catalog}; olm-rs does not pull bundle images yet, so it cannot be installed from this catalog (a catalog whose bundles carry their manifests as olm.bundle.object properties can be)"
-    )]
-    ImageOnly {
-        bundle: String,
-        image: String,
-        catalog: CatalogRef,
-    },
     #[error("bundle {bundle} in catalog {catalog} has neither manifests nor an image")]
     Empty { bundle: String, catalog: CatalogRef },
     #[error("bundle {bundle} in catalog {catalog}: manifest #{index} is not valid JSON: {reason}")]
@@ -30,7 +22,34 @@ pub enum ContentError {
     },
 }
 
-/// The manifests and properties of `bundle` from `catalog`.
+/// How a bundle's manifests are obtained.
+#[derive(Debug, Clone)]
+pub enum BundleSource {
+    /// The catalog carries them.
+    Inline(BundleContent),
+    /// Only the bundle image has them: it must be pulled first.
+    Image {
+        image: String,
+        /// The properties projected onto the CSV (`{type, value}`).
+        properties: Vec<Value>,
+    },
+}
+
+/// Where the manifests of `bundle` from `catalog` come from.
+pub fn bundle_source(
+    bundle: &IndexedBundle,
+    catalog: &CatalogRef,
+) -> Result<BundleSource, ContentError> {
+    if bundle.objects().next().is_none() && !bundle.image().is_empty() {
+        return Ok(BundleSource::Image {
+            image: bundle.image().to_owned(),
+            properties: csv_properties(bundle),
+        });
+    }
+    bundle_content(bundle, catalog).map(BundleSource::Inline)
+}
+
+/// The inline manifests and properties of `bundle` from `catalog`.
 pub fn bundle_content(
     bundle: &IndexedBundle,
     catalog: &CatalogRef,
@@ -48,17 +67,9 @@ pub fn bundle_content(
         })
         .collect::<Result<Vec<_>, _>>()?;
     if manifests.is_empty() {
-        return Err(if bundle.image().is_empty() {
-            ContentError::Empty {
-                bundle: bundle.name().to_owned(),
-                catalog: catalog.clone(),
-            }
-        } else {
-            ContentError::ImageOnly {
-                bundle: bundle.name().to_owned(),
-                image: bundle.image().to_owned(),
-                catalog: catalog.clone(),
-            }
+        return Err(ContentError::Empty {
+            bundle: bundle.name().to_owned(),
+            catalog: catalog.clone(),
         });
     }
     Ok(BundleContent {

@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 
 use super::steps::{PlannedStep, catalog_source_names, csv_names};
 use crate::api::{
-    Approval, InstallPlan, InstallPlanPhase, InstallPlanSpec, InstallPlanStatus, Step,
-    StepResource, StepStatus,
+    Approval, BundleLookup, InstallPlan, InstallPlanPhase, InstallPlanSpec, InstallPlanStatus,
+    Step, StepResource, StepStatus,
 };
 use crate::olm_hash::fnv1a_hex;
 
@@ -42,6 +42,8 @@ pub struct PlanDraft {
     /// `spec.generation`: one more than any generation seen in the namespace.
     pub generation: i64,
     pub steps: Vec<PlannedStep>,
+    /// Bundles to pull before their steps can be appended (image bundles).
+    pub lookups: Vec<BundleLookup>,
 }
 
 impl PlanDraft {
@@ -83,7 +85,7 @@ impl PlanDraft {
             InstallPlanSpec {
                 source: None,
                 source_namespace: None,
-                cluster_service_version_names: csv_names(&self.steps),
+                cluster_service_version_names: self.csv_names(),
                 approval: self.approval.clone(),
                 approved: self.approval != Approval::Manual,
                 generation: Some(self.generation),
@@ -102,17 +104,32 @@ impl PlanDraft {
         plan
     }
 
+    /// `spec.clusterServiceVersionNames`: the CSV steps, then the bundles still to be pulled.
+    fn csv_names(&self) -> Vec<String> {
+        let mut names = csv_names(&self.steps);
+        names.extend(self.lookups.iter().map(|l| l.identifier.clone()));
+        names
+    }
+
     /// The first status of the plan: `RequiresApproval` (Manual) or `Installing` (Automatic),
-    /// every step `Unknown`.
+    /// every step `Unknown`, every bundle lookup pending.
     pub fn initial_status(&self) -> InstallPlanStatus {
+        let mut catalog_sources = catalog_source_names(&self.steps);
+        for lookup in &self.lookups {
+            let name = lookup.catalog_source_ref.name.clone().unwrap_or_default();
+            if !catalog_sources.contains(&name) {
+                catalog_sources.push(name);
+            }
+        }
         InstallPlanStatus {
             phase: if self.approval == Approval::Manual {
                 InstallPlanPhase::RequiresApproval
             } else {
                 InstallPlanPhase::Installing
             },
-            catalog_sources: catalog_source_names(&self.steps),
+            catalog_sources,
             plan: Some(self.steps.iter().map(wire_step).collect()),
+            bundle_lookups: Some(self.lookups.clone()).filter(|l| !l.is_empty()),
             ..InstallPlanStatus::default()
         }
     }
@@ -190,6 +207,7 @@ mod tests {
             approval,
             generation: 3,
             steps: bundle_steps(&bundle, "ns", None).unwrap(),
+            lookups: vec![],
         }
     }
 

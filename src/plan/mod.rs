@@ -1,6 +1,6 @@
 //! Plans (pure): a resolved bundle turned into the ordered steps of an InstallPlan, the RBAC
 //! OLM derives from a CSV (with OLM's names), the CRD update safety check, which old plans to
-//! delete, and the pure half of executing a plan. Nothing here talks to a cluster.
+//! delete, bundle lookups for image bundles, and the pure half of executing a plan. Nothing here talks to a cluster.
 //! spec/subscription-installplan.md §5–§8, §11.
 
 pub mod content;
@@ -8,6 +8,7 @@ pub mod crd_safety;
 pub mod draft;
 pub mod error;
 pub mod gc;
+pub mod image_bundle;
 pub mod kinds;
 pub mod name;
 pub mod object;
@@ -16,8 +17,9 @@ pub mod prepare;
 pub mod rbac;
 pub mod scope;
 pub mod steps;
+pub mod unpack;
 
-pub use content::{ContentError, bundle_content};
+pub use content::{BundleSource, ContentError, bundle_content, bundle_source};
 pub use crd_safety::{
     CrdUpdateCheck, CrdUpdateError, VersionToValidate, check_crd_update, versions_to_validate,
 };
@@ -26,6 +28,7 @@ pub use draft::{
 };
 pub use error::PlanError;
 pub use gc::{PlanForGc, plans_to_delete};
+pub use image_bundle::{BundleReference, PulledObjects, bundle_lookup, image_bundle_steps};
 pub use kinds::{Scope, StepKind};
 pub use name::install_plan_name;
 pub use object::StepObject;

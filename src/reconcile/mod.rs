@@ -5,6 +5,7 @@
 //! `kube_runtime::Controller` (watches, owned objects, triggers) and runs it until the process
 //! stops. `controller::run` starts them all.
 
+pub mod bundle_images;
 pub mod catalog_source;
 pub mod cluster_service_version;
 pub mod copied_csv;
@@ -35,6 +36,8 @@ pub struct ControllerOptions {
     /// How often each CSV is synced without an event (OLM: 5 minutes, ±20 % jitter). Tests
     /// shorten it to run many real resyncs in little time.
     pub csv_resync: std::time::Duration,
+    /// Bundle image pulls (registries.conf, CA, cache, pull secrets, unpack timeout).
+    pub bundle_images: bundle_images::BundleImageOptions,
 }
 
 impl Default for ControllerOptions {
@@ -43,6 +46,7 @@ impl Default for ControllerOptions {
             global_catalog_namespace: "olm".to_owned(),
             catalog_sources: catalog_source::CatalogSourceOptions::default(),
             csv_resync: cluster_service_version::RESYNC,
+            bundle_images: bundle_images::BundleImageOptions::default(),
         }
     }
 }
@@ -62,6 +66,8 @@ pub struct Context {
     pub catalogs: Arc<CatalogCache>,
     /// Asks image registries what digest a tag points at (registry pod polling).
     pub image_digests: Arc<dyn ImageDigestResolver>,
+    /// Pulls bundle images (shared cache: every namespace and Subscription).
+    pub bundle_images: Arc<bundle_images::BundleImages>,
 }
 
 impl Context {
@@ -73,10 +79,14 @@ impl Context {
                 "no trusted CA certificates for image registries: {err}"
             ))),
         };
+        let bundle_images = Arc::new(bundle_images::BundleImages::new(
+            options.bundle_images.clone(),
+        ));
         Self {
             client,
             clock,
             events,
+            bundle_images,
             options,
             metrics: Arc::new(Metrics::new()),
             catalogs: Arc::new(CatalogCache::new()),

@@ -31,6 +31,15 @@ pub struct PathStep {
     /// The CSV it replaces, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
+    /// The bundle image that would be pulled (the catalog carries no manifests for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// The image a bundle's manifests must be pulled from: set, and no inline objects.
+fn image_to_pull(bundle: Option<&crate::catalog::IndexedBundle>) -> Option<String> {
+    let b = bundle?.bundle();
+    (b.objects.is_empty() && !b.image.is_empty()).then(|| b.image.clone())
 }
 
 /// Previews `sub` in the namespace `ns`.
@@ -62,6 +71,7 @@ fn path_from(ns: &NamespaceInput<'_>, target: &Target) -> (Vec<PathStep>, Option
         version: target.version.clone(),
         via: why_name(target.why),
         replaces: target.replaces.clone(),
+        image: None,
     }];
     let graph = ns
         .catalog(&target.catalog)
@@ -71,6 +81,7 @@ fn path_from(ns: &NamespaceInput<'_>, target: &Target) -> (Vec<PathStep>, Option
     let Some((package, channel)) = graph else {
         return (path, None);
     };
+    path[0].image = image_to_pull(package.bundle(&target.bundle));
     let version = package.bundle(&target.bundle).and_then(|b| b.version());
     let walk = channel.graph().upgrade_path(&target.bundle, version);
     let mut previous = target.bundle.clone();
@@ -80,7 +91,8 @@ fn path_from(ns: &NamespaceInput<'_>, target: &Target) -> (Vec<PathStep>, Option
             version: package.bundle(&name).and_then(|b| b.version_string()),
             bundle: name.clone(),
             via: step.via.to_string(),
-            replaces: Some(std::mem::replace(&mut previous, name)),
+            replaces: Some(std::mem::replace(&mut previous, name.clone())),
+            image: image_to_pull(package.bundle(&name)),
         });
     }
     // "At the head already" is where a path normally ends; anything else is worth saying.

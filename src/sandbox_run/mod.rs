@@ -27,6 +27,7 @@ use tokio::task::JoinHandle;
 use crate::api::{CatalogSource, OperatorGroup, Subscription};
 use crate::controller::{self, RunError, RunOptions};
 use crate::reconcile::ControllerOptions;
+use crate::reconcile::bundle_images::BundleImageOptions;
 use crate::reconcile::catalog_source::CatalogSourceOptions;
 use crate::registry::serve::{self, ServeLoadError};
 use crate::registry::server::{self, ServeError};
@@ -50,6 +51,8 @@ pub struct SandboxOptions {
     /// FBC directory (or directory of bundle directories) the registry serves.
     pub catalog: PathBuf,
     pub subscription: SubscriptionRequest,
+    /// How the controllers pull bundle images (a catalog whose bundles are images).
+    pub bundle_images: BundleImageOptions,
 }
 
 /// Why the sandbox could not start or stopped badly. Causes are part of each message (not
@@ -182,6 +185,7 @@ impl Sandbox {
             controller: ControllerOptions {
                 global_catalog_namespace: CATALOG_NAMESPACE.to_owned(),
                 catalog_sources: CatalogSourceOptions::quick(),
+                bundle_images: options.bundle_images.clone(),
                 ..ControllerOptions::default()
             },
             leader_election: None,

@@ -136,6 +136,14 @@ fn installed_operator_upgrades_hop_by_hop_in_the_file_based_catalog() {
         "ends at the channel head"
     );
     assert_eq!(path.len(), 5);
+    // Every bundle of this catalog is only an image: resolve names the one it would pull.
+    for step in report["path"].as_array().unwrap() {
+        let image = step["image"].as_str().unwrap_or_default();
+        assert!(
+            image.starts_with("quay.io/") && image.contains("/kube-green@sha256:"),
+            "{step}"
+        );
+    }
     for pair in report["path"].as_array().unwrap().windows(2) {
         assert_eq!(
             pair[1]["replaces"], pair[0]["bundle"],

@@ -185,7 +185,7 @@ async fn no_operator_group_is_reported_and_plans_refuse_to_run() {
 }
 
 #[tokio::test]
-async fn a_bundle_known_only_by_image_is_reported_as_not_supported_yet() {
+async fn a_bundle_known_only_by_image_gets_a_plan_that_pulls_it_first() {
     let mut env = Env::new().await;
     let mut catalog = widget_catalog();
     for bundle in &mut catalog.bundles {
@@ -194,16 +194,30 @@ async fn a_bundle_known_only_by_image_is_reported_as_not_supported_yet() {
     env.add_catalog("community", catalog);
     env.subscribe_widget(json!({})).await;
     let report = env.sync_subscriptions().await;
-    assert!(report.created_plans.is_empty());
+    assert_eq!(report.created_plans.len(), 1, "{report:?}");
+    let plan = env.plan(&report.created_plans[0]).await;
+    assert_eq!(
+        plan.spec.cluster_service_version_names,
+        ["widget-operator.v1.2.0"]
+    );
+    let status = plan.status.unwrap();
+    assert!(
+        status.plan.unwrap_or_default().is_empty(),
+        "no step before the pull"
+    );
+    let lookup = &status.bundle_lookups.unwrap()[0];
+    assert_eq!(lookup.path, "example.com/widget-bundle:v1.2.0");
+    assert_eq!(lookup.identifier, "widget-operator.v1.2.0");
+    let pending = &lookup.conditions.as_ref().unwrap()[0];
+    assert_eq!(pending.type_.as_str(), "BundleLookupPending");
     let sub = env.subscription("widget").await;
-    let c = condition(&sub, "BundleUnpackFailed").unwrap();
-    assert_eq!(c.reason.as_deref(), Some("ErrorPreventedUnpacking"));
+    let c = condition(&sub, "BundleUnpacking").unwrap();
+    assert_eq!(c.reason.as_deref(), Some("UnpackingInProgress"));
     assert_eq!(
         c.message.as_deref(),
-        Some(
-            "bundle widget-operator.v1.2.0 is only available as the image example.com/widget-bundle:v1.2.0 in catalog olm/community; olm-rs does not pull bundle images yet, so it cannot be installed from this catalog (a catalog whose bundles carry their manifests as olm.bundle.object properties can be)"
-        )
+        Some("bundle image example.com/widget-bundle:v1.2.0 not yet pulled.")
     );
+    assert!(condition(&sub, "BundleUnpackFailed").is_none());
     assert!(condition(&sub, "ResolutionFailed").is_none());
 }
 

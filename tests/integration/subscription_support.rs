@@ -35,6 +35,11 @@ pub struct Env {
 impl Env {
     /// The API server with OLM's CRDs, namespace [`NS`] and one OperatorGroup managing it.
     pub async fn new() -> Env {
+        Env::with_options(ControllerOptions::default()).await
+    }
+
+    /// [`Env::new`] with controller settings of the test's choosing.
+    pub async fn with_options(options: ControllerOptions) -> Env {
         let server = ApiServer::new();
         let client = server.client();
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -52,11 +57,7 @@ impl Env {
             .await
             .expect("namespace");
         let clock = ManualClock::new(Timestamp::from_second(1_800_000_000).unwrap());
-        let ctx = Arc::new(Context::new(
-            client,
-            Arc::new(clock.clone()),
-            ControllerOptions::default(),
-        ));
+        let ctx = Arc::new(Context::new(client, Arc::new(clock.clone()), options));
         let env = Env {
             server,
             clock,

@@ -115,29 +115,95 @@ pub fn is_bundle_dir(path: &Path) -> bool {
     path.join("manifests").is_dir() && path.join("metadata").is_dir()
 }
 
-fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>, BundleDirError> {
-    let io = |source| BundleDirError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') {
-            continue;
-        }
-        if entry.path().is_file() {
-            files.push(entry.path());
-        }
+/// Where a bundle's files come from: a directory on disk, or files taken from an image's layers
+/// (`bundle_image`). Both are read by the same code, so both render the same bytes.
+pub trait BundleFiles {
+    /// The bundle's root, as shown in messages (a directory, or an image reference).
+    fn root(&self) -> &Path;
+    /// Regular files directly inside `sub` (`manifests` or `metadata`), sorted by path, dot
+    /// files left out; each path is `root/sub/name`.
+    fn list(&self, sub: &str) -> Result<Vec<PathBuf>, BundleDirError>;
+    /// The text of one listed file.
+    fn read_text(&self, file: &Path) -> Result<String, String>;
+}
+
+/// A bundle directory on disk.
+pub struct DiskBundle<'a>(pub &'a Path);
+
+impl BundleFiles for DiskBundle<'_> {
+    fn root(&self) -> &Path {
+        self.0
     }
-    files.sort();
-    Ok(files)
+
+    fn list(&self, sub: &str) -> Result<Vec<PathBuf>, BundleDirError> {
+        let dir = self.0.join(sub);
+        let io = |source| BundleDirError::Io {
+            path: dir.clone(),
+            source,
+        };
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if entry.path().is_file() {
+                files.push(entry.path());
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
+
+    fn read_text(&self, file: &Path) -> Result<String, String> {
+        std::fs::read_to_string(file).map_err(|e| e.to_string())
+    }
+}
+
+/// A bundle held in memory: file contents by path relative to the bundle root
+/// (`manifests/csv.yaml`), e.g. as unpacked from an image's layers.
+pub struct MemoryBundle<'a> {
+    pub root: PathBuf,
+    pub files: &'a std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+impl BundleFiles for MemoryBundle<'_> {
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn list(&self, sub: &str) -> Result<Vec<PathBuf>, BundleDirError> {
+        let prefix = format!("{sub}/");
+        // Sorted like the directory listing: by the joined path, which for one directory is
+        // the order of the file names.
+        let mut files: Vec<PathBuf> = self
+            .files
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter(|name| !name.is_empty() && !name.contains('/') && !name.starts_with('.'))
+            .map(|name| self.root.join(sub).join(name))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    fn read_text(&self, file: &Path) -> Result<String, String> {
+        let key = file
+            .strip_prefix(&self.root)
+            .map_err(|_| "outside the bundle".to_string())?
+            .to_string_lossy()
+            .into_owned();
+        let bytes = self.files.get(&key).ok_or("no such file")?;
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// The first document of a YAML/JSON file as a JSON value.
-fn first_document(path: &Path) -> Result<Option<Value>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+fn first_document(src: &dyn BundleFiles, path: &Path) -> Result<Option<Value>, String> {
+    let text = src.read_text(path)?;
     let docs = documents::split(&text).map_err(|e| match e.line {
         Some(l) => format!("line {l}: {}", e.message),
         None => e.message,
@@ -152,11 +218,17 @@ fn first_document(path: &Path) -> Result<Option<Value>, String> {
 
 /// Reads a bundle directory as `opm render` does.
 pub fn read(path: &Path) -> Result<BundleDir, BundleDirError> {
+    read_from(&DiskBundle(path))
+}
+
+/// Reads a bundle from any file source as `opm render` reads a directory.
+pub fn read_from(src: &dyn BundleFiles) -> Result<BundleDir, BundleDirError> {
+    let path = src.root();
     let mut warnings = Vec::new();
     let mut manifests = Vec::new();
     let mut csv = None;
-    for file in sorted_files(&path.join("manifests"))? {
-        let object = match first_document(&file) {
+    for file in src.list("manifests")? {
+        let object = match first_document(src, &file) {
             Ok(Some(v @ Value::Object(_))) => v,
             Ok(_) => {
                 warnings.push(format!("{}: not an object, skipped", file.display()));
@@ -194,8 +266,8 @@ pub fn read(path: &Path) -> Result<BundleDir, BundleDirError> {
     let mut annotations = None;
     let mut dependencies = None;
     let mut properties = None;
-    for file in sorted_files(&path.join("metadata"))? {
-        let Ok(Some(Value::Object(doc))) = first_document(&file) else {
+    for file in src.list("metadata")? {
+        let Ok(Some(Value::Object(doc))) = first_document(src, &file) else {
             continue;
         };
         if annotations.is_none()

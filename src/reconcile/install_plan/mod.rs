@@ -2,8 +2,10 @@
 //! pass, the phase machine of `plan::phase`, one status write.
 
 mod apis;
+mod bundle_steps;
 mod execute;
 mod identity;
+mod lookups;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,8 +81,47 @@ pub async fn sync_install_plan(
     }
     let before = status.clone();
     let now = ctx.clock.now();
-    let gate = phase::gate(&mut status, plan.spec.approved);
     let mut requeue = None;
+    if status
+        .bundle_lookups
+        .as_ref()
+        .is_some_and(|l| !l.is_empty())
+    {
+        let groups: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), namespace);
+        let groups = groups
+            .list(&ListParams::default())
+            .await
+            .map_err(err)?
+            .items;
+        let policy = lookups::namespace_policy(ctx, &groups);
+        let worked = lookups::work_lookups(ctx, namespace, &mut status, policy, now).await;
+        requeue = worked.requeue;
+        let reference = object_reference(&plan);
+        for (bundle, reason, message) in worked.failures {
+            ctx.events
+                .warning(
+                    &reference,
+                    "BundleUnpackFailed",
+                    format!("bundle {bundle}: {reason}: {message}"),
+                )
+                .await;
+        }
+        for bundle in worked.pulled {
+            ctx.events
+                .normal(
+                    &reference,
+                    "BundleUnpacked",
+                    format!("pulled the bundle image of {bundle} and added its steps to the plan"),
+                )
+                .await;
+        }
+    }
+    // Nothing runs until every bundle of the plan is here.
+    let gate = if status.bundle_lookups.is_some() {
+        Gate::Idle
+    } else {
+        phase::gate(&mut status, plan.spec.approved)
+    };
     if gate == Gate::Execute {
         phase::start(&mut status, now);
         let groups: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), namespace);
@@ -135,7 +176,21 @@ pub async fn sync_install_plan(
                 };
                 let mut warnings = Vec::new();
                 let mut steps = status.plan.take().unwrap_or_default();
-                let outcome = pass.run(&mut steps, &mut warnings).await;
+                let outcome = match bundle_steps::with_bundle_objects(ctx, namespace, &steps).await
+                {
+                    Err(message) => PassOutcome::StepFailed {
+                        message,
+                        permanent: false,
+                    },
+                    Ok(None) => pass.run(&mut steps, &mut warnings).await,
+                    Ok(Some(mut expanded)) => {
+                        let outcome = pass.run(&mut expanded, &mut warnings).await;
+                        for (step, ran) in steps.iter_mut().zip(expanded) {
+                            step.status = ran.status;
+                        }
+                        outcome
+                    }
+                };
                 status.plan = Some(steps);
                 phase::after_pass(&mut status, &outcome, now);
                 if status.phase == InstallPlanPhase::Installing {

@@ -24,7 +24,8 @@ use crate::api::{
     SubscriptionState, SubscriptionStatus, remove_condition, set_condition,
 };
 use crate::plan::{
-    PlanDraft, ServedSubscription, bundle_content, bundle_steps, next_generation, order_plan,
+    BundleSource, PlanDraft, ServedSubscription, bundle_lookup, bundle_source, bundle_steps,
+    next_generation, order_plan,
 };
 
 use super::decide::{Outcome, Target, decide};
@@ -94,6 +95,11 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                 warning: true,
                 reason: "InstallPlanMissing",
                 message: format!("install plan {plan} was deleted before it completed; resolving again for a new plan"),
+            }),
+            PlanObservation::UnpackFailed { message } => notes.push(Note {
+                warning: true,
+                reason: "BundleUnpackFailed",
+                message,
             }),
             PlanObservation::Missing { .. } | PlanObservation::Nothing => {}
         }
@@ -185,7 +191,7 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                 let already = status.current_csv.as_deref() == Some(target.bundle.as_str())
                     && csv_exists(&target.bundle);
                 if !already {
-                    match plan_for(input, sub, &target, generation) {
+                    match plan_for(input, sub, &target, generation, &now) {
                         Ok(draft) => {
                             generation += 1;
                             changed |= clear_unpack_conditions(&mut conditions);
@@ -226,12 +232,15 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
     updates
 }
 
-/// The plan installing `target` for `sub`, or why its bundle cannot be installed.
+/// The plan installing `target` for `sub`, or why its bundle cannot be installed. A bundle
+/// known only by its image gets a bundle lookup instead of steps: the InstallPlan controller
+/// pulls it and appends its steps.
 fn plan_for(
     input: &NamespaceInput<'_>,
     sub: &Subscription,
     target: &Target,
     generation: i64,
+    now: &Time,
 ) -> Result<PlanDraft, String> {
     let index = input
         .catalog(&target.catalog)
@@ -240,9 +249,25 @@ fn plan_for(
     let bundle = index
         .bundle(&target.package, &target.bundle)
         .ok_or_else(|| format!("bundle {} is listed in channel {:?} of package {:?} in catalog {} but the catalog has no such bundle", target.bundle, target.channel, target.package, target.catalog))?;
-    let content = bundle_content(bundle, &target.catalog).map_err(|e| e.to_string())?;
-    let steps = bundle_steps(&content, input.namespace, target.replaces.as_deref())
-        .map_err(|e| e.to_string())?;
+    let (steps, lookups) =
+        match bundle_source(bundle, &target.catalog).map_err(|e| e.to_string())? {
+            BundleSource::Inline(content) => (
+                bundle_steps(&content, input.namespace, target.replaces.as_deref())
+                    .map_err(|e| e.to_string())?,
+                Vec::new(),
+            ),
+            BundleSource::Image { image, properties } => (
+                Vec::new(),
+                vec![bundle_lookup(
+                    &target.bundle,
+                    &image,
+                    &target.catalog,
+                    target.replaces.as_deref(),
+                    &properties,
+                    now,
+                )],
+            ),
+        };
     Ok(PlanDraft {
         namespace: input.namespace.to_owned(),
         subscriptions: vec![ServedSubscription {
@@ -255,6 +280,7 @@ fn plan_for(
         approval: sub.spec.effective_approval(),
         generation,
         steps: order_plan(steps),
+        lookups,
     })
 }
 

@@ -3,6 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::api::keys::BUNDLE_UNPACK_MIN_RETRY_INTERVAL_ANNOTATION;
 use crate::api::subscription::reason;
 use crate::api::{
     ConditionStatus, InstallPlan, InstallPlanConditionType, InstallPlanPhase, InstallPlanReference,
@@ -10,6 +11,7 @@ use crate::api::{
     remove_condition, set_condition,
 };
 use crate::plan::plan_reference;
+use crate::plan::unpack::{DEFAULT_FAILED_RETRY, go_duration, lookup_failure, lookup_pending};
 
 /// What happened to the referenced plan, for an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +22,8 @@ pub enum PlanObservation {
     PendingPlanDeleted { plan: String },
     /// The referenced plan of an installed Subscription is gone (`InstallPlanMissing`).
     Missing { plan: String },
+    /// A bundle image of the referenced plan could not be pulled (newly reported).
+    UnpackFailed { message: String },
 }
 
 /// Step E and the plan conditions: looks up the referenced plan among `plans`.
@@ -46,7 +50,12 @@ pub fn observe_plan(
                 SubscriptionConditionType::InstallPlanMissing.as_str(),
             );
             changed |= set_plan_conditions(&mut conditions, plan, now);
-            PlanObservation::Nothing
+            let (unpack_changed, failure) = set_unpack_conditions(&mut conditions, plan, now);
+            changed |= unpack_changed;
+            match failure {
+                Some(message) => PlanObservation::UnpackFailed { message },
+                None => PlanObservation::Nothing,
+            }
         }
         None if status.state() == SubscriptionState::UpgradePending => {
             // OLM clears the reference so resolution runs again; olm-rs does the same and
@@ -122,7 +131,77 @@ pub fn attach_plan(status: &mut SubscriptionStatus, plan: &InstallPlan, csv: &st
         SubscriptionConditionType::InstallPlanMissing.as_str(),
     );
     set_plan_conditions(&mut conditions, plan, now);
+    set_unpack_conditions(&mut conditions, plan, now);
     status.conditions = Some(conditions);
+}
+
+/// The plan's bundle lookups on the Subscription (§9.4, without Jobs): `BundleUnpacking` while
+/// any is pending, `BundleUnpackFailed` (reason `BundleUnpackFailed`) when one failed, neither
+/// once every bundle is pulled. `BundleUnpackFailed` with another reason (a bundle that cannot
+/// be planned at all) is left to resolution. Returns whether anything changed and, when the
+/// failure is newly reported, its message (for an event).
+fn set_unpack_conditions(
+    conditions: &mut Vec<SubscriptionCondition>,
+    plan: &InstallPlan,
+    now: &Time,
+) -> (bool, Option<String>) {
+    let lookups = plan
+        .status
+        .as_ref()
+        .and_then(|s| s.bundle_lookups.as_deref())
+        .unwrap_or_default();
+    let unpacking = SubscriptionConditionType::BundleUnpacking;
+    let failed = SubscriptionConditionType::BundleUnpackFailed;
+    let failures: Vec<String> = lookups
+        .iter()
+        .filter_map(|l| {
+            lookup_failure(l).map(|(why, message)| {
+                format!(
+                    "Bundle unpacking failed - {why}: {message}. The pull is tried again after the OperatorGroup's {BUNDLE_UNPACK_MIN_RETRY_INTERVAL_ANNOTATION} (default {}), or at once if InstallPlan {} is deleted",
+                    go_duration(DEFAULT_FAILED_RETRY),
+                    plan.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+        })
+        .collect();
+    let lookup_failed_before = conditions
+        .iter()
+        .any(|c| c.type_ == failed && c.reason.as_deref() == Some(reason::BUNDLE_UNPACK_FAILED));
+    if !failures.is_empty() {
+        let message = failures.join("; ");
+        let set = set_condition(
+            conditions,
+            SubscriptionCondition::new(
+                failed,
+                ConditionStatus::True,
+                reason::BUNDLE_UNPACK_FAILED,
+                &message,
+            ),
+            now,
+        );
+        let changed = remove_condition(conditions, unpacking.as_str()) | set;
+        return (changed, set.then_some(message));
+    }
+    let mut changed = false;
+    if lookup_failed_before {
+        changed |= remove_condition(conditions, failed.as_str());
+    }
+    if lookups.iter().any(lookup_pending) {
+        let message = plan_message(plan);
+        changed |= set_condition(
+            conditions,
+            SubscriptionCondition::new(
+                unpacking,
+                ConditionStatus::True,
+                reason::UNPACKING_IN_PROGRESS,
+                &message,
+            ),
+            now,
+        );
+    } else {
+        changed |= remove_condition(conditions, unpacking.as_str());
+    }
+    (changed, None)
 }
 
 fn referenced_plan(status: &SubscriptionStatus) -> Option<String> {

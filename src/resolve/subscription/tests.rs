@@ -251,20 +251,74 @@ fn awaiting_approval_is_pending_and_a_deleted_pending_plan_is_replaced() {
 }
 
 #[test]
-fn an_image_only_bundle_is_reported_not_planned() {
-    let w = World::new(false);
-    let u = w.sync(&[sub("etcd", None, None)]).remove(0);
-    assert!(u.plan.is_none());
-    let c = condition(&u.status, SubscriptionConditionType::BundleUnpackFailed).unwrap();
-    assert_eq!(c.reason.as_deref(), Some("ErrorPreventedUnpacking"));
+fn an_image_only_bundle_is_planned_with_a_lookup_and_its_pull_shows_on_the_subscription() {
+    use crate::api::{BundleLookupConditionType, install_plan::bundle_lookup_reason};
+    let mut w = World::new(false);
+    let mut s = sub("etcd", None, Some("etcd.v1"));
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    let draft = &u.plan.as_ref().expect("a plan with a bundle lookup").draft;
     assert!(
-        c.message
-            .as_deref()
-            .unwrap()
-            .contains("olm-rs does not pull bundle images yet"),
-        "{c:?}"
+        draft.steps.is_empty(),
+        "no steps before the image is pulled"
     );
-    assert!(condition(&u.status, SubscriptionConditionType::ResolutionFailed).is_none());
+    let lookup = &draft.lookups[0];
+    assert_eq!(
+        (lookup.path.as_str(), lookup.identifier.as_str()),
+        ("quay.io/test/etcd.v1", "etcd.v1")
+    );
+    assert_eq!(
+        draft.install_plan("x").spec.cluster_service_version_names,
+        ["etcd.v1"]
+    );
+    w.ensure(&mut s, &u, "install-aaaaa");
+    let unpacking = condition(
+        s.status.as_ref().unwrap(),
+        SubscriptionConditionType::BundleUnpacking,
+    )
+    .expect("BundleUnpacking while the image is pulled");
+    assert_eq!(unpacking.reason.as_deref(), Some("UnpackingInProgress"));
+    assert_eq!(
+        unpacking.message.as_deref(),
+        Some("bundle image quay.io/test/etcd.v1 not yet pulled.")
+    );
+
+    // The pull fails: BundleUnpackFailed in plain words, once, with an event.
+    let lookups = w.plans[0]
+        .status
+        .as_mut()
+        .unwrap()
+        .bundle_lookups
+        .as_mut()
+        .unwrap();
+    crate::plan::image_bundle::set_lookup_condition(
+        &mut lookups[0],
+        BundleLookupConditionType::BundleLookupFailed,
+        bundle_lookup_reason::IMAGE_NOT_FOUND,
+        "image quay.io/test/etcd.v1 was not found in its registry (manifest unknown)",
+        &Time(Timestamp::from_second(1_010).unwrap()),
+    );
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.plan.is_none(), "waits on its plan");
+    let failed = condition(&u.status, SubscriptionConditionType::BundleUnpackFailed).unwrap();
+    assert_eq!(failed.reason.as_deref(), Some("BundleUnpackFailed"));
+    assert!(
+        failed.message.as_deref().unwrap().starts_with(
+            "Bundle unpacking failed - ImageNotFound: image quay.io/test/etcd.v1 was not found in its registry (manifest unknown). The pull is tried again"
+        ),
+        "{failed:?}"
+    );
+    assert!(condition(&u.status, SubscriptionConditionType::BundleUnpacking).is_none());
+    assert_eq!(u.notes.len(), 1);
+    assert_eq!(u.notes[0].reason, "BundleUnpackFailed");
+    s.status = Some(u.status.clone());
+    let again = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(!again.changed && again.notes.is_empty(), "reported once");
+
+    // Pulled: the lookup is gone, so are both conditions.
+    w.plans[0].status.as_mut().unwrap().bundle_lookups = None;
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(condition(&u.status, SubscriptionConditionType::BundleUnpackFailed).is_none());
+    assert!(condition(&u.status, SubscriptionConditionType::BundleUnpacking).is_none());
 }
 
 #[test]

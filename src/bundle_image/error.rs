@@ -1,0 +1,126 @@
+//! Why a bundle image could not be pulled, in the words a user acts on.
+
+use std::path::PathBuf;
+
+use super::credentials::CredentialsError;
+use super::registries_conf::RegistriesConfError;
+
+/// The puller cannot be set up (bad `registries.conf`, CA file or cache directory).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    RegistriesConf(#[from] RegistriesConfError),
+    #[error("registry CA file {}: {reason}", file.display())]
+    CaFile { file: PathBuf, reason: String },
+    #[error("bundle cache directory {}: {source}", dir.display())]
+    CacheDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("cannot set up the registry client: {0}")]
+    Client(String),
+}
+
+/// Why a pull failed. Messages name the image (and the file, for bad content) and the pull
+/// secrets tried, never their content.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PullError {
+    #[error("image reference {image:?} is not valid: {reason}")]
+    InvalidReference { image: String, reason: String },
+    #[error("image {image}: {rule}")]
+    Blocked { image: String, rule: String },
+    #[error("image {image}: registry {registry} refused access ({})", tried(.secrets_tried))]
+    Unauthorized {
+        image: String,
+        registry: String,
+        secrets_tried: Vec<String>,
+    },
+    #[error("image {image} was not found in its registry ({detail})")]
+    NotFound { image: String, detail: String },
+    #[error("image {image}: registry {registry} cannot be reached: {cause}")]
+    Unreachable {
+        image: String,
+        registry: String,
+        cause: String,
+    },
+    #[error("image {image}: registry {registry} did not answer in time ({cause})")]
+    TimedOut {
+        image: String,
+        registry: String,
+        cause: String,
+    },
+    #[error("image {image}: registry {registry} failed: {cause}")]
+    RegistryError {
+        image: String,
+        registry: String,
+        cause: String,
+        /// Overloaded or failing for now (HTTP 429, 5xx), not refusing the request.
+        transient: bool,
+    },
+    #[error("image {image}: {file}: {reason}")]
+    InvalidContent {
+        image: String,
+        /// The file (or layer, or manifest) at fault.
+        file: String,
+        reason: String,
+    },
+    #[error("image {image}: bundle cache: {reason}")]
+    Cache { image: String, reason: String },
+}
+
+fn tried(secrets: &[String]) -> String {
+    if secrets.is_empty() {
+        "anonymous pull; no pull secret has a login for it".to_string()
+    } else {
+        format!(
+            "tried anonymous and the pull secrets {}",
+            secrets.join(", ")
+        )
+    }
+}
+
+impl PullError {
+    /// A failure that can go away by itself (network, registry overloaded); the others need
+    /// someone to change something (a secret, a tag, the image, registries.conf).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            PullError::Unreachable { .. }
+            | PullError::TimedOut { .. }
+            | PullError::Cache { .. } => true,
+            PullError::RegistryError { transient, .. } => *transient,
+            _ => false,
+        }
+    }
+
+    /// The image named in the message.
+    pub fn image(&self) -> &str {
+        match self {
+            PullError::InvalidReference { image, .. }
+            | PullError::Blocked { image, .. }
+            | PullError::Unauthorized { image, .. }
+            | PullError::NotFound { image, .. }
+            | PullError::Unreachable { image, .. }
+            | PullError::TimedOut { image, .. }
+            | PullError::RegistryError { image, .. }
+            | PullError::InvalidContent { image, .. }
+            | PullError::Cache { image, .. } => image,
+        }
+    }
+
+    /// A short CamelCase word for the kind of failure (event reasons, metrics labels).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PullError::InvalidReference { .. } => "InvalidReference",
+            PullError::Blocked { .. } => "Blocked",
+            PullError::Unauthorized { .. } => "Unauthorized",
+            PullError::NotFound { .. } => "NotFound",
+            PullError::Unreachable { .. } => "Unreachable",
+            PullError::TimedOut { .. } => "TimedOut",
+            PullError::RegistryError { .. } => "RegistryError",
+            PullError::InvalidContent { .. } => "InvalidContent",
+            PullError::Cache { .. } => "CacheError",
+        }
+    }
+}

@@ -1,0 +1,611 @@
+//! The network side: pulls a bundle image with the `oci-client` crate (the OCI distribution
+//! protocol, bearer-token and basic auth, image indexes, blob digests verified), through the
+//! mirrors `registries.conf` names, with anonymous access first and then each pull secret that
+//! has a login for the registry.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::manifest::{ImageIndexEntry, OciDescriptor};
+use oci_client::secrets::RegistryAuth;
+use sha2::Digest as _;
+
+use super::bundle::PulledBundle;
+use super::cache::{BundleCache, CacheStats};
+use super::credentials::{Credentials, RegistryLogin, Secret};
+use super::error::{ConfigError, PullError};
+use super::layers::{LayerBlob, Limits, unpack_layers};
+use super::reference::ImageName;
+use super::registries_conf::{PullSource, PullSourcesError, RegistriesConf};
+
+/// The file podman and CRI-O read; used when it exists and no other is given.
+pub const DEFAULT_REGISTRIES_CONF: &str = "/etc/containers/registries.conf";
+
+/// How bundle images are pulled.
+#[derive(Debug, Clone)]
+pub struct PullerConfig {
+    pub registries: RegistriesConf,
+    /// Extra CA certificates (PEM) trusted besides the system's.
+    pub extra_ca_pem: Option<Vec<u8>>,
+    /// The disk cache; `None` keeps bundles in memory only.
+    pub cache_dir: Option<PathBuf>,
+    pub limits: Limits,
+    /// Rendered bundles kept in memory (count and total file bytes).
+    pub memory_cache_entries: usize,
+    pub memory_cache_bytes: usize,
+    pub connect_timeout: Duration,
+    /// Longest wait for the next bytes of an answer.
+    pub read_timeout: Duration,
+}
+
+impl Default for PullerConfig {
+    fn default() -> Self {
+        PullerConfig {
+            registries: RegistriesConf::default(),
+            extra_ca_pem: None,
+            cache_dir: None,
+            limits: Limits::default(),
+            memory_cache_entries: 64,
+            memory_cache_bytes: 128 * 1024 * 1024,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PullerConfig {
+    /// A configuration from the files the flags name (each optional).
+    pub fn from_files(
+        registries_conf: Option<&Path>,
+        ca_file: Option<&Path>,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<PullerConfig, ConfigError> {
+        let registries = match registries_conf {
+            Some(f) => RegistriesConf::from_file(f)?,
+            None => RegistriesConf::default(),
+        };
+        let extra_ca_pem = match ca_file {
+            Some(f) => {
+                let pem = std::fs::read(f).map_err(|e| ConfigError::CaFile {
+                    file: f.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
+                check_ca_pem(&pem).map_err(|reason| ConfigError::CaFile {
+                    file: f.to_path_buf(),
+                    reason,
+                })?;
+                Some(pem)
+            }
+            None => None,
+        };
+        Ok(PullerConfig {
+            registries,
+            extra_ca_pem,
+            cache_dir,
+            ..PullerConfig::default()
+        })
+    }
+
+    /// `/etc/containers/registries.conf` when it exists.
+    pub fn default_registries_conf() -> Option<PathBuf> {
+        let p = PathBuf::from(DEFAULT_REGISTRIES_CONF);
+        p.is_file().then_some(p)
+    }
+}
+
+fn check_ca_pem(pem: &[u8]) -> Result<(), String> {
+    let blocks = pem::parse_many(pem).map_err(|e| format!("not PEM: {e}"))?;
+    let certs = blocks.iter().filter(|b| b.tag() == "CERTIFICATE").count();
+    if certs == 0 {
+        return Err("holds no CERTIFICATE block".into());
+    }
+    for b in blocks.iter().filter(|b| b.tag() == "CERTIFICATE") {
+        x509_parser::parse_x509_certificate(b.contents())
+            .map_err(|e| format!("a certificate cannot be read: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Pulls bundle images, shared by every reconcile (cheap to clone).
+#[derive(Clone)]
+pub struct BundlePuller(Arc<Inner>);
+
+struct Inner {
+    config: PullerConfig,
+    cache: BundleCache,
+    /// One client per (login, plain HTTP or not): a client remembers one login per registry.
+    clients: Mutex<HashMap<String, oci_client::Client>>,
+}
+
+const MAX_CLIENTS: usize = 64;
+
+impl BundlePuller {
+    pub fn new(config: PullerConfig) -> Result<BundlePuller, ConfigError> {
+        // reqwest is built without a crypto provider of its own; the project uses ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let cache = BundleCache::new(
+            config.cache_dir.clone(),
+            config.memory_cache_entries,
+            config.memory_cache_bytes,
+        )?;
+        let puller = BundlePuller(Arc::new(Inner {
+            config,
+            cache,
+            clients: Mutex::new(HashMap::new()),
+        }));
+        // Fail now, not on the first pull, when the TLS setup is unusable.
+        puller.client_for(None, false)?;
+        Ok(puller)
+    }
+
+    pub fn config(&self) -> &PullerConfig {
+        &self.0.config
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        self.0.cache.stats()
+    }
+
+    /// From the memory LRU or the disk cache only, never the network. The disk cache is found
+    /// by the reference's digest, so a tag reference is found only in memory.
+    pub fn cached(&self, image: &str) -> Option<Arc<PulledBundle>> {
+        let image = image.trim();
+        if let Some(b) = self.0.cache.memory_get(image) {
+            return Some(b);
+        }
+        let name = ImageName::parse(image).ok()?;
+        self.0.cache.disk_get(image, name.digest()?)
+    }
+
+    /// Pulls (or takes from the cache) and renders the bundle image.
+    pub async fn pull(
+        &self,
+        image: &str,
+        creds: &Credentials,
+    ) -> Result<Arc<PulledBundle>, PullError> {
+        let image = image.trim();
+        let name = ImageName::parse(image).map_err(|e| PullError::InvalidReference {
+            image: e.image,
+            reason: e.reason,
+        })?;
+        // A digest names content that never changes: the cache answers without asking.
+        if name.digest().is_some()
+            && let Some(b) = self.cached(image)
+        {
+            return Ok(b);
+        }
+        let sources = self
+            .0
+            .config
+            .registries
+            .pull_sources(&name)
+            .map_err(|e| match e {
+                PullSourcesError::Blocked(_) => PullError::Blocked {
+                    image: image.to_string(),
+                    rule: e.to_string(),
+                },
+                PullSourcesError::BadRewrite(_) => PullError::InvalidReference {
+                    image: image.to_string(),
+                    reason: e.to_string(),
+                },
+            })?;
+        let mut last = None;
+        for source in &sources {
+            match self.pull_from(image, source, creds).await {
+                Ok(b) => return Ok(b),
+                Err(e) => {
+                    if source.mirror {
+                        tracing::debug!(%image, mirror = %source.image, error = %e, "mirror failed; trying the next source");
+                    }
+                    last = Some(e);
+                }
+            }
+        }
+        // pull_sources always yields the location itself last.
+        Err(last.unwrap_or_else(|| PullError::NotFound {
+            image: image.to_string(),
+            detail: "no source to pull from".into(),
+        }))
+    }
+
+    /// Anonymous first, then each login that applies, as the kubelet does.
+    async fn pull_from(
+        &self,
+        image: &str,
+        source: &PullSource,
+        creds: &Credentials,
+    ) -> Result<Arc<PulledBundle>, PullError> {
+        let logins = creds.logins_for(&source.image);
+        let mut tried: Vec<String> = Vec::new();
+        let mut anonymous_not_found = None;
+        let mut login_not_found = None;
+        for login in std::iter::once(None).chain(logins.into_iter().map(Some)) {
+            match self.fetch(image, source, login).await {
+                Ok(b) => return Ok(b),
+                Err(Failure::Unauthorized) => {}
+                // Some registries hide private repositories behind "not found": go on with
+                // the logins, and believe it once a login was accepted.
+                Err(Failure::Other(e @ PullError::NotFound { .. })) => match login {
+                    None => anonymous_not_found = Some(e),
+                    Some(_) => {
+                        login_not_found.get_or_insert(e);
+                    }
+                },
+                Err(Failure::Other(e)) => return Err(e),
+            }
+            if let Some(l) = login
+                && !tried.contains(&l.source)
+            {
+                tried.push(l.source.clone());
+            }
+        }
+        if let Some(e) = login_not_found {
+            return Err(e);
+        }
+        if tried.is_empty()
+            && let Some(e) = anonymous_not_found
+        {
+            return Err(e);
+        }
+        Err(PullError::Unauthorized {
+            image: image.to_string(),
+            registry: source.image.registry().to_string(),
+            secrets_tried: tried,
+        })
+    }
+
+    fn client_for(
+        &self,
+        login: Option<&RegistryLogin>,
+        insecure: bool,
+    ) -> Result<oci_client::Client, ConfigError> {
+        let key = format!(
+            "{}|{}",
+            insecure,
+            login.map(login_key).unwrap_or_else(|| "anonymous".into())
+        );
+        let mut clients = self.0.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = clients.get(&key) {
+            return Ok(c.clone());
+        }
+        let cfg = &self.0.config;
+        let config = ClientConfig {
+            protocol: if insecure {
+                ClientProtocol::Http
+            } else {
+                ClientProtocol::Https
+            },
+            extra_root_certificates: cfg
+                .extra_ca_pem
+                .iter()
+                .map(|pem| Certificate {
+                    encoding: CertificateEncoding::Pem,
+                    data: pem.clone(),
+                })
+                .collect(),
+            platform_resolver: Some(Box::new(bundle_platform)),
+            connect_timeout: Some(cfg.connect_timeout),
+            read_timeout: Some(cfg.read_timeout),
+            user_agent: concat!("olm-rs/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        let client =
+            oci_client::Client::try_from(config).map_err(|e| ConfigError::Client(e.to_string()))?;
+        if clients.len() >= MAX_CLIENTS {
+            clients.clear();
+        }
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
+
+    async fn fetch(
+        &self,
+        image: &str,
+        source: &PullSource,
+        login: Option<&RegistryLogin>,
+    ) -> Result<Arc<PulledBundle>, Failure> {
+        let client = self.client_for(login, source.insecure).map_err(|e| {
+            Failure::Other(PullError::RegistryError {
+                image: image.to_string(),
+                registry: source.image.registry().to_string(),
+                cause: e.to_string(),
+                transient: false,
+            })
+        })?;
+        let auth = match login.map(|l| &l.secret) {
+            None => RegistryAuth::Anonymous,
+            Some(Secret::Basic { username, password }) => {
+                RegistryAuth::Basic(username.clone(), password.clone())
+            }
+            Some(Secret::Bearer(token)) => RegistryAuth::Bearer(token.clone()),
+        };
+        let reference = source.image.reference();
+        let registry = source.image.registry().to_string();
+        let classify = |e: OciDistributionError, what: &str| classify(image, &registry, what, e);
+        let (manifest, manifest_digest, list_digest) = client
+            .pull_image_manifest_and_list_digest(reference, &auth)
+            .await
+            .map_err(|e| classify(e, "image manifest"))?;
+        let reference_digest = source.image.digest().map(str::to_string).or(list_digest);
+        if let Some(b) = self.0.cache.disk_get(image, &manifest_digest) {
+            return Ok(b);
+        }
+        let limits = self.0.config.limits;
+        if manifest.layers.len() > limits.max_layers {
+            return Err(Failure::Other(PullError::InvalidContent {
+                image: image.to_string(),
+                file: "image manifest".into(),
+                reason: format!(
+                    "{} layers, more than the {} allowed",
+                    manifest.layers.len(),
+                    limits.max_layers
+                ),
+            }));
+        }
+        for layer in &manifest.layers {
+            if layer.size < 0 || layer.size as u64 > limits.max_layer_bytes {
+                return Err(Failure::Other(PullError::InvalidContent {
+                    image: image.to_string(),
+                    file: format!("layer {}", layer.digest),
+                    reason: format!(
+                        "is {} bytes, more than the {} allowed for a layer",
+                        layer.size, limits.max_layer_bytes
+                    ),
+                }));
+            }
+        }
+        let downloads = manifest.layers.iter().map(|layer| {
+            let client = client.clone();
+            async move {
+                let mut sink = CappedSink::new(limits.max_layer_bytes);
+                client
+                    .pull_blob(reference, layer, &mut sink)
+                    .await
+                    .map_err(|e| {
+                        if sink.exceeded {
+                            Failure::Other(PullError::InvalidContent {
+                                image: image.to_string(),
+                                file: format!("layer {}", layer.digest),
+                                reason: format!(
+                                    "is larger than the {} bytes allowed for a layer",
+                                    limits.max_layer_bytes
+                                ),
+                            })
+                        } else {
+                            classify(e, &format!("layer {}", layer.digest))
+                        }
+                    })?;
+                Ok::<_, Failure>((layer.clone(), sink.data))
+            }
+        });
+        let blobs: Vec<(OciDescriptor, Vec<u8>)> = futures::future::try_join_all(downloads).await?;
+        self.0
+            .cache
+            .downloads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+
+        let image_owned = image.to_string();
+        let digest = manifest_digest.clone();
+        let cache = self.0.clone();
+        let bundle = tokio::task::spawn_blocking(move || {
+            let layers: Vec<LayerBlob<'_>> = blobs
+                .iter()
+                .map(|(d, data)| LayerBlob {
+                    digest: &d.digest,
+                    media_type: &d.media_type,
+                    data,
+                })
+                .collect();
+            let files = unpack_layers(&layers, &limits).map_err(|e| PullError::InvalidContent {
+                image: image_owned.clone(),
+                file: e.file,
+                reason: e.reason,
+            })?;
+            let bundle = PulledBundle::from_files(&image_owned, &digest, &files)?;
+            cache
+                .cache
+                .disk_put(&image_owned, &digest, reference_digest.as_deref(), &files)?;
+            Ok::<_, PullError>(bundle)
+        })
+        .await
+        .map_err(|e| {
+            Failure::Other(PullError::InvalidContent {
+                image: image.to_string(),
+                file: "bundle".into(),
+                reason: format!("unpacking failed: {e}"),
+            })
+        })?
+        .map_err(Failure::Other)?;
+        let bundle = Arc::new(bundle);
+        self.0.cache.memory_put(bundle.clone());
+        Ok(bundle)
+    }
+}
+
+/// Bundles are architecture-independent: linux/amd64 when the index has it, else the first.
+fn bundle_platform(entries: &[ImageIndexEntry]) -> Option<String> {
+    oci_client::client::linux_amd64_resolver(entries)
+        .or_else(|| entries.first().map(|e| e.digest.clone()))
+}
+
+/// Identifies a login without keeping its secret in the map key.
+fn login_key(login: &RegistryLogin) -> String {
+    let text = match &login.secret {
+        Secret::Basic { username, password } => format!("basic\0{username}\0{password}"),
+        Secret::Bearer(t) => format!("bearer\0{t}"),
+    };
+    let hash = sha2::Sha256::digest(text.as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+enum Failure {
+    Unauthorized,
+    Other(PullError),
+}
+
+fn classify(image: &str, registry: &str, what: &str, e: OciDistributionError) -> Failure {
+    let other = |cause: String, transient: bool| {
+        Failure::Other(PullError::RegistryError {
+            image: image.to_string(),
+            registry: registry.to_string(),
+            cause,
+            transient,
+        })
+    };
+    let invalid = |reason: String| {
+        Failure::Other(PullError::InvalidContent {
+            image: image.to_string(),
+            file: what.to_string(),
+            reason,
+        })
+    };
+    let not_found = |detail: String| {
+        Failure::Other(PullError::NotFound {
+            image: image.to_string(),
+            detail,
+        })
+    };
+    match e {
+        OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::AuthenticationFailure(_) => Failure::Unauthorized,
+        OciDistributionError::RegistryError { envelope, .. } => {
+            let codes: Vec<&OciErrorCode> = envelope.errors.iter().map(|e| &e.code).collect();
+            let text = envelope
+                .errors
+                .iter()
+                .map(|e| e.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ");
+            if codes
+                .iter()
+                .any(|c| matches!(c, OciErrorCode::Unauthorized | OciErrorCode::Denied))
+            {
+                Failure::Unauthorized
+            } else if codes.iter().any(|c| {
+                matches!(
+                    c,
+                    OciErrorCode::ManifestUnknown
+                        | OciErrorCode::NameUnknown
+                        | OciErrorCode::NotFound
+                        | OciErrorCode::BlobUnknown
+                )
+            }) {
+                not_found(format!("{what}: {text}"))
+            } else {
+                let transient = codes
+                    .iter()
+                    .any(|c| matches!(c, OciErrorCode::Toomanyrequests));
+                other(format!("{what}: {text}"), transient)
+            }
+        }
+        OciDistributionError::ServerError { code, message, .. } => match code {
+            401 | 403 => Failure::Unauthorized,
+            404 => not_found(format!("{what}: HTTP 404")),
+            429 | 500..=599 => other(
+                format!("{what}: HTTP {code} {}", first_line(&message)),
+                true,
+            ),
+            _ => other(
+                format!("{what}: HTTP {code} {}", first_line(&message)),
+                false,
+            ),
+        },
+        OciDistributionError::ImageManifestNotFoundError(m) => not_found(m),
+        OciDistributionError::RequestError(r) => {
+            let cause = error_chain(&r);
+            if r.is_timeout() {
+                Failure::Other(PullError::TimedOut {
+                    image: image.to_string(),
+                    registry: registry.to_string(),
+                    cause,
+                })
+            } else {
+                Failure::Other(PullError::Unreachable {
+                    image: image.to_string(),
+                    registry: registry.to_string(),
+                    cause,
+                })
+            }
+        }
+        OciDistributionError::DigestError(d) => {
+            invalid(format!("content does not match its digest: {d}"))
+        }
+        OciDistributionError::ManifestParsingError(m)
+        | OciDistributionError::VersionedParsingError(m) => {
+            invalid(format!("not an image manifest: {m}"))
+        }
+        OciDistributionError::UnsupportedMediaTypeError(m) => invalid(format!(
+            "media type {m:?} is not an image manifest or index"
+        )),
+        OciDistributionError::UnsupportedSchemaVersionError(v) => {
+            invalid(format!("schema version {v} is not supported (want 2)"))
+        }
+        OciDistributionError::IoError(io) => other(format!("{what}: {io}"), true),
+        e => other(format!("{what}: {e}"), false),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("").trim()
+}
+
+/// reqwest's message plus its causes ("error sending request: … connection refused").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = s.source();
+    }
+    out
+}
+
+/// Collects a blob in memory, refusing more than `limit` bytes.
+struct CappedSink {
+    data: Vec<u8>,
+    limit: u64,
+    exceeded: bool,
+}
+
+impl CappedSink {
+    fn new(limit: u64) -> CappedSink {
+        CappedSink {
+            data: Vec::new(),
+            limit,
+            exceeded: false,
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for CappedSink {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if (self.data.len() + buf.len()) as u64 > self.limit {
+            self.exceeded = true;
+            return Poll::Ready(Err(std::io::Error::other("layer size limit exceeded")));
+        }
+        self.data.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,282 @@
+//! Bundle images for the reconcilers: the shared puller (`bundle_image`), the pull secrets OLM
+//! would use for a catalog's bundles, and the classification of pull failures into the plain
+//! words of a lookup condition.
+//!
+//! Pull secrets: the CatalogSource's `spec.secrets` (read from the catalog's namespace, as OLM's
+//! unpack Jobs use them) plus the controller-wide `--pull-secret NAMESPACE/NAME` list. Messages
+//! name the secrets tried, never their content.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
+use kube::api::Api;
+
+use crate::api::CatalogSource;
+use crate::api::install_plan::bundle_lookup_reason as reason;
+use crate::bundle_image::{BundlePuller, Credentials, PullError, PulledBundle, PullerConfig};
+use crate::plan::CatalogRef;
+use crate::plan::unpack::{DEFAULT_UNPACK_TIMEOUT, PullFailure};
+
+/// A Secret by namespace and name (`--pull-secret NAMESPACE/NAME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::str::FromStr for SecretRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+                Ok(SecretRef {
+                    namespace: ns.to_owned(),
+                    name: name.to_owned(),
+                })
+            }
+            _ => Err(format!(
+                "pull secret {s:?} must be written NAMESPACE/NAME (for example olm/quay-pull)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SecretRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Settings of the bundle image path (`olm-rs run` flags).
+#[derive(Debug, Clone)]
+pub struct BundleImageOptions {
+    /// `--registries-config`: containers-registries.conf v2 (mirrors, insecure, blocked).
+    pub registries_config: Option<PathBuf>,
+    /// `--registry-ca-file`: extra PEM CAs trusted for registries.
+    pub registry_ca_file: Option<PathBuf>,
+    /// `--bundle-cache-dir`: where pulled bundles are kept across restarts.
+    pub cache_dir: Option<PathBuf>,
+    /// `--pull-secret`: secrets tried for every bundle image.
+    pub pull_secrets: Vec<SecretRef>,
+    /// `--bundle-unpack-timeout` (zero: no deadline).
+    pub unpack_timeout: Duration,
+}
+
+impl Default for BundleImageOptions {
+    fn default() -> Self {
+        BundleImageOptions {
+            registries_config: None,
+            registry_ca_file: None,
+            cache_dir: None,
+            pull_secrets: Vec::new(),
+            unpack_timeout: DEFAULT_UNPACK_TIMEOUT,
+        }
+    }
+}
+
+/// The puller every reconciler shares, with the controller-wide pull secrets.
+#[derive(Clone)]
+pub struct BundleImages {
+    puller: Result<BundlePuller, String>,
+    pub options: BundleImageOptions,
+}
+
+impl BundleImages {
+    /// Builds the puller; a configuration that cannot be read makes every pull fail with its
+    /// reason (`olm-rs run` checks the files before starting, so this is for embedders).
+    pub fn new(options: BundleImageOptions) -> Self {
+        let puller = PullerConfig::from_files(
+            options.registries_config.as_deref(),
+            options.registry_ca_file.as_deref(),
+            options.cache_dir.clone(),
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|config| BundlePuller::new(config).map_err(|e| e.to_string()));
+        BundleImages { puller, options }
+    }
+
+    /// The configuration error, if the puller could not be built.
+    pub fn config_error(&self) -> Option<&str> {
+        self.puller.as_ref().err().map(String::as_str)
+    }
+
+    /// The bundle of `image` from the cache (memory, then disk), without the network.
+    pub fn cached(&self, image: &str) -> Option<Arc<PulledBundle>> {
+        self.puller.as_ref().ok()?.cached(image)
+    }
+
+    /// Pulls `image` (or takes it from the cache), within `within` when given.
+    pub async fn pull(
+        &self,
+        image: &str,
+        credentials: &Credentials,
+        within: Option<Duration>,
+    ) -> Result<Arc<PulledBundle>, PullFailure> {
+        let puller = self.puller.as_ref().map_err(|e| PullFailure {
+            reason: reason::PULL_FAILED,
+            message: format!("bundle image {image} cannot be pulled: {e}"),
+            transient: false,
+        })?;
+        // A digest names fixed content: the cache answers. A tag may have moved, so the
+        // registry is asked (the puller then reuses cached blobs by digest).
+        if image.contains('@')
+            && let Some(bundle) = puller.cached(image)
+        {
+            return Ok(bundle);
+        }
+        let pull = puller.pull(image, credentials);
+        let pulled = match within {
+            Some(limit) => tokio::time::timeout(limit, pull)
+                .await
+                .map_err(|_| PullFailure {
+                    reason: reason::DEADLINE_EXCEEDED,
+                    message: format!(
+                        "bundle image {image} was not pulled within the unpack timeout"
+                    ),
+                    transient: true,
+                })?,
+            None => pull.await,
+        };
+        pulled.map_err(|e| classify(image, &e))
+    }
+
+    /// The credentials for bundles of `catalog`: its `spec.secrets` and the controller-wide
+    /// pull secrets. Secrets that are missing or unreadable are skipped (a pull that then needs
+    /// them is refused, and the message lists the secrets that were tried).
+    pub async fn credentials(&self, client: &Client, catalog: &CatalogRef) -> Credentials {
+        let mut credentials = Credentials::anonymous();
+        let mut wanted: Vec<SecretRef> = Vec::new();
+        let catalogs: Api<CatalogSource> = Api::namespaced(client.clone(), &catalog.namespace);
+        if let Ok(Some(source)) = catalogs.get_opt(&catalog.name).await {
+            for name in source.spec.secrets.iter().flatten() {
+                wanted.push(SecretRef {
+                    namespace: catalog.namespace.clone(),
+                    name: name.clone(),
+                });
+            }
+        }
+        wanted.extend(self.options.pull_secrets.iter().cloned());
+        for secret_ref in wanted {
+            let api: Api<Secret> = Api::namespaced(client.clone(), &secret_ref.namespace);
+            match api.get_opt(&secret_ref.name).await {
+                Ok(Some(secret)) => {
+                    let data: BTreeMap<String, Vec<u8>> = secret
+                        .data
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| (k, v.0))
+                        .collect();
+                    let type_ = secret.type_.unwrap_or_default();
+                    if let Err(error) = credentials.add_secret(
+                        &secret_ref.namespace,
+                        &secret_ref.name,
+                        &type_,
+                        &data,
+                    ) {
+                        tracing::warn!(secret = %secret_ref, %error, "pull secret not usable; skipped");
+                    }
+                }
+                Ok(None) => {
+                    tracing::warn!(secret = %secret_ref, "pull secret not found; skipped")
+                }
+                Err(error) => {
+                    tracing::warn!(secret = %secret_ref, %error, "pull secret not readable; skipped")
+                }
+            }
+        }
+        credentials
+    }
+}
+
+/// A pull error in a lookup's words: its reason, the message (which names the image and the
+/// registry or file at fault), and whether to retry soon.
+pub fn classify(image: &str, error: &PullError) -> PullFailure {
+    let why = match error {
+        PullError::Unauthorized { .. } => reason::UNAUTHORIZED,
+        PullError::NotFound { .. } => reason::IMAGE_NOT_FOUND,
+        PullError::Unreachable { .. } => reason::REGISTRY_UNREACHABLE,
+        PullError::TimedOut { .. } => reason::REGISTRY_UNREACHABLE,
+        PullError::InvalidContent { .. } => reason::INVALID_BUNDLE_CONTENT,
+        PullError::Blocked { .. } => reason::IMAGE_BLOCKED,
+        _ => reason::PULL_FAILED,
+    };
+    let text = error.to_string();
+    let message = if text.contains(image) {
+        text
+    } else {
+        format!("bundle image {image}: {text}")
+    };
+    PullFailure {
+        reason: why,
+        message,
+        transient: error.is_transient(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_secret_flags_are_namespace_slash_name() {
+        assert_eq!(
+            "olm/quay-pull".parse::<SecretRef>(),
+            Ok(SecretRef {
+                namespace: "olm".into(),
+                name: "quay-pull".into()
+            })
+        );
+        for bad in ["quay-pull", "/x", "olm/", "a/b/c"] {
+            let err = bad.parse::<SecretRef>().unwrap_err();
+            assert!(err.contains("NAMESPACE/NAME"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn pull_errors_become_lookup_reasons_in_plain_words() {
+        let image = "127.0.0.1:5000/op-bundle:v1";
+        let denied = classify(
+            image,
+            &PullError::Unauthorized {
+                image: image.into(),
+                registry: "127.0.0.1:5000".into(),
+                secrets_tried: vec!["olm/pull".into()],
+            },
+        );
+        assert_eq!(denied.reason, reason::UNAUTHORIZED);
+        assert!(!denied.transient);
+        assert!(denied.message.contains("olm/pull"), "{}", denied.message);
+        let down = classify(
+            image,
+            &PullError::Unreachable {
+                image: image.into(),
+                registry: "127.0.0.1:5000".into(),
+                cause: "connection refused".into(),
+            },
+        );
+        assert_eq!(down.reason, reason::REGISTRY_UNREACHABLE);
+        assert!(down.transient);
+        let bad = classify(
+            image,
+            &PullError::InvalidContent {
+                image: image.into(),
+                file: "manifests/../x".into(),
+                reason: "path leaves the bundle".into(),
+            },
+        );
+        assert_eq!(bad.reason, reason::INVALID_BUNDLE_CONTENT);
+        assert!(bad.message.contains("manifests/../x") && bad.message.contains(image));
+        let blocked = classify(
+            image,
+            &PullError::Blocked {
+                image: image.into(),
+                rule: "blocked by registries.conf".into(),
+            },
+        );
+        assert_eq!(blocked.reason, reason::IMAGE_BLOCKED);
+    }
+}

@@ -1,0 +1,87 @@
+//! Steps that reference a pulled bundle image (`plan::image_bundle`): before a pass, each is
+//! given the object it stands for, taken from the puller's cache by digest (pulled again if the
+//! cache lost it). Every referenced bundle is fetched before anything is applied, so a bundle
+//! that cannot be fetched fails the pass with nothing written.
+
+use std::collections::HashMap;
+
+use crate::api::Step;
+use crate::plan::{BundleReference, PulledObjects};
+use crate::reconcile::Context;
+
+/// `steps` with every bundle reference replaced by its object (the statuses are the same), or
+/// why a referenced bundle cannot be had. `None` when no step references a bundle.
+pub async fn with_bundle_objects(
+    ctx: &Context,
+    namespace: &str,
+    steps: &[Step],
+) -> Result<Option<Vec<Step>>, String> {
+    let references: Vec<Option<BundleReference>> = steps
+        .iter()
+        .map(|s| {
+            s.resource
+                .manifest
+                .as_deref()
+                .and_then(BundleReference::of_manifest)
+        })
+        .collect();
+    if references.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    // One fetch per bundle (its CSV step carries the properties the plan used).
+    let mut bundles: HashMap<(String, String), PulledObjects> = HashMap::new();
+    for (step, reference) in steps.iter().zip(&references) {
+        let Some(reference) = reference else { continue };
+        let key = (reference.pinned_image(), step.resolving.clone());
+        if bundles.contains_key(&key) {
+            continue;
+        }
+        let properties = steps
+            .iter()
+            .zip(&references)
+            .filter(|(s, _)| s.resolving == step.resolving)
+            .filter_map(|(_, r)| r.as_ref())
+            .find(|r| r.digest == reference.digest && !r.properties.is_empty())
+            .map(|r| r.properties.clone())
+            .unwrap_or_default();
+        let bundle = match ctx.bundle_images.cached(&key.0) {
+            Some(bundle) => bundle,
+            None => {
+                let credentials = ctx
+                    .bundle_images
+                    .credentials(&ctx.client, &reference.catalog())
+                    .await;
+                ctx.bundle_images
+                    .pull(&key.0, &credentials, None)
+                    .await
+                    .map_err(|f| {
+                        format!(
+                            "the bundle of {} could not be fetched again from its image: {}",
+                            step.resolving, f.message
+                        )
+                    })?
+            }
+        };
+        let objects = PulledObjects::new(
+            reference,
+            &properties,
+            bundle.manifests(),
+            &step.resolving,
+            namespace,
+        )
+        .map_err(|e| format!("bundle image {}: {e}", key.0))?;
+        bundles.insert(key, objects);
+    }
+    let mut expanded = steps.to_vec();
+    for (step, reference) in expanded.iter_mut().zip(&references) {
+        let Some(reference) = reference else { continue };
+        let key = (reference.pinned_image(), step.resolving.clone());
+        let Some(objects) = bundles.get(&key) else {
+            // Every key was inserted by the loop above.
+            return Err(format!("bundle image {} was not fetched", key.0));
+        };
+        let object = objects.object_for(step)?;
+        step.resource.manifest = Some(object.to_string());
+    }
+    Ok(Some(expanded))
+}

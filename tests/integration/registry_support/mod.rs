@@ -1,0 +1,359 @@
+//! A real OCI registry for tests: Debian's `docker-registry` (the CNCF distribution registry
+//! 2.8), started by the test on 127.0.0.1 with a temporary storage directory and a generated
+//! config — plain HTTP, htpasswd basic auth, or TLS from a test CA — and bundle images pushed to
+//! it by test code (one gzip layer holding `manifests/` and `metadata/`, an OCI manifest).
+//!
+//! Without `/usr/bin/docker-registry` the tests say so and skip, except in CI (`CI=true`), where
+//! `.ci/run` installs it and a missing binary is a failure.
+
+#![allow(dead_code)] // each test module uses a subset
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use oci_client::client::{
+    Certificate, CertificateEncoding, ClientConfig, ClientProtocol, Config, ImageLayer,
+};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+
+pub const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
+pub const USER: &str = "bundle-puller";
+pub const PASSWORD: &str = "s3cret-pa55";
+
+/// How the registry is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Plain,
+    BasicAuth,
+    Tls,
+}
+
+/// A running registry; stopped when dropped.
+pub struct TestRegistry {
+    pub kind: Kind,
+    pub addr: SocketAddr,
+    /// The test CA (PEM) for `Kind::Tls`.
+    pub ca_pem: Option<String>,
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+/// The registry binary, or `None` after saying why the test skips (outside CI only).
+pub fn registry_binary() -> Option<PathBuf> {
+    let bin = std::env::var_os("OLM_RS_DOCKER_REGISTRY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(REGISTRY_BIN));
+    if bin.is_file() {
+        return Some(bin);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "{} is missing in CI: .ci/run installs the docker-registry package",
+            bin.display()
+        );
+    }
+    eprintln!(
+        "SKIPPED: {} not found (apt-get install docker-registry); registry tests not run",
+        bin.display()
+    );
+    None
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+impl TestRegistry {
+    /// Starts a registry, or `None` when the binary is absent outside CI.
+    pub fn start(kind: Kind) -> Option<TestRegistry> {
+        let bin = registry_binary()?;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let (extra, ca_pem) = Self::extra_config(kind, dir.path());
+        let config = format!(
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n{extra}",
+            dir.path().join("storage").display()
+        );
+        let config_file = dir.path().join("config.yml");
+        std::fs::write(&config_file, config).expect("write registry config");
+        let log = std::fs::File::create(dir.path().join("registry.log")).expect("log");
+        let child = Command::new(&bin)
+            .arg("serve")
+            .arg(&config_file)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start docker-registry");
+        let mut reg = TestRegistry {
+            kind,
+            addr,
+            ca_pem,
+            child,
+            dir,
+        };
+        if !reg.wait_ready() {
+            let log =
+                std::fs::read_to_string(reg.dir.path().join("registry.log")).unwrap_or_default();
+            panic!(
+                "{} did not start listening on {addr} ({kind:?}); its log:\n{log}",
+                bin.display()
+            );
+        }
+        Some(reg)
+    }
+
+    /// Stops the registry (as if it went down); `restart` brings it back on the same port with
+    /// the same storage.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn restart(&mut self) {
+        self.stop();
+        let bin = registry_binary().expect("registry binary");
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.path().join("registry.log"))
+            .expect("log");
+        self.child = Command::new(&bin)
+            .arg("serve")
+            .arg(self.dir.path().join("config.yml"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("restart docker-registry");
+        assert!(self.wait_ready(), "docker-registry did not restart");
+    }
+
+    fn extra_config(kind: Kind, dir: &Path) -> (String, Option<String>) {
+        match kind {
+            Kind::Plain => (String::new(), None),
+            Kind::BasicAuth => {
+                let hash = bcrypt::hash(PASSWORD, 4).expect("bcrypt");
+                let file = dir.join("htpasswd");
+                std::fs::write(&file, format!("{USER}:{hash}\n")).expect("htpasswd");
+                (
+                    format!(
+                        "auth:\n  htpasswd:\n    realm: olm-rs-test\n    path: {}\n",
+                        file.display()
+                    ),
+                    None,
+                )
+            }
+            Kind::Tls => {
+                let (ca, cert, key) = test_ca_and_cert();
+                let cert_file = dir.join("server.crt");
+                let key_file = dir.join("server.key");
+                std::fs::write(&cert_file, cert).expect("cert");
+                std::fs::write(&key_file, key).expect("key");
+                (
+                    format!(
+                        "  tls:\n    certificate: {}\n    key: {}\n",
+                        cert_file.display(),
+                        key_file.display()
+                    ),
+                    Some(ca),
+                )
+            }
+        }
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// `127.0.0.1:PORT`
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// A registries.conf marking this registry `insecure` (plain HTTP) unless it speaks TLS.
+    pub fn registries_conf(&self) -> String {
+        format!(
+            "[[registry]]\nlocation = \"{}\"\ninsecure = {}\n",
+            self.host(),
+            self.kind != Kind::Tls
+        )
+    }
+
+    /// Writes `registries_conf()` (and the CA, for TLS) into `dir`; returns their paths.
+    pub fn write_client_files(&self, dir: &Path) -> (PathBuf, Option<PathBuf>) {
+        let conf = dir.join(format!("registries-{}.conf", self.addr.port()));
+        std::fs::write(&conf, self.registries_conf()).expect("registries.conf");
+        let ca = self.ca_pem.as_ref().map(|pem| {
+            let f = dir.join(format!("ca-{}.pem", self.addr.port()));
+            std::fs::write(&f, pem).expect("ca");
+            f
+        });
+        (conf, ca)
+    }
+
+    /// A client that can push here.
+    pub fn push_client(&self) -> Client {
+        // reqwest is built without its own crypto provider (see src/bundle_image/puller.rs).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = ClientConfig {
+            protocol: if self.kind == Kind::Tls {
+                ClientProtocol::Https
+            } else {
+                ClientProtocol::Http
+            },
+            extra_root_certificates: self
+                .ca_pem
+                .iter()
+                .map(|pem| Certificate {
+                    encoding: CertificateEncoding::Pem,
+                    data: pem.as_bytes().to_vec(),
+                })
+                .collect(),
+            ..ClientConfig::default()
+        };
+        Client::try_from(config).expect("push client")
+    }
+
+    pub fn push_auth(&self) -> RegistryAuth {
+        match self.kind {
+            Kind::BasicAuth => RegistryAuth::Basic(USER.into(), PASSWORD.into()),
+            _ => RegistryAuth::Anonymous,
+        }
+    }
+
+    /// Pushes an image of the given layers (`(bytes, media type)`); returns
+    /// `host/repo@digest` and the manifest digest.
+    pub async fn push_layers(
+        &self,
+        repo: &str,
+        tag: &str,
+        layers: Vec<(Vec<u8>, &str)>,
+    ) -> (String, String) {
+        let client = self.push_client();
+        let reference: Reference = format!("{}/{repo}:{tag}", self.host())
+            .parse()
+            .expect("reference");
+        let layers: Vec<ImageLayer> = layers
+            .into_iter()
+            .map(|(data, media)| ImageLayer::new(data, media.to_string(), None))
+            .collect();
+        let config = Config::oci_v1(
+            br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#
+                .to_vec(),
+            None,
+        );
+        let auth = self.push_auth();
+        client
+            .push(&reference, &layers, config, &auth, None)
+            .await
+            .unwrap_or_else(|e| panic!("push {reference}: {e}"));
+        let digest = client
+            .fetch_manifest_digest(&reference, &auth)
+            .await
+            .expect("digest of the pushed manifest");
+        (format!("{}/{repo}@{digest}", self.host()), digest)
+    }
+
+    /// Pushes a bundle directory as a one-layer bundle image.
+    pub async fn push_bundle_dir(&self, repo: &str, tag: &str, dir: &Path) -> (String, String) {
+        let layer = gzip(&bundle_tar(dir));
+        self.push_layers(
+            repo,
+            tag,
+            vec![(layer, "application/vnd.oci.image.layer.v1.tar+gzip")],
+        )
+        .await
+    }
+}
+
+impl Drop for TestRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `manifests/` and `metadata/` of a bundle directory as a tar archive (as `opm` or
+/// `operator-sdk bundle` images lay them out).
+pub fn bundle_tar(dir: &Path) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    b.mode(tar::HeaderMode::Deterministic);
+    for sub in ["manifests", "metadata"] {
+        b.append_dir_all(sub, dir.join(sub))
+            .unwrap_or_else(|e| panic!("tar {}: {e}", dir.join(sub).display()));
+    }
+    b.into_inner().expect("tar")
+}
+
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).expect("gzip");
+    e.finish().expect("gzip")
+}
+
+/// A CA, and a serving certificate for 127.0.0.1 and localhost signed by it (PEM: CA, cert,
+/// key).
+pub fn test_ca_and_cert() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().expect("ca key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "olm-rs test registry CA");
+    let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().expect("key");
+    let params = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .expect("params");
+    let cert = params.signed_by(&key, &issuer).expect("cert");
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// Bundle directories of the real catalog: the newest version of the first `count` packages.
+pub fn real_bundle_dirs(count: usize) -> Vec<(String, PathBuf)> {
+    let root = super::common::operators_dir();
+    let mut packages: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    packages.sort();
+    let mut out = Vec::new();
+    for p in packages {
+        let mut versions: Vec<PathBuf> = std::fs::read_dir(&p)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|v| v.join("manifests").is_dir() && v.join("metadata").is_dir())
+            .collect();
+        versions.sort();
+        if let Some(v) = versions.pop() {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.push((name, v));
+        }
+        if out.len() == count {
+            break;
+        }
+    }
+    out
+}
