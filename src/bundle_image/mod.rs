@@ -8,6 +8,7 @@
 
 mod bundle;
 mod cache;
+mod classify;
 mod credentials;
 mod error;
 mod layers;
