@@ -58,3 +58,4 @@ mod subscription_controller;
 mod subscription_failures;
 mod subscription_install;
 mod subscription_upgrade;
+mod subscription_waiting_plan;
