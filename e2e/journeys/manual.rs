@@ -1,6 +1,8 @@
-//! Catalog from a ConfigMap → Subscription with Manual approval → nothing installed until the
-//! InstallPlan is approved → approving installs exactly that plan's CSV, and the upgrade the
-//! catalog offers next waits for its own approval → approving it upgrades → uninstall.
+//! Catalog from a ConfigMap → Subscription with Manual approval in `stable` → nothing installed
+//! until the InstallPlan is approved → approving installs exactly that plan's CSV, and the
+//! upgrade the channel offers next waits for its own approval → switching to `fast` while it
+//! waits replaces that plan at once with one for `fast`'s head (the old one is deleted) →
+//! approving it upgrades in one hop → uninstall.
 
 use anyhow::{Context as _, ensure};
 use serde_json::{Value, json};
@@ -15,7 +17,7 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
     c.create(
         &cluster::subscriptions(),
         ns,
-        fixtures::subscription(ns, catalog, "fast", "Manual", Some(fixtures::V010)),
+        fixtures::subscription(ns, catalog, "stable", "Manual", Some(fixtures::V010)),
     )
     .await?;
 
@@ -32,17 +34,32 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
     wait_installed(c, ns, "demo", fixtures::V010).await?;
     println!("e2e:   approved; Subscription moved to {}", fixtures::V010);
 
-    // The catalog has newer versions in `fast`: OLM plans the upgrade at once (v0.3.0 skips
-    // every version from 0.1.0), but a Manual Subscription only proposes it.
-    let second = pending_plan(c, ns, Some(&first)).await?;
+    // `stable` offers 0.2.0 next: planned at once, but a Manual Subscription only proposes it.
+    let stale = pending_plan(c, ns, Some(&first)).await?;
+    expect_unapproved(c, ns, &stale, fixtures::V020).await?;
+    println!("e2e:   upgrade InstallPlan {stale} to 0.2.0 awaits approval");
+
+    // The user switches to `fast` while that plan waits: its head v0.3.0 skips every version
+    // from 0.1.0, so the Subscription re-resolves at once and proposes it instead.
+    c.merge_patch(
+        &cluster::subscriptions(),
+        ns,
+        "demo",
+        json!({"spec": {"channel": "fast"}}),
+    )
+    .await?;
+    let second = pending_plan(c, ns, Some(&stale)).await?;
     expect_unapproved(c, ns, &second, fixtures::V030).await?;
+    wait_gone(c, &cluster::install_plans(), ns, &stale).await?;
     ensure!(
         running_version(c, ns).await?.as_deref() == Some("0.1.0")
-            && c.get(&cluster::csvs(), ns, fixtures::V030).await?.is_none(),
-        "the upgrade to {} started before its InstallPlan {second} was approved",
-        fixtures::V030
+            && c.get(&cluster::csvs(), ns, fixtures::V030).await?.is_none()
+            && c.get(&cluster::csvs(), ns, fixtures::V020).await?.is_none(),
+        "an upgrade started before its InstallPlan {second} was approved"
     );
-    println!("e2e:   upgrade InstallPlan {second} awaits approval; 0.1.0 still runs");
+    println!(
+        "e2e:   channel switched to fast: InstallPlan {second} to 0.3.0 replaces {stale}; 0.1.0 still runs"
+    );
 
     approve(c, ns, &second).await?;
     wait_installed(c, ns, "demo", fixtures::V030).await?;

@@ -66,3 +66,4 @@ mod subscription_image_bundle_failures;
 mod subscription_image_bundles;
 mod subscription_install;
 mod subscription_upgrade;
+mod subscription_waiting_plan;

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
 
 use super::catalogs::CatalogSnapshots;
@@ -13,7 +13,7 @@ use crate::metrics::Outcome;
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
 use crate::reconcile::Context;
 use crate::resolve::subscription::{
-    NamespaceState, attach_plan, sync_namespace as decide_statuses,
+    NamespaceState, SupersededPlan, attach_plan, sync_namespace as decide_statuses,
 };
 use crate::resolve::{ERROR_PREVENTED_RESOLUTION, NamespaceInput};
 
@@ -109,6 +109,19 @@ pub async fn sync_namespace(
     for (update, sub) in updates.into_iter().zip(&observed.subscriptions) {
         let mut status = update.status;
         let mut changed = update.changed;
+        if let Some(superseded) = &update.superseded {
+            match delete_superseded(&plans_api, superseded).await {
+                Ok(()) => report.deleted_plans.push(superseded.name.clone()),
+                // Approved (or changed) since it was read: it is no longer superseded without
+                // a second look, which its change queues; this Subscription waits for it.
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    report.retry_soon = true;
+                    referenced.push(superseded.name.clone());
+                    continue;
+                }
+                Err(e) => return Err(api_err("deleting a superseded install plan")(e)),
+            }
+        }
         if let Some(request) = &update.plan {
             let (plan, created) = ensure_plan(&plans_api, &request.draft)
                 .await
@@ -201,6 +214,26 @@ pub async fn sync_namespace(
         }
     }
     Ok(report)
+}
+
+/// Deletes a plan superseded while it awaited approval, only as it was observed; a plan
+/// already gone is fine.
+async fn delete_superseded(
+    api: &Api<InstallPlan>,
+    plan: &SupersededPlan,
+) -> Result<(), kube::Error> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            resource_version: plan.resource_version.clone(),
+            uid: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&plan.name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The plan for `draft`: an existing one made for the same resolution (whose status is written

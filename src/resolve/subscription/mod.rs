@@ -24,8 +24,8 @@ use crate::api::{
     SubscriptionState, SubscriptionStatus, remove_condition, set_condition,
 };
 use crate::plan::{
-    BundleSource, PlanDraft, ServedSubscription, bundle_lookup, bundle_source, bundle_steps,
-    next_generation, order_plan,
+    BundleSource, PlanDraft, RESOLUTION_LABEL, ServedSubscription, bundle_lookup, bundle_source,
+    bundle_steps, next_generation, order_plan,
 };
 
 use super::decide::{Outcome, Target, decide};
@@ -51,6 +51,10 @@ pub struct SubscriptionUpdate {
     /// Whether `status` differs from what the Subscription has.
     pub changed: bool,
     pub plan: Option<PlanRequest>,
+    /// A plan awaiting approval that no longer matches what the Subscription resolves to: to
+    /// delete (only if still unchanged) before `plan` is ensured, so that nobody approves an
+    /// answer that no longer holds and a plan with the same content is not adopted back.
+    pub superseded: Option<SupersededPlan>,
     /// Events to publish on the Subscription.
     pub notes: Vec<Note>,
 }
@@ -60,6 +64,14 @@ pub struct SubscriptionUpdate {
 pub struct PlanRequest {
     pub draft: PlanDraft,
     pub target: Target,
+}
+
+/// A waiting plan replaced by a new answer (see [`SubscriptionUpdate::superseded`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupersededPlan {
+    pub name: String,
+    /// The plan as observed: it is deleted only at this version (not once approved meanwhile).
+    pub resource_version: Option<String>,
 }
 
 /// An Event on the Subscription.
@@ -115,6 +127,7 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             status,
             changed,
             plan: None,
+            superseded: None,
             notes,
         });
     }
@@ -134,6 +147,26 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
 
     // 3. Apply decisions.
     for ((update, sub), decision) in updates.iter_mut().zip(&observed).zip(decisions) {
+        if is_gated(&update.status)
+            && let Some(plan) =
+                superseded_plan(input, state.plans, sub, &update.status, &decision.outcome, &now)
+        {
+            let name = plan.metadata.name.clone().unwrap_or_default();
+            let old = update.status.current_csv.clone().unwrap_or_default();
+            plan_state::release_plan(&mut update.status, csv_exists);
+            update.changed = true;
+            update.notes.push(Note {
+                warning: false,
+                reason: "InstallPlanSuperseded",
+                message: format!(
+                    "install plan {name} for {old} was awaiting approval when the subscription's answer changed; it is deleted and replaced"
+                ),
+            });
+            update.superseded = Some(SupersededPlan {
+                name,
+                resource_version: plan.metadata.resource_version.clone(),
+            });
+        }
         if is_gated(&update.status) {
             // Waiting on its plan, the Subscription is not resolved again (step C) — except
             // that a namespace without exactly one OperatorGroup is reported on every
@@ -168,9 +201,11 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             }
             Outcome::UpToDate { .. } => {
                 changed |= clear_resolution_conditions(&mut conditions);
+                changed |= plan_state::plan_not_needed(status, &mut conditions);
             }
             Outcome::Adopt { csv } => {
                 clear_resolution_conditions(&mut conditions);
+                plan_state::plan_not_needed(status, &mut conditions);
                 status.current_csv = Some(csv.clone());
                 status.installed_csv = Some(csv.clone());
                 status.state = Some(SubscriptionState::AtLatestKnown);
@@ -230,6 +265,41 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
         }
     }
     updates
+}
+
+/// The referenced plan, when it awaits approval and the Subscription now resolves to something
+/// else: another bundle, catalog or upgrade edge (its spec changed — channel, source,
+/// startingCSV — or its catalog did), another approval mode, or nothing to install at all.
+/// A refusal keeps the plan: the reason is reported and the plan may be right again later.
+fn superseded_plan<'a>(
+    input: &NamespaceInput<'_>,
+    plans: &'a [InstallPlan],
+    sub: &Subscription,
+    status: &SubscriptionStatus,
+    outcome: &Outcome,
+    now: &Time,
+) -> Option<&'a InstallPlan> {
+    let plan = plan_state::waiting_plan(status, plans)?;
+    let still_valid = match outcome {
+        Outcome::Install(target) => {
+            let approval_kept = plan.spec.approval == sub.spec.effective_approval();
+            let label = plan
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(RESOLUTION_LABEL));
+            let same_target = match (plan_for(input, sub, target, 0, now), label) {
+                (Ok(draft), Some(key)) => draft.resolution_key() == *key,
+                // A plan made without the label (an older olm-rs), or a bundle that cannot be
+                // planned: compare what is installed.
+                _ => status.current_csv.as_deref() == Some(target.bundle.as_str()),
+            };
+            approval_kept && same_target
+        }
+        Outcome::UpToDate { .. } => false,
+        Outcome::Adopt { .. } | Outcome::Refused(_) => true,
+    };
+    (!still_valid).then_some(plan)
 }
 
 /// The plan installing `target` for `sub`, or why its bundle cannot be installed. A bundle

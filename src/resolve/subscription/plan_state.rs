@@ -33,8 +33,16 @@ pub fn observe_plan(
     now: &Time,
 ) -> (bool, PlanObservation) {
     let Some(name) = referenced_plan(status) else {
+        // Without a reference only `InstallPlanMissing` of a deleted pending plan can remain:
+        // it goes when a plan is attached or resolution needs none (see `plan_not_needed`).
         let mut conditions = status.conditions.take().unwrap_or_default();
-        let changed = clear_plan_conditions(&mut conditions);
+        let changed = remove_condition(
+            &mut conditions,
+            SubscriptionConditionType::InstallPlanPending.as_str(),
+        ) | remove_condition(
+            &mut conditions,
+            SubscriptionConditionType::InstallPlanFailed.as_str(),
+        );
         status.conditions = Some(conditions);
         return (changed, PlanObservation::Nothing);
     };
@@ -60,12 +68,26 @@ pub fn observe_plan(
         None if status.state() == SubscriptionState::UpgradePending => {
             // OLM clears the reference so resolution runs again; olm-rs does the same and
             // reports it (OLM could keep pointing at a deleted plan awaiting approval forever).
+            // The condition stays until a plan is referenced again (or none is needed), so a
+            // re-resolution that cannot plan leaves a visible trace, not a silent blank.
             status.install_plan_ref = None;
             status.install_plan = None;
             status.current_csv = None;
             status.state = None;
             changed = true;
             changed |= clear_plan_conditions(&mut conditions);
+            set_condition(
+                &mut conditions,
+                SubscriptionCondition::new(
+                    SubscriptionConditionType::InstallPlanMissing,
+                    ConditionStatus::True,
+                    reason::REFERENCED_INSTALL_PLAN_NOT_FOUND,
+                    &format!(
+                        "install plan {name} was deleted before it completed; resolving again for a new plan"
+                    ),
+                ),
+                now,
+            );
             PlanObservation::PendingPlanDeleted { plan: name }
         }
         None => {
@@ -110,6 +132,47 @@ pub fn observe_csv(status: &mut SubscriptionStatus, csv_exists: impl Fn(&str) ->
 /// Whether the Subscription waits on its plan (step C): it does not re-resolve.
 pub fn is_gated(status: &SubscriptionStatus) -> bool {
     referenced_plan(status).is_some() && status.state() == SubscriptionState::UpgradePending
+}
+
+/// The referenced plan while it still awaits approval: nothing of it has run, so a new answer
+/// may replace it.
+pub fn waiting_plan<'a>(
+    status: &SubscriptionStatus,
+    plans: &'a [InstallPlan],
+) -> Option<&'a InstallPlan> {
+    let name = referenced_plan(status)?;
+    plans.iter().find(|p| {
+        p.metadata.name.as_deref() == Some(name.as_str())
+            && !p.spec.approved
+            && p.status
+                .as_ref()
+                .is_some_and(|s| s.phase == InstallPlanPhase::RequiresApproval)
+    })
+}
+
+/// Lets go of a superseded plan: the Subscription points at its installed CSV again (or at
+/// nothing before a first install) and resolves anew.
+pub fn release_plan(status: &mut SubscriptionStatus, csv_exists: impl Fn(&str) -> bool) {
+    status.install_plan_ref = None;
+    status.install_plan = None;
+    status.current_csv = status.installed_csv.clone();
+    status.state = None;
+    observe_csv(status, csv_exists);
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    clear_plan_conditions(&mut conditions);
+    status.conditions = Some(conditions);
+}
+
+/// Resolution needs no plan: a leftover `InstallPlanMissing` without a reference goes.
+pub fn plan_not_needed(
+    status: &SubscriptionStatus,
+    conditions: &mut Vec<SubscriptionCondition>,
+) -> bool {
+    referenced_plan(status).is_none()
+        && remove_condition(
+            conditions,
+            SubscriptionConditionType::InstallPlanMissing.as_str(),
+        )
 }
 
 /// Records a plan just ensured for `csv` (step D).

@@ -395,3 +395,53 @@ fn operator_group_problems_reach_subscriptions_that_wait_on_a_plan() {
         "cleared once fixed"
     );
 }
+
+#[test]
+fn a_waiting_plan_is_superseded_only_when_the_answer_changes() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", Some(Approval::Manual), Some("etcd.v1"));
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    w.ensure(&mut s, &u, "install-eeeee");
+    // Same spec: waiting, nothing superseded.
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.superseded.is_none() && u.plan.is_none());
+
+    // A new startingCSV: the waiting plan for etcd.v1 is superseded by one for etcd.v2.
+    s.spec.starting_csv = Some("etcd.v2".into());
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    let superseded = u.superseded.as_ref().expect("superseded");
+    assert_eq!(superseded.name, "install-eeeee");
+    assert_eq!(u.plan.as_ref().unwrap().target.bundle, "etcd.v2");
+    assert!(u.status.install_plan_ref.is_none(), "released");
+    assert_eq!(u.notes[0].reason, "InstallPlanSuperseded");
+
+    // An approved plan is never superseded, whatever the spec says now.
+    w.plans[0].spec.approved = true;
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.superseded.is_none() && u.plan.is_none());
+}
+
+#[test]
+fn a_deleted_pending_plan_stays_reported_until_a_plan_is_attached() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", Some(Approval::Manual), None);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    w.ensure(&mut s, &u, "install-fffff");
+    w.plans.clear();
+    w.catalogs.clear();
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.plan.is_none());
+    let c = condition(&u.status, SubscriptionConditionType::InstallPlanMissing).unwrap();
+    assert_eq!(c.reason.as_deref(), Some("ReferencedInstallPlanNotFound"));
+    s.status = Some(u.status);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(condition(&u.status, SubscriptionConditionType::InstallPlanMissing).is_some());
+    s.status = Some(u.status);
+    let fresh = World::new(true);
+    w.catalogs = fresh.catalogs;
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.plan.is_some());
+    w.ensure(&mut s, &u, "install-ggggg");
+    let st = s.status.as_ref().unwrap();
+    assert!(condition(st, SubscriptionConditionType::InstallPlanMissing).is_none());
+}
