@@ -6,11 +6,13 @@
 //! upgrade path; dependency solving (olm.gvk.required / olm.package.required) will extend
 //! `decide` without changing its shape.
 
+pub mod cel_rule;
 pub mod decide;
 pub mod explain;
 pub mod input;
 pub mod installed;
 pub mod preview;
+pub mod requirement;
 pub mod subscription;
 
 pub use decide::{Claims, Decision, Outcome, Target, Why, decide, decide_one};
