@@ -121,6 +121,7 @@ fn bench(c: &mut Criterion) {
         package: Some("kube-green".into()),
         provided: vec![],
         phase: "Succeeded".into(),
+        properties: Vec::new(),
     }];
     let upgrade = [sub("kube-green", "kube-green", Some("kube-green.v0.5.0"))];
     let fresh = [sub("opendatahub", "opendatahub-operator", None)];
@@ -171,6 +172,7 @@ fn bench(c: &mut Criterion) {
                     .map(|b| b.provided_gvks().collect())
                     .unwrap_or_default(),
                 phase: "Succeeded".into(),
+                properties: Vec::new(),
             });
         }
         subs.push(sub(

@@ -129,6 +129,7 @@ pub fn installed_from_status(
             .map(|b| b.provided_gvks().collect())
             .unwrap_or_default(),
         phase: "Succeeded".into(),
+        properties: bundle.map(|b| b.properties().to_vec()).unwrap_or_default(),
         name,
     }]
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::api::Subscription;
 use crate::catalog::CatalogIndex;
+use crate::catalog::model::Property;
 use crate::catalog::properties::GvkValue;
 use crate::catalog::semver_range::Version;
 
@@ -51,6 +52,10 @@ pub struct InstalledCsv {
     pub provided: Vec<GvkValue>,
     /// `status.phase`.
     pub phase: String,
+    /// Its properties (resolution.md §3.3): the `operatorframework.io/properties` annotation,
+    /// else `olm.gvk` for owned and `olm.gvk.required` for required CRDs and APIServices. Its
+    /// requirements count: resolution never breaks an installed operator's dependency.
+    pub properties: Vec<Property>,
 }
 
 /// The OperatorGroups of the namespace, as far as resolution cares.
@@ -75,7 +80,7 @@ pub struct NamespaceInput<'a> {
     pub global_catalog_namespace: &'a str,
 }
 
-impl NamespaceInput<'_> {
+impl<'a> NamespaceInput<'a> {
     /// Namespaces whose catalogs this namespace may use (resolution.md §2).
     pub fn catalog_namespaces(&self) -> Vec<&str> {
         let mut out = vec![self.namespace];
@@ -87,11 +92,11 @@ impl NamespaceInput<'_> {
         out
     }
 
-    pub fn catalog(&self, key: &CatalogRef) -> Option<&CatalogInput> {
+    pub fn catalog(&self, key: &CatalogRef) -> Option<&'a CatalogInput> {
         self.catalogs.iter().find(|c| &c.key == key)
     }
 
-    pub fn installed_csv(&self, name: &str) -> Option<&InstalledCsv> {
+    pub fn installed_csv(&self, name: &str) -> Option<&'a InstalledCsv> {
         self.installed.iter().find(|c| c.name == name)
     }
 }
