@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::steps::{PlannedStep, catalog_source_names, csv_names};
+use crate::api::keys::GENERATED_BY_ANNOTATION;
 use crate::api::{
     Approval, InstallPlan, InstallPlanPhase, InstallPlanSpec, InstallPlanStatus, Step,
     StepResource, StepStatus,
@@ -100,6 +101,25 @@ impl PlanDraft {
             ..ObjectMeta::default()
         };
         plan
+    }
+
+    /// [`Self::initial_status`] of the plan named `plan`: dependency Subscriptions it creates
+    /// carry `olm.generated-by: <plan>` (subscription-installplan.md §5.3).
+    pub fn initial_status_named(&self, plan: &str) -> InstallPlanStatus {
+        let mut status = self.initial_status();
+        for step in status.plan.iter_mut().flatten() {
+            if step.resource.kind != "Subscription" {
+                continue;
+            }
+            let Some(text) = &step.resource.manifest else {
+                continue;
+            };
+            if let Ok(mut manifest) = serde_json::from_str::<serde_json::Value>(text) {
+                manifest["metadata"]["annotations"][GENERATED_BY_ANNOTATION] = plan.into();
+                step.resource.manifest = Some(manifest.to_string());
+            }
+        }
+        status
     }
 
     /// The first status of the plan: `RequiresApproval` (Manual) or `Installing` (Automatic),

@@ -221,7 +221,7 @@ async fn ensure_plan(
         .find(|p| p.labels().get(RESOLUTION_LABEL) == Some(&key));
     if let Some(mut plan) = existing {
         if plan.status.is_none() {
-            plan.status = Some(draft.initial_status());
+            plan.status = Some(draft.initial_status_named(&plan.name_any()));
             plan = api
                 .replace_status(&plan.name_any(), &PostParams::default(), &plan)
                 .await?;
@@ -243,7 +243,7 @@ async fn ensure_plan(
         }
     };
     let mut plan = created;
-    plan.status = Some(draft.initial_status());
+    plan.status = Some(draft.initial_status_named(&plan.name_any()));
     let plan = api
         .replace_status(&plan.name_any(), &PostParams::default(), &plan)
         .await?;

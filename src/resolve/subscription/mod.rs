@@ -9,6 +9,7 @@
 //! Subscription that asked for manual approval (OLM's namespace-wide approval is a known pain),
 //! and one Subscription's broken bundle never holds up another's plan.
 
+mod dependencies;
 mod deprecation;
 mod health;
 mod plan_state;
@@ -16,6 +17,7 @@ mod plan_state;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+pub use dependencies::dependency_subscription_name;
 pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message};
 
 use crate::api::subscription::reason;
@@ -241,8 +243,9 @@ fn plan_for(
         .bundle(&target.package, &target.bundle)
         .ok_or_else(|| format!("bundle {} is listed in channel {:?} of package {:?} in catalog {} but the catalog has no such bundle", target.bundle, target.channel, target.package, target.catalog))?;
     let content = bundle_content(bundle, &target.catalog).map_err(|e| e.to_string())?;
-    let steps = bundle_steps(&content, input.namespace, target.replaces.as_deref())
+    let mut steps = bundle_steps(&content, input.namespace, target.replaces.as_deref())
         .map_err(|e| e.to_string())?;
+    steps.extend(dependencies::dependency_steps(input, target)?);
     Ok(PlanDraft {
         namespace: input.namespace.to_owned(),
         subscriptions: vec![ServedSubscription {
