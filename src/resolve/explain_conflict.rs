@@ -149,10 +149,21 @@ impl fmt::Display for Unsatisfiable {
             "Subscription {} cannot install package {:?} from {channel} of catalog {}: ",
             self.subscription, self.package, self.catalog
         )?;
-        let parts: Vec<String> = self
-            .rejected
+        // Candidates rejected for the same reason are named together.
+        let mut grouped: Vec<(String, Vec<&str>)> = Vec::new();
+        for (id, r) in &self.rejected {
+            let why = reason(r, 0);
+            match grouped.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, names)) => names.push(bundle_name(id)),
+                None => grouped.push((why, vec![bundle_name(id)])),
+            }
+        }
+        let parts: Vec<String> = grouped
             .iter()
-            .map(|(id, r)| format!("bundle {} {}", bundle_name(id), reason(r, 0)))
+            .map(|(why, names)| match names.as_slice() {
+                [one] => format!("bundle {one} {why}"),
+                many => format!("bundles {} each {why}", many.join(", ")),
+            })
             .collect();
         f.write_str(&parts.join("; "))
     }

@@ -51,6 +51,7 @@ mod operator_group_sync;
 mod registry_bad_input;
 mod registry_server;
 mod resolve_cli;
+mod resolve_dependencies_real;
 mod run_preflight;
 mod samples;
 mod sandbox_cli;
