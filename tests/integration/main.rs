@@ -56,6 +56,7 @@ mod run_preflight;
 mod samples;
 mod sandbox_cli;
 mod subscription_controller;
+mod subscription_dependencies;
 mod subscription_failures;
 mod subscription_install;
 mod subscription_upgrade;
