@@ -346,10 +346,13 @@ impl<'a> Search<'_, 'a> {
             .staying(self.replaced.as_deref())
             .map(|(csv, _)| *csv)
             .collect();
-        if let Some(csv) = staying
-            .iter()
-            .find(|csv| csv.package.as_deref() == Some(package) && csv.name != bundle.name())
-        {
+        // A Subscription's own bundle is not held up by older CSVs of its package still around
+        // while an upgrade finishes (the Subscription owns the package; two Subscriptions of one
+        // package are refused before this).
+        let is_root = self.added.is_empty();
+        if let Some(csv) = staying.iter().find(|csv| {
+            !is_root && csv.package.as_deref() == Some(package) && csv.name != bundle.name()
+        }) {
             return Err(Rejection::PackageTaken {
                 package: package.to_owned(),
                 by: installed_holder(csv),
