@@ -244,6 +244,7 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
         .contains(&spec.source_namespace.as_str())
     {
         return Err(Box::new(Refusal::CatalogNotVisible {
+            subscription: sub.metadata.name.clone().unwrap_or_default(),
             catalog: key,
             namespace: ns.namespace.to_owned(),
             global: ns.global_catalog_namespace.to_owned(),

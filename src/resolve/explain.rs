@@ -22,10 +22,11 @@ pub enum Refusal {
         names: Vec<String>,
     },
     #[error(
-        "catalog source {catalog} cannot be used from namespace {namespace}: a Subscription may only use catalogs in its own namespace{}",
-        global_note(.global, *.global_excluded)
+        "no operators found from catalog {} in namespace {} referenced by subscription {subscription}: catalog source {catalog} cannot be used from namespace {namespace}: a Subscription may only use catalogs in its own namespace{}",
+        .catalog.name, .catalog.namespace, global_note(.global, *.global_excluded)
     )]
     CatalogNotVisible {
+        subscription: String,
         catalog: CatalogRef,
         namespace: String,
         global: String,

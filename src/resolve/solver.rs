@@ -39,6 +39,8 @@ pub struct Chosen<'a> {
     pub subscription: String,
     /// The bundle whose requirement pulled it in; `None` for the Subscription's own bundle.
     pub required_by: Option<String>,
+    /// The APIs it provides (read once: every later candidate is checked against them).
+    pub provided: Vec<GvkValue>,
 }
 
 impl Chosen<'_> {
@@ -281,6 +283,7 @@ impl<'a> Search<'_, 'a> {
             replaces: None,
             subscription: subscription.to_owned(),
             required_by: required_by.map(str::to_owned),
+            provided: candidate.bundle.provided_gvks().collect(),
         });
         for requirement in needs.iter() {
             if let Err(e) = self.require(candidate, requirement, subscription) {
@@ -377,9 +380,10 @@ impl<'a> Search<'_, 'a> {
                     by: installed_holder(csv),
                 });
             }
-            if let Some(other) = self.all_chosen().find(|c| {
-                c.bundle.package() != package && c.bundle.provided_gvks().any(|g| g == gvk)
-            }) {
+            if let Some(other) = self
+                .all_chosen()
+                .find(|c| c.bundle.package() != package && c.provided.contains(&gvk))
+            {
                 return Err(Rejection::ApiTaken {
                     gvk,
                     by: chosen_holder(other),

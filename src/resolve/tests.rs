@@ -331,7 +331,7 @@ fn catalogs_outside_the_namespace_and_global_namespace_are_invisible() {
     let r = refusal(w.one(s));
     assert_eq!(
         r.to_string(),
-        "catalog source elsewhere/community cannot be used from namespace ns: a Subscription may only use catalogs in its own namespace or in the global catalog namespace olm"
+        "no operators found from catalog community in namespace elsewhere referenced by subscription e: catalog source elsewhere/community cannot be used from namespace ns: a Subscription may only use catalogs in its own namespace or in the global catalog namespace olm"
     );
 }
 
