@@ -110,8 +110,11 @@ pub struct Claims<'a> {
     chosen: Vec<Chosen<'a>>,
     /// Installed CSVs that chosen bundles replace.
     replaced: Vec<String>,
-    cache: RefCell<HashMap<usize, Result<Arc<Vec<Requirement>>, RequirementError>>>,
+    cache: RefCell<HashMap<usize, ParsedRequirements>>,
 }
+
+/// A bundle's requirements as read once, or why they cannot be read.
+type ParsedRequirements = Result<Arc<Vec<Requirement>>, RequirementError>;
 
 /// A Subscription's own candidate.
 #[derive(Debug, Clone, Copy)]
