@@ -1,4 +1,4 @@
-//! Copied CSVs at scale (csv.md §11): wall time from "an all-namespaces operator is Succeeded"
+//! Copied CSVs at scale (docs/operator-groups.md §10): wall time from "an all-namespaces operator is Succeeded"
 //! until every other namespace holds its copy with status reason `Copied`, and the peak memory
 //! of the controller side, at 100, 500 and 2,000 namespaces.
 //!

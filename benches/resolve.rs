@@ -121,6 +121,7 @@ fn bench(c: &mut Criterion) {
         package: Some("kube-green".into()),
         provided: vec![],
         phase: "Succeeded".into(),
+        properties: Vec::new(),
     }];
     let upgrade = [sub("kube-green", "kube-green", Some("kube-green.v0.5.0"))];
     let fresh = [sub("opendatahub", "opendatahub-operator", None)];
@@ -171,6 +172,7 @@ fn bench(c: &mut Criterion) {
                     .map(|b| b.provided_gvks().collect())
                     .unwrap_or_default(),
                 phase: "Succeeded".into(),
+                properties: Vec::new(),
             });
         }
         subs.push(sub(
@@ -206,5 +208,182 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// Copy `i` of the packages `names` of `config`: package names and API groups suffixed, in
+/// what bundles provide and in what they require, so each copy depends only on itself.
+fn renamed_copy(config: &DeclarativeConfig, names: &[&str], i: usize) -> DeclarativeConfig {
+    let rename = |p: &str| format!("{p}-{i}");
+    let keep = |p: &str| names.contains(&p);
+    let mut out = DeclarativeConfig::default();
+    for p in config.packages.iter().filter(|p| keep(&p.name)) {
+        let mut p = p.clone();
+        p.name = rename(&p.name);
+        out.packages.push(p);
+    }
+    for c in config.channels.iter().filter(|c| keep(&c.package)) {
+        let mut c = c.clone();
+        c.package = rename(&c.package);
+        out.channels.push(c);
+    }
+    for b in config.bundles.iter().filter(|b| keep(&b.package)) {
+        let mut b = b.clone();
+        b.package = rename(&b.package);
+        b.properties = b
+            .properties
+            .iter()
+            .map(|p| {
+                let mut v: Value = serde_json::from_str(p.json().get()).expect("JSON");
+                match p.type_.as_str() {
+                    "olm.gvk" | "olm.gvk.required" => {
+                        let group = format!("{}-{i}", v["group"].as_str().unwrap_or_default());
+                        v["group"] = group.into();
+                    }
+                    "olm.package" | "olm.package.required" => {
+                        let name = rename(v["packageName"].as_str().unwrap_or_default());
+                        v["packageName"] = name.into();
+                    }
+                    _ => return p.clone(),
+                }
+                Property::from_value(&p.type_, &v).expect("serialises")
+            })
+            .collect();
+        out.bundles.push(b);
+    }
+    out
+}
+
+/// `chain-0` requires an API of `chain-1`, which requires package `chain-2`, which requires an
+/// API of `chain-3`.
+fn chain() -> DeclarativeConfig {
+    let mut out = DeclarativeConfig::default();
+    for i in 0..4 {
+        let name = format!("chain-{i}");
+        let mut properties = vec![
+            Property::from_value(
+                "olm.package",
+                &serde_json::json!({"packageName": name, "version": "1.0.0"}),
+            )
+            .expect("JSON"),
+            Property::from_value(
+                "olm.gvk",
+                &serde_json::json!({"group": "chain.example.com", "kind": format!("Link{i}"), "version": "v1"}),
+            )
+            .expect("JSON"),
+        ];
+        match i {
+            0 | 2 => properties.push(
+                Property::from_value(
+                    "olm.gvk.required",
+                    &serde_json::json!({"group": "chain.example.com", "kind": format!("Link{}", i + 1), "version": "v1"}),
+                )
+                .expect("JSON"),
+            ),
+            1 => properties.push(
+                Property::from_value(
+                    "olm.package.required",
+                    &serde_json::json!({"packageName": "chain-2", "versionRange": ">=1.0.0"}),
+                )
+                .expect("JSON"),
+            ),
+            _ => {}
+        }
+        out.packages.push(olm_rs::catalog::model::Package {
+            name: name.clone(),
+            default_channel: Some("stable".into()),
+            ..Default::default()
+        });
+        out.channels.push(olm_rs::catalog::model::Channel {
+            package: name.clone(),
+            name: "stable".into(),
+            entries: vec![olm_rs::catalog::model::ChannelEntry {
+                name: format!("{name}.v1.0.0"),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        out.bundles.push(olm_rs::catalog::model::Bundle {
+            package: name.clone(),
+            name: format!("{name}.v1.0.0"),
+            image: format!("example.com/{name}:v1.0.0"),
+            properties,
+            ..Default::default()
+        });
+    }
+    out
+}
+
+fn dependencies(c: &mut Criterion) {
+    let config = v4_20();
+    let groups = OperatorGroups {
+        names: vec!["og".into()],
+        exclude_global_catalogs: false,
+    };
+    let bundle_dirs = olm_rs::reconcile::subscription::load_index(
+        &shared().join("data/catalogs/community-operators-prod/operators"),
+    )
+    .expect("bundle directories load");
+    let pair = [
+        "rabbitmq-messaging-topology-operator",
+        "rabbitmq-cluster-operator",
+    ];
+    let mut community = config.clone();
+    for i in 0..50 {
+        community.merge(renamed_copy(&config, &pair, i));
+    }
+    community.merge(chain());
+    let index = Arc::new(CatalogIndex::new(community));
+    let mut cats = catalogs(index);
+    cats.push(CatalogInput {
+        key: CatalogRef::new("olm", "bundles"),
+        priority: 0,
+        uid: None,
+        content: CatalogContent::Ready(bundle_dirs),
+        healthy: true,
+    });
+    let subs: Vec<Subscription> = (0..50)
+        .map(|i| {
+            sub(
+                &format!("topology-{i}"),
+                &format!("rabbitmq-messaging-topology-operator-{i}"),
+                None,
+            )
+        })
+        .collect();
+    let input = NamespaceInput {
+        namespace: "bench",
+        subscriptions: &subs,
+        installed: &[],
+        catalogs: &cats,
+        operator_groups: &groups,
+        global_catalog_namespace: "olm",
+    };
+    let decisions = decide(&input);
+    let with_dependencies = decisions
+        .iter()
+        .filter(|d| matches!(&d.outcome, olm_rs::resolve::Outcome::Install(t) if !t.dependencies.is_empty()))
+        .count();
+    assert_eq!(
+        with_dependencies, 50,
+        "every Subscription installs with a dependency"
+    );
+    c.bench_function(
+        "resolve 50 subscriptions with dependencies (v4.20 + bundle dirs)",
+        |b| b.iter(|| decide(&input)),
+    );
+    let one = [sub("chain", "chain-0", None)];
+    let input = NamespaceInput {
+        subscriptions: &one,
+        ..input
+    };
+    let decisions = decide(&input);
+    let olm_rs::resolve::Outcome::Install(target) = &decisions[0].outcome else {
+        panic!("the chain resolves: {:?}", decisions[0].outcome)
+    };
+    assert_eq!(target.dependencies.len(), 3);
+    c.bench_function(
+        "resolve one subscription with a 3-deep chain (v4.20)",
+        |b| b.iter(|| decide(&input)),
+    );
+}
+
+criterion_group!(benches, bench, dependencies);
 criterion_main!(benches);

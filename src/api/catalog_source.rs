@@ -1,4 +1,4 @@
-//! CatalogSource (`operators.coreos.com/v1alpha1`): api-types-catalog.md §1.
+//! CatalogSource (`operators.coreos.com/v1alpha1`): docs/api-types.md §4.1.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! ClusterServiceVersion (`operators.coreos.com/v1alpha1`): the spec (api-types.md §2.1–§2.2).
+//! ClusterServiceVersion (`operators.coreos.com/v1alpha1`): the spec (docs/api-types.md §2.1–§2.2).
 //!
 //! Owned/required API descriptions live in `csv_definitions.rs`, the status in `csv_status.rs`.
 
@@ -130,7 +130,7 @@ pub struct ClusterServiceVersionSpec {
     pub related_images: Option<Vec<RelatedImage>>,
 }
 
-/// The CEL rules OLM puts on `spec.release` (api-types.md §2.1).
+/// The CEL rules OLM puts on `spec.release` (docs/api-types.md §2.1).
 fn release_rules() -> serde_json::Value {
     serde_json::json!([
         {

@@ -45,7 +45,7 @@ pub trait StatusCondition {
     /// shapes without one ignore it.
     fn set_last_update_time(&mut self, _time: Time) {}
     /// Whether two conditions of the same type say the same thing. OLM compares type,
-    /// status, reason and message (subscription-installplan.md §2); shapes with more
+    /// status, reason and message (docs/install-plans.md §2); shapes with more
     /// observed data (e.g. `observedGeneration`) extend this.
     fn same_observation(&self, other: &Self) -> bool {
         self.condition_type() == other.condition_type()

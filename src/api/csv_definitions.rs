@@ -1,5 +1,5 @@
 //! The APIs a ClusterServiceVersion owns or requires: CRD and APIService descriptions, their
-//! UI descriptors, and webhook definitions (api-types.md §2.3–§2.6).
+//! UI descriptors, and webhook definitions (docs/api-types.md §2.3).
 
 use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;

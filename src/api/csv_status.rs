@@ -1,5 +1,5 @@
 //! ClusterServiceVersion status: phases, reasons, requirement results and the phase history
-//! (api-types.md §2.7–§2.10, csv.md §4).
+//! (docs/api-types.md §2.4, docs/csv-phases.md §4).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::string_enum::string_enum;
 
-/// Most `status.conditions` entries kept; the oldest are dropped (api-types.md §2.11).
+/// Most `status.conditions` entries kept; the oldest are dropped (docs/api-types.md §2.4).
 pub const CSV_CONDITIONS_LIMIT: usize = 20;
 
 string_enum! {
@@ -197,7 +197,7 @@ impl ClusterServiceVersionStatus {
         self.phase.clone().unwrap_or(CsvPhase::None)
     }
 
-    /// Records a phase/reason/message the way OLM does ("set if changed", csv.md §4): nothing
+    /// Records a phase/reason/message the way OLM does ("set if changed", docs/csv-phases.md §4): nothing
     /// happens when all three are unchanged (returns `false`). Otherwise `lastUpdateTime` = now,
     /// `lastTransitionTime` = now if the phase changed, and a history entry is appended when the
     /// last entry's phase or reason differs (a message-only change adds none); the history is

@@ -1,4 +1,4 @@
-//! InstallPlan (`operators.coreos.com/v1alpha1`): api-types-catalog.md §3.
+//! InstallPlan (`operators.coreos.com/v1alpha1`): docs/api-types.md §4.3.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -1,7 +1,7 @@
 //! Annotation and label keys (and their fixed values) that OLM reads or writes.
 //!
-//! Spelled exactly as OLM spells them: api-types.md §3.3 and §5, api-types-catalog.md §1.3,
-//! §2.3 and §4. Keys that carry a computed suffix are given as prefixes.
+//! Spelled exactly as OLM spells them: docs/api-types.md §5,
+//! §5. Keys that carry a computed suffix are given as prefixes.
 
 // ---- On ClusterServiceVersions (and their copies / pod templates) --------------------------
 
@@ -93,8 +93,8 @@ pub const CA_HASH_ANNOTATION: &str = "olmcahash";
 /// Annotation prefix `operatorframework.io/installed-alongside-<fnv64a hex>`, value
 /// `<namespace>/<csv>`.
 pub const INSTALLED_ALONGSIDE_ANNOTATION_PREFIX: &str = "operatorframework.io/installed-alongside-";
-/// kubectl's copy of the whole object as last applied: never copied into a copied CSV (csv.md
-/// §11), never read by a decision, so dropped from cached objects.
+/// kubectl's copy of the whole object as last applied: never copied into a copied CSV (docs/operator-groups.md
+/// §10), never read by a decision, so dropped from cached objects.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 // ---- Catalog side ----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 //! OLMConfig (`operators.coreos.com/v1`, cluster-scoped): cluster-wide OLM switches. OLM
-//! reads only the object named `cluster` (csv.md §11 "Disabling").
+//! reads only the object named `cluster` (docs/operator-groups.md §10 "Disabling").
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

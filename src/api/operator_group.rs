@@ -1,5 +1,5 @@
 //! OperatorGroup: `operators.coreos.com/v1` (storage) and the deprecated `v1alpha2`
-//! (api-types.md §3–§4). olm-rs reads and watches v1; v1alpha2 is served for old clients.
+//! (docs/api-types.md §3). olm-rs reads and watches v1; v1alpha2 is served for old clients.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};

@@ -1,5 +1,5 @@
-//! Subscription (`operators.coreos.com/v1alpha1`): api-types-catalog.md §2,
-//! subscription-installplan.md §1–§3.
+//! Subscription (`operators.coreos.com/v1alpha1`): docs/api-types.md §4.2,
+//! docs/install-plans.md §1–§3.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! How a bundle is projected onto the registry API's `api.Bundle` (spec/catalog.md §6.3):
+//! How a bundle is projected onto the registry API's `api.Bundle` (docs/catalog.md §5.3):
 //! `properties` without inline manifests, `dependencies` from the required properties, and
 //! `csvJson` / `object`: the inline CSV when the bundle carries one, else a stub CSV built from its `olm.csv.metadata` property the
 //! way opm builds it (name, metadata fields, package icon, install strategy `deployment`,

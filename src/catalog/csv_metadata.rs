@@ -1,5 +1,5 @@
 //! The shape check of `olm.csv.metadata` values: they must decode into opm's
-//! `property.CSVMetadata` (spec/catalog.md §7.3, rule C11 of §7.4).
+//! `property.CSVMetadata` (docs/catalog.md §6.3, rule C11 of §7).
 //!
 //! Why two paths: CSV metadata is most of a catalog's bytes (descriptions, `alm-examples`
 //! annotations), and the exact check (serde into the struct's shape) decodes every string it

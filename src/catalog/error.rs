@@ -1,6 +1,6 @@
 //! Problems found while loading or validating a catalog. Each names where it was found (file,
 //! line, package, channel, bundle) and which `opm validate` rule it breaks
-//! (spec/catalog.md §7.4: L = load, C = conversion, M = model; B = bundle directory, §8).
+//! (docs/catalog.md §7: L = load, C = conversion, M = model; B = bundle directory, §8).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -79,7 +79,7 @@ impl fmt::Display for Location {
     }
 }
 
-/// The `opm validate` rule a problem breaks (numbering of spec/catalog.md §7.4), or `B*` for
+/// The `opm validate` rule a problem breaks (numbering of docs/catalog.md §7), or `B*` for
 /// registry+v1 bundle directories (§8).
 #[rustfmt::skip]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -91,7 +91,7 @@ pub enum Rule {
     /// registry+v1 bundle directory could not be read or rendered.
     B1,
     /// Warning: a channel entry's `skipRange` does not parse. opm v1.50.0 accepts it and OLM
-    /// ignores it silently (spec/resolution.md §3.1); opm v1.69.0+ rejects it.
+    /// ignores it silently (docs/resolution.md §2); opm v1.69.0+ rejects it.
     W1,
 }
 

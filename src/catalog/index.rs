@@ -3,7 +3,7 @@
 //! All lookups borrow; nothing is cloned per request.
 //!
 //! Building never fails: an invalid catalog still gets an index (the resolver reports graph
-//! problems per channel, spec/resolution.md §4); `validate` says what is wrong with it.
+//! problems per channel, docs/catalog.md §9.2); `validate` says what is wrong with it.
 
 use std::collections::HashMap;
 

@@ -1,6 +1,6 @@
 //! The catalog engine (pure): file-based catalogs, registry+v1 bundle directories, validation
 //! as `opm validate` does it, blang semver ranges, and the upgrade graph OLM walks.
-//! spec/catalog.md §6.3, §7, §8; spec/resolution.md §4, §5, §11.
+//! docs/catalog.md §5.3, §6, §8; docs/catalog.md §9.2, docs/resolution.md §4, docs/resolution.md §8.
 
 pub mod api_projection;
 pub mod bundle_dir;

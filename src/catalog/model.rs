@@ -1,5 +1,5 @@
 //! The declarative-config model: what a file-based catalog (FBC) holds, one struct per schema.
-//! spec/catalog.md §7.2. Big values (property values, inline manifests) are kept as raw JSON
+//! docs/catalog.md §6.2. Big values (property values, inline manifests) are kept as raw JSON
 //! text and parsed only when someone asks (see `properties.rs`).
 
 use std::borrow::Cow;

@@ -1,4 +1,4 @@
-//! Bundle properties: the well-known types and their value shapes (spec/catalog.md §7.3).
+//! Bundle properties: the well-known types and their value shapes (docs/catalog.md §6.3).
 //! Values stay raw JSON in the model; these functions read them on demand.
 
 use std::borrow::Cow;
@@ -60,7 +60,7 @@ pub enum TypedProperty<'a> {
     CsvMetadata(Cow<'a, RawValue>),
     Constraint(&'a RawValue),
     /// `"<major>.<minor>"`, with surrounding quotes tolerated as the value may be a JSON
-    /// string holding a quoted string (spec/catalog.md §7.3).
+    /// string holding a quoted string (docs/catalog.md §6.3).
     MaxOpenShiftVersion(String),
     Label(String),
     LabelRequired(String),
@@ -221,7 +221,7 @@ impl Property {
     }
 }
 
-/// Checks the value of every property as opm's conversion does (spec/catalog.md §7.4 C11).
+/// Checks the value of every property as opm's conversion does (docs/catalog.md §7 C11).
 /// `olm.bundle.object` values are checked where they are decoded (`fbc::blob`).
 pub fn check_properties(properties: &[Property]) -> Result<(), PropertyError> {
     for (index, p) in properties.iter().enumerate() {

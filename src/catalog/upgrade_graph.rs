@@ -1,5 +1,5 @@
 //! The upgrade graph of one channel: heads, OLM's channel order, and which bundle OLM installs
-//! next. spec/resolution.md §4–§5, spec/catalog.md §7.4 M6–M8.
+//! next. docs/catalog.md §9.2, docs/resolution.md §4, docs/catalog.md §7 M6–M8.
 //!
 //! Edges come only from channel entries (never from CSVs in FBC): an entry `E` with
 //! `replaces: R`, `skips: [S…]` or a `skipRange` is an upgrade *into* `E`.
@@ -36,7 +36,7 @@ impl GraphEntry {
     }
 
     /// The skip range, when present and parsable. OLM ignores unparsable ranges silently
-    /// (spec/resolution.md §3.1); `skip_range_error` says why one was ignored.
+    /// (docs/resolution.md §2); `skip_range_error` says why one was ignored.
     pub fn skip_range_parsed(&self) -> Option<&VersionRange> {
         self.parsed_range.as_ref().and_then(|r| r.as_ref().ok())
     }
@@ -46,7 +46,7 @@ impl GraphEntry {
     }
 
     /// How this entry can replace the installed bundle `name` at `version`, if it can
-    /// (spec/resolution.md §5 step 5).
+    /// (docs/resolution.md §4 step 5).
     pub fn upgrades_from(&self, name: &str, version: Option<&Version>) -> Option<EdgeKind> {
         if self.replaces.as_deref() == Some(name) {
             Some(EdgeKind::Replaces)
@@ -142,7 +142,7 @@ pub enum NoUpdate {
         version: Option<String>,
         in_channel: bool,
         /// Entries that replace or skip the installed bundle but are themselves skipped, so OLM
-        /// never offers them (spec/resolution.md §4 step 3).
+        /// never offers them (docs/catalog.md §9.2 step 3).
         skipped_replacers: Vec<String>,
     },
     #[error("upgrade path returns to {at}, which was already passed")]
@@ -253,7 +253,7 @@ impl UpgradeGraph {
         self.by_name.get(name).map(|&i| &self.entries[i])
     }
 
-    /// The single entry that no other entry replaces or skips (spec/catalog.md §7.4 M6).
+    /// The single entry that no other entry replaces or skips (docs/catalog.md §7 M6).
     pub fn channel_head(&self) -> Result<&GraphEntry, GraphError> {
         match self.heads.as_slice() {
             [] if self.entries.is_empty() => Err(GraphError::Empty),
@@ -269,7 +269,7 @@ impl UpgradeGraph {
     }
 
     /// OLM's channel order: the replaces chain from the head, skipped entries left out
-    /// (spec/resolution.md §4). Entries not on it are never candidates.
+    /// (docs/catalog.md §9.2). Entries not on it are never candidates.
     pub fn channel_order(&self) -> Result<Vec<&GraphEntry>, GraphError> {
         match &self.order {
             Ok(order) => Ok(order.iter().map(|&i| &self.entries[i]).collect()),
@@ -340,7 +340,7 @@ impl UpgradeGraph {
         Ok(chains.pop().unwrap_or_default())
     }
 
-    /// opm's replaces-chain checks (spec/catalog.md §7.4 M6–M8, opm v1.50.0): exactly one head,
+    /// opm's replaces-chain checks (docs/catalog.md §7 M6–M8, opm v1.50.0): exactly one head,
     /// no cycle along `replaces` from it, no stranded entry. Returns the first failure.
     pub fn check_replaces_chain(&self) -> Result<(), GraphError> {
         let head = self.channel_head()?;
@@ -435,7 +435,7 @@ impl UpgradeGraph {
     }
 
     /// Every entry that can directly replace `installed`, nearest the head first
-    /// (spec/resolution.md §5 steps 4–5).
+    /// (docs/resolution.md §4 steps 4–5).
     pub fn replacement_candidates(
         &self,
         installed: &str,
@@ -524,7 +524,7 @@ impl UpgradeGraph {
     }
 
     /// The bundle a new Subscription to this channel installs: the first entry of the channel
-    /// order (spec/resolution.md §5, "Fresh install").
+    /// order (docs/resolution.md §4, "Fresh install").
     pub fn fresh_install(&self) -> Result<&GraphEntry, GraphError> {
         self.channel_order()?
             .into_iter()

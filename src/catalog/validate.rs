@@ -1,5 +1,5 @@
 //! `opm validate` (v1.50.0) rules over a loaded catalog: conversion (C) and model (M) rules of
-//! spec/catalog.md §7.4. Unlike opm, every problem is collected instead of stopping at the
+//! docs/catalog.md §7. Unlike opm, every problem is collected instead of stopping at the
 //! first conversion error, and each names its file, package, channel and bundle.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};

@@ -1,4 +1,4 @@
-//! Issuing the CA and serving certificates (certs.md §2).
+//! Issuing the CA and serving certificates (docs/certificates.md §2).
 //!
 //! Impurity: key generation (ring's system RNG, inside rcgen) and serial numbers (`rand`) are
 //! the only non-deterministic inputs; they stay inside these functions. Time comes in as `now`.
@@ -12,7 +12,7 @@ use rcgen::{
 use super::keys::{SEC1_PEM_TAG, key_from_pem, pem_text, sec1_der};
 use super::{CA_VALIDITY, CertError, ServiceName};
 
-/// Organisation written into every subject (certs.md §2).
+/// Organisation written into every subject (docs/certificates.md §2).
 pub const ORGANIZATION: &str = "Red Hat, Inc.";
 
 /// A CA able to sign serving certificates. OLM discards the CA key after the install attempt;

@@ -1,5 +1,5 @@
 //! Private key encodings. rcgen and ring speak PKCS#8; OLM stores `tls.key` as SEC1
-//! (`EC PRIVATE KEY`, Go's `x509.MarshalECPrivateKey`, certs.md §2), whose curve parameters
+//! (`EC PRIVATE KEY`, Go's `x509.MarshalECPrivateKey`, docs/certificates.md §2), whose curve parameters
 //! Go requires when it loads the key, so conversion goes both ways here.
 
 use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256};

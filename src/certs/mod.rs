@@ -1,4 +1,4 @@
-//! Certificates for owned APIServices and webhooks (certs.md): the CA and serving certificate
+//! Certificates for owned APIServices and webhooks (docs/certificates.md): the CA and serving certificate
 //! of each cert deployment, the Secret that carries them, and the decision to reuse or
 //! re-issue that Secret.
 //!
@@ -25,13 +25,13 @@ pub use secret::{
     olm_ca_hash,
 };
 
-/// Lifetime of every CA and serving certificate: 730 days (certs.md §2).
+/// Lifetime of every CA and serving certificate: 730 days (docs/certificates.md §2).
 pub const CA_VALIDITY: SignedDuration = SignedDuration::from_hours(730 * 24);
 
-/// Certificates are replaced once less than this is left ("min fresh", certs.md §2, §6.1).
+/// Certificates are replaced once less than this is left ("min fresh", docs/certificates.md §2, §6.1).
 pub const ROTATION_MARGIN: SignedDuration = SignedDuration::from_hours(24);
 
-/// The Service a cert deployment is reached through, `<deployment>-service` (certs.md §1).
+/// The Service a cert deployment is reached through, `<deployment>-service` (docs/certificates.md §1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceName {
     service: String,
@@ -64,7 +64,7 @@ impl ServiceName {
         format!("{}-cert", self.service)
     }
 
-    /// The host names OLM checks a serving certificate against (certs.md §6.1); the first is
+    /// The host names OLM checks a serving certificate against (docs/certificates.md §6.1); the first is
     /// the certificate's CommonName.
     pub fn checked_hosts(&self) -> Vec<String> {
         let base = format!("{}.{}", self.service, self.namespace);

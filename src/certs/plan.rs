@@ -1,5 +1,5 @@
-//! Reuse or re-issue the cert Secret of one deployment (certs.md §6.3), computing the status
-//! times from the certificates that end up in the Secret (certs.md §10.1).
+//! Reuse or re-issue the cert Secret of one deployment (docs/certificates.md §6.3), computing the status
+//! times from the certificates that end up in the Secret (docs/certificates.md §10.1).
 
 use jiff::Timestamp;
 
@@ -32,7 +32,7 @@ pub struct CertPlan {
 
 /// Keeps `existing` when it still passes [`needs_rotation`] for the Service's hosts at `now`;
 /// otherwise issues a new CA and serving certificate. A CA is generated only when it will be
-/// used (OLM makes one per install attempt even when every Secret is reused, certs.md §10.3).
+/// used (OLM makes one per install attempt even when every Secret is reused, docs/certificates.md §10.3).
 pub fn plan_certs(
     existing: Option<&CertSecretData>,
     service: &ServiceName,

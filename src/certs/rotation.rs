@@ -1,4 +1,4 @@
-//! "Does this Secret need new certificates?" (certs.md §6.1), with the reason in plain words.
+//! "Does this Secret need new certificates?" (docs/certificates.md §6.1), with the reason in plain words.
 
 use jiff::Timestamp;
 use x509_parser::certificate::X509Certificate;
@@ -18,7 +18,7 @@ pub struct CertValidity {
     pub ca_not_after: Timestamp,
     pub serving_not_after: Timestamp,
     /// 24 h before the earlier expiry: `status.certsRotateAt`, derived from the certificates
-    /// actually in the Secret (certs.md §10.1).
+    /// actually in the Secret (docs/certificates.md §10.1).
     pub rotate_at: Timestamp,
 }
 
@@ -156,7 +156,7 @@ fn present<'a>(value: &'a Option<Vec<u8>>, key: &'static str) -> Result<&'a [u8]
 
 /// The first PEM block, which must be a `CERTIFICATE` (OLM reads only the first).
 /// Whether `pem_bytes` holds a PEM `CERTIFICATE` block that parses as X.509 (the caBundle and
-/// `tls.crt` checks of certs.md §7).
+/// `tls.crt` checks of docs/certificates.md §7).
 pub fn is_certificate_pem(pem_bytes: &[u8]) -> bool {
     certificate_der(pem_bytes, "certificate").is_ok_and(|der| parse(&der, "certificate").is_ok())
 }

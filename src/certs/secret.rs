@@ -1,4 +1,4 @@
-//! The cert Secret `<deployment>-service-cert` (certs.md §3.2).
+//! The cert Secret `<deployment>-service-cert` (docs/certificates.md §3.2).
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,7 @@ pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";
 pub const TLS_CRT_KEY: &str = "tls.crt";
 /// Serving key PEM (SEC1 `EC PRIVATE KEY`).
 pub const TLS_KEY_KEY: &str = "tls.key";
-/// The **CA certificate** PEM, despite the name: OLM stores no CA key (certs.md §3.2).
+/// The **CA certificate** PEM, despite the name: OLM stores no CA key (docs/certificates.md §3.2).
 pub const OLM_CA_KEY: &str = "olmCAKey";
 /// Annotation on the Secret and on the pod template: SHA-256 hex of the CA PEM.
 pub const OLM_CA_HASH_ANNOTATION: &str = "olmcahash";

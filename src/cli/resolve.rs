@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use olm_rs::api::Subscription;
 use olm_rs::reconcile::subscription::load_index;
+use olm_rs::resolve::subscription::dependency_subscription_name;
 use olm_rs::resolve::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,
     Outcome, PathStep, Preview, preview,
@@ -129,6 +130,7 @@ pub fn installed_from_status(
             .map(|b| b.provided_gvks().collect())
             .unwrap_or_default(),
         phase: "Succeeded".into(),
+        properties: bundle.map(|b| b.properties().to_vec()).unwrap_or_default(),
         name,
     }]
 }
@@ -151,6 +153,9 @@ pub struct Report {
     pub install: Option<PathStep>,
     /// Every InstallPlan up to the channel head, the first one included.
     pub path: Vec<PathStep>,
+    /// What the first InstallPlan installs besides the bundle: its dependencies.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<DependencyStep>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path_stops: Option<String>,
     /// Why nothing newer is installed (up to date), or why nothing can be (refused).
@@ -177,12 +182,27 @@ impl Report {
             installed,
             install: p.path.first().cloned(),
             path: p.path.clone(),
+            dependencies: Vec::new(),
             path_stops: p.stopped.clone(),
             reason: None,
             message: None,
         };
         match &p.outcome {
-            Outcome::Install(_) => {}
+            Outcome::Install(target) => {
+                report.dependencies = target
+                    .dependencies
+                    .iter()
+                    .map(|d| DependencyStep {
+                        bundle: d.bundle.clone(),
+                        version: d.version.clone(),
+                        package: d.package.clone(),
+                        channel: d.channel.clone(),
+                        catalog: d.catalog.to_string(),
+                        required_by: d.required_by.clone(),
+                        subscription: dependency_subscription_name(d),
+                    })
+                    .collect();
+            }
             Outcome::Adopt { csv } => {
                 report.outcome = "adopt";
                 report.message = Some(format!(
@@ -230,6 +250,19 @@ impl Report {
                         out.push_str(&format!("Bundle image to pull: {image}\n"));
                     }
                 }
+                if !self.dependencies.is_empty() {
+                    out.push_str("With its dependencies, in the same InstallPlan:\n");
+                    for d in &self.dependencies {
+                        let version = d
+                            .version
+                            .as_ref()
+                            .map_or(String::new(), |v| format!(" (version {v})"));
+                        out.push_str(&format!(
+                            "  - {}{version} from package {:?}, channel {:?}, catalog {}; required by {}; Subscription {}\n",
+                            d.bundle, d.package, d.channel, d.catalog, d.required_by, d.subscription
+                        ));
+                    }
+                }
                 out.push_str("Upgrade path, one InstallPlan per step:\n");
                 for (i, step) in self.path.iter().enumerate() {
                     let how = match &step.replaces {
@@ -258,6 +291,21 @@ impl Report {
         }
         out
     }
+}
+
+/// A dependency the first InstallPlan would install.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyStep {
+    pub bundle: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub package: String,
+    pub channel: String,
+    pub catalog: String,
+    pub required_by: String,
+    /// The Subscription created for it (unless one for its package exists).
+    pub subscription: String,
 }
 
 fn version(step: &PathStep) -> String {

@@ -1,4 +1,4 @@
-//! Certificates of a CSV that owns APIServices or webhooks (certs.md), as pure decisions:
+//! Certificates of a CSV that owns APIServices or webhooks (docs/certificates.md), as pure decisions:
 //! which objects an install attempt writes ([`install::plan_cert_install`]), what the
 //! deployments gain ([`deployment`]), and the checks a running CSV passes ([`check`]).
 //! Key material comes from [`crate::certs`]; the reconciler only reads, calls and writes.
@@ -69,7 +69,7 @@ pub fn service_of(csv: &ClusterServiceVersion, deployment: &str) -> ServiceName 
 }
 
 /// `olmcahash` per cert deployment, from the CA in each live Secret: the pod template
-/// annotation the running Deployments must carry (csv.md §7.3 "cert data taken from the live
+/// annotation the running Deployments must carry (docs/csv-phases.md §7.3 "cert data taken from the live
 /// Secret"). Deployments whose Secret is missing or has no CA are left out.
 pub fn live_ca_hashes(
     csv: &ClusterServiceVersion,

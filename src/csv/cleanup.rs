@@ -1,4 +1,4 @@
-//! What the CSV finalizer removes (csv.md §13): cluster-scoped objects labelled for the CSV and
+//! What the CSV finalizer removes (docs/csv-phases.md §10): cluster-scoped objects labelled for the CSV and
 //! the APIServices it owns. Namespaced objects go with the CSV through ownerReferences; CRDs and
 //! custom resources are never deleted.
 
@@ -18,7 +18,7 @@ pub struct Cleanup {
     pub api_services: Vec<String>,
     /// ClusterRoles / ClusterRoleBindings still seen with the owner labels.
     pub remaining: Vec<String>,
-    /// CRDs whose conversion webhook is reset to `strategy: None` (certs.md §4.3).
+    /// CRDs whose conversion webhook is reset to `strategy: None` (docs/certificates.md §4.3).
     pub conversion_resets: Vec<String>,
 }
 

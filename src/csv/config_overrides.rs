@@ -1,4 +1,4 @@
-//! Subscription `spec.config` applied to a strategy Deployment (subscription-installplan.md §4),
+//! Subscription `spec.config` applied to a strategy Deployment (docs/install-plans.md §4),
 //! merge rule by merge rule as OLM's injector does them.
 
 use std::collections::BTreeMap;

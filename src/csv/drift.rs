@@ -1,4 +1,4 @@
-//! Field-level drift of a live Deployment from the desired one (csv.md Known pain #6): OLM only
+//! Field-level drift of a live Deployment from the desired one (docs/csv-phases.md §11 item 6): OLM only
 //! compares a hash label, so a scaled-down or hand-edited Deployment stayed as it was while the
 //! CSV showed Succeeded. olm-rs re-applies the desired object when any field it sets differs.
 //!

@@ -1,4 +1,4 @@
-//! The checks every sync runs before the phase switch (csv.md §2): copies, the NoRetry freeze,
+//! The checks every sync runs before the phase switch (docs/csv-phases.md §2): copies, the NoRetry freeze,
 //! the API surface, OperatorGroup membership, install modes, targets and provided APIs.
 //!
 //! Membership, install modes and provided-API reconciliation are OperatorGroup semantics: they
@@ -31,7 +31,7 @@ pub enum Gate<'a> {
     },
 }
 
-/// Runs csv.md §2 steps 1–9 (deletion is handled by the caller before this).
+/// Runs docs/csv-phases.md §2 steps 1–9 (deletion is handled by the caller before this).
 pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp) -> Gate<'a> {
     let mut d = Decision::new(csv, now);
     // Step 1.
@@ -49,7 +49,7 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
         d.note("copied CSVs are not driven by the CSV sync");
         return Gate::Stop(d);
     }
-    // Step 3, plus the trigger of csv.md §1.1 that lifts the freeze.
+    // Step 3, plus the trigger of docs/csv-phases.md §1.1 that lifts the freeze.
     if d.reason() == Some(&CsvReason::InstallComponentFailedNoRetry) {
         if cluster_changed_since_failure(csv, seen) {
             d.set(
@@ -164,7 +164,7 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
             return Gate::Stop(d);
         }
         ApiReconciliation::Conflict { .. } | ApiReconciliation::StaticGroupCannotChange => {
-            // Both are no-ops for a CSV already failed for a conflict (operatorgroup.md §6.2).
+            // Both are no-ops for a CSV already failed for a conflict (docs/operator-groups.md §6.2).
             if !conflict_already {
                 let reason = match outcome {
                     ApiReconciliation::Conflict { .. } => {
@@ -185,7 +185,7 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
     Gate::Pass { decision: d, group }
 }
 
-/// Required CRD names must contain a dot too (csv.md §2 step 4), like the owned ones
+/// Required CRD names must contain a dot too (docs/csv-phases.md §2 step 4), like the owned ones
 /// [`csv_provided_apis`] checks.
 fn check_required_crd_names(csv: &ClusterServiceVersion) -> Result<(), String> {
     let crds = csv.spec.custom_resource_definitions.as_ref();
@@ -208,7 +208,7 @@ fn strategy_deployments(csv: &ClusterServiceVersion) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// csv.md §1.1: a Role, RoleBinding or ServiceAccount of the namespace created or updated since
+/// docs/csv-phases.md §1.1: a Role, RoleBinding or ServiceAccount of the namespace created or updated since
 /// the CSV failed, or a change of the group's service account (its `lastUpdated`), lifts the
 /// NoRetry freeze. Timestamps come from `creationTimestamp` and `managedFields[].time`.
 fn cluster_changed_since_failure(csv: &ClusterServiceVersion, seen: &Observed) -> bool {

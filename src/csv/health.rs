@@ -1,4 +1,4 @@
-//! "Is it installed?" — the Deployment part of OLM's health evaluation (csv.md §8). The
+//! "Is it installed?" — the Deployment part of OLM's health evaluation (docs/csv-phases.md §8). The
 //! APIService and webhook part is [`super::certs::check::cert_health`].
 
 use std::sync::Arc;
@@ -134,7 +134,7 @@ fn rollout(deployment: &Deployment) -> Rollout {
     }
 }
 
-/// Strategy Deployments whose live object differs in a field olm-rs sets (Known pain #6), with
+/// Strategy Deployments whose live object differs in a field olm-rs sets (docs/csv-phases.md §11 item 6), with
 /// the first differing path. Missing Deployments are not listed (health handles them).
 pub fn drifted<'a>(
     desired: &'a [DesiredDeployment],

@@ -37,7 +37,7 @@ pub fn label<'a>(csv: &'a ClusterServiceVersion, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-/// `spec.replaces`, ignoring a CSV that names itself (csv.md §10).
+/// `spec.replaces`, ignoring a CSV that names itself (docs/csv-phases.md §9).
 pub fn replaces(csv: &ClusterServiceVersion) -> Option<&str> {
     csv.spec
         .replaces

@@ -1,5 +1,5 @@
 //! The Deployments a CSV's install strategy asks for, built exactly as OLM builds them
-//! (csv.md §7.2, api-types.md §6.3): template annotations from the CSV, Subscription config,
+//! (docs/csv-phases.md §7.2, docs/api-types.md §6.3): template annotations from the CSV, Subscription config,
 //! `OPERATOR_CONDITION_NAME`, `revisionHistoryLimit: 1`, owner labels and the spec hash.
 
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ pub struct DesiredDeployment {
     pub deployment: Deployment,
     /// `olm.deployment-spec-hash`.
     pub spec_hash: String,
-    /// Serves an owned APIService or a webhook (certs.md §5 changes applied when its CA hash
+    /// Serves an owned APIService or a webhook (docs/certificates.md §5 changes applied when its CA hash
     /// was known).
     pub serves_certificates: bool,
 }
@@ -61,7 +61,7 @@ pub fn desired_deployments(
 }
 
 /// Every strategy Deployment, in strategy order; a cert deployment named in `ca_hashes` gets
-/// the certs.md §5 changes with that `olmcahash` before anything else (csv.md §7.2), so the
+/// the docs/certificates.md §5 changes with that `olmcahash` before anything else (docs/csv-phases.md §7.2), so the
 /// spec hash covers them.
 pub fn desired_deployments_with_certs(
     csv: &ClusterServiceVersion,
@@ -98,7 +98,7 @@ fn build_one(
         deployment: deployment.clone(),
         message: err.to_string(),
     };
-    // Step 1: certificate volumes, mounts and `olmcahash` (certs.md §5).
+    // Step 1: certificate volumes, mounts and `olmcahash` (docs/certificates.md §5).
     let mut value = match ca_hash {
         Some(hash) => {
             let mut spec = entry.spec.clone();
@@ -147,7 +147,7 @@ fn build_one(
     })
 }
 
-/// csv.md §7.1 step 3: Deployments labelled for this CSV and owned by it whose names the
+/// docs/csv-phases.md §7.1 step 3: Deployments labelled for this CSV and owned by it whose names the
 /// strategy no longer lists (a Deployment renamed between versions, or dropped).
 pub fn orphaned_deployments<'a>(
     csv: &ClusterServiceVersion,

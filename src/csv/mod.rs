@@ -1,16 +1,16 @@
-//! The ClusterServiceVersion lifecycle as pure functions of observed state (csv.md).
+//! The ClusterServiceVersion lifecycle as pure functions of observed state (docs/csv-phases.md).
 //!
 //! Nothing here talks to a cluster: the reconciler (`reconcile::cluster_service_version`) takes
 //! a snapshot of what it sees ([`Observed`]), asks [`sync`] what to do, and does it.
 //!
 //! Map of the module:
-//! - [`gate`] — csv.md §2, the checks before the phase switch;
-//! - [`phase`] — csv.md §3–§5, one handler per phase, and [`after_install`];
-//! - [`requirements`], [`permissions`], [`rbac_eval`] — csv.md §6;
-//! - [`install_strategy`], [`config_overrides`] — csv.md §7, subscription-installplan.md §4;
-//! - [`health`], [`drift`] — csv.md §8 and Known pain #6;
-//! - [`certs`] — certs.md: cert objects, CA injection, rotation and APIService checks;
-//! - [`replacement`] — csv.md §10; [`cleanup`] — csv.md §13;
+//! - [`gate`] — docs/csv-phases.md §2, the checks before the phase switch;
+//! - [`phase`] — docs/csv-phases.md §3–§5, one handler per phase, and [`after_install`];
+//! - [`requirements`], [`permissions`], [`rbac_eval`] — docs/csv-phases.md §6;
+//! - [`install_strategy`], [`config_overrides`] — docs/csv-phases.md §7, docs/install-plans.md §4;
+//! - [`health`], [`drift`] — docs/csv-phases.md §8 and §11 item 6;
+//! - [`certs`] — docs/certificates.md: cert objects, CA injection, rotation and APIService checks;
+//! - [`replacement`] — docs/csv-phases.md §9; [`cleanup`] — docs/csv-phases.md §10;
 //! - [`operator_condition`] — the OperatorCondition, its RBAC and the upgrade gate it holds;
 //! - [`permission_objects`] — re-creating the RBAC an InstallPlan made (Known pain #1).
 

@@ -25,7 +25,7 @@ pub struct Observed {
     pub csvs: Vec<Arc<ClusterServiceVersion>>,
     /// OperatorGroups in the CSV's namespace.
     pub operator_groups: Vec<Arc<OperatorGroup>>,
-    /// OperatorGroups of the whole cluster (provided-API intersection, operatorgroup.md §6.2).
+    /// OperatorGroups of the whole cluster (provided-API intersection, docs/operator-groups.md §6.2).
     pub all_operator_groups: Vec<Arc<OperatorGroup>>,
     pub crds: Vec<Arc<CustomResourceDefinition>>,
     pub api_services: Vec<Arc<APIService>>,
@@ -43,11 +43,11 @@ pub struct Observed {
     pub deployments: Vec<Arc<Deployment>>,
     /// Subscriptions in the CSV's namespace.
     pub subscriptions: Vec<Arc<Subscription>>,
-    /// OperatorConditions in the CSV's namespace: its own, and the replaced CSV's (csv.md §3.1
+    /// OperatorConditions in the CSV's namespace: its own, and the replaced CSV's (docs/csv-phases.md §3.1
     /// Pending step 1).
     pub operator_conditions: Vec<Arc<OperatorCondition>>,
     /// Cert Secrets, Services, webhook configurations and `kube-system` auth-reader bindings
-    /// (certs.md).
+    /// (docs/certificates.md).
     pub certs: CertObjects,
 }
 
@@ -76,7 +76,7 @@ pub struct Discovery {
 pub enum Served {
     Yes,
     No,
-    /// Discovery failed: neither present nor absent (csv.md Known pain #3).
+    /// Discovery failed: neither present nor absent (docs/csv-phases.md §11 item 3).
     Unknown(String),
 }
 
@@ -176,7 +176,7 @@ impl Observed {
         })
     }
 
-    /// `spec.config` of the Subscription that installed `csv_name` (subscription-installplan.md
+    /// `spec.config` of the Subscription that installed `csv_name` (docs/install-plans.md
     /// §4), if any.
     pub fn subscription_config(&self, csv_name: &str) -> Option<&SubscriptionConfig> {
         self.subscription_installing(csv_name)

@@ -1,5 +1,5 @@
 //! The OperatorCondition OLM keeps for every (non-copied) CSV, and what it says about upgrades
-//! (csv.md §3.1 "OperatorCondition check", §7.2 env, §13 step 3; docs/operator-conditions.md).
+//! (docs/csv-phases.md §3.1 "OperatorCondition check", docs/csv-phases.md §7.2 env, §10 step 3; docs/operator-conditions.md).
 //!
 //! For CSV `X` in namespace `N` OLM keeps, in `N`:
 //! * OperatorCondition `X`, owned by the CSV (controller), with `spec.serviceAccounts` and
@@ -252,7 +252,7 @@ pub fn observed_status(oc: &OperatorCondition, now: Timestamp) -> Option<Operato
     })
 }
 
-/// csv.md §3.1 "OperatorCondition check" on the replaced CSV's OperatorCondition: `Err`
+/// docs/csv-phases.md §3.1 "OperatorCondition check" on the replaced CSV's OperatorCondition: `Err`
 /// carries OLM's detail text. No OperatorCondition means upgradeable.
 pub fn upgradeable(condition: Option<&OperatorCondition>) -> Result<(), String> {
     let Some(oc) = condition else {

@@ -1,4 +1,4 @@
-//! Checks a Pending CSV passes before it may install (csv.md §3.1 Pending steps 5–7): webhook
+//! Checks a Pending CSV passes before it may install (docs/csv-phases.md §3.1 Pending steps 5–7): webhook
 //! definitions are valid, no unrelated CSV owns its CRDs, its APIServices are adoptable.
 
 use std::collections::BTreeSet;
@@ -13,7 +13,7 @@ use super::observed::Observed;
 use super::replacement::chain_names;
 use crate::operator_group::is_copied;
 
-/// certs.md §8. `Err` carries the status message.
+/// docs/certificates.md §8. `Err` carries the status message.
 pub fn validate_webhooks(csv: &ClusterServiceVersion) -> Result<(), String> {
     let mut names = BTreeSet::new();
     for desc in csv.spec.webhook_definitions.iter().flatten() {
@@ -58,7 +58,7 @@ fn owned_crd_names(csv: &ClusterServiceVersion) -> impl Iterator<Item = &str> {
         .map(|d| d.name.as_str())
 }
 
-/// csv.md §6.3: another CSV of the namespace, outside this one's replacement chain, owns one
+/// docs/csv-phases.md §6.3: another CSV of the namespace, outside this one's replacement chain, owns one
 /// of its CRDs. Returns that CSV's name and the CRD.
 pub fn crd_owner_conflict(
     csv: &ClusterServiceVersion,
@@ -80,7 +80,7 @@ pub fn crd_owner_conflict(
     })
 }
 
-/// certs.md §9: an existing APIService is adoptable only when its owner labels name this CSV,
+/// docs/certificates.md §9: an existing APIService is adoptable only when its owner labels name this CSV,
 /// the CSV it replaces, or an owner that is itself being replaced or deleted.
 pub fn api_service_adoptable(
     csv: &ClusterServiceVersion,

@@ -1,5 +1,5 @@
-//! The ServiceAccounts and RBAC an InstallPlan creates for a CSV (subscription-installplan.md
-//! §8), so the CSV controller can put back what was deleted or edited (csv.md Known pain #1:
+//! The ServiceAccounts and RBAC an InstallPlan creates for a CSV (docs/install-plans.md
+//! §8), so the CSV controller can put back what was deleted or edited (docs/csv-phases.md §11 item 1:
 //! a deleted ServiceAccount or RoleBinding used to leave the CSV Pending forever).
 //!
 //! Only CSVs that an InstallPlan installed are repaired, and never in groups with a scoping

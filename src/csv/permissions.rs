@@ -1,4 +1,4 @@
-//! ServiceAccount entries of the requirement check (csv.md §6.1 last row, §6.4).
+//! ServiceAccount entries of the requirement check (docs/csv-phases.md §6.1 last row, §6.4).
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
 

@@ -1,4 +1,4 @@
-//! Would the API server let a ServiceAccount do everything a PolicyRule names? (csv.md §6.4)
+//! Would the API server let a ServiceAccount do everything a PolicyRule names? (docs/csv-phases.md §6.4)
 //!
 //! OLM answers this with Kubernetes' own RBAC authorizer over its caches; this module evaluates
 //! Roles, ClusterRoles and their bindings the same way: a rule is satisfied when every

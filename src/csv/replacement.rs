@@ -1,4 +1,4 @@
-//! Replacement chains between CSVs of one namespace (csv.md §10): who replaces whom, the chain
+//! Replacement chains between CSVs of one namespace (docs/csv-phases.md §9): who replaces whom, the chain
 //! a CSV belongs to, and where it ends.
 
 use std::collections::BTreeSet;
@@ -18,7 +18,7 @@ pub fn replaced_csv<'a>(
     seen.csv(target).filter(|c| !is_copied(c))
 }
 
-/// A CSV that names this one in `spec.replaces` (csv.md §3.1 Succeeded step 1). With several
+/// A CSV that names this one in `spec.replaces` (docs/csv-phases.md §3.1 Succeeded step 1). With several
 /// candidates the first by name wins, so the answer does not depend on cache order.
 pub fn replacement_of<'a>(
     csv: &ClusterServiceVersion,
@@ -68,7 +68,7 @@ pub fn newest_in_chain<'a>(
 }
 
 /// Names of every CSV in this one's replacement chain, both directions, itself included
-/// (csv.md §6.3: CSVs of one chain may own the same CRDs).
+/// (docs/csv-phases.md §6.3: CSVs of one chain may own the same CRDs).
 pub fn chain_names(csv: &ClusterServiceVersion, seen: &Observed) -> BTreeSet<String> {
     let mut chain = BTreeSet::from([name(csv).to_owned()]);
     let mut current = csv;

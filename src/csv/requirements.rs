@@ -1,4 +1,4 @@
-//! The requirement check (csv.md §6): is everything the CSV needs present, and may its service
+//! The requirement check (docs/csv-phases.md §6): is everything the CSV needs present, and may its service
 //! accounts do what it asks? Produces `status.requirementStatus` in OLM's order.
 
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ pub struct RequirementCheck {
     /// `status.requirementStatus`, in OLM's order.
     pub statuses: Vec<RequirementStatus>,
     /// Lookups that failed (discovery, server version): "unknown", not "absent" — callers must
-    /// not tear down a running operator because of them (csv.md Known pain #3).
+    /// not tear down a running operator because of them (docs/csv-phases.md §11 item 3).
     pub unknown: Vec<String>,
     /// One plain sentence per unmet requirement, for the status message and events.
     pub unmet: Vec<String>,
@@ -74,7 +74,7 @@ fn entry(group: &str, version: &str, kind: &str, name: &str) -> RequirementStatu
     }
 }
 
-/// Runs every check of csv.md §6.1. An invalid strategy (unknown strategy name, a rule without
+/// Runs every check of docs/csv-phases.md §6.1. An invalid strategy (unknown strategy name, a rule without
 /// verbs or mixing resources with URLs) is an error: the CSV goes `Failed /
 /// InvalidInstallStrategy`.
 pub fn check_requirements(
@@ -239,7 +239,7 @@ fn crd_condition_true(crd: &CustomResourceDefinition, type_: &str) -> bool {
         .any(|c| c.type_ == type_ && c.status == "True")
 }
 
-/// csv.md §6.2: the CRD was last applied alongside an ancestor of this CSV (in its replaces
+/// docs/csv-phases.md §6.2: the CRD was last applied alongside an ancestor of this CSV (in its replaces
 /// chain, same namespace, not a copy) and not alongside this CSV — its own install plan has
 /// not applied the CRD yet.
 fn installed_alongside_blockers(

@@ -1,4 +1,4 @@
-//! Reading the install strategy out of a CSV (api-types.md §2.2) and what makes it invalid.
+//! Reading the install strategy out of a CSV (docs/api-types.md §2.2) and what makes it invalid.
 
 use std::borrow::Cow;
 
@@ -33,7 +33,7 @@ pub fn deployment_strategy(
     })
 }
 
-/// Whether the CSV owns APIServices or webhooks, which need serving certificates (certs.md §1).
+/// Whether the CSV owns APIServices or webhooks, which need serving certificates (docs/certificates.md §1).
 pub fn needs_certificates(csv: &ClusterServiceVersion) -> bool {
     let owned_api_services = csv
         .spec

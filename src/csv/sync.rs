@@ -24,7 +24,7 @@ pub struct CsvEvent {
     pub message: String,
 }
 
-/// Deployments to create or update, and orphans to delete (csv.md §7.1), with the
+/// Deployments to create or update, and orphans to delete (docs/csv-phases.md §7.1), with the
 /// certificate objects written before and the CA consumers written after the Deployments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstallPlan {
@@ -39,9 +39,9 @@ pub enum Action {
     /// Add finalizer `operators.coreos.com/csv-cleanup`.
     AddFinalizer,
     /// Merge these annotations into the CSV's metadata, `None` removing a key (group
-    /// membership, csv.md §2 step 6).
+    /// membership, docs/csv-phases.md §2 step 6).
     SetAnnotations(BTreeMap<String, Option<String>>),
-    /// Set `olm.providedAPIs` on the CSV's OperatorGroup (operatorgroup.md §6.2).
+    /// Set `olm.providedAPIs` on the CSV's OperatorGroup (docs/operator-groups.md §6.2).
     SetProvidedApis { group: String, annotation: String },
     /// Delete these Deployments of the strategy (inter-group API conflicts).
     DeleteDeployments(Vec<String>),
@@ -49,10 +49,10 @@ pub enum Action {
     Install(InstallPlan),
     /// Re-apply Deployments whose live objects drifted from the desired ones.
     ReapplyDeployments(Vec<DesiredDeployment>),
-    /// Re-create the ServiceAccounts and RBAC the CSV's install plan made (csv.md Known pain #1).
+    /// Re-create the ServiceAccounts and RBAC the CSV's install plan made (docs/csv-phases.md §11 item 1).
     EnsurePermissions(PermissionObjects),
     /// Delete webhook configurations of this CSV that no definition asks for any more
-    /// (csv.md §8 step 3).
+    /// (docs/csv-phases.md §8 step 3).
     DeleteWebhookConfigurations(Vec<(WebhookKind, String)>),
     /// Sync another CSV of the namespace soon (upgrade hand-offs).
     RequeueCsv(String),
@@ -100,7 +100,7 @@ impl Sync {
 }
 
 /// Builds a [`Sync`] from the CSV's current status. Status changes go through
-/// [`ClusterServiceVersionStatus::record_phase`] ("set if changed", csv.md §4) and emit one event
+/// [`ClusterServiceVersionStatus::record_phase`] ("set if changed", docs/csv-phases.md §4) and emit one event
 /// each.
 #[derive(Clone, Debug)]
 pub struct Decision {
@@ -204,7 +204,7 @@ impl Decision {
     }
 }
 
-/// Status times are written with second precision (csv.md §4).
+/// Status times are written with second precision (docs/csv-phases.md §4).
 pub fn truncate_to_seconds(t: Timestamp) -> Timestamp {
     Timestamp::from_second(t.as_second()).unwrap_or(t)
 }

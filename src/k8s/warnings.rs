@@ -1,7 +1,7 @@
 //! API-server warnings: the `Warning: 299 - "<text>"` headers Kubernetes adds to a response, for
 //! example when a request uses a deprecated API version. OLM reports the ones an InstallPlan step
 //! draws as an `AppliedWithWarnings` event and in `installplan_warnings_total`
-//! (subscription-installplan.md §7.3); kube's typed API hides response headers, so a client made
+//! (docs/install-plans.md §7.3); kube's typed API hides response headers, so a client made
 //! by [`recording`] keeps them in a [`WarningLog`].
 
 use std::sync::{Arc, Mutex};

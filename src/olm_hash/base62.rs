@@ -1,4 +1,4 @@
-//! Base 62 text of a SHA-224 digest (api-types.md §6.1): the form of every OLM name hash
+//! Base 62 text of a SHA-224 digest (docs/api-types.md §6.1): the form of every OLM name hash
 //! (`olm.og.*` ClusterRoles, install-plan RBAC names, `olm.permissions.hash`,
 //! `olm.deployment-spec-hash`, `olm.webhook-description-hash`).
 
@@ -7,7 +7,7 @@ use sha2::{Digest, Sha224};
 const ALPHABET: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 /// Longest possible text for a 28-byte digest (62^38 > 2^224). Shorter texts are common (about
-/// 7.7 % of digests), so callers must use the actual length (§6.1).
+/// 7.7 % of digests), so callers must use the actual length (docs/api-types.md §6.1).
 pub const SHA224_BASE62_MAX_LEN: usize = 38;
 
 /// SHA-224 of `bytes`, written in base 62.
@@ -73,7 +73,7 @@ mod tests {
 
     #[test]
     fn worked_values_from_real_olm() {
-        // api-types.md §6.4 (OperatorGroup ClusterRole hashes)
+        // docs/api-types.md §6.4 (OperatorGroup ClusterRole hashes)
         assert_eq!(
             sha224_base62(b"demo/demo-og/admin"),
             "86yceVG1OUIPZEmmehd1WTzivsPEB9JIfZpQA8"

@@ -1,4 +1,4 @@
-//! `olm.deployment-spec-hash` and the pure DeploymentSpec steps of api-types.md §6.3 that come
+//! `olm.deployment-spec-hash` and the pure DeploymentSpec steps of docs/api-types.md §6.3 that come
 //! after the certificate changes: CSV annotations on the pod template (step 2),
 //! `OPERATOR_CONDITION_NAME` (step 4) and `revisionHistoryLimit` (step 5). Step 3 (Subscription
 //! config overrides) belongs to the install code.
@@ -18,13 +18,13 @@ pub const OPERATOR_CONDITION_NAME_ENV: &str = "OPERATOR_CONDITION_NAME";
 
 /// Base 62 SHA-224 of the Go-JSON of the final DeploymentSpec plus `\n`. Pass the spec as the
 /// API server returned it inside the CSV (pruned and defaulted, e.g. `protocol: TCP` on ports)
-/// after all of §6.3 steps 1–5.
+/// after all of docs/api-types.md §6.3 steps 1–5.
 pub fn deployment_spec_hash(spec: &Value) -> Result<String, GoJsonError> {
     let text = go_json::encode_stream(spec, GoType::DEPLOYMENT_SPEC)?;
     Ok(sha224_base62(text.as_bytes()))
 }
 
-/// §6.3 step 2: the template's own annotations, then every CSV annotation on top (the CSV wins
+/// docs/api-types.md §6.3 step 2: the template's own annotations, then every CSV annotation on top (the CSV wins
 /// on equal keys). Nothing is added when both are empty.
 pub fn merge_csv_annotations(
     spec: &mut Value,
@@ -42,7 +42,7 @@ pub fn merge_csv_annotations(
     Ok(())
 }
 
-/// §6.3 step 4: `OPERATOR_CONDITION_NAME=<csv name>` in every entry of `containers` (init
+/// docs/api-types.md §6.3 step 4: `OPERATOR_CONDITION_NAME=<csv name>` in every entry of `containers` (init
 /// containers untouched). An existing variable of that name is replaced where it stands —
 /// value set, any `valueFrom` dropped, since a variable cannot carry both — otherwise the
 /// variable is appended last.
@@ -94,7 +94,7 @@ pub fn set_operator_condition_name(spec: &mut Value, csv_name: &str) -> Result<(
     Ok(())
 }
 
-/// §6.3 step 5: `revisionHistoryLimit := 1`.
+/// docs/api-types.md §6.3 step 5: `revisionHistoryLimit := 1`.
 pub fn set_revision_history_limit(spec: &mut Value) -> Result<(), GoJsonError> {
     root_object(spec)?.insert("revisionHistoryLimit".to_owned(), Value::from(1));
     Ok(())

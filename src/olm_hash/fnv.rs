@@ -1,5 +1,5 @@
 //! FNV-1a, 64 bit: the hash behind `olm.api.<hash>`, the OperatorGroup aggregation labels and
-//! `operatorframework.io/installed-alongside-<hash>` (api-types.md §6).
+//! `operatorframework.io/installed-alongside-<hash>` (docs/api-types.md §6).
 
 const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -35,7 +35,7 @@ mod tests {
 
     #[test]
     fn worked_values_from_real_olm() {
-        // api-types.md §6.4
+        // docs/api-types.md §6.4
         assert_eq!(fnv1a_hex("Demo.v1alpha1.example.com"), "7f1c1bed79b097e1");
         assert_eq!(fnv1a_hex("demo/demo-operator.v0.3.0"), "6c4a32a7ecb91cf8");
         assert_eq!(fnv1a_hex("demo/demo-operator.v0.3.1"), "6c4a33a7ecb91eab");

@@ -1,5 +1,5 @@
-//! OLM v0's hash and naming conventions, exact to the byte (api-types.md §6,
-//! subscription-installplan.md §8, operatorgroup.md §9.1).
+//! OLM v0's hash and naming conventions, exact to the byte (docs/api-types.md §6,
+//! docs/install-plans.md §8, docs/operator-groups.md §9.1).
 //!
 //! Names built from these hashes (OperatorGroup ClusterRoles, install-plan RBAC) and the
 //! `olmcahash` annotation must equal OLM's, or a takeover duplicates objects instead of adopting

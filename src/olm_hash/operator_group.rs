@@ -1,5 +1,5 @@
-//! OperatorGroup aggregated ClusterRole names and labels (operatorgroup.md §9.1) and the other
-//! FNV-keyed metadata (api-types.md §5–§6).
+//! OperatorGroup aggregated ClusterRole names and labels (docs/operator-groups.md §9.1) and the other
+//! FNV-keyed metadata (docs/api-types.md §5–§6).
 
 use super::{fnv1a_hex, sha224_base62, truncate_bytes};
 
@@ -77,7 +77,7 @@ mod tests {
 
     #[test]
     fn worked_names_from_real_olm() {
-        // operatorgroup.md §9.1 / api-types.md §6.4
+        // docs/operator-groups.md §9.1 / docs/api-types.md §6.4
         let names: Vec<String> = OgRoleSuffix::ALL
             .iter()
             .map(|s| og_cluster_role_name("demo", "demo-og", *s))

@@ -1,5 +1,5 @@
 //! Names and content hashes of the RBAC an InstallPlan creates from a CSV's `permissions` and
-//! `clusterPermissions` (subscription-installplan.md §8).
+//! `clusterPermissions` (docs/install-plans.md §8).
 
 use serde_json::{Map, Value};
 
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn worked_names_and_hashes_v0_3_0() {
-        // subscription-installplan.md §8
+        // docs/install-plans.md §8
         let role = role_name("demo-operator.v0.3.0", &demo_permission()).expect("name");
         assert_eq!(
             role,

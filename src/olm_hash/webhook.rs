@@ -1,4 +1,4 @@
-//! `olm.webhook-description-hash` (api-types.md §6, certs.md §4.2).
+//! `olm.webhook-description-hash` (docs/api-types.md §6, docs/certificates.md §4.2).
 
 use serde_json::Value;
 

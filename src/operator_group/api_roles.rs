@@ -1,4 +1,4 @@
-//! The per-API ClusterRoles a member CSV ensures while `Succeeded` (operatorgroup.md §9.1,
+//! The per-API ClusterRoles a member CSV ensures while `Succeeded` (docs/operator-groups.md §9.1,
 //! second table): admin/edit/view (and, for CRDs, crdview) roles that aggregate into the
 //! built-in roles and into the OperatorGroup roles through the `olm.opgroup.permissions/*`
 //! labels.
@@ -45,7 +45,7 @@ fn labels(builtin: OgRoleSuffix, opgroup_key: String) -> BTreeMap<String, String
 
 fn owner_reference(api_version: &str, kind: &str, owner: &ApiOwner) -> OwnerReference {
     // Non-blocking, non-controller, like OLM's; the kind is written in its proper case (OLM
-    // writes it lower-case, §9.1 observed).
+    // writes it lower-case, docs/operator-groups.md §9.1 observed).
     OwnerReference {
         api_version: api_version.to_owned(),
         kind: kind.to_owned(),
@@ -120,7 +120,7 @@ pub fn crd_cluster_roles(crd: &CrdDescription, owner: &ApiOwner) -> Option<Vec<C
 
 /// The three roles of an owned APIService entry: `<plural>-<V>-admin|edit|view`, owned by the
 /// APIService `<V>.<group>`. (The group is not in the name: two operators serving the same
-/// plural and version in different groups collide, as in OLM — §9.1 observed.)
+/// plural and version in different groups collide, as in OLM — docs/operator-groups.md §9.1 observed.)
 pub fn api_service_cluster_roles(
     desc: &ApiServiceDescription,
     owner: &ApiOwner,

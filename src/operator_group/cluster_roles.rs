@@ -1,4 +1,4 @@
-//! The three aggregated ClusterRoles every OperatorGroup gets (operatorgroup.md §9.1, first
+//! The three aggregated ClusterRoles every OperatorGroup gets (docs/operator-groups.md §9.1, first
 //! table): `olm.og.<og>.<admin|edit|view>-<hash>`, collecting the per-API roles of the APIs the
 //! group provides through aggregation labels.
 
@@ -31,7 +31,7 @@ pub fn operator_group_owner_labels(og_namespace: &str, og_name: &str) -> BTreeMa
 }
 
 /// The group's admin, edit and view roles for the APIs `apis` (annotation ∪ member CSVs).
-/// Selectors are sorted by label key (OLM's order is random, §9.1); no APIs means no
+/// Selectors are sorted by label key (OLM's order is random, docs/operator-groups.md §9.1); no APIs means no
 /// aggregation rule.
 pub fn operator_group_cluster_roles(
     og_namespace: &str,

@@ -1,4 +1,4 @@
-//! Copied CSVs (csv.md §11): the projection of an original CSV written into each target
+//! Copied CSVs (docs/operator-groups.md §10): the projection of an original CSV written into each target
 //! namespace, the content hashes that tell whether a copy is up to date without keeping it, and
 //! the plan of creates, updates and deletes for one original.
 
@@ -22,7 +22,7 @@ pub fn copied_message(operator_namespace: &str) -> String {
     format!("The operator is running in {operator_namespace} but is managing this namespace")
 }
 
-/// csv.md §2: CSVs that are never copied — phase None, or failed for a group reason, or
+/// docs/csv-phases.md §2: CSVs that are never copied — phase None, or failed for a group reason, or
 /// themselves copies.
 pub fn is_uncopiable(status: Option<&ClusterServiceVersionStatus>) -> bool {
     let Some(status) = status else { return true };
@@ -85,7 +85,7 @@ pub fn copy_prototype(original: &ClusterServiceVersion) -> ClusterServiceVersion
 }
 
 /// Content hashes of a (copied) CSV: one over name, labels, annotations and spec, one over the
-/// status — what OLM's copied-CSV cache keeps instead of the copies (csv.md §11 "Updates").
+/// status — what OLM's copied-CSV cache keeps instead of the copies (docs/operator-groups.md §10 "Updates").
 /// Only ever compared within one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyHashes {
@@ -184,7 +184,7 @@ pub struct CopySettings {
 pub struct Original<'a> {
     pub csv: &'a ClusterServiceVersion,
     /// Copies may be created and updated: the CSV is an active member of its group, not
-    /// uncopiable, and the group targets more than its own namespace (csv.md §2, §11).
+    /// uncopiable, and the group targets more than its own namespace (docs/csv-phases.md §2, docs/operator-groups.md §10).
     pub copyable: bool,
     /// Hashes of [`copy_prototype`] of this CSV.
     pub desired: CopyHashes,
@@ -204,7 +204,7 @@ pub enum CopyWrite {
     },
 }
 
-/// Why a copy is removed (csv.md §11 "Removal").
+/// Why a copy is removed (docs/operator-groups.md §10 "Removal").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemovalReason {
     OriginalGone,
@@ -275,7 +275,7 @@ pub fn plan_copies<'n>(
         .and_then(|a| a.get(TARGET_NAMESPACES_ANNOTATION))
         .and_then(|value| TargetNamespaces::from_annotation(value).ok())
         .unwrap_or(TargetNamespaces::Named(BTreeSet::new()));
-    // csv.md §11 "Disabling": only all-namespace operators lose their copies, and the
+    // docs/operator-groups.md §10 "Disabling": only all-namespace operators lose their copies, and the
     // protected namespaces keep theirs.
     let allowed = |ns: &str| {
         targets.contains(ns)

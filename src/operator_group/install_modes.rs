@@ -1,5 +1,5 @@
-//! Install-mode support of a CSV for its group's targets (operatorgroup.md §5): the checks the
-//! CSV sync runs in csv.md §2 steps 7–8, with OLM's exact messages.
+//! Install-mode support of a CSV for its group's targets (docs/operator-groups.md §5): the checks the
+//! CSV sync runs in docs/csv-phases.md §2 steps 7–8, with OLM's exact messages.
 
 use std::collections::BTreeSet;
 
@@ -137,7 +137,7 @@ mod tests {
         SingleNamespace as Single,
     };
 
-    /// The full matrix of operatorgroup.md §5: every mode combination against every target
+    /// The full matrix of docs/operator-groups.md §5: every mode combination against every target
     /// shape, checked against the rule written out independently.
     #[test]
     fn matrix_of_modes_against_targets() {

@@ -1,5 +1,5 @@
-//! Provided-API reconciliation across intersecting OperatorGroups (operatorgroup.md §6.2), run
-//! by the CSV sync (csv.md §2 step 9). Pure: the caller passes the CSV's APIs and every group.
+//! Provided-API reconciliation across intersecting OperatorGroups (docs/operator-groups.md §6.2), run
+//! by the CSV sync (docs/csv-phases.md §2 step 9). Pure: the caller passes the CSV's APIs and every group.
 
 use crate::api::OperatorGroup;
 use crate::api::keys::PROVIDED_APIS_ANNOTATION;
@@ -8,7 +8,7 @@ use super::provided_apis::{ApiSet, format_provided_apis, parse_provided_apis};
 use super::targets::{TargetNamespaces, groups_intersect};
 
 /// OLM's message for `InterOperatorGroupOwnerConflict`; [`ApiReconciliation::message`] appends
-/// which APIs and groups collide (operatorgroup.md §11 item 2).
+/// which APIs and groups collide (docs/operator-groups.md §11 item 2).
 pub const INTERSECTING_GROUPS_MESSAGE: &str = "intersecting operatorgroups provide the same apis";
 /// OLM's message for `CannotModifyStaticOperatorGroupProvidedAPIs`.
 pub const STATIC_GROUP_MESSAGE: &str =

@@ -1,4 +1,4 @@
-//! RBAC a member CSV gets outside its namespace (operatorgroup.md §9.2–§9.3): its Roles and
+//! RBAC a member CSV gets outside its namespace (docs/operator-groups.md §9.2–§9.3): its Roles and
 //! RoleBindings copied into explicit target namespaces (owned by the copied CSV there), or lifted
 //! to ClusterRoles and ClusterRoleBindings for all-namespace groups.
 
@@ -64,7 +64,7 @@ impl CsvOwner {
             .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
     }
 
-    /// Carries the owner labels and an ownerReference to this CSV (§9.2: both are required
+    /// Carries the owner labels and an ownerReference to this CSV (docs/operator-groups.md §9.2: both are required
     /// before a Role is copied).
     pub fn owns(&self, meta: &ObjectMeta) -> bool {
         self.labels_own(meta)
@@ -90,7 +90,7 @@ fn copied_meta(source: &ObjectMeta, copy: &CsvOwner, operator_namespace: &str) -
     }
 }
 
-/// §9.2: `source` (a Role of the original in `operator_namespace`) copied next to `copy` (the
+/// docs/operator-groups.md §9.2: `source` (a Role of the original in `operator_namespace`) copied next to `copy` (the
 /// copied CSV in a target namespace), owned by that copy.
 pub fn copied_role(source: &Role, copy: &CsvOwner, operator_namespace: &str) -> Role {
     Role {
@@ -99,7 +99,7 @@ pub fn copied_role(source: &Role, copy: &CsvOwner, operator_namespace: &str) -> 
     }
 }
 
-/// §9.2: the RoleBinding counterpart; subjects (the operator's ServiceAccount in the operator
+/// docs/operator-groups.md §9.2: the RoleBinding counterpart; subjects (the operator's ServiceAccount in the operator
 /// namespace) are unchanged.
 pub fn copied_role_binding(
     source: &RoleBinding,
@@ -113,7 +113,7 @@ pub fn copied_role_binding(
     }
 }
 
-/// §9.3: a Role lifted to a ClusterRole of the same name and labels, plus read access to
+/// docs/operator-groups.md §9.3: a Role lifted to a ClusterRole of the same name and labels, plus read access to
 /// namespaces.
 pub fn lifted_cluster_role(role: &Role) -> ClusterRole {
     let mut rules = role.rules.clone().unwrap_or_default();
@@ -134,7 +134,7 @@ pub fn lifted_cluster_role(role: &Role) -> ClusterRole {
     }
 }
 
-/// §9.3: a RoleBinding lifted to a ClusterRoleBinding of the same name, labels and subjects,
+/// docs/operator-groups.md §9.3: a RoleBinding lifted to a ClusterRoleBinding of the same name, labels and subjects,
 /// bound to the lifted ClusterRole.
 pub fn lifted_cluster_role_binding(binding: &RoleBinding) -> ClusterRoleBinding {
     ClusterRoleBinding {

@@ -1,6 +1,6 @@
 //! The three annotations that make a CSV a member of its namespace's OperatorGroup
-//! (operatorgroup.md §2 step 4, §3; api-types.md §3.3) and the "is this CSV a copy" test
-//! (csv.md §2 step 2).
+//! (docs/operator-groups.md §2 step 4, §3; docs/api-types.md §5) and the "is this CSV a copy" test
+//! (docs/csv-phases.md §2 step 2).
 
 use std::collections::BTreeMap;
 
@@ -22,7 +22,7 @@ pub struct MemberAnnotations {
     /// `olm.targetNamespaces`; `None` while the group selects no namespace (no or an empty
     /// `status.namespaces`). OLM then leaves a stale value in place; olm-rs removes it, because
     /// a left-over `""` reads as "all namespaces" to anything that looks at the CSV (the CSV
-    /// sync fails such a CSV with `NoTargetNamespaces` either way, csv.md §2 step 6).
+    /// sync fails such a CSV with `NoTargetNamespaces` either way, docs/csv-phases.md §2 step 6).
     pub target_namespaces: Option<String>,
 }
 
@@ -85,7 +85,7 @@ impl MemberAnnotations {
     }
 }
 
-/// csv.md §2 step 2: a copy has `status.reason: Copied`, or an `olm.operatorNamespace` naming
+/// docs/csv-phases.md §2 step 2: a copy has `status.reason: Copied`, or an `olm.operatorNamespace` naming
 /// another namespace, or the `olm.copiedFrom` label. Copies are never members.
 pub fn is_copied(csv: &ClusterServiceVersion) -> bool {
     let reason_copied = csv
@@ -106,7 +106,7 @@ pub fn is_copied(csv: &ClusterServiceVersion) -> bool {
     reason_copied || foreign_group || labelled
 }
 
-/// operatorgroup.md §3: the CSV is an active member of `og` — `og` is the only group of the
+/// docs/operator-groups.md §3: the CSV is an active member of `og` — `og` is the only group of the
 /// namespace (checked by the caller) and the three annotations match, with targets equal to
 /// the group's sorted targets.
 pub fn is_active_member(csv: &ClusterServiceVersion, og: &OperatorGroup) -> bool {

@@ -1,4 +1,4 @@
-//! OperatorGroup semantics, pure (operatorgroup.md, csv.md §11): target namespaces and their
+//! OperatorGroup semantics, pure (docs/operator-groups.md, docs/operator-groups.md §10): target namespaces and their
 //! encodings, membership annotations, provided APIs and intersecting groups, install-mode
 //! support, the RBAC OLM generates for groups and members, namespace labels, and copied CSVs.
 //!

@@ -1,6 +1,6 @@
-//! `olm.operatorgroup.uid/<uid>` labels on target namespaces (operatorgroup.md §4): exactly one
+//! `olm.operatorgroup.uid/<uid>` labels on target namespaces (docs/operator-groups.md §4): exactly one
 //! per non-all-namespaces group that targets the namespace. They back the webhook
-//! `namespaceSelector` of explicit-target groups (certs.md §8).
+//! `namespaceSelector` of explicit-target groups (docs/certificates.md §8).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,4 +1,4 @@
-//! The `DisabledCopiedCSVs` condition of OLMConfig `cluster` (csv.md §11 "Disabling").
+//! The `DisabledCopiedCSVs` condition of OLMConfig `cluster` (docs/operator-groups.md §10 "Disabling").
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 

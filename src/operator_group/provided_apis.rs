@@ -1,5 +1,5 @@
-//! The `olm.providedAPIs` annotation (operatorgroup.md §6.1), the APIs a CSV provides, and the
-//! pruning rule of the OperatorGroup sync (§6.3).
+//! The `olm.providedAPIs` annotation (docs/operator-groups.md §6.1), the APIs a CSV provides, and the
+//! pruning rule of the OperatorGroup sync (docs/operator-groups.md §6.3).
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -91,7 +91,7 @@ pub struct CrdNameWithoutGroup {
     pub crd: String,
 }
 
-/// The APIs a CSV provides (§6.1): one per owned CRD (`kind`, `version`, group = name after
+/// The APIs a CSV provides (docs/operator-groups.md §6.1): one per owned CRD (`kind`, `version`, group = name after
 /// the first dot) and one per owned APIService (`kind`, `version`, `group`).
 pub fn csv_provided_apis(csv: &ClusterServiceVersion) -> Result<ApiSet, CrdNameWithoutGroup> {
     let mut apis = ApiSet::new();
@@ -131,7 +131,7 @@ pub struct ProviderState {
     pub deleting: bool,
 }
 
-/// §6.3: the new annotation value, or `None` when nothing is to be written. Pruning waits
+/// docs/operator-groups.md §6.3: the new annotation value, or `None` when nothing is to be written. Pruning waits
 /// while a CSV that provides an API missing from the annotation is still `None`/`Pending`
 /// (it is about to add it); it only ever removes entries no CSV provides any more.
 pub fn prune_provided_apis(annotation: &ApiSet, providers: &[ProviderState]) -> Option<ApiSet> {

@@ -1,4 +1,4 @@
-//! The OperatorGroup status a sync wants (operatorgroup.md §1, §2 steps 1–3, §8): resolved
+//! The OperatorGroup status a sync wants (docs/operator-groups.md §1, §2 steps 1–3, §8): resolved
 //! targets, `lastUpdated`, the service-account reference and the two problem conditions.
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -48,7 +48,7 @@ pub fn desired_status(og: &OperatorGroup, seen: &Observed<'_>) -> Option<Operato
     let mut conditions = status.conditions.take().unwrap_or_default();
     let mut touched = current.is_none();
 
-    // §2 step 1; the message names the groups (operatorgroup.md §11 item 1).
+    // docs/operator-groups.md §2 step 1; the message names the groups (docs/operator-groups.md §11 item 1).
     if seen.groups_in_namespace.len() > 1 {
         let mut names = seen.groups_in_namespace.to_vec();
         names.sort();
@@ -66,8 +66,8 @@ pub fn desired_status(og: &OperatorGroup, seen: &Observed<'_>) -> Option<Operato
         touched |= remove_condition(&mut conditions, CONDITION_MULTIPLE_OPERATOR_GROUPS);
     }
 
-    // §8. Unlike OLM, a missing account does not stop the targets from being computed
-    // (operatorgroup.md §11 item 4); the reference already recorded is kept meanwhile.
+    // docs/operator-groups.md §8. Unlike OLM, a missing account does not stop the targets from being computed
+    // (docs/operator-groups.md §11 item 4); the reference already recorded is kept meanwhile.
     let mut reference_changed = false;
     match seen.service_account {
         ServiceAccountState::NotRequested => {
@@ -97,7 +97,7 @@ pub fn desired_status(og: &OperatorGroup, seen: &Observed<'_>) -> Option<Operato
     let mut namespaces_changed = false;
     if let Some(targets) = seen.targets {
         let old = TargetNamespaces::from_status(status.namespaces.as_deref()).ok();
-        // Compared as sets: OLM's order is arbitrary (§1).
+        // Compared as sets: OLM's order is arbitrary (docs/operator-groups.md §1).
         if old.as_ref() != Some(targets) {
             let list = targets.to_status();
             status.namespaces = (!list.is_empty()).then_some(list);

@@ -1,4 +1,4 @@
-//! Target namespace selection (operatorgroup.md §1) and its encodings: `status.namespaces`
+//! Target namespace selection (docs/operator-groups.md §1) and its encodings: `status.namespaces`
 //! (`[""]` = all namespaces) and the `olm.targetNamespaces` annotation (sorted, comma-joined,
 //! `""` = all namespaces).
 
@@ -110,7 +110,7 @@ impl TargetNamespaces {
     }
 
     /// True for a group that targets exactly its own namespace (OwnNamespace): such groups
-    /// copy nothing (csv.md §11, operatorgroup.md §9.2).
+    /// copy nothing (docs/operator-groups.md §10, docs/operator-groups.md §9.2).
     pub fn is_only(&self, namespace: &str) -> bool {
         matches!(self, Self::Named(set) if set.len() == 1 && set.contains(namespace))
     }
@@ -154,7 +154,7 @@ impl TargetNamespaces {
     }
 }
 
-/// Whether two groups (their targets and own namespaces) intersect (operatorgroup.md §6.2).
+/// Whether two groups (their targets and own namespaces) intersect (docs/operator-groups.md §6.2).
 pub fn groups_intersect(
     a: &TargetNamespaces,
     a_namespace: &str,

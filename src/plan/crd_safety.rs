@@ -1,4 +1,4 @@
-//! May an existing CRD be replaced by a bundle's? (subscription-installplan.md §7.4)
+//! May an existing CRD be replaced by a bundle's? (docs/install-plans.md §7.4)
 //!
 //! Two checks, both before anything is written: every existing custom resource of a version
 //! served by both CRDs must validate against the new schema of that version, and every

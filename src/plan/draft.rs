@@ -1,4 +1,4 @@
-//! The InstallPlan object for a resolution, before it exists (subscription-installplan.md §5).
+//! The InstallPlan object for a resolution, before it exists (docs/install-plans.md §5).
 //!
 //! Crash safety: a plan carries the label [`RESOLUTION_LABEL`], a hash of what it resolves (the
 //! Subscriptions by UID, and for each the bundle, the CSV it replaces and the catalog). Before
@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::steps::{PlannedStep, catalog_source_names, csv_names};
+use crate::api::keys::GENERATED_BY_ANNOTATION;
 use crate::api::{
     Approval, BundleLookup, InstallPlan, InstallPlanPhase, InstallPlanSpec, InstallPlanStatus,
     Step, StepResource, StepStatus,
@@ -111,6 +112,25 @@ impl PlanDraft {
         names
     }
 
+    /// [`Self::initial_status`] of the plan named `plan`: dependency Subscriptions it creates
+    /// carry `olm.generated-by: <plan>` (docs/install-plans.md §5.3).
+    pub fn initial_status_named(&self, plan: &str) -> InstallPlanStatus {
+        let mut status = self.initial_status();
+        for step in status.plan.iter_mut().flatten() {
+            if step.resource.kind != "Subscription" {
+                continue;
+            }
+            let Some(text) = &step.resource.manifest else {
+                continue;
+            };
+            if let Ok(mut manifest) = serde_json::from_str::<serde_json::Value>(text) {
+                manifest["metadata"]["annotations"][GENERATED_BY_ANNOTATION] = plan.into();
+                step.resource.manifest = Some(manifest.to_string());
+            }
+        }
+        status
+    }
+
     /// The first status of the plan: `RequiresApproval` (Manual) or `Installing` (Automatic),
     /// every step `Unknown`, every bundle lookup pending.
     pub fn initial_status(&self) -> InstallPlanStatus {
@@ -154,7 +174,7 @@ pub fn wire_step(step: &PlannedStep) -> Step {
 }
 
 /// `spec.generation` for the next plan: one more than every Subscription's
-/// `installPlanGeneration` and every plan's `spec.generation` (§5.2).
+/// `installPlanGeneration` and every plan's `spec.generation` (docs/install-plans.md §5.2).
 pub fn next_generation(
     subscription_generations: impl Iterator<Item = i64>,
     plan_generations: impl Iterator<Item = i64>,

@@ -1,4 +1,4 @@
-//! Garbage collection of old InstallPlans (subscription-installplan.md §11): at most 5 kept per
+//! Garbage collection of old InstallPlans (docs/install-plans.md §11): at most 5 kept per
 //! namespace, at most 5 deleted per sweep, oldest generation first, oldest plan first within a
 //! generation.
 //!

@@ -1,5 +1,5 @@
 //! The kinds an InstallPlan step may carry and how each is executed
-//! (subscription-installplan.md §7.3). OLM dispatches on the step's `kind` alone; so do we.
+//! (docs/install-plans.md §7.3). OLM dispatches on the step's `kind` alone; so do we.
 
 /// Where an object lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,7 +11,7 @@ pub enum Scope {
 /// How the executor treats an existing object of a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepKind {
-    /// Created with an installed-alongside annotation; updated only after the §7.4 checks;
+    /// Created with an installed-alongside annotation; updated only after the docs/install-plans.md §7.4 checks;
     /// `WaitingForApi` until Established.
     CustomResourceDefinition,
     /// Created; an existing CSV is left untouched.
@@ -35,7 +35,7 @@ pub enum StepKind {
     Discovered(DiscoveredKind),
 }
 
-/// The extra kinds of §7.3, with the scope their APIs have everywhere they exist.
+/// The extra kinds of docs/install-plans.md §7.3, with the scope their APIs have everywhere they exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiscoveredKind {
     PrometheusRule,
@@ -105,7 +105,7 @@ const DISCOVERED: [(&str, DiscoveredKind, Scope); 11] = [
     ),
 ];
 
-/// Step kind of a bundle Secret (spec §7.1): distinguishes it from legacy pull-secret steps.
+/// Step kind of a bundle Secret (spec docs/install-plans.md §7.1): distinguishes it from legacy pull-secret steps.
 pub const BUNDLE_SECRET_KIND: &str = "BundleSecret";
 
 impl StepKind {
@@ -144,7 +144,7 @@ impl StepKind {
     }
 
     /// Whether an existing object is left as it is (OLM never edits an existing CSV or
-    /// Subscription from a plan, §7.3).
+    /// Subscription from a plan, docs/install-plans.md §7.3).
     pub fn create_only(self) -> bool {
         matches!(
             self,

@@ -1,7 +1,7 @@
 //! Plans (pure): a resolved bundle turned into the ordered steps of an InstallPlan, the RBAC
 //! OLM derives from a CSV (with OLM's names), the CRD update safety check, which old plans to
 //! delete, bundle lookups for image bundles, and the pure half of executing a plan. Nothing here talks to a cluster.
-//! spec/subscription-installplan.md §5–§8, §11.
+//! docs/install-plans.md §5–§8, §11.
 
 pub mod content;
 pub mod crd_safety;

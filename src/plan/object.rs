@@ -6,7 +6,7 @@ use super::error::PlanError;
 use super::kinds::StepKind;
 
 /// An object a step creates. `kind` is the *step* kind: a bundle `Secret` is `BundleSecret`
-/// (subscription-installplan.md §7.1); the manifest keeps its real kind.
+/// (docs/install-plans.md §7.1); the manifest keeps its real kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepObject {
     pub group: String,

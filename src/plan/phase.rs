@@ -1,4 +1,4 @@
-//! The InstallPlan phase machine (subscription-installplan.md §6, §10): what the status becomes
+//! The InstallPlan phase machine (docs/install-plans.md §6, §10): what the status becomes
 //! after approval, after an execution pass, or after the pre-execution check.
 
 use jiff::{SignedDuration, Timestamp};
@@ -57,7 +57,7 @@ pub fn start(status: &mut InstallPlanStatus, now: Timestamp) {
     }
 }
 
-/// The pre-execution check (OperatorGroup, §10) failed: `Installed=False/InstallCheckFailed`,
+/// The pre-execution check (OperatorGroup, docs/install-plans.md §10) failed: `Installed=False/InstallCheckFailed`,
 /// phase unchanged, retried.
 pub fn check_failed(status: &mut InstallPlanStatus, message: &str, now: Timestamp) {
     let mut conditions = status.conditions.take().unwrap_or_default();

@@ -1,5 +1,5 @@
 //! The object a step writes, made from its manifest at execution time
-//! (subscription-installplan.md §7.3): `olm.managed=true` on everything, namespaced objects
+//! (docs/install-plans.md §7.3): `olm.managed=true` on everything, namespaced objects
 //! forced into the plan namespace and owned by the CSV, cluster-scoped ones tied to it by
 //! `olm.owner*` labels, CRDs marked with the CSV they were installed alongside.
 
@@ -116,7 +116,7 @@ pub fn prepare_object(
 }
 
 /// Owner references of a live object merged with the desired ones (ServiceAccounts keep every
-/// owner: several CSVs may share one, §7.3).
+/// owner: several CSVs may share one, docs/install-plans.md §7.3).
 pub fn merge_owner_references(live: Option<&Value>, desired: &mut Value) {
     let Some(live_refs) = live
         .and_then(|l| l.pointer("/metadata/ownerReferences"))

@@ -1,6 +1,6 @@
 //! ServiceAccounts, Roles, RoleBindings, ClusterRoles and ClusterRoleBindings built from a CSV's
 //! deployment install strategy, with the names and labels OLM gives them
-//! (subscription-installplan.md §8) so objects created by OLM are adopted, not duplicated.
+//! (docs/install-plans.md §8) so objects created by OLM are adopted, not duplicated.
 
 use serde_json::{Map, Value, json};
 
@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn names_labels_and_order_match_olm() {
-        // Worked values: subscription-installplan.md §8 (real OLM v0.31.0).
+        // Worked values: docs/install-plans.md §8 (real OLM v0.31.0).
         let objects = rbac_manifests(&demo_csv(), "demo-operator.v0.3.0", "demo").unwrap();
         let ids: Vec<(String, String)> = objects
             .iter()

@@ -1,4 +1,4 @@
-//! Whose credentials a plan is executed with (subscription-installplan.md §10): the namespace
+//! Whose credentials a plan is executed with (docs/install-plans.md §10): the namespace
 //! must have exactly one OperatorGroup managing it; if that group names a service account,
 //! every step but CRDs runs as that account.
 

@@ -1,5 +1,5 @@
 //! A bundle turned into InstallPlan steps, and the order of a whole plan
-//! (subscription-installplan.md §7.1–§7.2).
+//! (docs/install-plans.md §7.1–§7.2).
 
 use serde_json::{Map, Value, json};
 
@@ -116,7 +116,7 @@ fn csv_manifest(
     namespace: &str,
     replaces: Option<&str>,
 ) -> Result<Value, PlanError> {
-    // subscription-installplan.md §9.4: OLM's own wording for a CSV without apiVersion/kind.
+    // docs/install-plans.md §9: OLM's own wording for a CSV without apiVersion/kind.
     for (field, label) in [("apiVersion", "APIVersion"), ("kind", "Kind")] {
         if str_at(csv, &[field]).is_none() {
             return Err(PlanError::CsvMissing {
@@ -175,7 +175,7 @@ fn bad(bundle: &BundleContent, field: &str, reason: &str) -> PlanError {
 }
 
 /// The order of a plan: every CSV, then every CRD, then the rest, each group keeping its
-/// relative order (§7.2). The CSVs come first in the list OLM writes; execution waits for the
+/// relative order (docs/install-plans.md §7.2). The CSVs come first in the list OLM writes; execution waits for the
 /// CRDs before creating them (see `execute`).
 pub fn order_plan(steps: Vec<PlannedStep>) -> Vec<PlannedStep> {
     let rank = |s: &PlannedStep| {

@@ -1,4 +1,4 @@
-//! When a bundle image is pulled, retried and given up (pure; subscription-installplan.md §9.2
+//! When a bundle image is pulled, retried and given up (pure; docs/install-plans.md §9
 //! semantics without Jobs). A lookup's own condition keeps the timing: `BundleLookupPending`
 //! since the attempt began (its `lastTransitionTime`), `BundleLookupFailed` since it failed.
 //!

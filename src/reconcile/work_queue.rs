@@ -5,7 +5,7 @@
 //! kube-runtime's `Controller` skips keys whose object is gone from its store, but the
 //! OperatorGroup side must act on deletions (ClusterRoles of a deleted group, copies of a
 //! deleted CSV), so those loops run on this queue instead; so does the Subscription side, whose
-//! unit of work is a namespace (resolution.md §1), not an object.
+//! unit of work is a namespace (docs/resolution.md §1), not an object.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;

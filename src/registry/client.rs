@@ -1,9 +1,9 @@
 //! A client for any `api.Registry` server (`opm serve`, `olm-rs catalog serve`, old sqlite
 //! registries): connect, health check, and read the whole catalog the way OLM's catalog operator
-//! does (ListBundles, then GetPackage per package; spec/catalog.md §6.1).
+//! does (ListBundles, then GetPackage per package; docs/catalog.md §5.1).
 //!
 //! Every call has a deadline: a registry that accepts the connection and then hangs must not
-//! hang the controller. Plaintext HTTP/2, as OLM dials (spec/catalog.md §1).
+//! hang the controller. Plaintext HTTP/2, as OLM dials (docs/catalog.md §1).
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! `sourceType: configmap` (and `internal`): the historical "package manifests" catalog kept in
 //! a ConfigMap's `customResourceDefinitions`, `clusterServiceVersions` and `packages` keys
-//! (spec/catalog.md §4), read straight into a declarative config — no registry pod, no
+//! (docs/catalog.md §4), read straight into a declarative config — no registry pod, no
 //! `configmap-server` image (which operator-registry no longer builds).
 //!
 //! Each CSV becomes a bundle carrying the CSV and the CRDs it owns as inline manifests; channels
@@ -296,7 +296,7 @@ fn bundle(
             });
         };
         let group = crd_name.split_once('.').map(|(_, g)| g).unwrap_or_default();
-        // Every served version of an owned CRD is provided, as `opm render` does (§8.3).
+        // Every served version of an owned CRD is provided, as `opm render` does (docs/catalog.md §8.3).
         for v in &crd.versions {
             props.push(gvk(properties::GVK, group, v, &crd.kind));
         }

@@ -2,7 +2,7 @@
 //! shared `CatalogCache`, keep checking, and reconnect with back-off when the registry goes
 //! away. The state it reports mirrors gRPC channel states (`IDLE`, `CONNECTING`, `READY`,
 //! `TRANSIENT_FAILURE`, `SHUTDOWN`), which the CatalogSource controller copies into
-//! `status.connectionState` (spec/catalog.md §1).
+//! `status.connectionState` (docs/catalog.md §1).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,6 @@
 //! The operator-registry gRPC API (`api.Registry` + `grpc.health.v1.Health`) over the catalog
 //! index: the server behind `olm-rs catalog serve`, the client the CatalogSource controller uses,
-//! and the shared cache of loaded catalogs. spec/catalog.md §6.
+//! and the shared cache of loaded catalogs. docs/catalog.md §5.
 
 pub mod cache;
 pub mod client;

@@ -1,5 +1,5 @@
 //! The objects a `grpc` + `image` CatalogSource runs its registry with — ServiceAccount,
-//! NetworkPolicy, Service and Pod — built exactly as OLM builds them (spec/catalog.md §3.1, §3.2)
+//! NetworkPolicy, Service and Pod — built exactly as OLM builds them (docs/catalog.md §3.1, §3.2)
 //! so that a cluster moving from OLM keeps working. Pure: the CatalogSource and the namespace's
 //! labels in, desired objects out.
 
@@ -35,7 +35,7 @@ pub const REGISTRY_CONTAINER: &str = "registry-server";
 /// Namespace label that makes an unset `securityContextConfig` mean `restricted`.
 pub const POD_SECURITY_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 /// Pod annotation olm-rs records the catalog image digest in (the one the registry reported
-/// when the pod was created), so a poll can tell whether the tag moved (spec/catalog.md §3.4).
+/// when the pod was created), so a poll can tell whether the tag moved (docs/catalog.md §3.4).
 pub const IMAGE_DIGEST_ANNOTATION: &str = "olm-rs/catalog-image-digest";
 /// When olm-rs created a registry pod (RFC 3339, nanoseconds, from the controller's clock).
 /// `creationTimestamp` has one-second precision, too coarse to tell which of two pods created
@@ -376,7 +376,7 @@ fn pod_spec(
 }
 
 /// `grpcPodConfig.extractContent`: copy the catalog out of the image with a well-known binary,
-/// then serve it with a well-known `opm` (spec/catalog.md §3.2).
+/// then serve it with a well-known `opm` (docs/catalog.md §3.2).
 fn extract_content_mode(
     container: &mut Container,
     init_containers: &mut Vec<Container>,
@@ -477,7 +477,7 @@ fn grpc_server_network_policy(
             }),
             policy_types: Some(vec!["Ingress".to_owned(), "Egress".to_owned()]),
             // gRPC in from anywhere; no egress rule at all: an image registry needs nothing
-            // outside its pod (spec/catalog.md §3.1).
+            // outside its pod (docs/catalog.md §3.1).
             ingress: Some(vec![NetworkPolicyIngressRule {
                 ports: Some(vec![NetworkPolicyPort {
                     protocol: Some("TCP".to_owned()),

@@ -1,5 +1,5 @@
 //! Kubernetes resource quantities (`512Mi`, `1G`, `1.5Gi`) as byte counts, and the `GOMEMLIMIT`
-//! text OLM derives from `grpcPodConfig.memoryTarget` (spec/catalog.md §3.2).
+//! text OLM derives from `grpcPodConfig.memoryTarget` (docs/catalog.md §3.2).
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{quantity:?} is not a memory quantity (e.g. 512Mi, 1Gi, 500M)")]

@@ -1,5 +1,5 @@
 //! What each `api.Registry` call answers for a catalog index, with opm's semantics and error
-//! texts (spec/catalog.md §6.1; opm's file-based cache). Pure: the gRPC server is a thin
+//! texts (docs/catalog.md §5.1; opm's file-based cache). Pure: the gRPC server is a thin
 //! adapter over these functions, and tests call them directly to check the server.
 //!
 //! Orders: opm iterates Go maps, so its orders are unspecified; ours are packages by name,

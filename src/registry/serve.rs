@@ -1,4 +1,4 @@
-//! Loading a catalog directory for serving, as `opm serve` does (spec/catalog.md §7.5): the
+//! Loading a catalog directory for serving, as `opm serve` does (docs/catalog.md §6.4): the
 //! content is read once, checked with every validation rule, indexed, and only then served.
 //! A catalog with problems is never served — not even as an empty catalog — so clients see
 //! "unreachable" with the reasons in the server's log instead of a registry that has nothing.

@@ -1,6 +1,6 @@
 //! The gRPC server: `api.Registry` over a shared, read-only `CatalogIndex`, plus
 //! `grpc.health.v1.Health` and server reflection, as `opm serve` registers them
-//! (spec/catalog.md §6, §7.5). Answers are computed per request from the index (`queries`);
+//! (docs/catalog.md §5, §6.4). Answers are computed per request from the index (`queries`);
 //! nothing is pre-rendered, so memory stays at the size of the index.
 
 use std::pin::Pin;

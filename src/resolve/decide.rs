@@ -1,4 +1,4 @@
-//! What each Subscription of a namespace gets (resolution.md §5): a fresh install (channel
+//! What each Subscription of a namespace gets (docs/resolution.md §4): a fresh install (channel
 //! head, or `startingCSV`), the next hop of its upgrade path, nothing new, or a refusal in plain
 //! words. Decided for all Subscriptions of the namespace at once — the seam where dependency
 //! solving (a later issue) will plug in — but each decision stands alone: one bad Subscription
@@ -9,12 +9,12 @@ use std::collections::HashMap;
 use crate::api::Subscription;
 use crate::catalog::CatalogIndex;
 use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
-use crate::catalog::properties::{self, GvkValue};
 use crate::catalog::semver_range::Version;
 use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
 
-use super::explain::{Refusal, similar_names};
+use super::explain::{Refusal, Unsatisfiable, similar_names};
 use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
+use super::solver::{Chosen, Claims, Rejection, Root};
 
 /// The decision for one Subscription.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +48,33 @@ pub struct Target {
     /// The installed CSV this one replaces; `None` for a fresh install.
     pub replaces: Option<String>,
     pub why: Why,
+    /// Bundles its requirements pull in (docs/resolution.md §6), in the order they were chosen.
+    pub dependencies: Vec<Dependency>,
+}
+
+/// A bundle installed because another one requires it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dependency {
+    pub catalog: CatalogRef,
+    pub package: String,
+    pub channel: String,
+    pub bundle: String,
+    pub version: Option<String>,
+    /// The bundle whose requirement pulled it in.
+    pub required_by: String,
+}
+
+impl From<&Chosen<'_>> for Dependency {
+    fn from(c: &Chosen<'_>) -> Self {
+        Dependency {
+            catalog: c.catalog.clone(),
+            package: c.package.name().to_owned(),
+            channel: c.channel.clone(),
+            bundle: c.bundle.name().to_owned(),
+            version: c.bundle.version_string(),
+            required_by: c.required_by.clone().unwrap_or_default(),
+        }
+    }
 }
 
 /// How the target was chosen.
@@ -75,23 +102,33 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
         };
         key(a).cmp(&key(b))
     });
-    let mut claims = Claims::new(ns);
-    let mut by_name: HashMap<String, Outcome> = HashMap::new();
-    let mut packages: HashMap<&str, &str> = HashMap::new();
-    for sub in order {
-        let name = sub.metadata.name.as_deref().unwrap_or_default();
-        let outcome = match packages.get(sub.spec.name.as_str()) {
-            Some(other) => Outcome::Refused(Refusal::PackageAlreadySubscribed {
-                package: sub.spec.name.clone(),
-                other: (*other).to_owned(),
-            }),
-            None => {
-                packages.insert(&sub.spec.name, name);
-                decide_one(ns, sub, &mut claims)
-            }
-        };
-        by_name.insert(name.to_owned(), outcome);
+    let mut by_name = decide_in_order(ns, &order);
+    // Co-upgrades (docs/resolution.md §6, "OwnedAPITransfer"): a Subscription blocked by an
+    // installed operator that another Subscription upgrades away in the same resolution is
+    // tried again with the upgrades decided first.
+    let blocked = by_name
+        .values()
+        .any(|(o, _)| matches!(o, Outcome::Refused(Refusal::Unsatisfiable(_))));
+    if blocked {
+        let mut again: Vec<&Subscription> = order
+            .iter()
+            .copied()
+            .filter(|s| matches!(by_name.get(name_of(s)), Some((Outcome::Install(_), _))))
+            .collect();
+        again.extend(
+            order
+                .iter()
+                .copied()
+                .filter(|s| !matches!(by_name.get(name_of(s)), Some((Outcome::Install(_), _)))),
+        );
+        let second = decide_in_order(ns, &again);
+        if refusals(&second) < refusals(&by_name) {
+            by_name = second;
+        }
     }
+    let mut by_name: HashMap<String, Outcome> =
+        by_name.into_iter().map(|(k, (o, _))| (k, o)).collect();
+    fail_both_sides_of_conflicts(&mut by_name);
     ns.subscriptions
         .iter()
         .map(|sub| {
@@ -110,8 +147,80 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
         .collect()
 }
 
+fn name_of(sub: &Subscription) -> &str {
+    sub.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// Outcomes of a pass over `order`, each with the bundle it would install.
+fn decide_in_order(
+    ns: &NamespaceInput<'_>,
+    order: &[&Subscription],
+) -> HashMap<String, (Outcome, Option<String>)> {
+    let mut claims = Claims::new(ns);
+    let mut by_name = HashMap::new();
+    let mut packages: HashMap<&str, &str> = HashMap::new();
+    for sub in order {
+        let name = name_of(sub);
+        let outcome = match packages.get(sub.spec.name.as_str()) {
+            Some(other) => Outcome::Refused(Refusal::PackageAlreadySubscribed {
+                package: sub.spec.name.clone(),
+                other: (*other).to_owned(),
+            }),
+            None => {
+                packages.insert(&sub.spec.name, name);
+                decide_one(ns, sub, &mut claims)
+            }
+        };
+        let bundle = match &outcome {
+            Outcome::Install(t) => Some(t.bundle.clone()),
+            _ => None,
+        };
+        by_name.insert(name.to_owned(), (outcome, bundle));
+    }
+    by_name
+}
+
+fn refusals(outcomes: &HashMap<String, (Outcome, Option<String>)>) -> usize {
+    outcomes
+        .values()
+        .filter(|(o, _)| matches!(o, Outcome::Refused(_)))
+        .count()
+}
+
+/// A Subscription refused because of what another one would install: both fail, each naming
+/// the other; nobody else is affected (the issue's "failure stays local").
+fn fail_both_sides_of_conflicts(outcomes: &mut HashMap<String, Outcome>) {
+    let mut pairs: Vec<(String, String, String)> = Vec::new();
+    for (name, outcome) in outcomes.iter() {
+        if let Outcome::Refused(Refusal::Unsatisfiable(u)) = outcome {
+            for other in u.conflicts_with() {
+                pairs.push((other, name.clone(), u.to_string()));
+            }
+        }
+    }
+    pairs.sort();
+    for (winner, loser, detail) in pairs {
+        if let Some(Outcome::Install(target)) = outcomes.get(&winner) {
+            let bundle = target.bundle.clone();
+            outcomes.insert(
+                winner.clone(),
+                Outcome::Refused(Refusal::ConflictsWith {
+                    subscription: winner,
+                    other: loser,
+                    bundle,
+                    detail,
+                }),
+            );
+        }
+    }
+}
+
 /// The decision for one Subscription alone (the `olm-rs resolve` preview).
-pub fn decide_one(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> Outcome {
+pub fn decide_one<'a>(
+    ns: &NamespaceInput<'a>,
+    sub: &Subscription,
+    claims: &mut Claims<'a>,
+) -> Outcome {
     match resolve(ns, sub, claims) {
         Ok(outcome) => outcome,
         Err(refusal) => Outcome::Refused(*refusal),
@@ -121,7 +230,7 @@ pub fn decide_one(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Clai
 /// Refusals are boxed on the way out: they are large and the happy path should not pay for them.
 type Resolved = Result<Outcome, Box<Refusal>>;
 
-fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> Resolved {
+fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<'a>) -> Resolved {
     if ns.operator_groups.names.len() != 1 {
         return Err(Box::new(Refusal::OperatorGroups {
             namespace: ns.namespace.to_owned(),
@@ -135,13 +244,16 @@ fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> 
         .contains(&spec.source_namespace.as_str())
     {
         return Err(Box::new(Refusal::CatalogNotVisible {
+            subscription: sub.metadata.name.clone().unwrap_or_default(),
             catalog: key,
             namespace: ns.namespace.to_owned(),
             global: ns.global_catalog_namespace.to_owned(),
             global_excluded: ns.operator_groups.exclude_global_catalogs,
         }));
     }
+    let sub_name = sub.metadata.name.as_deref().unwrap_or_default();
     let catalog = ns.catalog(&key).ok_or_else(|| Refusal::CatalogMissing {
+        subscription: sub_name.to_owned(),
         catalog: key.clone(),
         package: spec.name.clone(),
     })?;
@@ -162,6 +274,7 @@ fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> 
         .and_then(|name| ns.installed_csv(name));
     let Some(package) = index.package(&spec.name) else {
         return Err(Box::new(Refusal::PackageNotFound {
+            subscription: sub_name.to_owned(),
             catalog: key,
             package: spec.name.clone(),
             similar: similar_names(&spec.name, index.packages().iter().map(PackageIndex::name)),
@@ -170,6 +283,7 @@ fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> 
     let wanted_channel = spec.channel.as_deref().filter(|c| !c.is_empty());
     let channels =
         ranked_channels(package, wanted_channel).ok_or_else(|| Refusal::ChannelNotFound {
+            subscription: sub_name.to_owned(),
             catalog: key.clone(),
             package: spec.name.clone(),
             channel: wanted_channel.unwrap_or_default().to_owned(),
@@ -185,7 +299,7 @@ fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> 
         package,
         channels: &channels,
         wanted_channel,
-        sub_name: sub.metadata.name.as_deref().unwrap_or_default(),
+        sub_name,
     };
     match current {
         Some(current) => search.upgrade(current, claims),
@@ -202,7 +316,7 @@ fn resolve(ns: &NamespaceInput<'_>, sub: &Subscription, claims: &mut Claims) -> 
 }
 
 /// Channels to search: the requested one, or all of them, default channel first, then by
-/// name (resolution.md §5 step 4). `None` when the requested channel does not exist.
+/// name (docs/resolution.md §4 step 4). `None` when the requested channel does not exist.
 fn ranked_channels<'a>(
     package: &'a PackageIndex,
     wanted: Option<&str>,
@@ -240,16 +354,17 @@ fn orphan_of_package<'a>(
     })
 }
 
-struct Search<'a> {
-    key: &'a CatalogRef,
+/// One Subscription's search: `'s` is the search's own data, `'a` the namespace's.
+struct Search<'s, 'a> {
+    key: &'s CatalogRef,
     package: &'a PackageIndex,
-    channels: &'a [&'a ChannelIndex],
-    wanted_channel: Option<&'a str>,
-    sub_name: &'a str,
+    channels: &'s [&'a ChannelIndex],
+    wanted_channel: Option<&'s str>,
+    sub_name: &'s str,
 }
 
-impl Search<'_> {
-    fn fresh(&self, starting: Option<&str>, claims: &mut Claims) -> Resolved {
+impl<'a> Search<'_, 'a> {
+    fn fresh(&self, starting: Option<&str>, claims: &mut Claims<'a>) -> Resolved {
         if let Some(starting) = starting {
             let Some(channel) = self
                 .channels
@@ -257,6 +372,7 @@ impl Search<'_> {
                 .find(|c| c.graph().entry(starting).is_some())
             else {
                 return Err(Box::new(Refusal::StartingCsvNotFound {
+                    subscription: self.sub_name.to_owned(),
                     catalog: self.key.clone(),
                     package: self.package.name().to_owned(),
                     channel: self.wanted_channel.map(str::to_owned),
@@ -300,7 +416,7 @@ impl Search<'_> {
         Err(Box::new(tried.into_refusal(self)))
     }
 
-    fn upgrade(&self, current: &InstalledCsv, claims: &mut Claims) -> Resolved {
+    fn upgrade(&self, current: &'a InstalledCsv, claims: &mut Claims<'a>) -> Resolved {
         let mut tried = Tried::default();
         for channel in self.channels {
             let candidates = match channel
@@ -330,7 +446,7 @@ impl Search<'_> {
         if !tried.is_empty() {
             return Err(Box::new(tried.into_refusal(self)));
         }
-        // Nothing replaces the installed CSV. Staying put is always allowed (resolution.md §5
+        // Nothing replaces the installed CSV. Staying put is always allowed (docs/resolution.md §4
         // step 6), but a Subscription whose channel does not even contain the installed CSV
         // cannot follow that channel: say so instead of staying silent.
         let home = self
@@ -381,39 +497,44 @@ impl Search<'_> {
         }
     }
 
-    /// The target for `entry`, unless its bundle is prohibited (`olm.deprecated`) or provides an
-    /// API another operator already provides; what was passed over is recorded in `tried`.
+    /// The target for `entry` with the dependencies it pulls in, unless the entry or its
+    /// closure breaks an invariant of the namespace; what was passed over is recorded in `tried`.
     fn try_entry(
         &self,
-        channel: &ChannelIndex,
+        channel: &'a ChannelIndex,
         entry: &GraphEntry,
-        current: Option<&InstalledCsv>,
+        current: Option<&'a InstalledCsv>,
         why: Why,
-        claims: &mut Claims,
+        claims: &mut Claims<'a>,
         tried: &mut Tried,
     ) -> Option<Target> {
         let bundle = self.package.bundle(&entry.name);
+        let mut dependencies = Vec::new();
         if let Some(bundle) = bundle {
-            if is_prohibited(bundle) {
-                tried.deprecated.push(entry.name.clone());
-                return None;
+            let root = Root {
+                catalog: self.key,
+                package: self.package,
+                channel,
+                bundle,
+                replaces: current,
+                subscription: self.sub_name,
+            };
+            match claims.try_install(root) {
+                Ok(pulled) => dependencies = pulled.iter().map(Dependency::from).collect(),
+                Err(rejection) => {
+                    tried.rejected.push((
+                        format!(
+                            "{}/{}/{}/{}",
+                            self.key.name,
+                            self.key.namespace,
+                            channel.name(),
+                            entry.name
+                        ),
+                        rejection,
+                    ));
+                    return None;
+                }
             }
-            let provided: Vec<GvkValue> = bundle.provided_gvks().collect();
-            if let Some(conflict) = claims.conflict(
-                &provided,
-                self.package.name(),
-                current.map(|c| c.name.as_str()),
-            ) {
-                tried.conflicts.push((entry.name.clone(), conflict));
-                return None;
-            }
-            claims.claim(
-                &provided,
-                format!(
-                    "bundle {} chosen for Subscription {}",
-                    entry.name, self.sub_name
-                ),
-            );
         }
         Some(Target {
             catalog: self.key.clone(),
@@ -423,51 +544,53 @@ impl Search<'_> {
             version: bundle.and_then(IndexedBundle::version_string),
             replaces: current.map(|c| c.name.clone()),
             why,
+            dependencies,
         })
     }
-}
-
-/// `olm.deprecated` (legacy sqlite deprecation) makes a bundle uninstallable (resolution.md §11);
-/// FBC `olm.deprecations` does not.
-fn is_prohibited(bundle: &IndexedBundle) -> bool {
-    bundle
-        .properties()
-        .iter()
-        .any(|p| p.type_ == properties::DEPRECATED)
 }
 
 /// Candidates passed over, to explain a refusal.
 #[derive(Default)]
 struct Tried {
-    deprecated: Vec<String>,
-    conflicts: Vec<(String, (GvkValue, String))>,
+    /// `<catalogName>/<catalogNamespace>/<channel>/<csv>` (OLM's identifier) and why not.
+    rejected: Vec<(String, Rejection)>,
     broken: Vec<(String, GraphError)>,
 }
 
 impl Tried {
     fn is_empty(&self) -> bool {
-        self.deprecated.is_empty() && self.conflicts.is_empty() && self.broken.is_empty()
+        self.rejected.is_empty() && self.broken.is_empty()
     }
 
-    fn into_refusal(mut self, search: &Search<'_>) -> Refusal {
+    fn into_refusal(mut self, search: &Search<'_, '_>) -> Refusal {
         let catalog = search.key.clone();
         let package = search.package.name().to_owned();
-        if let Some((bundle, (gvk, provider))) = self.conflicts.drain(..).next() {
-            return Refusal::ApiConflict {
-                bundle,
-                kind: gvk.kind,
-                group: gvk.group,
-                version: gvk.version,
-                provider,
-            };
-        }
-        if !self.deprecated.is_empty() {
+        let channel = search.wanted_channel.map(str::to_owned);
+        if !self.rejected.is_empty()
+            && self
+                .rejected
+                .iter()
+                .all(|(_, r)| matches!(r, Rejection::Deprecated))
+        {
             return Refusal::AllDeprecated {
                 catalog,
                 package,
-                channel: search.wanted_channel.map(str::to_owned),
-                bundles: self.deprecated,
+                channel,
+                bundles: self
+                    .rejected
+                    .into_iter()
+                    .map(|(id, _)| id.rsplit('/').next().unwrap_or_default().to_owned())
+                    .collect(),
             };
+        }
+        if !self.rejected.is_empty() {
+            return Refusal::Unsatisfiable(Box::new(Unsatisfiable {
+                subscription: search.sub_name.to_owned(),
+                catalog,
+                package,
+                channel,
+                rejected: self.rejected,
+            }));
         }
         if let Some((channel, error)) = self.broken.drain(..).next() {
             return Refusal::ChannelUnusable {
@@ -478,55 +601,10 @@ impl Tried {
             };
         }
         Refusal::NoBundles {
+            subscription: search.sub_name.to_owned(),
             catalog,
             package,
-            channel: search.wanted_channel.map(str::to_owned),
-        }
-    }
-}
-
-/// Which operator provides which API in the namespace (resolution.md §7: at most one provider
-/// of a GVK). Installed CSVs count, except the one being replaced, older CSVs of the same
-/// package (still around while an upgrade finishes) and CSVs on their way out.
-pub struct Claims<'a> {
-    installed: &'a [InstalledCsv],
-    chosen: HashMap<GvkValue, String>,
-}
-
-impl<'a> Claims<'a> {
-    pub fn new(ns: &NamespaceInput<'a>) -> Self {
-        Claims {
-            installed: ns.installed,
-            chosen: HashMap::new(),
-        }
-    }
-
-    fn conflict(
-        &self,
-        provided: &[GvkValue],
-        package: &str,
-        replacing: Option<&str>,
-    ) -> Option<(GvkValue, String)> {
-        for gvk in provided {
-            if let Some(by) = self.chosen.get(gvk) {
-                return Some((gvk.clone(), by.clone()));
-            }
-            let installed = self.installed.iter().find(|csv| {
-                Some(csv.name.as_str()) != replacing
-                    && csv.package.as_deref() != Some(package)
-                    && !matches!(csv.phase.as_str(), "Replacing" | "Deleting")
-                    && csv.provided.contains(gvk)
-            });
-            if let Some(csv) = installed {
-                return Some((gvk.clone(), format!("installed operator {}", csv.name)));
-            }
-        }
-        None
-    }
-
-    fn claim(&mut self, provided: &[GvkValue], by: String) {
-        for gvk in provided {
-            self.chosen.entry(gvk.clone()).or_insert_with(|| by.clone());
+            channel,
         }
     }
 }

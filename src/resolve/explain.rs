@@ -2,10 +2,11 @@
 //! explained in plain words: which package, which constraint, which candidates were tried").
 //!
 //! Every refusal names the Subscription's catalog, package and channel; the condition reason
-//! stays OLM's (`ConstraintsNotSatisfiable` / `ErrorPreventedResolution`, resolution.md §9).
+//! stays OLM's (`ConstraintsNotSatisfiable` / `ErrorPreventedResolution`, docs/resolution.md §9).
 
 use crate::catalog::upgrade_graph::{GraphError, NoUpdate};
 
+pub use super::explain_conflict::Unsatisfiable;
 use super::input::CatalogRef;
 
 /// `ResolutionFailed` reason for a refusal nothing but a change of the inputs can fix.
@@ -15,47 +16,51 @@ pub const ERROR_PREVENTED_RESOLUTION: &str = "ErrorPreventedResolution";
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Refusal {
-    #[error("{}", operator_groups(.namespace, .names))]
+    #[error("expected 1 OperatorGroup in the namespace, found {}: {}", .names.len(), operator_groups(.namespace, .names))]
     OperatorGroups {
         namespace: String,
         names: Vec<String>,
     },
     #[error(
-        "catalog source {catalog} cannot be used from namespace {namespace}: a Subscription may only use catalogs in its own namespace{}",
-        global_note(.global, *.global_excluded)
+        "no operators found from catalog {} in namespace {} referenced by subscription {subscription}: catalog source {catalog} cannot be used from namespace {namespace}: a Subscription may only use catalogs in its own namespace{}",
+        .catalog.name, .catalog.namespace, global_note(.global, *.global_excluded)
     )]
     CatalogNotVisible {
+        subscription: String,
         catalog: CatalogRef,
         namespace: String,
         global: String,
         global_excluded: bool,
     },
     #[error(
-        "catalog source {catalog} does not exist, so package {package:?} cannot be looked up in it"
+        "no operators found from catalog {} in namespace {} referenced by subscription {subscription}: catalog source {catalog} does not exist, so package {package:?} cannot be looked up in it", .catalog.name, .catalog.namespace
     )]
     CatalogMissing {
+        subscription: String,
         catalog: CatalogRef,
         package: String,
     },
     #[error(
-        "catalog source {catalog} cannot be read ({reason}), so package {package:?} cannot be resolved until it can"
+        "error using catalogsource {catalog}: {reason}; so package {package:?} cannot be resolved until the catalog can be read"
     )]
     CatalogUnavailable {
         catalog: CatalogRef,
         package: String,
         reason: String,
     },
-    #[error("package {package:?} is not in catalog {catalog}{}", suggest(.similar))]
+    #[error("no operators found in package {package} in the catalog referenced by subscription {subscription}; package {package:?} is not in catalog {catalog}{}", suggest(.similar))]
     PackageNotFound {
+        subscription: String,
         catalog: CatalogRef,
         package: String,
         similar: Vec<String>,
     },
     #[error(
-        "channel {channel:?} of package {package:?} is not in catalog {catalog}; the package has channel{} {}{}",
+        "no operators found in channel {channel} of package {package} in the catalog referenced by subscription {subscription}; channel {channel:?} of package {package:?} is not in catalog {catalog}; the package has channel{} {}{}",
         plural(.channels.len()), quoted(.channels), default_note(.default_channel.as_deref())
     )]
     ChannelNotFound {
+        subscription: String,
         catalog: CatalogRef,
         package: String,
         channel: String,
@@ -63,10 +68,11 @@ pub enum Refusal {
         default_channel: Option<String>,
     },
     #[error(
-        "startingCSV {starting_csv} is not in {} of package {package:?} in catalog {catalog}{}",
-        channel_words(.channel.as_deref()), found_elsewhere(.found_in)
+        "no operators found with name {starting_csv} in channel {} of package {package} in the catalog referenced by subscription {subscription}; startingCSV {starting_csv} is not in {} of package {package:?} in catalog {catalog}{}",
+        .channel.as_deref().unwrap_or_default(), channel_words(.channel.as_deref()), found_elsewhere(.found_in)
     )]
     StartingCsvNotFound {
+        subscription: String,
         catalog: CatalogRef,
         package: String,
         channel: Option<String>,
@@ -83,8 +89,9 @@ pub enum Refusal {
         channel: String,
         error: GraphError,
     },
-    #[error("{} of package {package:?} in catalog {catalog} has no bundle to install", channel_words(.channel.as_deref()))]
+    #[error("{}; {} of package {package:?} in catalog {catalog} has no bundle to install", olm_no_operators(.subscription, .package, .channel.as_deref()), channel_words(.channel.as_deref()))]
     NoBundles {
+        subscription: String,
         catalog: CatalogRef,
         package: String,
         channel: Option<String>,
@@ -101,7 +108,8 @@ pub enum Refusal {
         detail: NoUpdate,
     },
     #[error(
-        "every bundle that could be installed from {} of package {package:?} in catalog {catalog} is marked olm.deprecated: {}",
+        "constraints not satisfiable: {}; every bundle that could be installed from {} of package {package:?} in catalog {catalog} is marked olm.deprecated: {}",
+        .bundles.iter().map(|b| format!("bundle {b} is deprecated")).collect::<Vec<_>>().join(", "),
         channel_words(.channel.as_deref()), .bundles.join(", ")
     )]
     AllDeprecated {
@@ -111,19 +119,23 @@ pub enum Refusal {
         bundles: Vec<String>,
     },
     #[error(
-        "package {package:?} is already subscribed to by Subscription {other} in this namespace, and only one operator of a package can be installed in a namespace"
+        "constraints not satisfiable: there can be only one operator from package {package}; package {package:?} is already subscribed to by Subscription {other} in this namespace, and only one operator of a package can be installed in a namespace"
     )]
     PackageAlreadySubscribed { package: String, other: String },
+    /// Every candidate was rejected for the namespace's invariants or its requirements.
+    #[error("{0}")]
+    Unsatisfiable(Box<Unsatisfiable>),
+    /// This Subscription's choice is what another Subscription's needs collide with: both fail,
+    /// each naming the other (everything else in the namespace proceeds).
     #[error(
-        "bundle {bundle} provides {kind} ({group}/{version}), which {provider} already provides; only one operator may provide an API in a namespace"
+        "constraints not satisfiable: subscription {subscription} exists, subscription {other} exists; Subscription {subscription} would install {bundle}, which Subscription {other} cannot be installed next to, so neither is installed until one of them changes: {detail}"
     )]
-    ApiConflict {
+    ConflictsWith {
+        subscription: String,
+        other: String,
         bundle: String,
-        kind: String,
-        group: String,
-        version: String,
-        /// e.g. `installed operator other.v1.0.0` or `bundle x.v2 chosen for Subscription x`.
-        provider: String,
+        /// The other Subscription's explanation.
+        detail: String,
     },
 }
 
@@ -134,8 +146,21 @@ impl Refusal {
             Refusal::OperatorGroups { .. }
             | Refusal::CatalogUnavailable { .. }
             | Refusal::ChannelUnusable { .. } => ERROR_PREVENTED_RESOLUTION,
+            Refusal::Unsatisfiable(u) if u.is_bad_input() => ERROR_PREVENTED_RESOLUTION,
             _ => CONSTRAINTS_NOT_SATISFIABLE,
         }
+    }
+}
+
+/// OLM's sentence when a Subscription's catalog has nothing for it (docs/resolution.md §4).
+fn olm_no_operators(subscription: &str, package: &str, channel: Option<&str>) -> String {
+    match channel {
+        Some(c) => format!(
+            "no operators found in channel {c} of package {package} in the catalog referenced by subscription {subscription}"
+        ),
+        None => format!(
+            "no operators found in package {package} in the catalog referenced by subscription {subscription}"
+        ),
     }
 }
 
@@ -250,6 +275,7 @@ mod tests {
     #[test]
     fn messages_name_catalog_package_and_channel() {
         let r = Refusal::ChannelNotFound {
+            subscription: "sub".into(),
             catalog: cat(),
             package: "etcd".into(),
             channel: "beta".into(),
@@ -258,10 +284,11 @@ mod tests {
         };
         assert_eq!(
             r.to_string(),
-            "channel \"beta\" of package \"etcd\" is not in catalog olm/community; the package has channels \"alpha\", \"stable\" (default \"stable\")"
+            "no operators found in channel beta of package etcd in the catalog referenced by subscription sub; channel \"beta\" of package \"etcd\" is not in catalog olm/community; the package has channels \"alpha\", \"stable\" (default \"stable\")"
         );
         assert_eq!(r.reason(), CONSTRAINTS_NOT_SATISFIABLE);
         let r = Refusal::PackageNotFound {
+            subscription: "sub".into(),
             catalog: cat(),
             package: "etcdd".into(),
             similar: similar_names(
@@ -271,7 +298,7 @@ mod tests {
         };
         assert_eq!(
             r.to_string(),
-            "package \"etcdd\" is not in catalog olm/community; did you mean \"etcd\" or \"etcdd-operator\"?"
+            "no operators found in package etcdd in the catalog referenced by subscription sub; package \"etcdd\" is not in catalog olm/community; did you mean \"etcd\" or \"etcdd-operator\"?"
         );
     }
 
@@ -281,10 +308,9 @@ mod tests {
             namespace: "ns".into(),
             names: vec![],
         };
-        assert!(
-            none.to_string()
-                .starts_with("namespace ns has no OperatorGroup")
-        );
+        assert!(none.to_string().starts_with(
+            "expected 1 OperatorGroup in the namespace, found 0: namespace ns has no OperatorGroup"
+        ));
         assert_eq!(none.reason(), ERROR_PREVENTED_RESOLUTION);
         let two = Refusal::OperatorGroups {
             namespace: "ns".into(),
@@ -292,13 +318,14 @@ mod tests {
         };
         assert_eq!(
             two.to_string(),
-            "namespace ns has 2 OperatorGroups (a, b); exactly one is allowed per namespace, delete the others"
+            "expected 1 OperatorGroup in the namespace, found 2: namespace ns has 2 OperatorGroups (a, b); exactly one is allowed per namespace, delete the others"
         );
     }
 
     #[test]
     fn starting_csv_hint_names_the_channels_that_have_it() {
         let r = Refusal::StartingCsvNotFound {
+            subscription: "sub".into(),
             catalog: cat(),
             package: "etcd".into(),
             channel: Some("stable".into()),
@@ -307,7 +334,7 @@ mod tests {
         };
         assert_eq!(
             r.to_string(),
-            "startingCSV etcd.v0.6.1 is not in channel \"stable\" of package \"etcd\" in catalog olm/community; it is listed in channel \"alpha\""
+            "no operators found with name etcd.v0.6.1 in channel stable of package etcd in the catalog referenced by subscription sub; startingCSV etcd.v0.6.1 is not in channel \"stable\" of package \"etcd\" in catalog olm/community; it is listed in channel \"alpha\""
         );
     }
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::api::Subscription;
 use crate::catalog::CatalogIndex;
+use crate::catalog::model::Property;
 use crate::catalog::properties::GvkValue;
 use crate::catalog::semver_range::Version;
 
@@ -19,7 +20,7 @@ pub struct CatalogInput {
     pub uid: Option<String>,
     /// Its content, when it could be read.
     pub content: CatalogContent,
-    /// Healthy in the sense of subscription-installplan.md §3 (spec valid, serving).
+    /// Healthy in the sense of docs/install-plans.md §3 (spec valid, serving).
     pub healthy: bool,
 }
 
@@ -51,6 +52,10 @@ pub struct InstalledCsv {
     pub provided: Vec<GvkValue>,
     /// `status.phase`.
     pub phase: String,
+    /// Its properties (docs/resolution.md §3): the `operatorframework.io/properties` annotation,
+    /// else `olm.gvk` for owned and `olm.gvk.required` for required CRDs and APIServices. Its
+    /// requirements count: resolution never breaks an installed operator's dependency.
+    pub properties: Vec<Property>,
 }
 
 /// The OperatorGroups of the namespace, as far as resolution cares.
@@ -75,8 +80,8 @@ pub struct NamespaceInput<'a> {
     pub global_catalog_namespace: &'a str,
 }
 
-impl NamespaceInput<'_> {
-    /// Namespaces whose catalogs this namespace may use (resolution.md §2).
+impl<'a> NamespaceInput<'a> {
+    /// Namespaces whose catalogs this namespace may use (docs/resolution.md §2).
     pub fn catalog_namespaces(&self) -> Vec<&str> {
         let mut out = vec![self.namespace];
         if !self.operator_groups.exclude_global_catalogs
@@ -87,11 +92,11 @@ impl NamespaceInput<'_> {
         out
     }
 
-    pub fn catalog(&self, key: &CatalogRef) -> Option<&CatalogInput> {
+    pub fn catalog(&self, key: &CatalogRef) -> Option<&'a CatalogInput> {
         self.catalogs.iter().find(|c| &c.key == key)
     }
 
-    pub fn installed_csv(&self, name: &str) -> Option<&InstalledCsv> {
+    pub fn installed_csv(&self, name: &str) -> Option<&'a InstalledCsv> {
         self.installed.iter().find(|c| c.name == name)
     }
 }

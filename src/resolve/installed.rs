@@ -1,11 +1,12 @@
-//! Installed CSVs as resolution sees them (resolution.md §3.3), read from the CSV object
+//! Installed CSVs as resolution sees them (docs/resolution.md §3), read from the CSV object
 //! without requiring it to fit olm-rs's typed model: a CSV someone else wrote must never stop
 //! resolution of the namespace.
 
 use serde_json::Value;
 
 use crate::api::keys::{COPIED_FROM_LABEL, PROPERTIES_ANNOTATION};
-use crate::catalog::properties::{GVK, GvkValue, PACKAGE};
+use crate::catalog::model::Property;
+use crate::catalog::properties::{GVK, GVK_REQUIRED, GvkValue, PACKAGE};
 use crate::catalog::semver_range::parse_tolerant;
 
 use super::input::InstalledCsv;
@@ -51,11 +52,22 @@ pub fn installed_csv(csv: &Value) -> Option<InstalledCsv> {
             .collect(),
         None => owned_apis(csv),
     };
+    let properties = match &properties {
+        Some(list) => list
+            .iter()
+            .filter_map(|p| {
+                let type_ = p.get("type")?.as_str()?;
+                Property::from_value(type_, p.get("value").unwrap_or(&Value::Null)).ok()
+            })
+            .collect(),
+        None => synthesised_properties(&provided, csv),
+    };
     Some(InstalledCsv {
         name,
         version,
         package,
         provided,
+        properties,
         phase: csv
             .pointer("/status/phase")
             .and_then(Value::as_str)
@@ -73,8 +85,24 @@ fn gvk(value: &Value) -> Option<GvkValue> {
     })
 }
 
+/// `olm.gvk` for what the CSV provides and `olm.gvk.required` for the CRDs and APIServices it
+/// lists as required (a CSV without the properties annotation, docs/resolution.md §3).
+fn synthesised_properties(provided: &[GvkValue], csv: &Value) -> Vec<Property> {
+    let provided = provided.iter().map(|g| (GVK, g.clone()));
+    let required = apis(csv, "required").into_iter().map(|g| (GVK_REQUIRED, g));
+    provided
+        .chain(required)
+        .filter_map(|(t, g)| Property::from_value(t, &g).ok())
+        .collect()
+}
+
 /// Owned CRDs (`<plural>.<group>` names) and owned APIServices.
 fn owned_apis(csv: &Value) -> Vec<GvkValue> {
+    apis(csv, "owned")
+}
+
+/// The CRDs and APIServices of one list (`owned` or `required`) of the CSV.
+fn apis(csv: &Value, which: &str) -> Vec<GvkValue> {
     let list = |path: &str| {
         csv.pointer(path)
             .and_then(Value::as_array)
@@ -82,7 +110,7 @@ fn owned_apis(csv: &Value) -> Vec<GvkValue> {
             .unwrap_or_default()
     };
     let mut out = Vec::new();
-    for crd in list("/spec/customresourcedefinitions/owned") {
+    for crd in list(&format!("/spec/customresourcedefinitions/{which}")) {
         let group = crd
             .get("name")
             .and_then(Value::as_str)
@@ -100,7 +128,7 @@ fn owned_apis(csv: &Value) -> Vec<GvkValue> {
             });
         }
     }
-    for api in list("/spec/apiservicedefinitions/owned") {
+    for api in list(&format!("/spec/apiservicedefinitions/{which}")) {
         if let Some(g) = gvk(&api) {
             out.push(g);
         }

@@ -1,25 +1,34 @@
 //! Resolution (pure): what each Subscription of a namespace gets, and why not when it gets
-//! nothing. spec/resolution.md §1–§5, §9, §11–§13.
+//! nothing. docs/resolution.md §1–§4, §9, §8–§11.
 //!
 //! `decide` takes every Subscription of a namespace, the installed CSVs and the visible catalogs
 //! and returns one decision per Subscription. This issue resolves each Subscription's own
 //! upgrade path; dependency solving (olm.gvk.required / olm.package.required) will extend
 //! `decide` without changing its shape.
 
+pub mod candidates;
+pub mod cel_rule;
 pub mod decide;
 pub mod explain;
+pub mod explain_conflict;
 pub mod input;
 pub mod installed;
 pub mod preview;
+pub mod requirement;
+pub mod solver;
 pub mod subscription;
 
-pub use decide::{Claims, Decision, Outcome, Target, Why, decide, decide_one};
+pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_one};
 pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};
 pub use input::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,
 };
 pub use installed::installed_csv;
 pub use preview::{PathStep, Preview, preview};
+pub use solver::Claims;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod solver_tests;

@@ -5,8 +5,9 @@ use serde::Serialize;
 
 use crate::api::Subscription;
 
-use super::decide::{Claims, Outcome, Target, Why, decide_one};
+use super::decide::{Outcome, Target, Why, decide_one};
 use super::input::NamespaceInput;
+use super::solver::Claims;
 
 /// The decision for one Subscription, and where it leads.
 #[derive(Debug, Clone, PartialEq)]

@@ -130,6 +130,7 @@ fn installed(name: &str, package: Option<&str>, version: &str, kind: &str) -> In
             version: "v1".into(),
         }],
         phase: "Succeeded".into(),
+        properties: Vec::new(),
     }
 }
 
@@ -249,7 +250,7 @@ fn missing_starting_csv_names_the_channels_that_list_it() {
     let r = refusal(w.one(s));
     assert_eq!(
         r.to_string(),
-        "startingCSV etcd.v1 is not in channel \"fast\" of package \"etcd\" in catalog olm/community; it is listed in channels \"pinned\", \"stable\""
+        "no operators found with name etcd.v1 in channel fast of package etcd in the catalog referenced by subscription etcd; startingCSV etcd.v1 is not in channel \"fast\" of package \"etcd\" in catalog olm/community; it is listed in channels \"pinned\", \"stable\""
     );
 }
 
@@ -285,7 +286,7 @@ fn unknown_package_and_channel_are_explained() {
     let r = refusal(w.one(sub("e", "etcdd", None, None)));
     assert_eq!(
         r.to_string(),
-        "package \"etcdd\" is not in catalog olm/community; did you mean \"etcd\"?"
+        "no operators found in package etcdd in the catalog referenced by subscription e; package \"etcdd\" is not in catalog olm/community; did you mean \"etcd\"?"
     );
     let r = refusal(w.one(sub("e", "etcd", Some("beta"), None)));
     assert!(
@@ -317,7 +318,7 @@ fn an_unreadable_catalog_fails_only_its_own_subscriptions() {
     assert_eq!(r.reason(), ERROR_PREVENTED_RESOLUTION);
     assert_eq!(
         r.to_string(),
-        "catalog source ns/broken cannot be read (connection refused), so package \"other\" cannot be resolved until it can"
+        "error using catalogsource ns/broken: connection refused; so package \"other\" cannot be resolved until the catalog can be read"
     );
     assert_eq!(target(&out[1]).bundle, "etcd.v3");
 }
@@ -330,7 +331,7 @@ fn catalogs_outside_the_namespace_and_global_namespace_are_invisible() {
     let r = refusal(w.one(s));
     assert_eq!(
         r.to_string(),
-        "catalog source elsewhere/community cannot be used from namespace ns: a Subscription may only use catalogs in its own namespace or in the global catalog namespace olm"
+        "no operators found from catalog community in namespace elsewhere referenced by subscription e: catalog source elsewhere/community cannot be used from namespace ns: a Subscription may only use catalogs in its own namespace or in the global catalog namespace olm"
     );
 }
 
@@ -371,7 +372,7 @@ fn an_api_already_provided_by_another_operator_is_refused() {
     let r = refusal(w.one(sub("o", "other", None, None)));
     assert_eq!(
         r.to_string(),
-        "bundle other.v1 provides Widget (example.com/v1), which installed operator rival.v1 already provides; only one operator may provide an API in a namespace"
+        "constraints not satisfiable: subscription o exists, subscription o requires community/olm/stable/other.v1, there can be only one provider of Widget (example.com/v1); Subscription o cannot install package \"other\" from any channel of catalog olm/community: bundle other.v1 would be a second provider of Widget (example.com/v1) next to installed operator rival.v1"
     );
 }
 

@@ -1,5 +1,5 @@
 //! The catalog engine on the real community-operators data: the FBC validates, every bundle
-//! directory renders, and upgrade paths follow OLM's rules (spec/resolution.md §5).
+//! directory renders, and upgrade paths follow OLM's rules (docs/resolution.md §4).
 
 use crate::common;
 

@@ -1,5 +1,5 @@
 //! Issued key material, read back with x509-parser: chain, names, validity, extensions,
-//! encodings (certs.md §2, §3.2).
+//! encodings (docs/certificates.md §2, §3.2).
 
 use jiff::{SignedDuration, Timestamp};
 use olm_rs::certs::{

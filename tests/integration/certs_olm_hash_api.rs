@@ -1,5 +1,5 @@
 //! OLM's hash conventions through the public API, as the install and OperatorGroup code will
-//! call them (worked values: api-types.md §6.4, subscription-installplan.md §8).
+//! call them (worked values: docs/api-types.md §6.4, docs/install-plans.md §8).
 
 use olm_rs::olm_hash::{
     OgRoleSuffix, RoleRefKind, aggregate_label_key, binding_hash, cluster_role_name,

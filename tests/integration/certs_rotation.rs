@@ -1,4 +1,4 @@
-//! Reuse vs re-issue of a cert Secret over time, with a fake clock (certs.md §6).
+//! Reuse vs re-issue of a cert Secret over time, with a fake clock (docs/certificates.md §6).
 
 use jiff::{SignedDuration, Timestamp};
 use olm_rs::certs::{
@@ -58,7 +58,7 @@ fn before_rotate_at_the_secret_is_reused_byte_for_byte() {
         assert_eq!(again.reissue_reason, None);
         assert_eq!(again.secret_data, first.secret_data);
         assert_eq!(again.ca_hash, first.ca_hash, "pods keep their olmcahash");
-        // Status times come from the certificates, not from this sync (certs.md §10.1).
+        // Status times come from the certificates, not from this sync (docs/certificates.md §10.1).
         assert_eq!(again.certs_last_updated, t0());
         assert_eq!(again.certs_rotate_at, first.certs_rotate_at);
     }

@@ -1,7 +1,7 @@
-//! Copied CSVs against the embedded API server (csv.md §11): created in every target namespace
+//! Copied CSVs against the embedded API server (docs/operator-groups.md §10): created in every target namespace
 //! with reason `Copied`, kept in sync with the original, repaired when edited or deleted by hand,
 //! removed with the original or when a namespace leaves the targets; copied RBAC for explicit
-//! targets (operatorgroup.md §9.2); the OLMConfig switch.
+//! targets (docs/operator-groups.md §9.2); the OLMConfig switch.
 
 use crate::og_support;
 

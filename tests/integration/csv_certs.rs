@@ -1,5 +1,5 @@
 //! CSVs owning an APIService or a webhook install on the embedded API server with every cert
-//! object OLM makes (certs.md §3–§5), a tampered Secret is repaired, certificates rotate a day
+//! object OLM makes (docs/certificates.md §3–§5), a tampered Secret is repaired, certificates rotate a day
 //! before they expire (fake clock), and uninstall removes the cluster-scoped leftovers.
 
 use crate::csv_support;

@@ -337,7 +337,7 @@ async fn a_group_selecting_nothing_fails_its_csv_until_a_namespace_matches() {
 }
 
 /// `kubectl get og` prints `NAME AGE`: the OperatorGroup CRD declares no printer columns
-/// (api-types.md), so the server's default Table applies.
+/// (docs/api-types.md), so the server's default Table applies.
 #[tokio::test]
 async fn kubectl_get_og_shows_name_and_age() {
     let h = Harness::start_all_controllers().await;

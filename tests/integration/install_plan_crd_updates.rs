@@ -1,4 +1,4 @@
-//! CRD updates by InstallPlans (subscription-installplan.md §7.4), checked whole before
+//! CRD updates by InstallPlans (docs/install-plans.md §7.4), checked whole before
 //! anything is written: a dropped stored version and existing resources that fail the new
 //! schema are refused with OLM's words; a compatible update applies and keeps the
 //! installed-alongside record of every CSV that still exists.

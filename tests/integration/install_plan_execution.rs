@@ -49,7 +49,7 @@ async fn objects_get_olms_names_labels_and_owners() {
     assert_eq!(properties["properties"][0]["type"], "olm.package");
     assert_eq!(labels(&csv)["olm.managed"], "true");
 
-    // RBAC names as OLM computes them (subscription-installplan.md §8).
+    // RBAC names as OLM computes them (docs/install-plans.md §8).
     let permissions = &widget_csv("1.2.0")["spec"]["install"]["spec"];
     let role = olm_rs::olm_hash::role_name(csv_name, &permissions["permissions"][0]).unwrap();
     let cluster_role =

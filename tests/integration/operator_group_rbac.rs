@@ -1,6 +1,6 @@
 //! Intersecting groups and member RBAC against the embedded API server: the provided-API
-//! decision on groups as the controller leaves them (operatorgroup.md §6.2), RBAC lifted for
-//! all-namespace groups (§9.3) and per-API ClusterRoles of a Succeeded member (§9.1).
+//! decision on groups as the controller leaves them (docs/operator-groups.md §6.2), RBAC lifted for
+//! all-namespace groups (docs/operator-groups.md §9.3) and per-API ClusterRoles of a Succeeded member (docs/operator-groups.md §9.1).
 
 use crate::og_support;
 
@@ -34,7 +34,7 @@ async fn intersecting_groups_are_told_apart_from_disjoint_ones() {
         cluster.create_namespace(ns, &[]).await;
     }
     // A global group already provides the Demo API. It is static, so the controller keeps the
-    // annotation although no member CSV exists (a dynamic group would prune it, §6.1).
+    // annotation although no member CSV exists (a dynamic group would prune it, docs/operator-groups.md §6.1).
     let mut global = OperatorGroup::new(
         "global-operators",
         OperatorGroupSpec {

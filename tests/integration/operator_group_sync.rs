@@ -1,6 +1,6 @@
 //! The OperatorGroup controller against the embedded API server: target namespaces, member
 //! annotations, namespace labels, the multiple-groups condition, the service account, group
-//! ClusterRoles and provided-API pruning (operatorgroup.md §1–§4, §6.3, §8, §9.1).
+//! ClusterRoles and provided-API pruning (docs/operator-groups.md §1–§4, §6.3, §8, §9.1).
 
 use crate::og_support;
 

@@ -199,12 +199,12 @@ fn at_the_head_nothing_is_installed_and_refusals_explain_themselves() {
     assert_eq!(report["reason"], "ConstraintsNotSatisfiable");
     assert_eq!(
         report["message"],
-        "channel \"beta\" of package \"kube-green\" is not in catalog olm/community; the package has channel \"alpha\" (default \"alpha\")"
+        "no operators found in channel beta of package kube-green in the catalog referenced by subscription kube-green; channel \"beta\" of package \"kube-green\" is not in catalog olm/community; the package has channel \"alpha\" (default \"alpha\")"
     );
     let (code, text, _) = resolve(&sub, &catalog, false);
     assert_eq!(code, 1);
     assert!(
-        text.contains("Nothing would be installed (ConstraintsNotSatisfiable): channel \"beta\""),
+        text.contains("Nothing would be installed (ConstraintsNotSatisfiable): no operators found in channel beta of package kube-green"),
         "{text}"
     );
 
@@ -238,4 +238,39 @@ fn bad_input_is_named() {
     let (code, _, stderr) = resolve(&sub, &dir.path().join("missing"), false);
     assert_ne!(code, 0);
     assert!(stderr.contains("missing"), "{stderr}");
+}
+
+#[test]
+fn the_dependency_preview_lists_what_the_plan_would_install_besides_the_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = subscription(
+        dir.path(),
+        "rabbitmq-messaging-topology-operator",
+        None,
+        None,
+        None,
+    );
+    let catalog = catalogs().join("catalogs/v4.20");
+    let (code, report) = json(&sub, &catalog);
+    assert_eq!(code, 0, "{report}");
+    let deps = report["dependencies"].as_array().expect("dependencies");
+    let dep = deps
+        .iter()
+        .find(|d| d["package"] == "rabbitmq-cluster-operator")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(dep["requiredBy"], report["install"]["bundle"]);
+    assert_eq!(
+        dep["subscription"],
+        format!(
+            "rabbitmq-cluster-operator-{}-community-olm",
+            dep["channel"].as_str().unwrap()
+        )
+    );
+    let (_, text, _) = resolve(&sub, &catalog, false);
+    assert!(
+        text.contains(
+            "With its dependencies, in the same InstallPlan:\n  - rabbitmq-cluster-operator."
+        ),
+        "{text}"
+    );
 }

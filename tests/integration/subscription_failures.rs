@@ -37,7 +37,7 @@ async fn an_unreachable_catalog_fails_its_subscriptions_only() {
     assert_eq!(
         failed.message.as_deref(),
         Some(
-            "catalog source olm/broken cannot be read (connection refused by registry broken.olm.svc:50051), so package \"widget\" cannot be resolved until it can"
+            "error using catalogsource olm/broken: connection refused by registry broken.olm.svc:50051; so package \"widget\" cannot be resolved until the catalog can be read"
         )
     );
     let unhealthy = condition(&widget, "CatalogSourcesUnhealthy").unwrap();
@@ -47,7 +47,7 @@ async fn an_unreachable_catalog_fails_its_subscriptions_only() {
         Some("targeted catalogsource olm/broken unhealthy")
     );
 
-    // As OLM does, the failure is also a Warning event on the Namespace (resolution.md §9),
+    // As OLM does, the failure is also a Warning event on the Namespace (docs/resolution.md §9),
     // besides the one on the Subscription; like every event about a cluster-scoped object, it
     // is kept in `default`.
     let events: kube::Api<k8s_openapi::api::events::v1::Event> =
@@ -129,7 +129,7 @@ async fn two_operator_groups_are_reported_on_every_subscription() {
         assert_eq!(
             failed.message.as_deref(),
             Some(
-                "namespace operators has 2 OperatorGroups (og, second); exactly one is allowed per namespace, delete the others"
+                "expected 1 OperatorGroup in the namespace, found 2: namespace operators has 2 OperatorGroups (og, second); exactly one is allowed per namespace, delete the others"
             )
         );
     }
@@ -174,7 +174,7 @@ async fn no_operator_group_is_reported_and_plans_refuse_to_run() {
             .message
             .as_deref()
             .unwrap()
-            .starts_with("namespace operators has no OperatorGroup"),
+            .starts_with("expected 1 OperatorGroup in the namespace, found 0: namespace operators has no OperatorGroup"),
         "{failed:?}"
     );
     let pending = condition(&sub, "InstallPlanPending").unwrap();

@@ -337,7 +337,7 @@ async fn put_widget_csv(env: &Env, copied_from: Option<&str>) {
         .expect("CSV created");
 }
 
-/// resolution.md §3.3: copied CSVs are not installed operators. A copy of the package's CSV in
+/// docs/resolution.md §3: copied CSVs are not installed operators. A copy of the package's CSV in
 /// the Subscription's namespace leaves the Subscription to install its own; the same CSV
 /// without the label is taken as installed.
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! The CustomResourceDefinitions olm-rs installs: OLM's five kinds plus OLMConfig and
-//! OperatorCondition, with OLM's CRD-level facts (api-types.md §1, api-types-catalog.md §0) and
+//! OperatorCondition, with OLM's CRD-level facts (docs/api-types.md §1) and
 //! structural schemas generated from our Rust types.
 //!
 //! Use these, not `T::crd()` from `#[derive(CustomResource)]`: the derive's schema is kube's

@@ -36,7 +36,7 @@ const ATOMIC_STRUCTS: &[&str] = &[
 
 /// `+default` markers of the Kubernetes types OLM embeds (k8s.io/api v0.32, the version
 /// OLM v0.31 is built with); the API server applies them to stored CSVs, and
-/// `olm.deployment-spec-hash` depends on them (api-types.md §6.3).
+/// `olm.deployment-spec-hash` depends on them (docs/api-types.md §6.3).
 fn kubernetes_defaults() -> Vec<(&'static str, &'static str, Value)> {
     vec![
         ("io.k8s.api.core.v1.ContainerPort", "protocol", json!("TCP")),

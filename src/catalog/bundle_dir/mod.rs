@@ -1,5 +1,5 @@
-//! registry+v1 bundle directories: `manifests/` + `metadata/` (spec/catalog.md §8.1), read the
-//! way `opm render` reads them (§8.3).
+//! registry+v1 bundle directories: `manifests/` + `metadata/` (docs/catalog.md §8.1), read the
+//! way `opm render` reads them (docs/catalog.md §8.3).
 
 pub mod render;
 
@@ -110,7 +110,7 @@ impl BundleDir {
     }
 }
 
-/// A directory is a bundle when it has both `manifests/` and `metadata/` (spec/catalog.md §8.3).
+/// A directory is a bundle when it has both `manifests/` and `metadata/` (docs/catalog.md §8.3).
 pub fn is_bundle_dir(path: &Path) -> bool {
     path.join("manifests").is_dir() && path.join("metadata").is_dir()
 }
@@ -262,7 +262,7 @@ pub fn read_from(src: &dyn BundleFiles) -> Result<BundleDir, BundleDirError> {
         });
     };
 
-    // spec/catalog.md §8.1: every metadata file is tried as each kind; the first non-empty wins.
+    // docs/catalog.md §8.1: every metadata file is tried as each kind; the first non-empty wins.
     let mut annotations = None;
     let mut dependencies = None;
     let mut properties = None;

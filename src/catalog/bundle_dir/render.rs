@@ -1,5 +1,5 @@
 //! registry+v1 bundle directory → `olm.bundle`, as `opm render` (v1.50.0) derives it
-//! (spec/catalog.md §8.3).
+//! (docs/catalog.md §8.3).
 
 use base64::Engine;
 use serde_json::value::RawValue;
@@ -182,7 +182,7 @@ pub fn render(dir: &BundleDir, image: &str) -> Result<Rendered, BundleDirError> 
             )),
         }
     }
-    // The last olm.package wins (spec/catalog.md §8.3).
+    // The last olm.package wins (docs/catalog.md §8.3).
     if let Some(last) = listed.iter().rposition(|p| p.type_ == props::PACKAGE) {
         let keep = listed.remove(last);
         listed.retain(|p| p.type_ != props::PACKAGE);

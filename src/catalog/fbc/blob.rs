@@ -1,4 +1,4 @@
-//! One document → one typed blob (spec/catalog.md §7.1, rules L1–L6).
+//! One document → one typed blob (docs/catalog.md §6.1, rules L1–L6).
 
 use std::borrow::Cow;
 

@@ -1,4 +1,4 @@
-//! Loading a file-based catalog directory (spec/catalog.md §7.1).
+//! Loading a file-based catalog directory (docs/catalog.md §6.1).
 
 pub mod blob;
 pub mod documents;

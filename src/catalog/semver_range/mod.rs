@@ -1,5 +1,5 @@
 //! Semantic versions and version ranges with the exact grammar OLM uses (blang/semver v4).
-//! spec/resolution.md §5.1.
+//! docs/catalog.md §9.3.
 
 mod range;
 mod version;

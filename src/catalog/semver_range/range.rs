@@ -1,6 +1,6 @@
 //! blang/semver v4 ranges (`skipRange`, `olm.package.required` `versionRange`).
 //!
-//! spec/resolution.md §5.1. The grammar is blang's, not npm's or Cargo's: whitespace is AND,
+//! docs/catalog.md §9.3. The grammar is blang's, not npm's or Cargo's: whitespace is AND,
 //! `||` is OR, the comparators are `< <= > >= = == ! !=` (or none), and trailing `x` parts are
 //! wildcards. The parser below follows blang's string-rewriting algorithm step by step, quirks
 //! included, because catalogs in the wild were validated against it:

@@ -1,9 +1,9 @@
-//! Version parsing as blang/semver v4 does it (spec/resolution.md §5.1).
+//! Version parsing as blang/semver v4 does it (docs/catalog.md §9.3).
 //!
 //! The `semver` crate holds the parsed value, but its parser is not used: OLM parses catalog
-//! versions with blang's rules and error texts (`opm validate` prints them, spec/catalog.md
-//! §7.4 C14), and the resolver parses installed versions *tolerantly* (leading `v`, missing
-//! parts, leading zeros; spec/resolution.md §3.1).
+//! versions with blang's rules and error texts (`opm validate` prints them, docs/catalog.md
+//! §7 C14), and the resolver parses installed versions *tolerantly* (leading `v`, missing
+//! parts, leading zeros; docs/resolution.md §2).
 
 use std::cmp::Ordering;
 

@@ -1,5 +1,5 @@
-//! Checks on a running CSV's certificates (certs.md §6.2, §7) and the APIService/webhook part
-//! of the health evaluation (csv.md §8 steps 2–3).
+//! Checks on a running CSV's certificates (docs/certificates.md §6.2, §7) and the APIService/webhook part
+//! of the health evaluation (docs/csv-phases.md §8 steps 2–3).
 
 use crate::api::keys::{WEBHOOK_DESCRIPTION_HASH_LABEL, WEBHOOK_GENERATE_NAME_LABEL};
 use crate::api::{ClusterServiceVersion, WebhookAdmissionType};
@@ -17,7 +17,7 @@ use super::resources::{auth_delegator_binding_name, auth_reader_binding_name};
 use super::{service_of, webhooks};
 
 /// The first cert deployment whose Secret must be re-issued at `now`, with why
-/// (certs.md §6.1; a missing Secret counts).
+/// (docs/certificates.md §6.1; a missing Secret counts).
 pub fn rotation_due(
     csv: &ClusterServiceVersion,
     seen: &Observed,
@@ -36,7 +36,7 @@ pub fn rotation_due(
     })
 }
 
-/// One failed check of certs.md §7.
+/// One failed check of docs/certificates.md §7.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiServiceIssue {
     pub message: String,
@@ -44,7 +44,7 @@ pub struct ApiServiceIssue {
     pub recoverable: bool,
 }
 
-/// certs.md §7 for every owned APIService (webhook-only deployments are not checked here).
+/// docs/certificates.md §7 for every owned APIService (webhook-only deployments are not checked here).
 pub fn api_service_issues(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<ApiServiceIssue> {
     let owned = csv
         .spec
@@ -191,7 +191,7 @@ pub fn api_service_issues(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<A
     issues
 }
 
-/// The APIService and webhook part of "is it installed?" (csv.md §8 steps 2–3).
+/// The APIService and webhook part of "is it installed?" (docs/csv-phases.md §8 steps 2–3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CertHealth {
     Healthy,
@@ -305,7 +305,7 @@ pub enum WebhookKind {
     Mutating,
 }
 
-/// csv.md §8 step 3: this CSV's webhook configurations whose generate-name label matches no
+/// docs/csv-phases.md §8 step 3: this CSV's webhook configurations whose generate-name label matches no
 /// current definition of their kind (a webhook dropped or renamed in the CSV).
 pub fn stale_webhooks(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<(WebhookKind, String)> {
     let wanted = |kind: WebhookKind| -> Vec<&str> {
@@ -358,7 +358,7 @@ pub fn stale_webhooks(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<(Webh
     out
 }
 
-/// csv.md §13: CRDs whose conversion webhook goes with the CSV — every `conversionCRDs` entry,
+/// docs/csv-phases.md §10: CRDs whose conversion webhook goes with the CSV — every `conversionCRDs` entry,
 /// unless a CSV in the namespace replaces this one (it takes the conversion over).
 pub fn conversion_resets(csv: &ClusterServiceVersion, seen: &Observed) -> Vec<String> {
     let me = super::super::identity::name(csv);

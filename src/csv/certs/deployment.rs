@@ -1,4 +1,4 @@
-//! What a cert deployment's spec gains before it is hashed and applied (certs.md §5): the
+//! What a cert deployment's spec gains before it is hashed and applied (docs/certificates.md §5): the
 //! Secret mounted twice (aggregated-API and controller-runtime webhook paths), a ServiceAccount,
 //! and the `olmcahash` template annotation that rolls the pods when the CA changes.
 
@@ -19,7 +19,7 @@ pub const WEBHOOK_CERT_PATH: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// ServiceAccount of a pod template that names none.
 pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 
-/// The ServiceAccount the deployment's pods run as (certs.md §3.3: `default` when empty).
+/// The ServiceAccount the deployment's pods run as (docs/certificates.md §3.3: `default` when empty).
 pub fn service_account_of(spec: &DeploymentSpec) -> String {
     spec.template
         .spec
@@ -29,7 +29,7 @@ pub fn service_account_of(spec: &DeploymentSpec) -> String {
         .unwrap_or_else(|| DEFAULT_SERVICE_ACCOUNT.to_owned())
 }
 
-/// Applies certs.md §5 to `spec`: both volumes on every cert deployment, mounts merged per
+/// Applies docs/certificates.md §5 to `spec`: both volumes on every cert deployment, mounts merged per
 /// container (init containers untouched), `serviceAccountName` defaulted, and the template
 /// annotation `olmcahash: <ca_hash>`.
 pub fn add_cert_volumes(spec: &mut DeploymentSpec, secret_name: &str, ca_hash: &str) {
@@ -97,7 +97,7 @@ fn key_to_path(key: &str, path: &str) -> KeyToPath {
     }
 }
 
-/// certs.md §5: a mount of the same name is the author's choice and stays; one at the same
+/// docs/certificates.md §5: a mount of the same name is the author's choice and stays; one at the same
 /// path is replaced by OLM's; otherwise OLM's is appended.
 fn merge_mount(mounts: &mut Vec<VolumeMount>, mount: &VolumeMount) {
     if mounts.iter().any(|m| m.name == mount.name) {

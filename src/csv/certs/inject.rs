@@ -1,4 +1,4 @@
-//! The CA consumers of a CSV (certs.md §4): APIServices, webhook configurations and CRD
+//! The CA consumers of a CSV (docs/certificates.md §4): APIServices, webhook configurations and CRD
 //! conversion, each carrying the CA PEM of the Secret its deployment serves with.
 
 use std::collections::BTreeMap;
@@ -25,9 +25,9 @@ use crate::certs::ServiceName;
 
 use super::super::identity::{managed_owner_labels, namespace};
 
-/// `groupPriorityMinimum` of a newly created APIService (certs.md §4.1).
+/// `groupPriorityMinimum` of a newly created APIService (docs/certificates.md §4.1).
 pub const GROUP_PRIORITY_MINIMUM: i32 = 2000;
-/// `versionPriority` of a newly created APIService (certs.md §4.1).
+/// `versionPriority` of a newly created APIService (docs/certificates.md §4.1).
 pub const VERSION_PRIORITY: i32 = 15;
 
 /// The port an APIService is served on: `containerPort`, or 443 when absent or 0.
@@ -35,7 +35,7 @@ pub fn api_service_port(desc: &ApiServiceDescription) -> i32 {
     desc.container_port.filter(|p| *p != 0).unwrap_or(443)
 }
 
-/// certs.md §4.1. Priorities of an existing APIService are kept; `annotations` come from the
+/// docs/certificates.md §4.1. Priorities of an existing APIService are kept; `annotations` come from the
 /// installing Subscription's `spec.config.annotations`.
 pub fn api_service(
     csv: &ClusterServiceVersion,
@@ -74,7 +74,7 @@ pub fn api_service(
     }
 }
 
-/// certs.md §4.2 `namespaceSelector`: explicit targets → the group's namespace label; else
+/// docs/certificates.md §4.2 `namespaceSelector`: explicit targets → the group's namespace label; else
 /// the group's own selector; else every namespace.
 pub fn webhook_namespace_selector(group: &OperatorGroup) -> Option<LabelSelector> {
     let explicit = group
@@ -133,7 +133,7 @@ pub fn webhook_client_config(
     WebhookClientConfig {
         service: Some(WebhookService {
             namespace: namespace(csv).to_owned(),
-            // certs.md §1: dots become dashes here (olm-rs rejects dotted names before this).
+            // docs/certificates.md §1: dots become dashes here (olm-rs rejects dotted names before this).
             name: format!("{}-service", desc.domain_name()),
             path: desc.webhook_path.clone(),
             port: Some(desc.effective_container_port()),
@@ -156,7 +156,7 @@ fn webhook_meta(
     }
 }
 
-/// certs.md §4.2, validating: one webhook named `generateName`. `name` is the existing
+/// docs/certificates.md §4.2, validating: one webhook named `generateName`. `name` is the existing
 /// configuration's; `None` asks the API server to generate one.
 pub fn validating_configuration(
     desc: &WebhookDescription,
@@ -183,7 +183,7 @@ pub fn validating_configuration(
     }
 }
 
-/// certs.md §4.2, mutating: as validating plus `reinvocationPolicy`.
+/// docs/certificates.md §4.2, mutating: as validating plus `reinvocationPolicy`.
 pub fn mutating_configuration(
     desc: &WebhookDescription,
     name: Option<&str>,
@@ -210,7 +210,7 @@ pub fn mutating_configuration(
     }
 }
 
-/// certs.md §4.3: `spec.conversion` of a CRD converted by `desc`.
+/// docs/certificates.md §4.3: `spec.conversion` of a CRD converted by `desc`.
 pub fn crd_conversion(
     csv: &ClusterServiceVersion,
     desc: &WebhookDescription,

@@ -1,4 +1,4 @@
-//! What one install attempt writes for certificates (certs.md §6.3, §3, §4): per cert
+//! What one install attempt writes for certificates (docs/certificates.md §6.3, §3, §4): per cert
 //! deployment its Service, Secret (reused while valid, else re-issued) and RBAC, then every CA
 //! consumer of the CSV. Pure: the reconciler applies the result.
 
@@ -49,7 +49,7 @@ pub enum CertInstallError {
     DeploymentNotInStrategy { deployment: String },
     #[error("{what} {name} names no deploymentName")]
     NoDeployment { what: &'static str, name: String },
-    // certs.md Known pain #7: OLM silently wires such webhooks to a Service that does not exist.
+    // docs/certificates.md §10.7: OLM silently wires such webhooks to a Service that does not exist.
     #[error(
         "webhook {webhook}: deploymentName {deployment:?} contains '.', which cannot name the webhook's Service"
     )]
@@ -128,7 +128,7 @@ impl CertInstall {
     }
 
     /// `status.certsLastUpdated` and `status.certsRotateAt`, from the certificates that end up
-    /// in the Secrets (certs.md Known pain #1): the newest issue time and the earliest
+    /// in the Secrets (docs/certificates.md §10.1): the newest issue time and the earliest
     /// rotation time.
     pub fn status_times(&self) -> Option<(Timestamp, Timestamp)> {
         let last = self
@@ -373,7 +373,7 @@ fn existing_names<'a>(
     names
 }
 
-/// certs.md §4.3 preconditions, with OLM's messages.
+/// docs/certificates.md §4.3 preconditions, with OLM's messages.
 fn check_conversion(
     csv: &ClusterServiceVersion,
     seen: &Observed,

@@ -1,4 +1,4 @@
-//! The objects OLM makes per cert deployment (certs.md §3): Service, Secret, the Role and
+//! The objects OLM makes per cert deployment (docs/certificates.md §3): Service, Secret, the Role and
 //! RoleBinding that let the operator read the Secret, and the two bindings an aggregated API
 //! server needs to delegate authentication.
 
@@ -25,12 +25,12 @@ pub const AUTH_DELEGATOR_CLUSTER_ROLE: &str = "system:auth-delegator";
 /// Role in `kube-system` that lets an aggregated API server read the client CA ConfigMap.
 pub const AUTH_READER_ROLE: &str = "extension-apiserver-authentication-reader";
 
-/// `D-service-system:auth-delegator` (certs.md §1).
+/// `D-service-system:auth-delegator` (docs/certificates.md §1).
 pub fn auth_delegator_binding_name(service: &ServiceName) -> String {
     format!("{}-system:auth-delegator", service.service())
 }
 
-/// `D-service-auth-reader` in `kube-system` (certs.md §1).
+/// `D-service-auth-reader` in `kube-system` (docs/certificates.md §1).
 pub fn auth_reader_binding_name(service: &ServiceName) -> String {
     format!("{}-auth-reader", service.service())
 }
@@ -66,7 +66,7 @@ impl PortSpec {
     }
 }
 
-/// certs.md §3.1: selector from the deployment's `matchLabels`, one port per distinct
+/// docs/certificates.md §3.1: selector from the deployment's `matchLabels`, one port per distinct
 /// (name, port, targetPort), named after the port number.
 pub fn service(
     csv: &ClusterServiceVersion,
@@ -96,7 +96,7 @@ pub fn service(
     }
 }
 
-/// certs.md §3.2: `kubernetes.io/tls` with `tls.crt`, `tls.key`, `olmCAKey` and `olmcahash`.
+/// docs/certificates.md §3.2: `kubernetes.io/tls` with `tls.crt`, `tls.key`, `olmCAKey` and `olmcahash`.
 pub fn secret(csv: &ClusterServiceVersion, svc: &ServiceName, plan: &CertPlan) -> Secret {
     let mut meta = owned_meta(csv, &svc.secret_name());
     meta.annotations = Some(BTreeMap::from([(
@@ -120,7 +120,7 @@ fn service_account_subject(csv: &ClusterServiceVersion, sa: &str) -> Subject {
     }
 }
 
-/// certs.md §3.3: `get` on exactly this Secret.
+/// docs/certificates.md §3.3: `get` on exactly this Secret.
 pub fn secret_reader_role(csv: &ClusterServiceVersion, svc: &ServiceName) -> Role {
     Role {
         metadata: owned_meta(csv, &svc.secret_name()),
@@ -150,7 +150,7 @@ pub fn secret_reader_binding(
     }
 }
 
-/// certs.md §3.4, with owner labels so the CSV finalizer deletes it.
+/// docs/certificates.md §3.4, with owner labels so the CSV finalizer deletes it.
 pub fn auth_delegator_binding(
     csv: &ClusterServiceVersion,
     svc: &ServiceName,
@@ -171,7 +171,7 @@ pub fn auth_delegator_binding(
     }
 }
 
-/// certs.md §3.5. OLM labels it `olm.managed` only and never deletes it (Known pain #5);
+/// docs/certificates.md §3.5. OLM labels it `olm.managed` only and never deletes it (docs/certificates.md §10.5);
 /// olm-rs adds the owner labels so uninstall removes it with the other labelled objects.
 pub fn auth_reader_binding(
     csv: &ClusterServiceVersion,

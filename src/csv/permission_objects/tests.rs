@@ -7,7 +7,7 @@ use crate::csv::fixtures::*;
 fn names_and_hashes_follow_the_install_plan() {
     let c = csv("demo-operator.v0.3.0");
     let mut c = c;
-    // The worked example of subscription-installplan.md §8.
+    // The worked example of docs/install-plans.md §8.
     let perm: crate::api::StrategyDeploymentPermissions = serde_json::from_value(serde_json::json!({
         "serviceAccountName": "demo-operator-controller-manager",
         "rules": [

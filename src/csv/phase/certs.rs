@@ -1,4 +1,4 @@
-//! The certificate steps of the phase handlers (csv.md §3.1, certs.md §6–§7): the APIService
+//! The certificate steps of the phase handlers (docs/csv-phases.md §3.1, docs/certificates.md §6–§7): the APIService
 //! resource check and the rotation check of `Succeeded` and `Failed`, the APIService/webhook
 //! part of the health evaluation, and the status times written after an install.
 
@@ -87,7 +87,7 @@ pub(super) fn failed_checks(ctx: &Ctx<'_>, d: &mut Decision) -> bool {
     false
 }
 
-/// csv.md §8 steps 2–3, once the Deployments are healthy. Returns true (and sets the status
+/// docs/csv-phases.md §8 steps 2–3, once the Deployments are healthy. Returns true (and sets the status
 /// with requeue phase `phase` / reason `reason`) when APIServices or webhooks are not ready.
 pub(super) fn not_ready(
     ctx: &Ctx<'_>,
@@ -127,7 +127,7 @@ pub(super) fn not_ready(
     }
 }
 
-/// certs.md §6.3 step 5: after a successful install, the times of the certificates in the
+/// docs/certificates.md §6.3 step 5: after a successful install, the times of the certificates in the
 /// Secrets (Known pain #1: derived from the certificates, not from the install time).
 pub(super) fn record_cert_times(sync: &mut Sync, times: Option<(Timestamp, Timestamp)>) {
     let (Some(status), Some((last, rotate))) = (sync.status.as_mut(), times) else {

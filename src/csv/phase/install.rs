@@ -1,4 +1,4 @@
-//! `InstallReady` and `Installing` (csv.md §3.1, §7).
+//! `InstallReady` and `Installing` (docs/csv-phases.md §3.1, §7).
 
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use super::super::sync::{Action, Decision, InstallPlan, Requeue, Sync};
 use super::certs::{desired_now, not_ready, record_cert_times};
 use super::{Ctx, INSTALL_TIMEOUT, POLL_INTERVAL, apply_health};
 
-/// Why the group's installer cannot be built (operatorgroup.md §8); OLM only logs it.
+/// Why the group's installer cannot be built (docs/operator-groups.md §8); OLM only logs it.
 pub(super) fn installer_unavailable(group: &OperatorGroup) -> Option<String> {
     let sa = group
         .spec
@@ -61,7 +61,7 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
     if super::pending::fail_invalid_webhooks(ctx, d) {
         return;
     }
-    // certs.md §6.3: Services, Secrets (reused while valid) and RBAC of the cert deployments,
+    // docs/certificates.md §6.3: Services, Secrets (reused while valid) and RBAC of the cert deployments,
     // and the CA consumers, planned before the Deployments that mount the Secrets.
     let certs = match plan_cert_install(ctx.csv, ctx.seen, ctx.group, ctx.now) {
         Ok(certs) => certs,
@@ -131,7 +131,7 @@ pub enum InstallFailure {
 }
 
 /// [`after_install`], also recording `status.certsLastUpdated` / `certsRotateAt` from the
-/// install's certificates when it succeeded (certs.md §6.3 step 5).
+/// install's certificates when it succeeded (docs/certificates.md §6.3 step 5).
 pub fn after_install_with_certs(
     csv: &ClusterServiceVersion,
     outcome: Result<(), InstallFailure>,

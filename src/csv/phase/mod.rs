@@ -1,4 +1,4 @@
-//! The phase machine (csv.md §3–§5): one sync of one CSV as a pure function of what is
+//! The phase machine (docs/csv-phases.md §3–§5): one sync of one CSV as a pure function of what is
 //! observed. [`sync`] decides; the reconciler performs the returned actions and, after an
 //! install, asks [`after_install`] what that means for the status.
 
@@ -22,7 +22,7 @@ use super::sync::{Decision, Requeue, Sync};
 
 pub use install::{InstallFailure, after_install, after_install_with_certs};
 
-/// OLM fails an install that is not healthy this long after entering `Installing` (csv.md §3.1).
+/// OLM fails an install that is not healthy this long after entering `Installing` (docs/csv-phases.md §3.1).
 pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How often a CSV waiting for its components is looked at again.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(10);
@@ -74,7 +74,7 @@ pub fn sync(csv: &ClusterServiceVersion, seen: &Observed, now: Timestamp) -> Syn
     d.finish()
 }
 
-/// Maps the health evaluation to a status (csv.md §8 "Outcome"), with the handler's requeue
+/// Maps the health evaluation to a status (docs/csv-phases.md §8 "Outcome"), with the handler's requeue
 /// phase and reason.
 fn apply_health(d: &mut Decision, health: Health, phase: CsvPhase, reason: CsvReason) {
     match health {
@@ -103,7 +103,7 @@ fn apply_health(d: &mut Decision, health: Health, phase: CsvPhase, reason: CsvRe
 }
 
 /// The requirement check every phase starts from, or `None` when the CSV's install strategy
-/// cannot even be read: then the CSV is Failed with InvalidInstallStrategy (csv.md §3.1; OLM
+/// cannot even be read: then the CSV is Failed with InvalidInstallStrategy (docs/csv-phases.md §3.1; OLM
 /// bounces such a CSV through Pending and back, we leave it Failed).
 fn requirements_or_fail(ctx: &Ctx<'_>, d: &mut Decision) -> Option<RequirementCheck> {
     match check_requirements(ctx.csv, ctx.seen) {
@@ -120,7 +120,7 @@ fn requirements_or_fail(ctx: &Ctx<'_>, d: &mut Decision) -> Option<RequirementCh
 }
 
 /// For a running operator: when the only unmet requirements are lookups that failed, note it
-/// and look again later instead of demoting the CSV (csv.md Known pain #3: a failed lookup is
+/// and look again later instead of demoting the CSV (docs/csv-phases.md §11 item 3: a failed lookup is
 /// not a missing API). Returns whether that is the case.
 fn retry_unknown_requirements(check: &RequirementCheck, d: &mut Decision) -> bool {
     if !check.only_unknown() {
@@ -134,7 +134,7 @@ fn retry_unknown_requirements(check: &RequirementCheck, d: &mut Decision) -> boo
     true
 }
 
-/// `base` plus what is missing (csv.md Known pain #1: say exactly what).
+/// `base` plus what is missing (docs/csv-phases.md §11 item 1: say exactly what).
 fn with_summary(base: &str, check: &RequirementCheck) -> String {
     if !check.unmet.is_empty() {
         format!("{base}: {}", check.summary())

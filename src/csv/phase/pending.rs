@@ -1,4 +1,4 @@
-//! `Pending`: check requirements, wait for the CSV being replaced (csv.md §3.1 Pending).
+//! `Pending`: check requirements, wait for the CSV being replaced (docs/csv-phases.md §3.1 Pending).
 
 use std::time::Duration;
 

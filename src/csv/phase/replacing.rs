@@ -1,4 +1,4 @@
-//! `Replacing`: hand over to the newer CSV and get out of the way (csv.md §3.1, §10).
+//! `Replacing`: hand over to the newer CSV and get out of the way (docs/csv-phases.md §3.1, §9).
 
 use crate::api::{CsvPhase, CsvReason, UpgradeStrategy};
 
@@ -20,7 +20,7 @@ pub(super) fn replacing(ctx: &Ctx<'_>, d: &mut Decision) {
     // Step 2.
     let Some(mut next) = replacement_of(ctx.csv, ctx.seen) else {
         // OLM retries "marked as replacement, but no replacement CSV found in cluster" forever
-        // (Known pain #4). The replacement is gone, so this CSV is the installed one again:
+        // (docs/csv-phases.md §11 item 4). The replacement is gone, so this CSV is the installed one again:
         // re-check it from Pending (a reinstall re-applies its own Deployments).
         d.set(
             CsvPhase::Pending,

@@ -1,4 +1,4 @@
-//! `Succeeded` and `Failed`: keep checking a running operator (csv.md §3.1).
+//! `Succeeded` and `Failed`: keep checking a running operator (docs/csv-phases.md §3.1).
 
 use std::time::Duration;
 
@@ -77,7 +77,7 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
         apply_health(d, health, CsvPhase::Failed, CsvReason::ComponentUnhealthy);
     }
     if healthy {
-        // Known pain #6: put back hand-edited or scaled Deployments.
+        // docs/csv-phases.md §11 item 6: put back hand-edited or scaled Deployments.
         let drift = drifted(&desired, &ctx.seen.deployments);
         if !drift.is_empty() {
             let what: Vec<String> = drift

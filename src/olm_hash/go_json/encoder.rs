@@ -1,5 +1,5 @@
 //! The typed re-encoder: walks a `serde_json::Value` along a Go type table and writes what
-//! Go's `json.Marshal` writes for the decoded struct (api-types.md §6.2).
+//! Go's `json.Marshal` writes for the decoded struct (docs/api-types.md §6.2).
 
 use std::fmt;
 

@@ -1,5 +1,5 @@
 //! "Go-JSON": the exact bytes Go's `encoding/json` writes for OLM's typed values
-//! (api-types.md §6.2), reproduced from untyped `serde_json::Value` input.
+//! (docs/api-types.md §6.2), reproduced from untyped `serde_json::Value` input.
 //!
 //! The input is first read through the Go type's member table — unknown members dropped,
 //! members re-ordered into Go declaration order, `omitempty` and pointer rules applied — then
@@ -30,7 +30,7 @@ pub struct GoType {
 }
 
 impl GoType {
-    /// apps/v1 DeploymentSpec (`olm.deployment-spec-hash`, §6.3).
+    /// apps/v1 DeploymentSpec (`olm.deployment-spec-hash`, docs/api-types.md §6.3).
     pub const DEPLOYMENT_SPEC: GoType = GoType {
         name: "DeploymentSpec",
         ty: &Ty::Struct(types_meta::DEPLOYMENT_SPEC),
@@ -95,7 +95,7 @@ pub fn encode(value: &Value, ty: GoType) -> Result<String, GoJsonError> {
     Ok(out)
 }
 
-/// What a Go `json.Encoder` stream writes: the text followed by exactly one `\n` (§6.2 rule 9).
+/// What a Go `json.Encoder` stream writes: the text followed by exactly one `\n` (docs/api-types.md §6.2 rule 9).
 pub fn encode_stream(value: &Value, ty: GoType) -> Result<String, GoJsonError> {
     let mut text = encode(value, ty)?;
     text.push('\n');

@@ -1,4 +1,4 @@
-//! Kubernetes `resource.Quantity` as Go re-emits it (api-types.md §6.2 rule 7): parsed the way
+//! Kubernetes `resource.Quantity` as Go re-emits it (docs/api-types.md §6.2 rule 7): parsed the way
 //! `k8s.io/apimachinery` v0.32 `ParseQuantity` parses, written the way `Quantity.MarshalJSON`
 //! writes. The arithmetic is exact (big integers), like Go's `inf.Dec`.
 //!

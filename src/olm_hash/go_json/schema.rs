@@ -1,5 +1,5 @@
 //! How a Go type is written by `encoding/json`: the vocabulary of the member tables in
-//! `types_*.rs` (api-types.md §6.2 rule 4 marks: none, `?`, `?*`, `{}`).
+//! `types_*.rs` (docs/api-types.md §6.2 rule 4 marks: none, `?`, `?*`, `{}`).
 
 /// The Go shape of a value.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! Member orders of the apps/v1 and meta/v1 types around a pod template, and of the OLM types
-//! whose JSON is hashed (api-types.md §6.3; subscription-installplan.md §8; k8s.io/api and
+//! whose JSON is hashed (docs/api-types.md §6.3; docs/install-plans.md §8; k8s.io/api and
 //! k8s.io/apimachinery v0.32.0 declaration order for anything the spec tables leave out).
 
 use super::schema::{BOOL, Field, INT, INT_OR_STR, RAW, STR, STR_MAP, STRS, TIME, Ty};
@@ -81,7 +81,7 @@ const MANAGED_FIELDS_ENTRY: &[Field] = &[
     opt("subresource", STR),
 ];
 
-/// OLM's WebhookDescription (api-types.md §6, `olm.webhook-description-hash` row).
+/// OLM's WebhookDescription (docs/api-types.md §6, `olm.webhook-description-hash` row).
 pub(crate) const WEBHOOK_DESCRIPTION: &[Field] = &[
     req("generateName", STR),
     req("type", STR),
@@ -108,7 +108,7 @@ const RULE_WITH_OPERATIONS: &[Field] = &[
     ptr("scope", STR),
 ];
 
-/// rbac/v1 PolicyRule (subscription-installplan.md §8 "Rule").
+/// rbac/v1 PolicyRule (docs/install-plans.md §8 "Rule").
 pub(crate) const POLICY_RULE: &[Field] = &[
     req("verbs", STRS),
     opt("apiGroups", STRS),

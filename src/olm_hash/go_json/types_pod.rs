@@ -1,4 +1,4 @@
-//! Member orders of core/v1 PodSpec and what hangs off it except volumes (api-types.md §6.3
+//! Member orders of core/v1 PodSpec and what hangs off it except volumes (docs/api-types.md §6.3
 //! tables; k8s.io/api v0.32.0 declaration order for the types the tables leave out).
 
 use super::schema::{BOOL, Field, INT, INT_OR_STR, QTY_MAP, STR, STR_MAP, STRS, Ty};
@@ -178,7 +178,7 @@ const HTTP_HEADER: &[Field] = &[req("name", STR), req("value", STR)];
 
 const TCP_SOCKET_ACTION: &[Field] = &[req("port", INT_OR_STR), opt("host", STR)];
 
-/// `service` is a pointer without omitempty; the CSV CRD defaults it to `""` (§6.3).
+/// `service` is a pointer without omitempty; the CSV CRD defaults it to `""` (docs/api-types.md §6.3).
 const GRPC_ACTION: &[Field] = &[req("port", INT), nullable("service", STR)];
 
 const LIFECYCLE: &[Field] = &[
@@ -328,7 +328,7 @@ const TOLERATION: &[Field] = &[
     ptr("tolerationSeconds", INT),
 ];
 
-/// HostAlias: `ip` has no omitempty in v0.32 (§6.3: written as `""` either way).
+/// HostAlias: `ip` has no omitempty in v0.32 (docs/api-types.md §6.3: written as `""` either way).
 const HOST_ALIAS: &[Field] = &[req("ip", STR), opt("hostnames", STRS)];
 
 const POD_DNS_CONFIG: &[Field] = &[

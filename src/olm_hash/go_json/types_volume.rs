@@ -1,5 +1,5 @@
 //! Member orders of core/v1 Volume (with its inlined VolumeSource) and the small reference
-//! types shared with env vars (api-types.md §6.3 "volume" row; k8s.io/api v0.32.0 declaration
+//! types shared with env vars (docs/api-types.md §6.3 "volume" row; k8s.io/api v0.32.0 declaration
 //! order for the sources the table leaves out).
 
 use super::schema::{BOOL, Field, INT, QTY, QTY_MAP, STR, STR_MAP, STRS, Ty};

@@ -1,9 +1,9 @@
 //! Stage 2 for `configmap` / `internal` catalogs: read the ConfigMap straight into the catalog
-//! cache (spec/catalog.md §4) — no registry pod. Parsed again only when its resourceVersion
+//! cache (docs/catalog.md §4) — no registry pod. Parsed again only when its resourceVersion
 //! changes.
 //!
 //! Unlike OLM, olm-rs puts no ownerReference on the user's ConfigMap: OLM's makes deleting the
-//! CatalogSource garbage-collect the user's data (a known pain, §4).
+//! CatalogSource garbage-collect the user's data (a known pain, docs/catalog.md §4).
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! Stage 3 for `grpc` + `image` catalogs: the registry ServiceAccount, NetworkPolicy, Service
-//! and Pod (spec/catalog.md §3), and digest-based polling of the catalog image (§3.4, done
+//! and Pod (docs/catalog.md §3), and digest-based polling of the catalog image (docs/catalog.md §3.4, done
 //! better: see `pod_plan`).
 
 use std::time::Duration;

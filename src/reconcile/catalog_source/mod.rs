@@ -1,4 +1,4 @@
-//! The CatalogSource controller (spec/catalog.md §1–§4): validate the spec, run or read the
+//! The CatalogSource controller (docs/catalog.md §1–§4): validate the spec, run or read the
 //! catalog (address, registry pod, ConfigMap), keep one registry connection per catalog, and
 //! publish each catalog's content and health in `ctx.catalogs` for the rest of olm-rs.
 //!

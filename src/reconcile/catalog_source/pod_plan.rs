@@ -1,4 +1,4 @@
-//! Which registry pods to keep, delete or create for an image catalog (spec/catalog.md §3.3,
+//! Which registry pods to keep, delete or create for an image catalog (docs/catalog.md §3.3,
 //! §3.4), decided from what is observed. Pure.
 //!
 //! Where olm-rs departs from OLM, on purpose:

@@ -1,4 +1,4 @@
-//! Stage 1 of a CatalogSource sync (spec/catalog.md §1): what kind of catalog the spec
+//! Stage 1 of a CatalogSource sync (docs/catalog.md §1): what kind of catalog the spec
 //! describes, or why it describes none; and the poll interval. Pure.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use crate::api::{CatalogSourceSpec, SourceType};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     /// `grpc` + `address`: dial it. Wins over `image` when both are set, as OLM dials it
-    /// (spec/catalog.md §2); olm-rs then creates no registry pod either.
+    /// (docs/catalog.md §2); olm-rs then creates no registry pod either.
     Address(String),
     /// `grpc` + `image`: run the registry pod and dial its Service.
     Image(String),
@@ -17,7 +17,7 @@ pub enum Source {
     ConfigMap(String),
 }
 
-/// `status.message` for a spec OLM rejects with `SpecInvalidError` (api-types-catalog.md §1.1).
+/// `status.message` for a spec OLM rejects with `SpecInvalidError` (docs/api-types.md §4.1).
 pub fn source(spec: &CatalogSourceSpec) -> Result<Source, String> {
     let set = |v: &Option<String>| v.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
     match &spec.source_type {

@@ -1,4 +1,4 @@
-//! The sync chain of spec/catalog.md §1 — spec check, ConfigMap, registry server, connection —
+//! The sync chain of docs/catalog.md §1 — spec check, ConfigMap, registry server, connection —
 //! producing the status to write. `status.reason`/`message` are cleared at the start and carry
 //! the first stage that failed.
 
@@ -199,7 +199,7 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogKey) -
     }
 }
 
-/// `{protocol: grpc, createdAt}` for address catalogs, created once (spec/catalog.md §2).
+/// `{protocol: grpc, createdAt}` for address catalogs, created once (docs/catalog.md §2).
 fn address_registry_service(
     previous: Option<&RegistryServiceStatus>,
     now: jiff::Timestamp,

@@ -1,4 +1,4 @@
-//! The shell side of certs.md: reads the cert objects a CSV's decisions need from the stores,
+//! The shell side of docs/certificates.md: reads the cert objects a CSV's decisions need from the stores,
 //! and writes what [`crate::csv::certs::plan_cert_install`] planned. Key material is passed
 //! through to the API server and never logged.
 
@@ -84,7 +84,7 @@ where
     crate::k8s::apply::apply_owned(&api, obj)
         .await
         .map(|_| ())
-        // csv.md §3.1 InstallReady: Forbidden on the Service, Secret or cert RBAC is retried.
+        // docs/csv-phases.md §3.1 InstallReady: Forbidden on the Service, Secret or cert RBAC is retried.
         .map_err(|e| {
             failure(
                 format!("{} {ns}/{}", K::kind(&()), obj.name_any()),
@@ -119,7 +119,7 @@ where
         })
 }
 
-/// certs.md §6.3 steps 2–3: Service, Secret and RBAC of every cert deployment, before the
+/// docs/certificates.md §6.3 steps 2–3: Service, Secret and RBAC of every cert deployment, before the
 /// Deployments that mount the Secrets.
 pub async fn write_cert_objects(
     client: &Client,
@@ -139,8 +139,8 @@ pub async fn write_cert_objects(
     Ok(())
 }
 
-/// certs.md §4: APIServices, webhook configurations and CRD conversions with the CA bundle.
-/// Forbidden here is final (csv.md §3.1 InstallReady).
+/// docs/certificates.md §4: APIServices, webhook configurations and CRD conversions with the CA bundle.
+/// Forbidden here is final (docs/csv-phases.md §3.1 InstallReady).
 pub async fn inject_ca(client: &Client, certs: &CertInstall) -> Result<(), InstallFailure> {
     for api in &certs.api_services {
         apply_cluster::<APIService>(client, api, true).await?;
@@ -191,7 +191,7 @@ where
 }
 
 /// Uninstall: the `kube-system` auth-reader RoleBindings olm-rs labelled for the CSV (OLM
-/// leaks them, certs.md §3.5).
+/// leaks them, docs/certificates.md §3.5).
 pub async fn delete_auth_readers(client: &Client, selector: &str) -> Result<(), ReconcileError> {
     let api: Api<RoleBinding> = Api::namespaced(client.clone(), KUBE_SYSTEM);
     api.delete_collection(
@@ -207,7 +207,7 @@ pub async fn delete_auth_readers(client: &Client, selector: &str) -> Result<(), 
 }
 
 /// Uninstall: CRDs converted by the CSV's webhook go back to `strategy: None`, so their
-/// objects stay readable once the operator is gone (csv.md §13).
+/// objects stay readable once the operator is gone (docs/csv-phases.md §10).
 pub async fn reset_conversions(client: &Client, crds: &[String]) -> Result<(), ReconcileError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let patch = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});

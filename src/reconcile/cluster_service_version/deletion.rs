@@ -1,4 +1,4 @@
-//! The CSV finalizer (csv.md §13): delete what the CSV labelled as its own outside its
+//! The CSV finalizer (docs/csv-phases.md §10): delete what the CSV labelled as its own outside its
 //! namespace, wait until it is gone, then let the CSV go.
 
 use k8s_openapi::api::admissionregistration::v1::{

@@ -162,7 +162,7 @@ impl Executor<'_> {
 
     async fn delete_deployment(&self, ns: &str, deployment: &str) -> Result<(), ReconcileError> {
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
-        // csv.md §7.1 step 3: foreground, one second of grace.
+        // docs/csv-phases.md §7.1 step 3: foreground, one second of grace.
         let params = DeleteParams {
             grace_period_seconds: Some(1),
             propagation_policy: Some(PropagationPolicy::Foreground),

@@ -76,7 +76,7 @@ struct Shared {
 pub async fn run(ctx: Arc<Context>) {
     let client = ctx.client.clone();
     let csv_api: Api<ClusterServiceVersion> = Api::all(client.clone());
-    // Copies are never driven (csv.md §1); not watching them keeps the cache small.
+    // Copies are never driven (docs/csv-phases.md §1); not watching them keeps the cache small.
     let not_copies = format!("!{COPIED_FROM_LABEL}");
     let controller = Controller::new(csv_api, watcher::Config::default().labels(&not_copies));
     let csvs = controller.store();
@@ -259,7 +259,7 @@ async fn sync_one(
     if let Some(status) = &decision.status {
         executor.write_status(&written, status).await?;
         count_upgrade(&shared.ctx.metrics, &written, status);
-        // Phase changes matter to the CSVs on either side of an upgrade (csv.md §1.1).
+        // Phase changes matter to the CSVs on either side of an upgrade (docs/csv-phases.md §1.1).
         for other in [replaced_csv(&csv, &seen), replacement_of(&csv, &seen)]
             .into_iter()
             .flatten()

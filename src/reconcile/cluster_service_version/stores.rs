@@ -1,6 +1,6 @@
 //! The reflector stores the CSV reconciler reads, and the trigger streams that fill them: every
 //! watched kind is watched once, its stream both updates the store and requeues the CSVs it
-//! concerns (csv.md §1.1).
+//! concerns (docs/csv-phases.md §1.1).
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::{
@@ -42,7 +42,7 @@ pub struct Stores {
     pub role_bindings: Store<RoleBinding>,
     pub cluster_roles: Store<ClusterRole>,
     pub cluster_role_bindings: Store<ClusterRoleBinding>,
-    /// `olm.managed` Secrets, Services and webhook configurations (certs.md).
+    /// `olm.managed` Secrets, Services and webhook configurations (docs/certificates.md).
     pub secrets: Store<Secret>,
     pub services: Store<Service>,
     pub validating_webhooks: Store<ValidatingWebhookConfiguration>,
@@ -92,7 +92,7 @@ pub fn slim<K: Resource>(obj: &mut K) {
 }
 
 /// [`slim`], and a CRD's OpenAPI schemas: the requirement checks read its names, versions,
-/// conditions, conversion and annotations (csv.md §6), while the schemas of OLM's own CRDs alone
+/// conditions, conversion and annotations (docs/csv-phases.md §6), while the schemas of OLM's own CRDs alone
 /// are megabytes once decoded. The reconciler only merge-patches `spec.conversion`, so the
 /// stored copy is never written back.
 pub fn slim_crd(crd: &mut CustomResourceDefinition) {
@@ -154,7 +154,7 @@ pub fn owners<K: Resource>(obj: &K) -> Vec<ObjectRef<ClusterServiceVersion>> {
 
 /// The CSVs an OperatorGroup event concerns: those of its namespace (membership, targets), and,
 /// cluster-wide, those providing an API its `olm.providedAPIs` lists or failed for a conflict
-/// between groups (operatorgroup.md §2 step 6: a group that takes, drops or stops reserving an
+/// between groups (docs/operator-groups.md §2 step 6: a group that takes, drops or stops reserving an
 /// API lets providers in intersecting groups re-evaluate; a deleted group is seen with its last
 /// annotations).
 pub fn csvs_concerned_by_group(
@@ -195,7 +195,7 @@ pub fn csvs_in(
 }
 
 /// CSVs that own or require the CRD `name` (an in-memory index instead of the `olm.api.*`
-/// labels OLM never stores, csv.md §1.1).
+/// labels OLM never stores, docs/csv-phases.md §1.1).
 pub fn csvs_using_crd(
     store: &Store<ClusterServiceVersion>,
     name: &str,

@@ -1,5 +1,5 @@
-//! Copied CSVs (csv.md §11) and the RBAC a member CSV gets outside its namespace
-//! (operatorgroup.md §9): the fan-out loop keyed by original CSV, and the OLMConfig status.
+//! Copied CSVs (docs/operator-groups.md §10) and the RBAC a member CSV gets outside its namespace
+//! (docs/operator-groups.md §9): the fan-out loop keyed by original CSV, and the OLMConfig status.
 //!
 //! One run plans every namespace of one original from the caches (pure, `plan_copies`), skips
 //! the copies whose hashes already match, and writes the rest concurrently. A new namespace, a
@@ -104,7 +104,7 @@ fn original(shared: &Shared, key: &ObjectKey) -> Option<std::sync::Arc<ClusterSe
         .filter(|c| !is_copied(c))
 }
 
-/// Whether copies of `csv` may be created and updated (csv.md §2 tail, §11 "When").
+/// Whether copies of `csv` may be created and updated (docs/csv-phases.md §2 tail, docs/operator-groups.md §10 "When").
 fn copyable(shared: &Shared, csv: &ClusterServiceVersion) -> bool {
     let namespace = csv.metadata.namespace.as_deref().unwrap_or_default();
     let groups = shared.caches.groups_in(namespace);

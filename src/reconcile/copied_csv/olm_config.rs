@@ -1,4 +1,4 @@
-//! The OLMConfig side of copied CSVs (csv.md §11 "Disabling"): the `DisabledCopiedCSVs`
+//! The OLMConfig side of copied CSVs (docs/operator-groups.md §10 "Disabling"): the `DisabledCopiedCSVs`
 //! condition on OLMConfig `cluster`, and the Warning event kept on each all-namespaces CSV while
 //! copying is off.
 

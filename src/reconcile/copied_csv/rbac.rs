@@ -1,8 +1,8 @@
 //! RBAC of an active member CSV outside its namespace: Roles and RoleBindings copied next to its
-//! copies (operatorgroup.md §9.2), lifted to cluster scope for all-namespace groups (§9.3), and
-//! the per-API ClusterRoles while it is `Succeeded` (§9.1).
+//! copies (docs/operator-groups.md §9.2), lifted to cluster scope for all-namespace groups (docs/operator-groups.md §9.3), and
+//! the per-API ClusterRoles while it is `Succeeded` (docs/operator-groups.md §9.1).
 //!
-//! Decisions where OLM is weak (§11 item 6): copied Roles *and* RoleBindings are kept in sync
+//! Decisions where OLM is weak (docs/operator-groups.md §11 item 6): copied Roles *and* RoleBindings are kept in sync
 //! with their sources, and lifted ClusterRoles/Bindings follow permission changes; OLM creates
 //! them once. The "already permitted" check OLM runs first is skipped: the copies only ever
 //! grant what the CSV asked for in its own namespace, so writing them is always safe.
@@ -148,7 +148,7 @@ fn content_hash(roles: &[Role], bindings: &[RoleBinding]) -> u64 {
     hash_of(&(roles, bindings))
 }
 
-/// §9.3: the CSV's Roles and RoleBindings as ClusterRoles and ClusterRoleBindings.
+/// docs/operator-groups.md §9.3: the CSV's Roles and RoleBindings as ClusterRoles and ClusterRoleBindings.
 async fn lift(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), CopySyncError> {
     let (roles, bindings) = owned_sources(shared, key, owner).await?;
     let roles: Vec<Role> = roles
@@ -189,7 +189,7 @@ async fn lift(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), 
     Ok(())
 }
 
-/// §9.2: the CSV's Roles and RoleBindings next to each of its copies, owned by the copy.
+/// docs/operator-groups.md §9.2: the CSV's Roles and RoleBindings next to each of its copies, owned by the copy.
 async fn copy_to_targets(
     shared: &Shared,
     key: &ObjectKey,
@@ -256,7 +256,7 @@ async fn copy_to_targets(
     Ok(())
 }
 
-/// §9.1 second table: per-API ClusterRoles, owned by the CRD or APIService they grant.
+/// docs/operator-groups.md §9.1 second table: per-API ClusterRoles, owned by the CRD or APIService they grant.
 async fn ensure_api_roles(
     shared: &Shared,
     key: &ObjectKey,

@@ -3,7 +3,7 @@
 //! metadata and status, and responses are decoded as metadata only.
 //!
 //! Copies are replaced (PUT), not applied: a copy must be exactly the projection of its original
-//! (csv.md §11), including the removal of labels or annotations someone else added, which a
+//! (docs/operator-groups.md §10), including the removal of labels or annotations someone else added, which a
 //! server-side apply would keep.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -1,4 +1,4 @@
-//! A client that acts as a ServiceAccount (scoped installs, subscription-installplan.md §10).
+//! A client that acts as a ServiceAccount (scoped installs, docs/install-plans.md §10).
 //!
 //! OLM fetches the account's token; olm-rs impersonates it instead (`Impersonate-User` and the
 //! account's groups), which needs no Secret and keeps no token in memory. The controller's

@@ -1,5 +1,5 @@
 //! The bundle lookups of a plan (shell): pull each bundle image whose time has come, append the
-//! steps of those pulled, record the failures (subscription-installplan.md §9, without Jobs).
+//! steps of those pulled, record the failures (docs/install-plans.md §9, without Jobs).
 
 use std::time::Duration;
 

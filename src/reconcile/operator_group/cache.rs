@@ -1,6 +1,6 @@
 //! The watches the OperatorGroup side reads from, one per kind, shared by all its loops.
 //!
-//! Memory is the point here (csv.md §11 cost figures): CSVs are watched twice with opposite
+//! Memory is the point here (docs/operator-groups.md §10 cost figures): CSVs are watched twice with opposite
 //! label selectors — originals in full, copies reduced on arrival to a [`CopyRecord`] of a few
 //! strings and two hashes — and namespaces as metadata only, without managed fields or
 //! annotations.

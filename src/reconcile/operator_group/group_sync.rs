@@ -1,4 +1,4 @@
-//! One OperatorGroup sync (operatorgroup.md §2), or the clean-up after a deleted group.
+//! One OperatorGroup sync (docs/operator-groups.md §2), or the clean-up after a deleted group.
 
 use std::collections::BTreeMap;
 
@@ -338,7 +338,7 @@ async fn ensure_group_roles(
                 .as_ref()
                 .is_some_and(|r| r.aggregation_rule.is_some());
         // These roles are olm-rs's alone; forcing takes them over from OLM v0 after a migration
-        // (same names, api-types.md §6).
+        // (same names, docs/api-types.md §6).
         let mut body = serde_json::to_value(&desired).map_err(|e| GroupSyncError::Api {
             group: key.clone(),
             action: format!("encode ClusterRole {name}"),

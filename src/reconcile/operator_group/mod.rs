@@ -1,6 +1,6 @@
-//! The OperatorGroup side of the olm-operator: the group sync (operatorgroup.md §2), namespace
+//! The OperatorGroup side of the olm-operator: the group sync (docs/operator-groups.md §2), namespace
 //! labels (§4), the group ClusterRoles (§9.1) and — through `reconcile::copied_csv` — copied
-//! CSVs, their RBAC and the OLMConfig switch (csv.md §11).
+//! CSVs, their RBAC and the OLMConfig switch (docs/operator-groups.md §10).
 //!
 //! One set of watches ([`cache`]) feeds four queues ([`routes`]); each queue has its own
 //! workers. Decisions come from `crate::operator_group`.
@@ -168,7 +168,7 @@ fn drive_feeds(shared: &Arc<Shared>, feeds: cache::Feeds) -> Vec<BoxFuture<'stat
 }
 
 /// How long start-up waits for the OLMConfig watch; a cluster without the OLMConfig CRD never
-/// fills that cache, and copying then stays enabled (csv.md §11: no OLMConfig = enabled).
+/// fills that cache, and copying then stays enabled (docs/operator-groups.md §10: no OLMConfig = enabled).
 const OLM_CONFIG_WAIT: Duration = Duration::from_secs(5);
 
 async fn workers(shared: Arc<Shared>) {

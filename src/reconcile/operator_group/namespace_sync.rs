@@ -1,4 +1,4 @@
-//! Namespace labels (operatorgroup.md §4): one `olm.operatorgroup.uid/<uid>` per explicit-target
+//! Namespace labels (docs/operator-groups.md §4): one `olm.operatorgroup.uid/<uid>` per explicit-target
 //! group that targets the namespace, stale ones removed.
 
 use std::sync::Arc;

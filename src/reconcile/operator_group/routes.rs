@@ -1,4 +1,4 @@
-//! Which keys a watch event queues (operatorgroup.md §1, §2; csv.md §11). Pure lookups in the
+//! Which keys a watch event queues (docs/operator-groups.md §1, §2; docs/operator-groups.md §10). Pure lookups in the
 //! caches; no API calls.
 
 use std::collections::BTreeSet;

@@ -11,7 +11,7 @@ use crate::registry::cache::{CatalogCache, CatalogSnapshot};
 use crate::resolve::{CatalogContent, CatalogInput, CatalogRef};
 
 /// Catalogs visible from a namespace: those in it and, when different, in the global catalog
-/// namespace (resolution.md §2).
+/// namespace (docs/resolution.md §2).
 pub trait CatalogSnapshots: Send + Sync {
     fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput>;
 }

@@ -1,4 +1,4 @@
-//! The Subscription reconciler (thin shell). Resolution is per namespace (resolution.md §1), so
+//! The Subscription reconciler (thin shell). Resolution is per namespace (docs/resolution.md §1), so
 //! the unit of work is a namespace: any event on a Subscription, InstallPlan, CSV or
 //! OperatorGroup of a namespace with Subscriptions queues it, as does a catalog change or the
 //! periodic resync. Each sync reads the namespace, calls the pure core
@@ -71,7 +71,7 @@ pub async fn run(
         })
     };
     // The next three watches only say which namespace changed, so they carry metadata only.
-    // Copied CSVs are left out (the resolver never counts them, resolution.md §3.3): an
+    // Copied CSVs are left out (the resolver never counts them, docs/resolution.md §3): an
     // all-namespaces operator has one in every namespace, 35 kB each for a typical CSV, and
     // watching them in full made this watch most of the controller's memory.
     let plans = follow(
@@ -144,7 +144,7 @@ async fn worker(ctx: Arc<Context>, catalogs: Arc<dyn CatalogSnapshots>, queue: W
                 }
             }
             Err(error) => {
-                // Rate-limited, as OLM retries a failed namespace sync (resolution.md §9).
+                // Rate-limited, as OLM retries a failed namespace sync (docs/resolution.md §9).
                 let after = queue.retry(ns.clone());
                 tracing::warn!(namespace = %ns, %error, ?after, "subscription sync failed; retrying");
             }

@@ -36,7 +36,7 @@ pub async fn observe(client: &Client, namespace: &str) -> Result<Observed, kube:
         .list(&lp)
         .await?
         .items;
-    // Copies are not installed here (resolution.md §3.3); the selector spares their transfer and
+    // Copies are not installed here (docs/resolution.md §3); the selector spares their transfer and
     // `installed_csv` still drops a copy that lost its label.
     let not_copies = ListParams::default().labels(&format!("!{COPIED_FROM_LABEL}"));
     let csvs = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &csv_resource())

@@ -193,7 +193,7 @@ pub async fn sync_namespace(
             Err(e) => return Err(api_err("writing a subscription status")(e)),
         }
     }
-    // OLM reports a failed resolution on the Namespace (resolution.md §9); tools that watch
+    // OLM reports a failed resolution on the Namespace (docs/resolution.md §9); tools that watch
     // namespace events keep working. The same words are also on each Subscription above, where
     // `kubectl describe sub` shows them.
     if !namespace_notes.is_empty() {
@@ -254,7 +254,7 @@ async fn ensure_plan(
         .find(|p| p.labels().get(RESOLUTION_LABEL) == Some(&key));
     if let Some(mut plan) = existing {
         if plan.status.is_none() {
-            plan.status = Some(draft.initial_status());
+            plan.status = Some(draft.initial_status_named(&plan.name_any()));
             plan = api
                 .replace_status(&plan.name_any(), &PostParams::default(), &plan)
                 .await?;
@@ -276,7 +276,7 @@ async fn ensure_plan(
         }
     };
     let mut plan = created;
-    plan.status = Some(draft.initial_status());
+    plan.status = Some(draft.initial_status_named(&plan.name_any()));
     let plan = api
         .replace_status(&plan.name_any(), &PostParams::default(), &plan)
         .await?;

@@ -1,5 +1,5 @@
 //! Index → wire: how `opm serve` projects an FBC package and bundle onto `api.Package` and
-//! `api.Bundle` (spec/catalog.md §6.2, §6.3).
+//! `api.Bundle` (docs/catalog.md §5.2, §5.3).
 
 use std::borrow::Cow;
 

@@ -2,7 +2,7 @@
 //! distribution API, without pulling anything and without a container runtime.
 //!
 //! OLM polls a catalog image by starting a whole pod every interval and comparing the image IDs
-//! the kubelet reports (spec/catalog.md §3.4, a known pain). olm-rs asks the registry for the
+//! the kubelet reports (docs/catalog.md §3.4, a known pain). olm-rs asks the registry for the
 //! tag's manifest digest (`HEAD /v2/<name>/manifests/<tag>` → `Docker-Content-Digest`) and rolls
 //! the registry pod only when that digest changed.
 

@@ -1,4 +1,4 @@
-//! Deprecation conditions from the catalog's `olm.deprecations` (subscription-installplan.md §2):
+//! Deprecation conditions from the catalog's `olm.deprecations` (docs/install-plans.md §2):
 //! `PackageDeprecated`, `ChannelDeprecated`, `BundleDeprecated` and the `Deprecated` roll-up.
 //! They describe the installed bundle and never affect resolution.
 

@@ -1,5 +1,5 @@
 //! `status.catalogHealth` and the `CatalogSourcesUnhealthy` condition
-//! (subscription-installplan.md §3).
+//! (docs/install-plans.md §3).
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

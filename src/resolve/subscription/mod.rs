@@ -1,6 +1,6 @@
 //! The status of every Subscription of a namespace, and the InstallPlans to ensure (pure).
 //!
-//! One pass, in OLM's order (subscription-installplan.md §1, resolution.md §1):
+//! One pass, in OLM's order (docs/install-plans.md §1, docs/resolution.md §1):
 //! 1. observe: catalog health, the referenced plan (step E), the CSV (step B), deprecations;
 //! 2. resolve the Subscriptions not waiting on a plan (step C) with their observed status;
 //! 3. turn each decision into status and, for a new target, a plan to ensure (step D).
@@ -9,6 +9,7 @@
 //! Subscription that asked for manual approval (OLM's namespace-wide approval is a known pain),
 //! and one Subscription's broken bundle never holds up another's plan.
 
+mod dependencies;
 mod deprecation;
 mod health;
 mod plan_state;
@@ -16,6 +17,7 @@ mod plan_state;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+pub use dependencies::dependency_subscription_name;
 pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message};
 
 use crate::api::subscription::reason;
@@ -148,8 +150,14 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
     // 3. Apply decisions.
     for ((update, sub), decision) in updates.iter_mut().zip(&observed).zip(decisions) {
         if is_gated(&update.status)
-            && let Some(plan) =
-                superseded_plan(input, state.plans, sub, &update.status, &decision.outcome, &now)
+            && let Some(plan) = superseded_plan(
+                input,
+                state.plans,
+                sub,
+                &update.status,
+                &decision.outcome,
+                &now,
+            )
         {
             let name = plan.metadata.name.clone().unwrap_or_default();
             let old = update.status.current_csv.clone().unwrap_or_default();
@@ -319,7 +327,7 @@ fn plan_for(
     let bundle = index
         .bundle(&target.package, &target.bundle)
         .ok_or_else(|| format!("bundle {} is listed in channel {:?} of package {:?} in catalog {} but the catalog has no such bundle", target.bundle, target.channel, target.package, target.catalog))?;
-    let (steps, lookups) =
+    let (mut steps, mut lookups) =
         match bundle_source(bundle, &target.catalog).map_err(|e| e.to_string())? {
             BundleSource::Inline(content) => (
                 bundle_steps(&content, input.namespace, target.replaces.as_deref())
@@ -338,6 +346,10 @@ fn plan_for(
                 )],
             ),
         };
+    let (dependency_steps, dependency_lookups) =
+        dependencies::dependency_steps(input, target, now)?;
+    steps.extend(dependency_steps);
+    lookups.extend(dependency_lookups);
     Ok(PlanDraft {
         namespace: input.namespace.to_owned(),
         subscriptions: vec![ServedSubscription {

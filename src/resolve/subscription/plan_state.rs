@@ -1,5 +1,5 @@
 //! What a Subscription's status says about its InstallPlan and CSV
-//! (subscription-installplan.md §1 steps B and E, §2 plan conditions, §2.1 plan message).
+//! (docs/install-plans.md §1 steps B and E, §2 plan conditions, §2.1 plan message).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -198,7 +198,7 @@ pub fn attach_plan(status: &mut SubscriptionStatus, plan: &InstallPlan, csv: &st
     status.conditions = Some(conditions);
 }
 
-/// The plan's bundle lookups on the Subscription (§9.4, without Jobs): `BundleUnpacking` while
+/// The plan's bundle lookups on the Subscription (docs/install-plans.md §9, without Jobs): `BundleUnpacking` while
 /// any is pending, `BundleUnpackFailed` (reason `BundleUnpackFailed`) when one failed, neither
 /// once every bundle is pulled. `BundleUnpackFailed` with another reason (a bundle that cannot
 /// be planned at all) is left to resolution. Returns whether anything changed and, when the
@@ -342,7 +342,7 @@ fn installed_condition(plan: &InstallPlan) -> Option<&crate::api::InstallPlanCon
         .find(|c| c.type_ == Some(InstallPlanConditionType::Installed))
 }
 
-/// §2.1: the `Installed` condition's message when it has a status other than Unknown, else the
+/// docs/install-plans.md §2.1: the `Installed` condition's message when it has a status other than Unknown, else the
 /// messages of pending bundle lookups, each followed by `.`.
 pub fn plan_message(plan: &InstallPlan) -> String {
     if let Some(c) = installed_condition(plan)

@@ -152,6 +152,7 @@ impl World {
             package: Some("etcd".into()),
             provided: vec![],
             phase: "Succeeded".into(),
+            properties: Vec::new(),
         });
     }
 }

@@ -2,7 +2,7 @@
 //! a `Table`, or `PartialObjectMetadata`.
 //!
 //! Plain objects are encoded straight from the store ([`Presented`]): a watch event or a list
-//! of large objects (CSVs fanned out to thousands of namespaces, csv.md §11) must not deep-copy
+//! of large objects (CSVs fanned out to thousands of namespaces, docs/operator-groups.md §10) must not deep-copy
 //! each of them first.
 
 use std::sync::Arc;

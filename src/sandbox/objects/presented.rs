@@ -1,6 +1,6 @@
 //! Stored objects as served, without copying them. Every watch event and every response used to
 //! deep-clone the stored object only to put `apiVersion`/`kind` first and rename a few Event
-//! fields; for a 35 kB CSV fanned out to thousands of namespaces (csv.md §11) those clones were
+//! fields; for a 35 kB CSV fanned out to thousands of namespaces (docs/operator-groups.md §10) those clones were
 //! the largest cost of the server (profiled: a fifth of its CPU). Objects whose served shape
 //! equals the stored one are now encoded straight from the store.
 

@@ -107,7 +107,7 @@ impl Harness {
         let namespaces: Api<Namespace> = Api::all(client.clone());
         create(&namespaces, json!({"metadata": {"name": NS}})).await;
         // Start at the wall clock: the API server stamps managedFields with it, and the NoRetry
-        // trigger compares those stamps with the CSV's lastUpdateTime (csv.md §1.1).
+        // trigger compares those stamps with the CSV's lastUpdateTime (docs/csv-phases.md §1.1).
         let clock = ManualClock::new(jiff::Timestamp::now());
         let ctx = Arc::new(Context::new(
             client.clone(),

@@ -1,5 +1,5 @@
 //! A CSV owning an APIService or webhooks: the install plans its cert objects and CA
-//! consumers; a running CSV is checked for broken resources and due rotation (certs.md).
+//! consumers; a running CSV is checked for broken resources and due rotation (docs/certificates.md).
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Service;

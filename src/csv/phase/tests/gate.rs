@@ -1,6 +1,6 @@
 use super::*;
 
-// ---- the gate (csv.md §2) -------------------------------------------------------------------
+// ---- the gate (docs/csv-phases.md §2) -------------------------------------------------------------------
 
 #[test]
 fn no_operator_group_fails_and_too_many_names_them() {

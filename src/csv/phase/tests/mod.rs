@@ -1,4 +1,4 @@
-//! Table tests of the transitions in csv.md §5, each from a hand-built snapshot, one file per
+//! Table tests of the transitions in docs/csv-phases.md §5, each from a hand-built snapshot, one file per
 //! group of phases.
 
 use std::sync::Arc;

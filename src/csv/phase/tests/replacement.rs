@@ -111,7 +111,7 @@ fn a_replacing_csv_whose_replacement_vanished_rechecks_itself() {
     );
 }
 
-// ---- Status bookkeeping (csv.md §4) -----------------------------------------------------------
+// ---- Status bookkeeping (docs/csv-phases.md §4) -----------------------------------------------------------
 
 #[test]
 fn unchanged_outcomes_write_nothing_and_emit_nothing() {
@@ -128,7 +128,7 @@ fn unchanged_outcomes_write_nothing_and_emit_nothing() {
         second.status
     );
     assert!(second.events.is_empty());
-    // A fresh requirementStatus is still written when it changes (Known pain #2).
+    // A fresh requirementStatus is still written when it changes (docs/csv-phases.md §11 item 2).
     seen.service_accounts.clear();
     let third = sync(&again, &seen, t(30));
     let status = third.status.expect("message and requirementStatus changed");

@@ -1,5 +1,5 @@
 //! The writes of a pass: CRDs (then wait until Established), CSVs, everything else; each
-//! idempotent so an interrupted pass can run again (subscription-installplan.md §7.3, §10).
+//! idempotent so an interrupted pass can run again (docs/install-plans.md §7.3, §10).
 
 use std::collections::HashMap;
 

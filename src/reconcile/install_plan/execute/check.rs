@@ -1,5 +1,5 @@
 //! Before anything is written: every step's API exists (or comes from a CRD of this plan) and
-//! every CRD update is safe for the custom resources already stored (subscription-installplan.md
+//! every CRD update is safe for the custom resources already stored (docs/install-plans.md
 //! §7.3).
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! One execution pass over an InstallPlan's steps (subscription-installplan.md §7.3).
+//! One execution pass over an InstallPlan's steps (docs/install-plans.md §7.3).
 //!
 //! The whole plan is checked before anything is written (manifests readable, kinds supported,
 //! APIs served, CRD updates safe), then applied in this order: CRDs; wait until they are
@@ -25,7 +25,7 @@ use crate::plan::prepare::OwnerCsv;
 
 /// What a pass needs.
 pub struct Pass<'a> {
-    /// olm-rs's own client: CRDs are always applied with it (§10).
+    /// olm-rs's own client: CRDs are always applied with it (docs/install-plans.md §10).
     pub admin: &'a Client,
     /// The client for every other step (olm-rs's, or the OperatorGroup's service account).
     pub steps: &'a Client,
@@ -44,7 +44,7 @@ pub struct PlanWarning {
     pub step: Option<usize>,
 }
 
-/// The event reason for API-server warnings drawn by a step (subscription-installplan.md §7.3).
+/// The event reason for API-server warnings drawn by a step (docs/install-plans.md §7.3).
 pub const APPLIED_WITH_WARNINGS: &str = "AppliedWithWarnings";
 
 pub type Warnings = Vec<PlanWarning>;
