@@ -29,18 +29,10 @@ fn options(probe_addr: SocketAddr) -> RunOptions {
 #[tokio::test]
 async fn waits_for_missing_crds_naming_each_then_starts_when_they_are_served() {
     let api = ApiServer::new();
-    let probe_addr = free_addr();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(controller::run(
-        api.client(),
-        options(probe_addr),
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
+    let running = Running::start(&api);
 
     // No CRD yet: the process stays up and /readyz names every CRD it waits for.
-    let url = format!("http://{probe_addr}/readyz");
+    let url = running.readyz_url();
     let (status, body) = wait_for_readyz(&url, |status, body| {
         status == 503 && body.contains("waiting for the CRDs")
     })
@@ -63,12 +55,7 @@ async fn waits_for_missing_crds_naming_each_then_starts_when_they_are_served() {
     let (status, body) = wait_for_readyz(&url, |status, _| status == 200).await;
     assert_eq!(status, 200, "never ready once the CRDs were served: {body}");
 
-    stop_tx.send(()).expect("controller still running");
-    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("controller stops within 10 s")
-        .expect("controller task did not panic");
-    assert!(outcome.is_ok(), "{outcome:?}");
+    running.stop().await;
 }
 
 /// `kubectl apply --server-side -f crds/` and `olm-rs run` at once: the group is listed while
@@ -90,19 +77,11 @@ async fn starts_when_crds_are_still_being_established() {
         "the embedded API must answer 404 while establishing, got {versions:?}"
     );
 
-    let probe_addr = free_addr();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(controller::run(
-        api.client(),
-        options(probe_addr),
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
-    let url = format!("http://{probe_addr}/readyz");
+    let running = Running::start(&api);
+    let url = running.readyz_url();
     let (status, body) = wait_for_readyz(&url, |status, _| status == 200).await;
     if running.is_finished() {
-        let outcome = running.await.expect("controller task did not panic");
+        let outcome = running.task.await.expect("controller task did not panic");
         panic!("controller stopped while the CRDs were being established: {outcome:?}");
     }
     assert_eq!(status, 200, "never ready: {body}");
@@ -115,12 +94,7 @@ async fn starts_when_crds_are_still_being_established() {
         .expect("OperatorGroup created");
     wait_for_group_status(&groups, "og").await;
 
-    stop_tx.send(()).expect("controller still running");
-    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("controller stops within 10 s")
-        .expect("controller task did not panic");
-    assert!(outcome.is_ok(), "{outcome:?}");
+    running.stop().await;
 }
 
 /// A CRD deleted and created again while the controller runs: its watches recover and the
@@ -129,16 +103,8 @@ async fn starts_when_crds_are_still_being_established() {
 async fn watches_recover_when_a_crd_is_deleted_and_created_again() {
     let api = ApiServer::new();
     install_crds(&api).await;
-    let probe_addr = free_addr();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(controller::run(
-        api.client(),
-        options(probe_addr),
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
-    let url = format!("http://{probe_addr}/readyz");
+    let running = Running::start(&api);
+    let url = running.readyz_url();
     let (status, body) = wait_for_readyz(&url, |status, _| status == 200).await;
     assert_eq!(status, 200, "never ready: {body}");
 
@@ -188,12 +154,7 @@ async fn watches_recover_when_a_crd_is_deleted_and_created_again() {
     wait_for_group_status(&groups, "after").await;
     assert!(!running.is_finished(), "the controller must keep running");
 
-    stop_tx.send(()).expect("controller still running");
-    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("controller stops within 10 s")
-        .expect("controller task did not panic");
-    assert!(outcome.is_ok(), "{outcome:?}");
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -237,6 +198,50 @@ async fn becomes_ready_with_crds_and_stops_on_shutdown() {
         .expect("controller stops within 10 s")
         .expect("controller task did not panic");
     assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+/// `olm-rs run` in a task against `api`, with its probe address and a way to stop it.
+struct Running {
+    probe_addr: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), controller::RunError>>,
+}
+
+impl Running {
+    fn start(api: &ApiServer) -> Self {
+        let probe_addr = free_addr();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(controller::run(
+            api.client(),
+            options(probe_addr),
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
+        Running {
+            probe_addr,
+            stop,
+            task,
+        }
+    }
+
+    fn readyz_url(&self) -> String {
+        format!("http://{}/readyz", self.probe_addr)
+    }
+
+    fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Stops the controller and checks it ends cleanly within 10 s.
+    async fn stop(self) {
+        self.stop.send(()).expect("controller still running");
+        let outcome = tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("controller stops within 10 s")
+            .expect("controller task did not panic");
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
 }
 
 async fn install_crds(api: &ApiServer) {
