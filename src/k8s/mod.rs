@@ -8,3 +8,20 @@ pub mod warnings;
 
 /// The one field manager of every olm-rs write (STYLE rule 2).
 pub const MANAGER: &str = "olm-rs";
+
+/// Parameters of a create or replace by olm-rs: the one field manager, so that managed fields
+/// name olm-rs and a later apply (or a takeover from OLM) sees who owns what.
+pub fn post_params() -> kube::api::PostParams {
+    kube::api::PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..kube::api::PostParams::default()
+    }
+}
+
+/// Parameters of a merge or JSON patch by olm-rs, under the one field manager.
+pub fn patch_params() -> kube::api::PatchParams {
+    kube::api::PatchParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..kube::api::PatchParams::default()
+    }
+}

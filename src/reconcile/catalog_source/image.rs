@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Resource, ResourceExt};
 
 use crate::api::CatalogSource;
@@ -178,7 +178,7 @@ pub(super) async fn ensure(
             annotations.insert(IMAGE_DIGEST_ANNOTATION.to_owned(), d.clone());
         }
         pod_api
-            .create(&PostParams::default(), &new_pod)
+            .create(&crate::k8s::post_params(), &new_pod)
             .await
             .map_err(|e| err("creating the registry pod", e))?;
         if !plan.recreating {

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -159,7 +159,7 @@ pub async fn inject_ca(client: &Client, certs: &CertInstall) -> Result<(), Insta
         let patch = json!({"spec": {"conversion": conversion.conversion}});
         crds.patch(
             &conversion.crd,
-            &PatchParams::default(),
+            &crate::k8s::patch_params(),
             &Patch::Merge(&patch),
         )
         .await
@@ -181,7 +181,7 @@ where
         return apply_cluster(client, obj, true).await;
     }
     let api: Api<K> = Api::all(client.clone());
-    api.create(&PostParams::default(), obj)
+    api.create(&crate::k8s::post_params(), obj)
         .await
         .map(|_| ())
         .map_err(|e| {
@@ -213,7 +213,7 @@ pub async fn reset_conversions(client: &Client, crds: &[String]) -> Result<(), R
     let patch = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
     for crd in crds {
         match api
-            .patch(crd, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(crd, &crate::k8s::patch_params(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => {}

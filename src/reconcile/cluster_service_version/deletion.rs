@@ -6,7 +6,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -77,7 +77,11 @@ pub async fn finalize(
         json!({"metadata": {"finalizers": finalizers, "resourceVersion": csv.resource_version()}});
     let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), namespace(csv));
     match csvs
-        .patch(name(csv), &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(
+            name(csv),
+            &crate::k8s::patch_params(),
+            &Patch::Merge(&patch),
+        )
         .await
     {
         Ok(_) => Ok(true),

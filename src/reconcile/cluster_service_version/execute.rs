@@ -135,7 +135,11 @@ impl Executor<'_> {
         meta.insert("resourceVersion".into(), json!(csv.resource_version()));
         let patch = json!({ "metadata": meta });
         self.csvs(namespace(csv))
-            .patch(name(csv), &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                name(csv),
+                &crate::k8s::patch_params(),
+                &Patch::Merge(&patch),
+            )
             .await
             .map_err(kube_err(format!("update metadata of CSV {}", name(csv))))
     }
@@ -149,7 +153,7 @@ impl Executor<'_> {
         let api: Api<OperatorGroup> = Api::namespaced(self.client.clone(), ns);
         let patch = json!({"metadata": {"annotations": {crate::api::keys::PROVIDED_APIS_ANNOTATION: annotation}}});
         match api
-            .patch(group, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(group, &crate::k8s::patch_params(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => Ok(()),

@@ -7,7 +7,7 @@
 //! server-side apply would keep.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, PartialObjectMeta, PostParams, Preconditions};
+use kube::api::{DeleteParams, PartialObjectMeta, Preconditions};
 use kube::core::Request;
 use kube::{Client, Resource};
 use serde::Serialize;
@@ -114,7 +114,7 @@ impl CopyWriter {
     /// Creates the copy in `namespace`, then writes its status (a create ignores status).
     pub async fn create(&self, namespace: &str) -> Result<Outcome, WriteError> {
         let request = Request::new(url(namespace))
-            .create(&PostParams::default(), self.create_body.clone())
+            .create(&crate::k8s::post_params(), self.create_body.clone())
             .map_err(|e| {
                 self.error(namespace, "build the create request")(kube::Error::BuildRequest(e))
             })?;
@@ -153,7 +153,7 @@ impl CopyWriter {
             let body = serde_json::to_vec(&copy)
                 .map_err(|e| self.error(namespace, "encode")(kube::Error::SerdeError(e)))?;
             let request = Request::new(url(namespace))
-                .replace(&self.name, &PostParams::default(), body)
+                .replace(&self.name, &crate::k8s::post_params(), body)
                 .map_err(|e| {
                     self.error(namespace, "build the update request")(kube::Error::BuildRequest(e))
                 })?;
@@ -194,7 +194,7 @@ impl CopyWriter {
         let body = serde_json::to_vec(&body)
             .map_err(|e| self.error(namespace, "encode the status")(kube::Error::SerdeError(e)))?;
         let request = Request::new(url(namespace))
-            .replace_subresource("status", &self.name, &PostParams::default(), body)
+            .replace_subresource("status", &self.name, &crate::k8s::post_params(), body)
             .map_err(|e| {
                 self.error(namespace, "build the status request")(kube::Error::BuildRequest(e))
             })?;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 use kube_runtime::controller::{Action, Controller};
 use kube_runtime::{WatchStreamExt, reflector, watcher};
@@ -241,7 +241,7 @@ pub async fn sync_install_plan(
     }
     plan.status = Some(status);
     match plans
-        .replace_status(name, &PostParams::default(), &plan)
+        .replace_status(name, &crate::k8s::post_params(), &plan)
         .await
     {
         Ok(_) => Ok(Synced::Progressed { requeue }),

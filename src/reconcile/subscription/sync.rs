@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, ListParams, Preconditions};
 use kube::{Resource, ResourceExt};
 
 use super::catalogs::CatalogSnapshots;
@@ -184,7 +184,7 @@ pub async fn sync_namespace(
             continue;
         }
         match subs_api
-            .replace_status(&sub.name_any(), &PostParams::default(), &written)
+            .replace_status(&sub.name_any(), &crate::k8s::post_params(), &written)
             .await
         {
             Ok(_) => report.updated.push(sub.name_any()),
@@ -256,7 +256,7 @@ async fn ensure_plan(
         if plan.status.is_none() {
             plan.status = Some(draft.initial_status_named(&plan.name_any()));
             plan = api
-                .replace_status(&plan.name_any(), &PostParams::default(), &plan)
+                .replace_status(&plan.name_any(), &crate::k8s::post_params(), &plan)
                 .await?;
         }
         return Ok((plan, false));
@@ -266,7 +266,7 @@ async fn ensure_plan(
         // The thread-local generator must not live across an await (it is not Send).
         let name = install_plan_name(&mut rand::rng());
         match api
-            .create(&PostParams::default(), &draft.install_plan(&name))
+            .create(&crate::k8s::post_params(), &draft.install_plan(&name))
             .await
         {
             Ok(plan) => break plan,
@@ -278,7 +278,7 @@ async fn ensure_plan(
     let mut plan = created;
     plan.status = Some(draft.initial_status_named(&plan.name_any()));
     let plan = api
-        .replace_status(&plan.name_any(), &PostParams::default(), &plan)
+        .replace_status(&plan.name_any(), &crate::k8s::post_params(), &plan)
         .await?;
     Ok((plan, true))
 }

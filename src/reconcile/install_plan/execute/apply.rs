@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 
 use super::super::apis::StepApi;
 use super::{Parsed, Pass, api_error, csv_resource, strip_status};
@@ -34,7 +34,7 @@ impl Pass<'_> {
             None => {
                 let crd: CustomResourceDefinition = serde_json::from_value(desired)
                     .map_err(|e| format!("CustomResourceDefinition {}: {e}", p.object.name))?;
-                match crds.create(&PostParams::default(), &crd).await {
+                match crds.create(&crate::k8s::post_params(), &crd).await {
                     Ok(_) => Ok(StepStatus::WaitingForApi),
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(StepStatus::WaitingForApi),
                     Err(e) => Err(api_error("creating", p, &e)),
@@ -128,7 +128,7 @@ impl Pass<'_> {
             }
             let object: DynamicObject = serde_json::from_value(desired)
                 .map_err(|e| format!("{} {}: {e}", p.object.kind, p.object.name))?;
-            return match resources.create(&PostParams::default(), &object).await {
+            return match resources.create(&crate::k8s::post_params(), &object).await {
                 Ok(_) => Ok(StepStatus::Created),
                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(StepStatus::Present),
                 Err(e) => Err(api_error("creating", p, &e)),
