@@ -76,27 +76,9 @@ fn widened(config: &DeclarativeConfig, copies: usize) -> DeclarativeConfig {
         for b in &config.bundles {
             let mut b = b.clone();
             b.package = rename(&b.package);
-            b.properties = b
-                .properties
-                .iter()
-                // What a bundle provides and what it requires are renamed alike, so each copy's
-                // requirements are met by the same copy (and never by another one's APIs).
-                .map(|p| {
-                    let mut v: Value = serde_json::from_str(p.json().get()).expect("JSON");
-                    match p.type_.as_str() {
-                        "olm.gvk" | "olm.gvk.required" => {
-                            let group = format!("{}-{i}", v["group"].as_str().unwrap_or_default());
-                            v["group"] = group.into();
-                        }
-                        "olm.package" | "olm.package.required" => {
-                            let name = rename(v["packageName"].as_str().unwrap_or_default());
-                            v["packageName"] = name.into();
-                        }
-                        _ => return p.clone(),
-                    }
-                    Property::from_value(&p.type_, &v).expect("serialises")
-                })
-                .collect();
+            // What a bundle provides and what it requires are renamed alike, so each copy's
+            // requirements are met by the same copy (and never by another one's APIs).
+            b.properties = renamed_properties(&b.properties, i);
             out.bundles.push(b);
         }
     }
@@ -263,28 +245,32 @@ fn renamed_copy(config: &DeclarativeConfig, names: &[&str], i: usize) -> Declara
     for b in config.bundles.iter().filter(|b| keep(&b.package)) {
         let mut b = b.clone();
         b.package = rename(&b.package);
-        b.properties = b
-            .properties
-            .iter()
-            .map(|p| {
-                let mut v: Value = serde_json::from_str(p.json().get()).expect("JSON");
-                match p.type_.as_str() {
-                    "olm.gvk" | "olm.gvk.required" => {
-                        let group = format!("{}-{i}", v["group"].as_str().unwrap_or_default());
-                        v["group"] = group.into();
-                    }
-                    "olm.package" | "olm.package.required" => {
-                        let name = rename(v["packageName"].as_str().unwrap_or_default());
-                        v["packageName"] = name.into();
-                    }
-                    _ => return p.clone(),
-                }
-                Property::from_value(&p.type_, &v).expect("serialises")
-            })
-            .collect();
+        b.properties = renamed_properties(&b.properties, i);
         out.bundles.push(b);
     }
     out
+}
+
+/// `properties` with the package names and API groups they provide or require suffixed `-i`.
+fn renamed_properties(properties: &[Property], i: usize) -> Vec<Property> {
+    properties
+        .iter()
+        .map(|p| {
+            let mut v: Value = serde_json::from_str(p.json().get()).expect("JSON");
+            match p.type_.as_str() {
+                "olm.gvk" | "olm.gvk.required" => {
+                    let group = format!("{}-{i}", v["group"].as_str().unwrap_or_default());
+                    v["group"] = group.into();
+                }
+                "olm.package" | "olm.package.required" => {
+                    let name = format!("{}-{i}", v["packageName"].as_str().unwrap_or_default());
+                    v["packageName"] = name.into();
+                }
+                _ => return p.clone(),
+            }
+            Property::from_value(&p.type_, &v).expect("serialises")
+        })
+        .collect()
 }
 
 /// `chain-0` requires an API of `chain-1`, which requires package `chain-2`, which requires an
