@@ -389,3 +389,59 @@ async fn catalog_render_takes_images_and_directories_mixed() {
         "{err}"
     );
 }
+
+/// Multi-architecture bundle images are image indexes (manifest lists). Bundles hold no
+/// binaries, so any entry would do, but the choice must not depend on the order a build tool
+/// wrote: linux/amd64 when the index has it, else its first entry (docs/bundle-images.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_indexes_resolve_to_linux_amd64_else_their_first_entry() {
+    let Some(reg) = TestRegistry::start(Kind::Plain) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let puller = puller_for(&reg, work.path(), None);
+    let bundles = registry_support::real_bundle_dirs(2);
+    let (amd_package, amd_dir) = &bundles[0];
+    let (arm_package, arm_dir) = &bundles[1];
+    let (_, amd64) = reg.push_bundle_dir("multi/bundle", "amd64", amd_dir).await;
+    let (_, arm64) = reg.push_bundle_dir("multi/bundle", "arm64", arm_dir).await;
+    let csv_name = |dir: &Path| {
+        let read = bundle_dir::read(dir).expect("read bundle dir");
+        render::render(&read, "x").expect("render").bundle.name
+    };
+
+    // amd64 listed second: still the one taken.
+    let both = reg
+        .push_index(
+            "multi/bundle",
+            "both",
+            &[(&arm64, "linux", "arm64"), (&amd64, "linux", "amd64")],
+        )
+        .await;
+    let pulled = puller
+        .pull(&both, &Credentials::anonymous())
+        .await
+        .unwrap_or_else(|e| panic!("{both}: {e}"));
+    assert_eq!(
+        pulled.digest, amd64,
+        "{amd_package} is the linux/amd64 entry"
+    );
+    let name = pulled.csv().unwrap()["metadata"]["name"].clone();
+    assert_eq!(name, csv_name(amd_dir).as_str());
+
+    // No amd64 entry: the first one.
+    let arm_only = reg
+        .push_index(
+            "multi/bundle",
+            "arm-only",
+            &[(&arm64, "linux", "arm64"), (&amd64, "linux", "s390x")],
+        )
+        .await;
+    let pulled = puller
+        .pull(&arm_only, &Credentials::anonymous())
+        .await
+        .unwrap_or_else(|e| panic!("{arm_only}: {e}"));
+    assert_eq!(pulled.digest, arm64, "{arm_package} is the first entry");
+    let name = pulled.csv().unwrap()["metadata"]["name"].clone();
+    assert_eq!(name, csv_name(arm_dir).as_str());
+}

@@ -66,6 +66,7 @@ mod subscription_dependencies;
 mod subscription_failures;
 mod subscription_image_bundle_failures;
 mod subscription_image_bundles;
+mod subscription_image_bundles_running;
 mod subscription_install;
 mod subscription_upgrade;
 mod subscription_waiting_plan;

@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 use oci_client::client::{
     Certificate, CertificateEncoding, ClientConfig, ClientProtocol, Config, ImageLayer,
 };
+use oci_client::manifest::{
+    ImageIndexEntry, OCI_IMAGE_INDEX_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciImageIndex,
+};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
@@ -268,6 +271,55 @@ impl TestRegistry {
             .await
             .expect("digest of the pushed manifest");
         (format!("{}/{repo}@{digest}", self.host()), digest)
+    }
+
+    /// Pushes an image index (manifest list) as `repo:tag` whose entries are the images
+    /// `repo@digest` already pushed, each declared for the `(os, architecture)` given, in that
+    /// order; returns `host/repo:tag`.
+    pub async fn push_index(
+        &self,
+        repo: &str,
+        tag: &str,
+        entries: &[(&str, &str, &str)],
+    ) -> String {
+        let client = self.push_client();
+        let auth = self.push_auth();
+        let mut manifests = Vec::new();
+        for (digest, os, arch) in entries {
+            let image: Reference = format!("{}/{repo}@{digest}", self.host())
+                .parse()
+                .expect("reference");
+            let (raw, _) = client
+                .pull_manifest_raw(&image, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+                .await
+                .unwrap_or_else(|e| panic!("manifest of {image}: {e}"));
+            manifests.push(ImageIndexEntry {
+                media_type: OCI_IMAGE_MEDIA_TYPE.to_string(),
+                digest: digest.to_string(),
+                size: raw.len() as i64,
+                platform: Some(
+                    serde_json::from_value(serde_json::json!({"os": os, "architecture": arch}))
+                        .expect("platform"),
+                ),
+                annotations: None,
+                artifact_type: None,
+            });
+        }
+        let index = OciImageIndex {
+            schema_version: 2,
+            media_type: Some(OCI_IMAGE_INDEX_MEDIA_TYPE.to_string()),
+            manifests,
+            artifact_type: None,
+            annotations: None,
+        };
+        let reference: Reference = format!("{}/{repo}:{tag}", self.host())
+            .parse()
+            .expect("reference");
+        client
+            .push_manifest_list(&reference, &auth, index)
+            .await
+            .unwrap_or_else(|e| panic!("push index {reference}: {e}"));
+        reference.whole()
     }
 
     /// Pushes a bundle directory as a one-layer bundle image.
