@@ -8,6 +8,8 @@
 //! - peak memory: `VmHWM` (peak RSS) of this process before and after pulling 50 different
 //!   bundles, printed once.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
 #[path = "../tests/integration/registry_support/mod.rs"]

@@ -2,6 +2,8 @@
 //! load + validate catalogs/v4.20, render every bundle directory, and compute the upgrade path
 //! from every entry of every channel.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 use std::path::PathBuf;
 use std::time::Duration;
 

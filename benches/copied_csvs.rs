@@ -29,6 +29,8 @@
 //! --no-default-features --target x86_64-unknown-linux-musl`), whose smaller code is most of the
 //! difference in RSS.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
 

@@ -6,6 +6,8 @@
 //!   `/proc/<pid>/status`, printed once. `opm serve` needs about 115 MB.
 //! - `load_for_serving` and `list_bundles`: the same work in-process, without process start-up.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

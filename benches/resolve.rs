@@ -1,6 +1,8 @@
 //! Resolution benchmarks: one Subscription against the community catalog `catalogs/v4.20`, and
 //! a namespace with 200 Subscriptions (decisions alone, and the whole status pass).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

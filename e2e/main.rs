@@ -7,6 +7,8 @@
 //! This target has its own runner (`harness = false`) so that the skip message is always
 //! printed and the journeys run one after the other in a fixed order.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 mod cluster;
 mod configmap_catalog;
 mod fixtures;

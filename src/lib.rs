@@ -4,6 +4,9 @@
 //! to a cluster; the thin shell (`reconcile`, `controller`, `registry`, `sandbox`) reads, calls
 //! the core and writes. The README's architecture picture shows how they fit.
 
+// The library needs no unsafe code; the one `mallopt` call (memory tuning) lives in main.rs.
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod bundle_image;
 pub mod catalog;

@@ -4,6 +4,8 @@
 //! cluster is that nothing runs pods: the workload simulator marks Deployments available, and
 //! the catalog-from-an-image journey skips (it needs a registry pod).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 // The journeys are shared with `cargo test --test e2e` (e2e/main.rs); this target does not use
 // everything those modules offer (the static checks, the in-cluster controller access).
 #[allow(dead_code)]

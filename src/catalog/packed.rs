@@ -24,6 +24,10 @@ impl PackedJson {
     }
 
     /// The packed JSON text.
+    #[allow(
+        clippy::expect_used,
+        reason = "bytes made by `pack` from valid JSON, never changed"
+    )]
     pub fn unpack(&self) -> Box<RawValue> {
         // Proven invariant: `bytes` was made by `pack` from a valid JSON value and is never
         // changed, so it unpacks to that same UTF-8 JSON text.

@@ -5,6 +5,8 @@
 //! The e2e journeys on the embedded API stay in their own target (tests/e2e_embedded.rs): their
 //! modules are shared with e2e/main.rs and address each other from the crate root.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 // Support shared by several test modules.
 mod apiserver_common;
 mod catalog_source_common;
