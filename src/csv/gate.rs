@@ -221,19 +221,24 @@ fn cluster_changed_since_failure(csv: &ClusterServiceVersion, seen: &Observed) -
         return true;
     };
     let ns = namespace(csv);
+    // Only changes made by someone else count: the failed install attempt itself writes the
+    // CSV's Roles and RoleBindings (as olm-rs) within the same second as the failure, and
+    // counting those lifted the freeze at once, over and over, until the clock's second
+    // turned. Timestamps have seconds resolution, so a change in that same second still counts.
     let touched = |meta: &ObjectMeta| {
-        meta.namespace.as_deref() == Some(ns)
-            && meta
-                .creation_timestamp
-                .iter()
-                .map(|t| t.0)
-                .chain(
-                    meta.managed_fields
-                        .iter()
-                        .flatten()
-                        .filter_map(|f| f.time.as_ref().map(|t| t.0)),
-                )
-                .any(|t| t >= failed_at)
+        let fields = meta.managed_fields.as_deref().unwrap_or_default();
+        let by_others = fields
+            .iter()
+            .filter(|f| f.manager.as_deref() != Some(crate::k8s::MANAGER));
+        let times: Vec<_> = if fields.is_empty() {
+            // No field records (an older server, a kubelet-made object): its creation.
+            meta.creation_timestamp.iter().map(|t| t.0).collect()
+        } else {
+            by_others
+                .filter_map(|f| f.time.as_ref().map(|t| t.0))
+                .collect()
+        };
+        meta.namespace.as_deref() == Some(ns) && times.into_iter().any(|t| t >= failed_at)
     };
     let rbac_changed = seen.roles.iter().any(|r| touched(&r.metadata))
         || seen.role_bindings.iter().any(|r| touched(&r.metadata))

@@ -359,3 +359,81 @@ async fn kubectl_get_og_shows_name_and_age() {
     assert_eq!(columns, vec!["Name", "Age"]);
     assert_eq!(table["rows"][0]["cells"][0], "og");
 }
+
+/// A CSV parked in `InstallComponentFailedNoRetry` because its group's service account lacks
+/// rights is released by pointing the group at an account that has them: the OperatorGroup
+/// controller records the new `serviceAccountRef`, and the CSV controller — the only writer of
+/// CSV status — sees the group change and retries. No RBAC object changes after the failure, so
+/// only the group's change can be what released it.
+#[tokio::test]
+async fn pointing_the_group_at_an_account_with_rights_releases_a_no_retry_csv() {
+    let h = Harness::start_all_controllers().await;
+    h.service_account("scoped").await;
+    h.service_account_with_rbac().await;
+    h.service_account("installer").await;
+    let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(h.client.clone(), NS);
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "installer"}, "rules": [
+                {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}
+            ]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        Api::namespaced(h.client.clone(), NS);
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "installer"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "installer"},
+                "subjects": [{"kind": "ServiceAccount", "name": "installer", "namespace": NS}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    group(
+        &h,
+        NS,
+        "og",
+        json!({"targetNamespaces": [NS], "serviceAccountName": "scoped"}),
+        json!({}),
+    )
+    .await;
+    let groups = h.groups(NS);
+    eventually("the group's status names the scoped account", || async {
+        let og = groups.get("og").await.ok()?;
+        (og.status?.service_account_ref?.name.as_deref() == Some("scoped")).then_some(())
+    })
+    .await;
+    // The failure must come after every RBAC object's last change (seconds resolution); the
+    // controller's clock is the harness's manual one, set to the wall time the server stamps.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    h.clock.set(jiff::Timestamp::now());
+    h.create_csv(csv("demo.v0.1.0", "op")).await;
+    h.wait_for("demo.v0.1.0", P::Failed, R::InstallComponentFailedNoRetry)
+        .await;
+
+    // Still parked a while later: nothing changed.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let parked = h.csvs().get("demo.v0.1.0").await.unwrap();
+    assert_eq!(
+        parked.status.as_ref().and_then(|s| s.reason.clone()),
+        Some(R::InstallComponentFailedNoRetry)
+    );
+
+    groups
+        .patch(
+            "og",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"serviceAccountName": "installer"}})),
+        )
+        .await
+        .unwrap();
+    h.wait_for_history("demo.v0.1.0", P::Pending, R::DetectedClusterChange)
+        .await;
+    h.wait_for("demo.v0.1.0", P::Succeeded, R::InstallSucceeded)
+        .await;
+}

@@ -10,6 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
@@ -82,13 +83,34 @@ pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Err
 const LIST_PAGE_SIZE: u32 = 100;
 
 /// Drops what no decision of the CSV reconciler reads before an object enters its store:
-/// managed fields and kubectl's last-applied copy, often most of a small object's size.
+/// kubectl's last-applied copy and the managed fields' field sets, often most of a small
+/// object's size. Of the managed fields one entry stays, without its fields: the newest change
+/// by another manager than olm-rs (else one of olm-rs's), which the NoRetry trigger reads
+/// (docs/csv-phases.md §1.1).
 pub fn slim<K: Resource>(obj: &mut K) {
     let meta = obj.meta_mut();
-    meta.managed_fields = None;
+    meta.managed_fields = meta.managed_fields.take().map(newest_change);
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.remove(LAST_APPLIED_ANNOTATION);
     }
+}
+
+/// The one managed-fields entry [`slim`] keeps: manager and time only.
+fn newest_change(fields: Vec<ManagedFieldsEntry>) -> Vec<ManagedFieldsEntry> {
+    let ours = |f: &&ManagedFieldsEntry| f.manager.as_deref() == Some(crate::k8s::MANAGER);
+    let newest = fields
+        .iter()
+        .filter(|f| !ours(f))
+        .max_by_key(|f| f.time.as_ref().map(|t| t.0))
+        .or_else(|| fields.iter().find(ours));
+    newest
+        .map(|f| ManagedFieldsEntry {
+            manager: f.manager.clone(),
+            time: f.time.clone(),
+            ..ManagedFieldsEntry::default()
+        })
+        .into_iter()
+        .collect()
 }
 
 /// [`slim`], and a CRD's OpenAPI schemas: the requirement checks read its names, versions,
@@ -97,6 +119,7 @@ pub fn slim<K: Resource>(obj: &mut K) {
 /// stored copy is never written back.
 pub fn slim_crd(crd: &mut CustomResourceDefinition) {
     slim(crd);
+    crd.metadata.managed_fields = None;
     for version in &mut crd.spec.versions {
         version.schema = None;
     }
@@ -297,6 +320,37 @@ mod tests {
 
     use super::*;
     use crate::csv::fixtures::crd;
+
+    #[test]
+    fn slim_keeps_only_the_newest_change_by_another_manager() {
+        let entry = |manager: &str, second: i64| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::from_second(second).unwrap(),
+            )),
+            fields_v1: Some(Default::default()),
+            ..Default::default()
+        };
+        let mut role = Role::default();
+        role.metadata.managed_fields = Some(vec![
+            entry("kubectl", 10),
+            entry(crate::k8s::MANAGER, 30),
+            entry("helm", 20),
+        ]);
+        slim(&mut role);
+        let kept = role.metadata.managed_fields.unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].manager.as_deref(), Some("helm"));
+        assert!(kept[0].fields_v1.is_none(), "field sets are dropped");
+
+        let mut ours = Role::default();
+        ours.metadata.managed_fields = Some(vec![entry(crate::k8s::MANAGER, 30)]);
+        slim(&mut ours);
+        assert_eq!(
+            ours.metadata.managed_fields.unwrap()[0].manager.as_deref(),
+            Some(crate::k8s::MANAGER)
+        );
+    }
 
     #[test]
     fn slim_crd_keeps_what_requirement_checks_read_and_drops_the_rest() {

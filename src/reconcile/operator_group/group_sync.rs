@@ -9,9 +9,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
 use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE, PROVIDED_APIS_ANNOTATION};
-use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
+use crate::api::{ClusterServiceVersion, CsvPhase, OperatorGroup};
 use crate::k8s::MANAGER;
-use crate::k8s::apply::apply_status;
 use crate::operator_group::cluster_roles::{
     cluster_role_matches, operator_group_cluster_roles, operator_group_owner_labels,
 };
@@ -98,16 +97,16 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
     // §8: the service account.
     let account = service_account_state(shared, &og, key).await?;
 
-    let previous_ref = og
-        .status
-        .as_ref()
-        .and_then(|s| s.service_account_ref.clone());
     let observed = Observed {
         groups_in_namespace: &siblings,
         targets: targets.as_ref().ok(),
         service_account: &account,
         now: &now,
     };
+    // A new service-account reference (with its `lastUpdated`) is also what releases member
+    // CSVs parked in `InstallComponentFailedNoRetry`: the CSV controller, which owns CSV status,
+    // sees the group change and lifts the freeze itself (docs/csv-phases.md §1.1). Writing the
+    // CSVs' status from here raced that controller's guarded writes.
     let mut current = (*og).clone();
     if let Some(status) = desired_status(&og, &observed) {
         let api: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), &key.namespace);
@@ -115,17 +114,13 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, GroupSyncErr
             .patch_status(
                 &key.name,
                 &merge_params(),
-                &Patch::Merge(status_merge_patch(&status)),
+                &Patch::Merge(guarded(
+                    status_merge_patch(&status),
+                    og.metadata.resource_version.as_deref(),
+                )),
             )
             .await
             .map_err(api_error(key, "write status"))?;
-        let new_ref = current
-            .status
-            .as_ref()
-            .and_then(|s| s.service_account_ref.clone());
-        if new_ref.is_some() && new_ref != previous_ref {
-            retry_no_retry_members(shared, &current, &now).await?;
-        }
     }
 
     if let Some(source) = target_error {
@@ -244,48 +239,6 @@ async fn service_account_state(
     }))
 }
 
-/// §8: a new service-account reference may unblock CSVs of this group stuck in
-/// `Failed / InstallComponentFailedNoRetry`.
-async fn retry_no_retry_members(
-    shared: &Shared,
-    og: &OperatorGroup,
-    now: &Time,
-) -> Result<(), GroupSyncError> {
-    let key = ObjectKey::new(
-        og.metadata.namespace.as_deref().unwrap_or_default(),
-        &og.name_any(),
-    );
-    for csv in shared.caches.csvs_in(&key.namespace) {
-        let member = csv
-            .annotations()
-            .get(crate::api::keys::OPERATOR_GROUP_ANNOTATION)
-            == Some(&key.name);
-        let stuck = csv
-            .status
-            .as_ref()
-            .is_some_and(|s| s.reason == Some(CsvReason::InstallComponentFailedNoRetry));
-        if !member || !stuck {
-            continue;
-        }
-        let mut status = csv.status.clone().unwrap_or_default();
-        status.record_phase(
-            CsvPhase::Pending,
-            CsvReason::DetectedClusterChange,
-            "Cluster resources changed state",
-            now,
-        );
-        let api: Api<ClusterServiceVersion> =
-            Api::namespaced(shared.ctx.client.clone(), &key.namespace);
-        apply_status(&api, &csv.name_any(), &status)
-            .await
-            .map_err(api_error(
-                &key,
-                format!("move CSV {} back to Pending", csv.name_any()),
-            ))?;
-    }
-    Ok(())
-}
-
 /// §2 step 4: stamps the membership annotations on every non-copied CSV of the namespace.
 async fn annotate_members(
     shared: &Shared,
@@ -401,4 +354,16 @@ async fn clean_up_deleted(shared: &Shared, key: &ObjectKey) -> Result<Next, Grou
         }
     }
     Ok(Next::Done)
+}
+
+/// `patch` guarded by the resourceVersion it was computed from: the API server refuses it with
+/// 409 when the group changed meanwhile, and the next sync computes from the newer group.
+fn guarded(mut patch: serde_json::Value, resource_version: Option<&str>) -> serde_json::Value {
+    if let (Some(rv), Some(body)) = (resource_version, patch.as_object_mut()) {
+        body.insert(
+            "metadata".into(),
+            serde_json::json!({"resourceVersion": rv}),
+        );
+    }
+    patch
 }

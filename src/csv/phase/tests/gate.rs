@@ -187,3 +187,40 @@ fn no_retry_is_frozen_until_rbac_changes() {
         "Cluster resources changed state",
     );
 }
+
+#[test]
+fn no_retry_is_not_lifted_by_olm_rs_own_writes() {
+    let c = in_phase(
+        csv("a.v1"),
+        P::Failed,
+        R::InstallComponentFailedNoRetry,
+        t(100),
+    );
+    let mut seen = ready(&[&c]);
+    // The failed attempt itself wrote the CSV's Role in the second of the failure.
+    let mut own = binding("a.v1", "a.v1", "op-sa");
+    own.metadata.creation_timestamp = Some(Time(t(100)));
+    own.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+        manager: Some(crate::k8s::MANAGER.into()),
+        time: Some(Time(t(100))),
+        ..Default::default()
+    }]);
+    seen.role_bindings.push(Arc::new(own));
+    let s = sync(&c, &seen, t(200));
+    assert!(s.status.is_none() && s.actions.is_empty(), "{s:?}");
+
+    // A user's change in that same second still counts (timestamps have seconds resolution).
+    let mut user = binding("extra", "op-role", "op-sa");
+    user.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+        manager: Some("kubectl-client-side-apply".into()),
+        time: Some(Time(t(100))),
+        ..Default::default()
+    }]);
+    seen.role_bindings.push(Arc::new(user));
+    assert_outcome(
+        &sync(&c, &seen, t(200)),
+        P::Pending,
+        R::DetectedClusterChange,
+        "Cluster resources changed state",
+    );
+}
