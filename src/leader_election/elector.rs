@@ -15,7 +15,6 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 
 use super::decision::{self, Claim, Decision, LeaseConfig, LeaseRecord, Observation};
-use crate::k8s::MANAGER;
 use crate::k8s::clock::Clock;
 use crate::metrics::Metrics;
 
@@ -315,10 +314,7 @@ impl LeaderElector {
     }
 
     fn post_params(&self) -> PostParams {
-        PostParams {
-            dry_run: false,
-            field_manager: Some(MANAGER.to_owned()),
-        }
+        crate::k8s::post_params()
     }
 
     fn lease(&self, record: LeaseRecord, resource_version: Option<String>) -> Lease {

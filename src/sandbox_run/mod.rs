@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{ApiResource, DynamicObject, PostParams};
+use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client, Resource};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -281,7 +281,7 @@ async fn install_olm(client: &Client) -> Result<(), SandboxError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in crate::api::crd::all().map_err(|e| SandboxError::Crds(e.to_string()))? {
         let name = crd.metadata.name.clone().unwrap_or_default();
-        crds.create(&PostParams::default(), &crd)
+        crds.create(&crate::k8s::post_params(), &crd)
             .await
             .map_err(|cause| SandboxError::Create {
                 what: format!("CustomResourceDefinition {name}"),
@@ -318,7 +318,7 @@ where
             what: what.clone(),
             cause,
         })?;
-    api.create(&PostParams::default(), &object)
+    api.create(&crate::k8s::post_params(), &object)
         .await
         .map_err(|cause| SandboxError::Create { what, cause })?;
     Ok(())

@@ -72,3 +72,4 @@ mod subscription_image_bundles_running;
 mod subscription_install;
 mod subscription_upgrade;
 mod subscription_waiting_plan;
+mod write_path;

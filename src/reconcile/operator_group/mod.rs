@@ -51,10 +51,7 @@ impl std::fmt::Display for ObjectKey {
 /// are used for metadata of objects users own (CSVs, OperatorGroups, Namespaces,
 /// ServiceAccounts) — they touch exactly the keys named — and for whole-status writes.
 pub fn merge_params() -> kube::api::PatchParams {
-    kube::api::PatchParams {
-        field_manager: Some(crate::k8s::MANAGER.to_owned()),
-        ..Default::default()
-    }
+    crate::k8s::patch_params()
 }
 
 /// Settings of the OperatorGroup side.

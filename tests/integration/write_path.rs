@@ -1,0 +1,97 @@
+//! The one write path, checked mechanically: every create, replace and patch olm-rs sends
+//! carries its field manager, because server-side-apply ownership, conflict reports and a
+//! takeover from OLM all read it (docs/api-types.md). Library code outside `src/k8s/` builds no
+//! `PostParams`/`PatchParams` of its own: it calls `k8s::post_params()`, `k8s::patch_params()`
+//! or applies with `PatchParams::apply(MANAGER)`. The embedded API server (`src/sandbox/`) is a
+//! server, not a writer, and is left out; so are tests.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The lines of `text` before its first `#[cfg(test)]` (tests sit at the end of a file).
+fn library_part(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+}
+
+/// Every place in library code that would write without olm-rs's field manager.
+fn bypasses(root: &Path) -> Vec<String> {
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if rel.starts_with("src/k8s/")
+            || rel.starts_with("src/sandbox/")
+            || rel.contains("/tests/")
+            || name.ends_with("tests.rs")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in library_part(&text) {
+            let code = line.split("//").next().unwrap_or_default();
+            let own_params = [
+                "PostParams::default()",
+                "PatchParams::default()",
+                "PostParams {",
+                "PatchParams {",
+            ]
+            .iter()
+            .any(|p| code.contains(p))
+                // A signature naming the type builds nothing.
+                && !code.contains("fn ");
+            let foreign_apply = code.contains("PatchParams::apply(")
+                && !code.contains("PatchParams::apply(MANAGER)")
+                && !code.contains("PatchParams::apply(crate::k8s::MANAGER)");
+            if own_params || foreign_apply {
+                found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_write_in_library_code_carries_the_olm_rs_field_manager() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = bypasses(root);
+    assert!(
+        found.is_empty(),
+        "writes that bypass crate::k8s (use k8s::post_params()/patch_params() or \
+         PatchParams::apply(MANAGER)):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_check_finds_a_bypass() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("src/reconcile");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("bad.rs"),
+        "fn f() {\n    api.create(&PostParams::default(), &o);\n    api.patch(n, &PatchParams::apply(\"me\"), &p);\n}\n#[cfg(test)]\nmod tests { fn t() { PostParams::default(); } }\n",
+    )
+    .unwrap();
+    let found = bypasses(root.path());
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("src/reconcile/bad.rs:2:"));
+}
