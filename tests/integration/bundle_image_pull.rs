@@ -445,3 +445,45 @@ async fn image_indexes_resolve_to_linux_amd64_else_their_first_entry() {
     let name = pulled.csv().unwrap()["metadata"]["name"].clone();
     assert_eq!(name, csv_name(arm_dir).as_str());
 }
+
+/// quay.io, ghcr.io and Docker Hub hand out bearer tokens from a realm: anonymous ones for
+/// public repositories, and ones for a login (from a pull secret) for private ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_tokens_from_the_registrys_realm_anonymous_and_with_a_pull_secret() {
+    let Some(reg) = TestRegistry::start(Kind::Token) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let bundle = first_real_bundle();
+    let (public, _) = reg.push_bundle_dir("public/bundle", "v1", &bundle).await;
+    let (private, _) = reg.push_bundle_dir("private/bundle", "v1", &bundle).await;
+    let puller = puller_for(&reg, work.path(), None);
+
+    let pulled = puller
+        .pull(&public, &Credentials::anonymous())
+        .await
+        .unwrap_or_else(|e| panic!("anonymous token for {public}: {e}"));
+    assert!(pulled.csv().is_some());
+
+    let e = puller
+        .pull(&private, &Credentials::anonymous())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, PullError::Unauthorized { .. }), "{e}");
+    assert!(e.to_string().contains(&reg.host()), "{e}");
+
+    let mut login = Credentials::anonymous();
+    login
+        .add_secret(
+            "olm",
+            "registry-login",
+            "kubernetes.io/dockerconfigjson",
+            &secret(USER, PASSWORD, &reg.host()),
+        )
+        .unwrap();
+    let pulled = puller
+        .pull(&private, &login)
+        .await
+        .unwrap_or_else(|e| panic!("token for a login, {private}: {e}"));
+    assert!(pulled.csv().is_some());
+}

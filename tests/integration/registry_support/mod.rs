@@ -8,6 +8,8 @@
 
 #![allow(dead_code)] // each test module uses a subset
 
+pub mod token;
+
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -33,6 +35,8 @@ pub enum Kind {
     Plain,
     BasicAuth,
     Tls,
+    /// Bearer tokens from a token service (`token::TokenServer`), as public registries do.
+    Token,
 }
 
 /// A running registry; stopped when dropped.
@@ -43,6 +47,8 @@ pub struct TestRegistry {
     pub ca_pem: Option<String>,
     child: Child,
     dir: tempfile::TempDir,
+    /// The token service of `Kind::Token`.
+    token: Option<token::TokenServer>,
 }
 
 /// The registry binary, or `None` after saying why the test skips (outside CI only).
@@ -78,7 +84,11 @@ impl TestRegistry {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-        let (extra, ca_pem) = Self::extra_config(kind, dir.path());
+        let token = (kind == Kind::Token).then(token::TokenServer::start);
+        let (extra, ca_pem) = match &token {
+            Some(server) => (server.registry_config(dir.path()), None),
+            None => Self::extra_config(kind, dir.path()),
+        };
         let config = format!(
             "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n{extra}",
             dir.path().join("storage").display()
@@ -100,6 +110,7 @@ impl TestRegistry {
             ca_pem,
             child,
             dir,
+            token,
         };
         if !reg.wait_ready() {
             let log =
@@ -152,6 +163,7 @@ impl TestRegistry {
                     None,
                 )
             }
+            Kind::Token => unreachable!("configured by its token service"),
             Kind::Tls => {
                 let (ca, cert, key) = test_ca_and_cert();
                 let cert_file = dir.join("server.crt");
@@ -235,7 +247,7 @@ impl TestRegistry {
 
     pub fn push_auth(&self) -> RegistryAuth {
         match self.kind {
-            Kind::BasicAuth => RegistryAuth::Basic(USER.into(), PASSWORD.into()),
+            Kind::BasicAuth | Kind::Token => RegistryAuth::Basic(USER.into(), PASSWORD.into()),
             _ => RegistryAuth::Anonymous,
         }
     }
