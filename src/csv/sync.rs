@@ -27,7 +27,7 @@ pub struct CsvEvent {
 /// Deployments to create or update, and orphans to delete (docs/csv-phases.md §7.1), with the
 /// certificate objects written before and the CA consumers written after the Deployments.
 #[derive(Clone, Debug, PartialEq)]
-pub struct InstallPlan {
+pub struct DeploymentInstall {
     pub deployments: Vec<DesiredDeployment>,
     pub delete_orphans: Vec<String>,
     pub certs: Option<CertInstall>,
@@ -46,7 +46,7 @@ pub enum Action {
     /// Delete these Deployments of the strategy (inter-group API conflicts).
     DeleteDeployments(Vec<String>),
     /// Run the install (InstallReady); afterwards call [`super::phase::after_install`].
-    Install(InstallPlan),
+    Install(DeploymentInstall),
     /// Re-apply Deployments whose live objects drifted from the desired ones.
     ReapplyDeployments(Vec<DesiredDeployment>),
     /// Re-create the ServiceAccounts and RBAC the CSV's install plan made (docs/csv-phases.md §11 item 1).
@@ -54,7 +54,7 @@ pub enum Action {
     /// Delete webhook configurations of this CSV that no definition asks for any more
     /// (docs/csv-phases.md §8 step 3).
     DeleteWebhookConfigurations(Vec<(WebhookKind, String)>),
-    /// Sync another CSV of the namespace soon (upgrade hand-offs).
+    /// CsvSyncOutcome another CSV of the namespace soon (upgrade hand-offs).
     RequeueCsv(String),
     /// Delete this CSV (phase Deleting).
     DeleteCsv,
@@ -73,7 +73,7 @@ pub enum Requeue {
 
 /// The decision of one sync.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sync {
+pub struct CsvSyncOutcome {
     /// The status to write; `None` when nothing changed.
     pub status: Option<ClusterServiceVersionStatus>,
     pub events: Vec<CsvEvent>,
@@ -83,7 +83,7 @@ pub struct Sync {
     pub note: Option<String>,
 }
 
-impl Sync {
+impl CsvSyncOutcome {
     pub fn nothing(note: impl Into<String>) -> Self {
         Self {
             status: None,
@@ -99,7 +99,7 @@ impl Sync {
     }
 }
 
-/// Builds a [`Sync`] from the CSV's current status. Status changes go through
+/// Builds a [`CsvSyncOutcome`] from the CSV's current status. Status changes go through
 /// [`ClusterServiceVersionStatus::record_phase`] ("set if changed", docs/csv-phases.md §4) and emit one event
 /// each.
 #[derive(Clone, Debug)]
@@ -192,9 +192,9 @@ impl Decision {
         self
     }
 
-    pub fn finish(self) -> Sync {
+    pub fn finish(self) -> CsvSyncOutcome {
         let changed = self.status != self.before;
-        Sync {
+        CsvSyncOutcome {
             status: changed.then_some(self.status),
             events: self.events,
             actions: self.actions,

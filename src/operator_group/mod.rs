@@ -3,7 +3,7 @@
 //! support, the RBAC OLM generates for groups and members, namespace labels, and copied CSVs.
 //!
 //! Nothing here talks to a cluster or reads a clock; `reconcile::operator_group` and
-//! `reconcile::copied_csv` read the cluster, call these functions and write the results.
+//! `reconcile::operator_group::copied_csv` read the cluster, call these functions and write the results.
 
 pub mod api_roles;
 pub mod cluster_roles;

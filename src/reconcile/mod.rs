@@ -8,7 +8,6 @@
 pub mod bundle_images;
 pub mod catalog_source;
 pub mod cluster_service_version;
-pub mod copied_csv;
 pub mod install_plan;
 pub mod operator_group;
 pub mod subscription;

@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, watch};
 use crate::catalog::CatalogIndex;
 
 /// Which CatalogSource: the same key the resolver and planner use.
-pub use crate::plan::CatalogRef as CatalogKey;
+pub use crate::plan::CatalogRef;
 
 /// Why a catalog is (un)healthy, for conditions and `kubectl describe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,7 +87,7 @@ impl CatalogHealth {
 /// What a reader sees of one catalog.
 #[derive(Debug, Clone)]
 pub struct CatalogSnapshot {
-    pub key: CatalogKey,
+    pub key: CatalogRef,
     /// The CatalogSource's UID (so a deleted-and-recreated catalog is told apart).
     pub uid: Option<String>,
     /// `spec.priority`: higher is preferred when several catalogs provide a dependency.
@@ -101,7 +101,7 @@ pub struct CatalogSnapshot {
 /// A change to one catalog (content, health, existence).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogChange {
-    pub key: CatalogKey,
+    pub key: CatalogRef,
     /// The catalog is gone.
     pub removed: bool,
 }
@@ -109,7 +109,7 @@ pub struct CatalogChange {
 /// The shared cache. Cheap to share (`Arc<CatalogCache>`); all methods take `&self`.
 #[derive(Debug)]
 pub struct CatalogCache {
-    entries: RwLock<HashMap<CatalogKey, CatalogSnapshot>>,
+    entries: RwLock<HashMap<CatalogRef, CatalogSnapshot>>,
     version: watch::Sender<u64>,
     events: broadcast::Sender<CatalogChange>,
 }
@@ -144,7 +144,7 @@ impl CatalogCache {
         out
     }
 
-    pub fn get(&self, key: &CatalogKey) -> Option<CatalogSnapshot> {
+    pub fn get(&self, key: &CatalogRef) -> Option<CatalogSnapshot> {
         self.read().get(key).cloned()
     }
 
@@ -170,7 +170,7 @@ impl CatalogCache {
 
     /// Registers a catalog (or updates its uid/priority). A new one starts `Loading`; a catalog
     /// whose uid changed starts over.
-    pub fn register(&self, key: &CatalogKey, uid: Option<&str>, priority: i64, now: Timestamp) {
+    pub fn register(&self, key: &CatalogRef, uid: Option<&str>, priority: i64, now: Timestamp) {
         let changed = {
             let mut entries = self.write();
             match entries.get_mut(key) {
@@ -204,7 +204,7 @@ impl CatalogCache {
     }
 
     /// New content for a catalog, which is then healthy.
-    pub fn set_index(&self, key: &CatalogKey, index: Arc<CatalogIndex>, now: Timestamp) {
+    pub fn set_index(&self, key: &CatalogRef, index: Arc<CatalogIndex>, now: Timestamp) {
         let changed = {
             let mut entries = self.write();
             let Some(s) = entries.get_mut(key) else {
@@ -224,7 +224,7 @@ impl CatalogCache {
 
     /// Records health; notifies only when it changed (not on every identical report).
     /// `drop_index` forgets loaded content (invalid content must not be resolved against).
-    pub fn set_health(&self, key: &CatalogKey, health: CatalogHealth, drop_index: bool) {
+    pub fn set_health(&self, key: &CatalogRef, health: CatalogHealth, drop_index: bool) {
         let changed = {
             let mut entries = self.write();
             let Some(s) = entries.get_mut(key) else {
@@ -246,14 +246,14 @@ impl CatalogCache {
         }
     }
 
-    pub fn remove(&self, key: &CatalogKey) {
+    pub fn remove(&self, key: &CatalogRef) {
         let removed = self.write().remove(key).is_some();
         if removed {
             self.notify(key, true);
         }
     }
 
-    fn notify(&self, key: &CatalogKey, removed: bool) {
+    fn notify(&self, key: &CatalogRef, removed: bool) {
         self.version.send_modify(|v| *v += 1);
         // No receivers is fine: nobody is interested yet.
         let _ = self.events.send(CatalogChange {
@@ -262,12 +262,12 @@ impl CatalogCache {
         });
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<CatalogKey, CatalogSnapshot>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<CatalogRef, CatalogSnapshot>> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
         self.entries.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<CatalogKey, CatalogSnapshot>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<CatalogRef, CatalogSnapshot>> {
         self.entries.write().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -288,7 +288,7 @@ mod tests {
             ("team-a", "private"),
             ("team-b", "other"),
         ] {
-            cache.register(&CatalogKey::new(ns, name), Some("u"), 0, now());
+            cache.register(&CatalogRef::new(ns, name), Some("u"), 0, now());
         }
         let names = |ns: &str| -> Vec<String> {
             cache
@@ -306,8 +306,8 @@ mod tests {
     #[test]
     fn readers_share_the_index_and_see_health_per_catalog() {
         let cache = CatalogCache::new();
-        let good = CatalogKey::new("olm", "good");
-        let bad = CatalogKey::new("olm", "bad");
+        let good = CatalogRef::new("olm", "good");
+        let bad = CatalogRef::new("olm", "bad");
         cache.register(&good, Some("1"), 10, now());
         cache.register(&bad, Some("2"), 0, now());
         let index = Arc::new(CatalogIndex::default());
@@ -335,7 +335,7 @@ mod tests {
     #[tokio::test]
     async fn changes_are_announced_only_when_something_changed() {
         let cache = CatalogCache::new();
-        let key = CatalogKey::new("ns", "c");
+        let key = CatalogRef::new("ns", "c");
         let mut version = cache.changes();
         let mut events = cache.events();
         cache.register(&key, Some("1"), 0, now());

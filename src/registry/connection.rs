@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::catalog::{self, CatalogIndex};
 use crate::k8s::clock::Clock;
 
-use super::cache::{CatalogCache, CatalogHealth, CatalogKey, HealthReason};
+use super::cache::{CatalogCache, CatalogHealth, CatalogRef, HealthReason};
 use super::client::{ClientTimeouts, RegistryClient};
 use super::convert::from_api;
 
@@ -102,11 +102,11 @@ struct Handle {
 
 /// Every catalog's connection. Dropping it stops them all.
 pub struct Connections {
-    handles: Mutex<HashMap<CatalogKey, Handle>>,
+    handles: Mutex<HashMap<CatalogRef, Handle>>,
     cache: Arc<CatalogCache>,
     clock: Arc<dyn Clock>,
     options: ConnectionOptions,
-    changed: mpsc::UnboundedSender<CatalogKey>,
+    changed: mpsc::UnboundedSender<CatalogRef>,
 }
 
 impl Connections {
@@ -116,7 +116,7 @@ impl Connections {
         cache: Arc<CatalogCache>,
         clock: Arc<dyn Clock>,
         options: ConnectionOptions,
-    ) -> (Connections, mpsc::UnboundedReceiver<CatalogKey>) {
+    ) -> (Connections, mpsc::UnboundedReceiver<CatalogRef>) {
         let (changed, rx) = mpsc::unbounded_channel();
         (
             Connections {
@@ -132,7 +132,7 @@ impl Connections {
 
     /// Makes sure `key` has a connection to `address` (restarting it when the address changed)
     /// and returns its current status.
-    pub fn ensure(&self, key: &CatalogKey, address: &str) -> ConnectionStatus {
+    pub fn ensure(&self, key: &CatalogRef, address: &str) -> ConnectionStatus {
         let mut handles = self.lock();
         if let Some(h) = handles.get(key).filter(|h| h.address == address) {
             return h.status.borrow().clone();
@@ -144,7 +144,7 @@ impl Connections {
     }
 
     /// Drops and redials the connection (after the registry pod was replaced).
-    pub fn reconnect(&self, key: &CatalogKey) {
+    pub fn reconnect(&self, key: &CatalogRef) {
         let mut handles = self.lock();
         if let Some(address) = handles.get(key).map(|h| h.address.clone()) {
             let handle = self.start(key, &address);
@@ -152,20 +152,20 @@ impl Connections {
         }
     }
 
-    pub fn status(&self, key: &CatalogKey) -> Option<ConnectionStatus> {
+    pub fn status(&self, key: &CatalogRef) -> Option<ConnectionStatus> {
         self.lock().get(key).map(|h| h.status.borrow().clone())
     }
 
     /// Stops the connection; the cache entry is the caller's business.
-    pub fn close(&self, key: &CatalogKey) {
+    pub fn close(&self, key: &CatalogRef) {
         self.lock().remove(key);
     }
 
-    pub fn keys(&self) -> Vec<CatalogKey> {
+    pub fn keys(&self) -> Vec<CatalogRef> {
         self.lock().keys().cloned().collect()
     }
 
-    fn start(&self, key: &CatalogKey, address: &str) -> Handle {
+    fn start(&self, key: &CatalogRef, address: &str) -> Handle {
         let initial = ConnectionStatus {
             address: address.to_owned(),
             state: LinkState::Idle,
@@ -191,19 +191,19 @@ impl Connections {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CatalogKey, Handle>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CatalogRef, Handle>> {
         self.handles.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 struct Worker {
-    key: CatalogKey,
+    key: CatalogRef,
     address: String,
     cache: Arc<CatalogCache>,
     clock: Arc<dyn Clock>,
     options: ConnectionOptions,
     status: watch::Sender<ConnectionStatus>,
-    changed: mpsc::UnboundedSender<CatalogKey>,
+    changed: mpsc::UnboundedSender<CatalogRef>,
 }
 
 impl Worker {
@@ -313,7 +313,7 @@ const PROBLEMS_SHOWN: usize = 5;
 
 /// Registry answers → checked index, or the validation problems in one message.
 pub fn build_index(
-    key: &CatalogKey,
+    key: &CatalogRef,
     content: &super::client::RegistryContent,
 ) -> Result<CatalogIndex, String> {
     let (config, warnings) = from_api::declarative_config(content);

@@ -7,7 +7,7 @@ use crate::catalog_source_common;
 use catalog_source_common::*;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_rs::api::{CatalogSource, CatalogSourceReason};
-use olm_rs::registry::cache::{CatalogKey, HealthReason};
+use olm_rs::registry::cache::{CatalogRef, HealthReason};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn address_catalog_connects_and_loads_into_the_cache() {
@@ -36,7 +36,7 @@ async fn address_catalog_connects_and_loads_into_the_cache() {
     assert!(service.service_name.is_none() && service.created_at.is_some());
     assert!(status.reason.is_none() && status.message.is_none());
 
-    let key = CatalogKey::new(GLOBAL_NS, "community");
+    let key = CatalogRef::new(GLOBAL_NS, "community");
     let snapshot = eventually("catalog loaded", || async {
         h.ctx.catalogs.get(&key).filter(|s| s.index.is_some())
     })
@@ -121,7 +121,7 @@ async fn unreachable_catalog_marks_only_itself() {
     let good = eventually("good loaded", || async {
         h.ctx
             .catalogs
-            .get(&CatalogKey::new("team-a", "good"))
+            .get(&CatalogRef::new("team-a", "good"))
             .filter(|s| s.health.healthy)
     })
     .await;
@@ -129,7 +129,7 @@ async fn unreachable_catalog_marks_only_itself() {
     let bad = h
         .ctx
         .catalogs
-        .get(&CatalogKey::new("team-a", "gone"))
+        .get(&CatalogRef::new("team-a", "gone"))
         .unwrap();
     assert!(!bad.health.healthy);
     assert_eq!(bad.health.reason, HealthReason::Unreachable);
@@ -149,7 +149,7 @@ async fn unreachable_catalog_marks_only_itself() {
     eventually("recovered in cache", || async {
         h.ctx
             .catalogs
-            .get(&CatalogKey::new("team-a", "gone"))
+            .get(&CatalogRef::new("team-a", "gone"))
             .filter(|s| s.health.healthy)
     })
     .await;
@@ -182,7 +182,7 @@ async fn invalid_spec_is_reported_and_cleared_when_fixed() {
     let snap = h
         .ctx
         .catalogs
-        .get(&CatalogKey::new("team-b", "broken"))
+        .get(&CatalogRef::new("team-b", "broken"))
         .unwrap();
     assert_eq!(snap.health.reason, HealthReason::SpecInvalid);
 
@@ -280,7 +280,7 @@ async fn catalog_serving_an_invalid_catalog_is_unhealthy_with_the_problems() {
     let snap = h
         .ctx
         .catalogs
-        .get(&CatalogKey::new("team-a", "bad"))
+        .get(&CatalogRef::new("team-a", "bad"))
         .unwrap();
     assert_eq!(snap.health.reason, HealthReason::Invalid);
     assert!(

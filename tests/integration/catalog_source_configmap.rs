@@ -8,7 +8,7 @@ use catalog_source_common::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use olm_rs::api::{CatalogSource, CatalogSourceReason};
-use olm_rs::registry::cache::{CatalogKey, HealthReason};
+use olm_rs::registry::cache::{CatalogRef, HealthReason};
 
 const CRDS: &str = r#"
 - apiVersion: apiextensions.k8s.io/v1
@@ -89,7 +89,7 @@ async fn configmap_catalog_is_read_into_the_cache_and_follows_changes() {
     )
     .await;
 
-    let key = CatalogKey::new("team-a", "legacy");
+    let key = CatalogRef::new("team-a", "legacy");
     let snap = eventually("configmap catalog loaded", || async {
         h.ctx
             .catalogs
@@ -226,7 +226,7 @@ async fn missing_configmap_is_reported() {
     assert!(
         !h.ctx
             .catalogs
-            .get(&CatalogKey::new("team-b", "nocm"))
+            .get(&CatalogRef::new("team-b", "nocm"))
             .unwrap()
             .health
             .healthy

@@ -16,7 +16,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use olm_rs::api::CatalogSource;
 use olm_rs::k8s::clock::Clock;
-use olm_rs::registry::cache::CatalogKey;
+use olm_rs::registry::cache::CatalogRef;
 use olm_rs::registry::pod::IMAGE_DIGEST_ANNOTATION;
 
 const IMAGE: &str = "quay.io/example/catalog:latest";
@@ -142,7 +142,7 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
         status.connection_state.unwrap().address.as_deref(),
         Some("my-catalog.olm.svc:50051")
     );
-    let key = CatalogKey::new(GLOBAL_NS, "my.catalog");
+    let key = CatalogRef::new(GLOBAL_NS, "my.catalog");
     eventually("content loaded", || async {
         h.ctx
             .catalogs

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use olm_rs::catalog::{CatalogIndex, properties};
-use olm_rs::registry::cache::CatalogKey;
+use olm_rs::registry::cache::CatalogRef;
 use olm_rs::registry::client::{ClientError, ClientTimeouts, RegistryClient};
 use olm_rs::registry::connection::build_index;
 use olm_rs::registry::{proto, serve, server};
@@ -299,7 +299,7 @@ async fn what_the_client_reads_rebuilds_the_same_catalog() {
         .unwrap();
     let content = client.fetch_content().await.unwrap();
     assert!(content.skipped.is_empty());
-    let rebuilt = build_index(&CatalogKey::new("olm", "community"), &content)
+    let rebuilt = build_index(&CatalogRef::new("olm", "community"), &content)
         .expect("what our server sends validates");
     assert_eq!(engine_memberships(&rebuilt), engine_memberships(&index));
     for p in index.packages() {

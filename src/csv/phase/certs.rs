@@ -16,7 +16,7 @@ use super::super::install_strategy::{
     BuildError, DesiredDeployment, desired_deployments_with_certs,
 };
 use super::super::strategy::needs_certificates;
-use super::super::sync::{Action, Decision, Requeue, Sync, truncate_to_seconds};
+use super::super::sync::{Action, CsvSyncOutcome, Decision, Requeue, truncate_to_seconds};
 use super::{Ctx, POLL_INTERVAL};
 
 /// The Deployments as they must run now, with `olmcahash` from the live cert Secrets.
@@ -129,7 +129,7 @@ pub(super) fn not_ready(
 
 /// docs/certificates.md §6.3 step 5: after a successful install, the times of the certificates in the
 /// Secrets (Known pain #1: derived from the certificates, not from the install time).
-pub(super) fn record_cert_times(sync: &mut Sync, times: Option<(Timestamp, Timestamp)>) {
+pub(super) fn record_cert_times(sync: &mut CsvSyncOutcome, times: Option<(Timestamp, Timestamp)>) {
     let (Some(status), Some((last, rotate))) = (sync.status.as_mut(), times) else {
         return;
     };

@@ -14,7 +14,7 @@ use super::super::install_strategy::{
 };
 use super::super::observed::Observed;
 use super::super::rbac_eval::{Request, Scope, ServiceAccountUser};
-use super::super::sync::{Action, Decision, InstallPlan, Requeue, Sync};
+use super::super::sync::{Action, CsvSyncOutcome, Decision, DeploymentInstall, Requeue};
 use super::certs::{desired_now, not_ready, record_cert_times};
 use super::{Ctx, INSTALL_TIMEOUT, POLL_INTERVAL, apply_health};
 
@@ -114,7 +114,7 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
             );
         }
     }
-    d.act(Action::Install(InstallPlan {
+    d.act(Action::Install(DeploymentInstall {
         deployments: desired,
         delete_orphans: orphans,
         certs,
@@ -137,7 +137,7 @@ pub fn after_install_with_certs(
     outcome: Result<(), InstallFailure>,
     certs: Option<&CertInstall>,
     now: Timestamp,
-) -> Sync {
+) -> CsvSyncOutcome {
     let succeeded = outcome.is_ok();
     let mut sync = after_install(csv, outcome, now);
     if succeeded {
@@ -151,7 +151,7 @@ pub fn after_install(
     csv: &ClusterServiceVersion,
     outcome: Result<(), InstallFailure>,
     now: Timestamp,
-) -> Sync {
+) -> CsvSyncOutcome {
     let mut d = Decision::new(csv, now);
     match outcome {
         Ok(()) => {

@@ -18,7 +18,7 @@ use super::gate::{Gate, gate};
 use super::health::Health;
 use super::observed::Observed;
 use super::requirements::{RequirementCheck, check_requirements};
-use super::sync::{Decision, Requeue, Sync};
+use super::sync::{CsvSyncOutcome, Decision, Requeue};
 
 pub use install::{InstallFailure, after_install, after_install_with_certs};
 
@@ -36,9 +36,9 @@ struct Ctx<'a> {
 }
 
 /// One sync of a CSV that is not being deleted (deletion: [`super::cleanup`]).
-pub fn sync(csv: &ClusterServiceVersion, seen: &Observed, now: Timestamp) -> Sync {
+pub fn sync(csv: &ClusterServiceVersion, seen: &Observed, now: Timestamp) -> CsvSyncOutcome {
     if csv.metadata.deletion_timestamp.is_some() {
-        return Sync::nothing("CSV is being deleted");
+        return CsvSyncOutcome::nothing("CSV is being deleted");
     }
     let (mut d, group) = match gate(csv, seen, now) {
         Gate::Stop(d) => return d.finish(),

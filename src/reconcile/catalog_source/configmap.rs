@@ -14,7 +14,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::{CatalogSource, ConfigMapResourceReference};
 use crate::catalog::{self, CatalogIndex};
-use crate::registry::cache::{CatalogHealth, CatalogKey, HealthReason};
+use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::configmap_catalog;
 use crate::registry::connection::describe_problems;
 
@@ -35,7 +35,7 @@ pub(super) struct LoadedConfigMap {
 pub(super) async fn sync(
     r: &Reconciler,
     cs: &CatalogSource,
-    key: &CatalogKey,
+    key: &CatalogRef,
     config_map: &str,
 ) -> Result<(ConfigMapResourceReference, Result<(), String>), String> {
     let ns = cs.namespace().unwrap_or_default();
@@ -127,7 +127,7 @@ pub(super) async fn sync(
     Ok((reference, outcome))
 }
 
-fn forget(r: &Reconciler, key: &CatalogKey, message: &str, reason: HealthReason) {
+fn forget(r: &Reconciler, key: &CatalogRef, message: &str, reason: HealthReason) {
     r.loaded_configmaps().remove(key);
     r.ctx.catalogs.set_health(
         key,

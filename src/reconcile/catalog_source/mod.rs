@@ -32,7 +32,7 @@ use kube_runtime::watcher::{self, Event};
 
 use crate::api::CatalogSource;
 use crate::api::catalog_source::ConnectionState;
-use crate::registry::cache::CatalogKey;
+use crate::registry::cache::CatalogRef;
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
 use crate::registry::pod::RegistryPodOptions;
@@ -78,7 +78,7 @@ const RESYNC: Duration = Duration::from_secs(15 * 60);
 pub enum Error {
     #[error("CatalogSource {key}: writing status: {source}")]
     Status {
-        key: CatalogKey,
+        key: CatalogRef,
         #[source]
         source: kube::Error,
     },
@@ -88,16 +88,16 @@ pub enum Error {
 pub struct Reconciler {
     ctx: Arc<Context>,
     connections: Connections,
-    configmaps: Mutex<HashMap<CatalogKey, LoadedConfigMap>>,
+    configmaps: Mutex<HashMap<CatalogRef, LoadedConfigMap>>,
 }
 
 impl Reconciler {
-    fn loaded_configmaps(&self) -> std::sync::MutexGuard<'_, HashMap<CatalogKey, LoadedConfigMap>> {
+    fn loaded_configmaps(&self) -> std::sync::MutexGuard<'_, HashMap<CatalogRef, LoadedConfigMap>> {
         self.configmaps.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Everything olm-rs holds for a catalog that no longer exists.
-    fn forget(&self, key: &CatalogKey) {
+    fn forget(&self, key: &CatalogRef) {
         self.ctx
             .metrics
             .catalog_source_deleted(&key.namespace, &key.name);
@@ -118,8 +118,8 @@ impl Reconciler {
     }
 }
 
-fn key_of(cs: &CatalogSource) -> CatalogKey {
-    CatalogKey::new(cs.namespace().unwrap_or_default(), cs.name_any())
+fn key_of(cs: &CatalogSource) -> CatalogRef {
+    CatalogRef::new(cs.namespace().unwrap_or_default(), cs.name_any())
 }
 
 /// Runs the controller until the process stops.

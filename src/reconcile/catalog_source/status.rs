@@ -11,7 +11,7 @@ use crate::api::{
     CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState,
     RegistryServiceStatus,
 };
-use crate::registry::cache::{CatalogHealth, CatalogKey, HealthReason};
+use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::connection::LinkState;
 use crate::registry::pod;
 
@@ -37,7 +37,7 @@ pub(super) struct SyncOutcome {
 
 type Problem = (CatalogSourceReason, String);
 
-pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogKey) -> SyncOutcome {
+pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -> SyncOutcome {
     let now = r.ctx.clock.now();
     let observed = cs.status.clone().unwrap_or_default();
     r.ctx.catalogs.register(
@@ -223,7 +223,7 @@ fn address_registry_service(
 /// Stage 4: make sure the connection exists and mirror its state.
 fn connect(
     r: &Reconciler,
-    key: &CatalogKey,
+    key: &CatalogRef,
     address: &str,
     status: &mut CatalogSourceStatus,
     problem: &mut Option<Problem>,

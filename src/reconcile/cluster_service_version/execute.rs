@@ -1,4 +1,4 @@
-//! Carries out a [`Sync`]: metadata first, then the actions, then the status, then events.
+//! Carries out a [`CsvSyncOutcome`]: metadata first, then the actions, then the status, then events.
 //!
 //! CSV metadata (finalizer, membership annotations) is written with JSON merge patches, not
 //! server-side apply: several code paths share the `olm-rs` field manager on the CSV, and an
@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion, OperatorGroup};
 use crate::csv::identity::{name, namespace};
 use crate::csv::permission_objects::PermissionObjects;
-use crate::csv::{Action, CsvEvent, InstallFailure, InstallPlan, Sync};
+use crate::csv::{Action, CsvEvent, CsvSyncOutcome, DeploymentInstall, InstallFailure};
 use crate::k8s::MANAGER;
 use crate::k8s::events::EventPublisher;
 
@@ -49,7 +49,7 @@ impl Executor<'_> {
     pub async fn run(
         &self,
         csv: &ClusterServiceVersion,
-        sync: &Sync,
+        sync: &CsvSyncOutcome,
     ) -> Result<(ClusterServiceVersion, Option<Result<(), InstallFailure>>), ReconcileError> {
         let current = self.metadata(csv, &sync.actions).await?;
         let mut installed = None;
@@ -189,7 +189,7 @@ impl Executor<'_> {
         crate::k8s::apply::apply_owned(&api, deployment).await
     }
 
-    async fn install(&self, ns: &str, plan: &InstallPlan) -> Result<(), InstallFailure> {
+    async fn install(&self, ns: &str, plan: &DeploymentInstall) -> Result<(), InstallFailure> {
         if let Some(certs) = &plan.certs {
             super::certs::write_cert_objects(self.client, certs).await?;
         }

@@ -1,11 +1,12 @@
 //! The OperatorGroup side of the olm-operator: the group sync (docs/operator-groups.md §2), namespace
-//! labels (§4), the group ClusterRoles (§9.1) and — through `reconcile::copied_csv` — copied
+//! labels (§4), the group ClusterRoles (§9.1) and — through [`copied_csv`] — copied
 //! CSVs, their RBAC and the OLMConfig switch (docs/operator-groups.md §10).
 //!
 //! One set of watches ([`cache`]) feeds four queues ([`routes`]); each queue has its own
 //! workers. Decisions come from `crate::operator_group`.
 
 pub mod cache;
+pub mod copied_csv;
 mod group_sync;
 mod namespace_sync;
 pub mod routes;
@@ -19,7 +20,6 @@ use futures::future::BoxFuture;
 use kube_runtime::watcher::Event;
 
 use crate::reconcile::Context;
-use crate::reconcile::copied_csv;
 use crate::reconcile::work_queue;
 
 pub use cache::{Caches, CopyCache};

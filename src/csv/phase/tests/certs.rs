@@ -51,7 +51,7 @@ fn api_ready(c: &ClusterServiceVersion) -> Observed {
     seen
 }
 
-fn install_plan(sync: &Sync) -> &crate::csv::InstallPlan {
+fn install_plan(sync: &CsvSyncOutcome) -> &crate::csv::DeploymentInstall {
     match sync
         .actions
         .iter()
@@ -121,7 +121,7 @@ fn succeeded_install(c: ClusterServiceVersion) -> (ClusterServiceVersion, Observ
 }
 
 /// No phase change (requirementStatus may still be filled in).
-fn stays_succeeded(sync: &Sync) -> bool {
+fn stays_succeeded(sync: &CsvSyncOutcome) -> bool {
     sync.status.as_ref().is_none_or(|s| {
         s.phase() == P::Succeeded && s.reason.as_ref() == Some(&R::InstallSucceeded)
     })

@@ -11,9 +11,9 @@ use crate::api::keys::{PROVIDED_APIS_ANNOTATION, TARGET_NAMESPACES_ANNOTATION};
 use crate::api::{ClusterServiceVersion, CsvPhase as P, CsvReason as R, UpgradeStrategy};
 use crate::csv::fixtures::*;
 use crate::csv::observed::{Discovery, Observed, ServerVersion};
-use crate::csv::sync::{Action, Requeue, Sync};
+use crate::csv::sync::{Action, CsvSyncOutcome, Requeue};
 
-pub(super) fn outcome(sync: &Sync) -> (P, R, String) {
+pub(super) fn outcome(sync: &CsvSyncOutcome) -> (P, R, String) {
     let status = sync.status.as_ref().expect("the sync changed the status");
     (
         status.phase(),
@@ -22,7 +22,7 @@ pub(super) fn outcome(sync: &Sync) -> (P, R, String) {
     )
 }
 
-pub(super) fn assert_outcome(sync: &Sync, phase: P, reason: R, message_prefix: &str) {
+pub(super) fn assert_outcome(sync: &CsvSyncOutcome, phase: P, reason: R, message_prefix: &str) {
     let (p, r, m) = outcome(sync);
     assert_eq!((p, r), (phase, reason), "message: {m}");
     assert!(

@@ -18,6 +18,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::super::{ObjectKey, Shared};
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::{ClusterServiceVersion, CsvPhase};
 use crate::k8s::MANAGER;
@@ -26,7 +27,6 @@ use crate::operator_group::member_rbac::{
     CsvOwner, copied_role, copied_role_binding, lifted_cluster_role, lifted_cluster_role_binding,
 };
 use crate::operator_group::targets::TargetNamespaces;
-use crate::reconcile::operator_group::{ObjectKey, Shared};
 
 use super::{CopySyncError, lock};
 

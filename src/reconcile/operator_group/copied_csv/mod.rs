@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::ResourceExt;
 
+use super::{ObjectKey, Shared};
 use crate::api::ClusterServiceVersion;
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::operator_group::copied_csv::{
@@ -25,7 +26,6 @@ use crate::operator_group::copied_csv::{
 };
 use crate::operator_group::membership::{is_active_member, is_copied};
 use crate::operator_group::targets::TargetNamespaces;
-use crate::reconcile::operator_group::{ObjectKey, Shared};
 use crate::reconcile::work_queue::Next;
 
 pub use olm_config::sync_olm_config;

@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Resource, ResourceExt};
 
+use super::super::{ObjectKey, Shared};
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::olm_config::CONDITION_DISABLED_COPIED_CSVS;
 use crate::api::{
@@ -21,7 +22,6 @@ use crate::operator_group::olm_config::{
     disabled_event_message,
 };
 use crate::operator_group::targets::TargetNamespaces;
-use crate::reconcile::operator_group::{ObjectKey, Shared};
 use crate::reconcile::work_queue::Next;
 
 use super::{CopySyncError, copy_settings, lock, plan_for};
