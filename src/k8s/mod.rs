@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod clock;
+pub mod errors;
 pub mod events;
 pub mod warnings;
 

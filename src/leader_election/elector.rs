@@ -16,6 +16,7 @@ use kube::api::{Api, PostParams};
 
 use super::decision::{self, Claim, Decision, LeaseConfig, LeaseRecord, Observation};
 use crate::k8s::clock::Clock;
+use crate::k8s::errors::is_conflict;
 use crate::metrics::Metrics;
 
 /// Which Lease to hold, and who we are.
@@ -164,7 +165,7 @@ impl LeaderElector {
                 Ok(Attempt::Leading)
             }
             // 409: a stale resourceVersion on update, or AlreadyExists on create.
-            Err(kube::Error::Api(status)) if status.code == 409 => {
+            Err(err) if is_conflict(&err) => {
                 self.observed = None;
                 self.set_leading(None);
                 Ok(Attempt::Raced)

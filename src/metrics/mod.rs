@@ -113,6 +113,12 @@ struct ReconcileLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileErrorLabels {
+    kind: String,
+    error: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaderLabels {
     name: String,
 }
@@ -145,6 +151,7 @@ pub struct Metrics {
     installplan_warnings: Counter,
     resolution_duration: HistogramFamily<OutcomeLabels>,
     reconcile_duration: HistogramFamily<ReconcileLabels>,
+    reconcile_errors: Family<ReconcileErrorLabels, Counter>,
     leader: Family<LeaderLabels, Gauge>,
     last: Mutex<LastSeries>,
 }
@@ -185,6 +192,7 @@ impl Metrics {
             Family::new_with_constructor(duration_histogram);
         let reconcile_duration: HistogramFamily<ReconcileLabels> =
             Family::new_with_constructor(duration_histogram);
+        let reconcile_errors = Family::default();
         let leader = Family::default();
 
         // Help texts are OLM's where the metric is OLM's.
@@ -252,6 +260,12 @@ impl Metrics {
             "The duration of one reconcile of one object, by kind and outcome",
             reconcile_duration.clone(),
         );
+        registry.register(
+            "olm_rs_reconcile_errors",
+            "Failed reconciles, by kind of object and kind of error (not_found, conflict, \
+             forbidden, unauthorized, invalid, server_error, unreachable, other, decision)",
+            reconcile_errors.clone(),
+        );
         // client-go's and controller-runtime's name, so existing alerts on it apply.
         registry.register(
             "leader_election_master_status",
@@ -274,6 +288,7 @@ impl Metrics {
             installplan_warnings,
             resolution_duration,
             reconcile_duration,
+            reconcile_errors,
             leader,
             last: Mutex::new(LastSeries::default()),
         }
@@ -467,17 +482,38 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// Runs one reconcile and records how long it took and whether it failed:
-    /// `ctx.metrics.timed_reconcile("Subscription", reconcile(sub, ctx)).await`.
+    /// Runs one reconcile of the object `object` (`namespace/name`) of `kind` inside a tracing
+    /// span naming both, and records how long it took, whether it failed and with which kind of
+    /// error (`olm_rs_reconcile_errors_total{kind,error}`):
+    /// `ctx.metrics.timed_reconcile("Subscription", &key, reconcile(sub, ctx)).await`.
     pub async fn timed_reconcile<T, E>(
         &self,
         kind: &str,
+        object: &str,
         reconcile: impl Future<Output = Result<T, E>>,
-    ) -> Result<T, E> {
+    ) -> Result<T, E>
+    where
+        E: std::error::Error + 'static,
+    {
+        use tracing::Instrument as _;
+        let span = tracing::debug_span!("reconcile", kind, object);
         let started = std::time::Instant::now();
-        let result = reconcile.await;
+        let result = reconcile.instrument(span).await;
         self.reconcile_duration(kind, Outcome::of(&result), started.elapsed().as_secs_f64());
+        if let Err(err) = &result {
+            self.reconcile_error(kind, crate::k8s::errors::error_label(err));
+        }
         result
+    }
+
+    /// One failed reconcile of `kind`, with `error` the label of its kind of failure.
+    pub fn reconcile_error(&self, kind: &str, error: &'static str) {
+        self.reconcile_errors
+            .get_or_create(&ReconcileErrorLabels {
+                kind: kind.to_owned(),
+                error,
+            })
+            .inc();
     }
 
     /// `leader_election_master_status{name}`: whether this replica holds the Lease `lease`.

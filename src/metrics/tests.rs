@@ -284,22 +284,64 @@ fn durations_land_in_buckets_by_kind_and_outcome() {
     );
 }
 
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("boom")]
+struct Boom;
+
+#[derive(Debug, thiserror::Error)]
+#[error("write status: {source}")]
+struct WriteFailed {
+    source: kube::Error,
+}
+
 #[tokio::test]
 async fn timed_reconcile_records_each_outcome_and_passes_the_result_through() {
     let metrics = Metrics::new();
-    let ok: Result<u8, String> = metrics
-        .timed_reconcile("InstallPlan", async { Ok(7) })
+    let ok: Result<u8, Boom> = metrics
+        .timed_reconcile("InstallPlan", "ns/a", async { Ok(7) })
         .await;
     assert_eq!(ok, Ok(7));
-    let err: Result<u8, String> = metrics
-        .timed_reconcile("InstallPlan", async { Err("boom".to_owned()) })
+    let err: Result<u8, Boom> = metrics
+        .timed_reconcile("InstallPlan", "ns/a", async { Err(Boom) })
         .await;
-    assert_eq!(err, Err("boom".to_owned()));
+    assert_eq!(err, Err(Boom));
     let text = metrics.encode();
     for outcome in ["succeeded", "failed"] {
         let line = format!(
             r#"olm_rs_reconcile_duration_seconds_count{{kind="InstallPlan",outcome="{outcome}"}} 1"#
         );
+        assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn failed_reconciles_are_counted_by_the_kind_of_error() {
+    let metrics = Metrics::new();
+    let forbidden = || WriteFailed {
+        source: kube::Error::Api(
+            kube::core::Status::failure("forbidden", "Forbidden")
+                .with_code(403)
+                .boxed(),
+        ),
+    };
+    for _ in 0..2 {
+        let _: Result<(), WriteFailed> = metrics
+            .timed_reconcile("ClusterServiceVersion", "ns/a", async { Err(forbidden()) })
+            .await;
+    }
+    let _: Result<(), Boom> = metrics
+        .timed_reconcile("Subscription", "ns", async { Err(Boom) })
+        .await;
+    let text = metrics.encode();
+    assert!(
+        text.lines()
+            .any(|l| l == "# TYPE olm_rs_reconcile_errors counter"),
+        "{text}"
+    );
+    for line in [
+        r#"olm_rs_reconcile_errors_total{kind="ClusterServiceVersion",error="forbidden"} 2"#,
+        r#"olm_rs_reconcile_errors_total{kind="Subscription",error="decision"} 1"#,
+    ] {
         assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
     }
 }

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use tokio::sync::Notify;
 
@@ -201,7 +202,8 @@ pub async fn run_workers<K, F, Fut, E>(
         async move {
             loop {
                 let key = queue.next().await;
-                match handle(key.clone()).await {
+                let span = tracing::debug_span!("reconcile", kind = name, object = ?key);
+                match handle(key.clone()).instrument(span).await {
                     Ok(Next::Done) => queue.forget(&key),
                     Ok(Next::After(delay)) => {
                         queue.forget(&key);

@@ -15,6 +15,7 @@ use crate::api::keys::{
     CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, POD_SPEC_HASH_LABEL,
 };
 use crate::k8s::apply::apply;
+use crate::k8s::errors::is_not_found;
 use crate::registry::image_digest::{RegistryCredentials, parse_docker_config};
 use crate::registry::pod::{
     self, CREATED_AT_ANNOTATION, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects,
@@ -100,7 +101,7 @@ pub(super) async fn ensure(
             Ok(_) => {}
             // A cluster that does not serve networking.k8s.io (some test API servers): the
             // registry works without its policy; say so and carry on.
-            Err(kube::Error::Api(e)) if e.code == 404 => {
+            Err(err) if is_not_found(&err) => {
                 tracing::warn!(catalog = %name, namespace = %ns, "NetworkPolicy API not served; registry pod runs without its network policy");
             }
             Err(e) => return Err(err("applying the registry network policy", e)),
@@ -237,7 +238,7 @@ async fn delete_pod(api: &Api<Pod>, name: &str, grace: u32) -> Result<(), String
     };
     match api.delete(name, &params).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(e) => Err(format!("deleting registry pod {name}: {e}")),
     }
 }

@@ -218,8 +218,13 @@ fn error_policy(cs: Arc<CatalogSource>, err: &Error, _: Arc<Reconciler>) -> Acti
 /// One sync of one CatalogSource.
 pub async fn reconcile(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Action, Error> {
     let metrics = Arc::clone(&r.ctx.metrics);
+    let key = format!(
+        "{}/{}",
+        cs.metadata.namespace.as_deref().unwrap_or_default(),
+        cs.name_any()
+    );
     metrics
-        .timed_reconcile("CatalogSource", sync_catalog_source(cs, r))
+        .timed_reconcile("CatalogSource", &key, sync_catalog_source(cs, r))
         .await
 }
 

@@ -20,6 +20,7 @@ use crate::csv::InstallFailure;
 use crate::csv::certs::check::WebhookKind;
 use crate::csv::certs::resources::KUBE_SYSTEM;
 use crate::csv::certs::{CertInstall, CertObjects, SeenSecret, WebhookConfiguration};
+use crate::k8s::errors::is_not_found;
 
 use super::ReconcileError;
 use super::stores::Stores;
@@ -63,11 +64,10 @@ pub fn observe_certs(stores: &Stores, ns: &str) -> CertObjects {
 
 fn failure(what: String, err: kube::Error, forbidden_is_final: bool) -> InstallFailure {
     let text = format!("{what}: {err}");
-    match err {
-        kube::Error::Api(status) if status.code == 403 && forbidden_is_final => {
-            InstallFailure::Forbidden(text)
-        }
-        _ => InstallFailure::Other(text),
+    if forbidden_is_final && crate::k8s::errors::is_forbidden(&err) {
+        InstallFailure::Forbidden(text)
+    } else {
+        InstallFailure::Other(text)
     }
 }
 
@@ -217,7 +217,7 @@ pub async fn reset_conversions(client: &Client, crds: &[String]) -> Result<(), R
             .await
         {
             Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(source) => {
                 return Err(ReconcileError::Kube {
                     what: format!("reset the conversion of CRD {crd}"),
@@ -247,7 +247,7 @@ pub async fn delete_webhooks(
         };
         match result {
             Ok(()) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(source) => {
                 return Err(ReconcileError::Kube {
                     what: format!("delete stale {kind:?}WebhookConfiguration {name}"),

@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion};
 use crate::csv::cleanup::Cleanup;
 use crate::csv::identity::{name, namespace};
+use crate::k8s::errors::is_not_found;
 
 use super::ReconcileError;
 
@@ -54,7 +55,7 @@ pub async fn finalize(
     for api in &cleanup.api_services {
         match api_services.delete(api, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(source) => {
                 return Err(ReconcileError::Kube {
                     what: format!("delete APIService {api}"),
@@ -85,7 +86,7 @@ pub async fn finalize(
         .await
     {
         Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(true),
+        Err(err) if is_not_found(&err) => Ok(true),
         Err(source) => Err(ReconcileError::Kube {
             what: format!("remove the finalizer of CSV {}", name(csv)),
             source,

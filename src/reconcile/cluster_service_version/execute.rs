@@ -18,6 +18,7 @@ use crate::csv::identity::{name, namespace};
 use crate::csv::permission_objects::PermissionObjects;
 use crate::csv::{Action, CsvEvent, CsvSyncOutcome, DeploymentInstall, InstallFailure};
 use crate::k8s::MANAGER;
+use crate::k8s::errors::is_not_found;
 use crate::k8s::events::EventPublisher;
 
 use super::ReconcileError;
@@ -33,10 +34,6 @@ pub struct Executor<'a> {
 fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
     let what = what.into();
     move |source| ReconcileError::Kube { what, source }
-}
-
-fn is_not_found(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 404)
 }
 
 impl Executor<'_> {
@@ -196,11 +193,10 @@ impl Executor<'_> {
         for desired in &plan.deployments {
             if let Err(err) = self.apply_deployment(ns, &desired.deployment).await {
                 let text = err.to_string();
-                return Err(match err {
-                    kube::Error::Api(status) if status.code == 403 => {
-                        InstallFailure::Forbidden(text)
-                    }
-                    _ => InstallFailure::Other(text),
+                return Err(if crate::k8s::errors::is_forbidden(&err) {
+                    InstallFailure::Forbidden(text)
+                } else {
+                    InstallFailure::Other(text)
                 });
             }
         }

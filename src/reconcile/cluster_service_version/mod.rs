@@ -36,6 +36,7 @@ use crate::csv::cleanup::{cleanup, has_finalizer};
 use crate::csv::identity::name;
 use crate::csv::replacement::{replaced_csv, replacement_of};
 use crate::csv::{Action, Requeue, after_install_with_certs, sync};
+use crate::k8s::errors::is_conflict;
 use crate::metrics::{CountedKind, Metrics};
 use crate::operator_group::is_copied;
 
@@ -194,8 +195,13 @@ async fn reconcile(
         CountedKind::ClusterServiceVersion,
         shared.stores.csvs.state().len(),
     );
+    let key = format!(
+        "{}/{}",
+        csv.metadata.namespace.as_deref().unwrap_or_default(),
+        csv.name_any()
+    );
     metrics
-        .timed_reconcile("ClusterServiceVersion", sync_one(csv, shared))
+        .timed_reconcile("ClusterServiceVersion", &key, sync_one(csv, shared))
         .await
 }
 
@@ -357,11 +363,8 @@ fn error_policy(
 ) -> ControllerAction {
     // A write based on a cache older than the object is refused with 409; the watch is about
     // to deliver the newer object, so retry soon and without counting it as a failure.
-    if let ReconcileError::Kube {
-        source: kube::Error::Api(status),
-        ..
-    } = err
-        && status.code == 409
+    if let ReconcileError::Kube { source, .. } = err
+        && is_conflict(source)
     {
         tracing::debug!(%err, "CSV changed while syncing; retrying");
         return ControllerAction::requeue(Duration::from_millis(200));

@@ -9,6 +9,7 @@ use kube::Client;
 use crate::api::ClusterServiceVersion;
 use crate::csv::identity::{name, namespace};
 use crate::csv::{Discovery, Observed, ServerVersion};
+use crate::k8s::errors::is_not_found;
 
 use super::stores::Stores;
 
@@ -74,7 +75,7 @@ async fn discovery(client: &Client, csv: &ClusterServiceVersion) -> Discovery {
         };
         let result = match answer {
             Ok(list) => Ok(list.resources.into_iter().map(|r| r.kind).collect()),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(BTreeSet::new()),
+            Err(err) if is_not_found(&err) => Ok(BTreeSet::new()),
             Err(err) => Err(err.to_string()),
         };
         group_versions.insert(key, result);

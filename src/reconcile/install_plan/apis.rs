@@ -6,6 +6,7 @@ use kube::Client;
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope as DiscoveryScope;
 
+use crate::k8s::errors::is_not_found;
 use crate::plan::kinds::{Scope, StepKind};
 use crate::plan::object::StepObject;
 
@@ -75,9 +76,7 @@ pub async fn step_api(
             },
         }),
         Err(kube::Error::Discovery(_)) => Err(not_found(object, manifest_kind)),
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            Err(not_found(object, manifest_kind))
-        }
+        Err(err) if is_not_found(&err) => Err(not_found(object, manifest_kind)),
         Err(source) => Err(ApiLookupError::Discovery {
             kind: manifest_kind.to_owned(),
             name: object.name.clone(),

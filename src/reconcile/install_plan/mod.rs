@@ -18,6 +18,7 @@ use kube_runtime::controller::{Action, Controller};
 use kube_runtime::{WatchStreamExt, reflector, watcher};
 
 use crate::api::{InstallPlan, InstallPlanPhase, OperatorGroup};
+use crate::k8s::errors::is_conflict;
 use crate::k8s::warnings::{self, WarningLog};
 use crate::metrics::CountedKind;
 use crate::plan::phase::{self, Gate, PassOutcome};
@@ -246,7 +247,7 @@ pub async fn sync_install_plan(
     {
         Ok(_) => Ok(Synced::Progressed { requeue }),
         // Someone else wrote the plan (e.g. a user approved it): run again on fresh data.
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Synced::Progressed {
+        Err(err) if is_conflict(&err) => Ok(Synced::Progressed {
             requeue: Some(Duration::from_millis(200)),
         }),
         Err(e) => Err(err(e)),
@@ -292,6 +293,7 @@ async fn reconcile(plan: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action, 
         .metrics
         .timed_reconcile(
             "InstallPlan",
+            &format!("{namespace}/{}", plan.name_any()),
             sync_install_plan(&ctx, &namespace, &plan.name_any()),
         )
         .await?;

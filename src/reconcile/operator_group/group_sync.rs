@@ -11,6 +11,7 @@ use kube::{Resource, ResourceExt};
 use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE, PROVIDED_APIS_ANNOTATION};
 use crate::api::{ClusterServiceVersion, CsvPhase, OperatorGroup};
 use crate::k8s::MANAGER;
+use crate::k8s::errors::is_not_found;
 use crate::operator_group::cluster_roles::{
     cluster_role_matches, operator_group_cluster_roles, operator_group_owner_labels,
 };
@@ -261,7 +262,7 @@ async fn annotate_members(
         {
             Ok(_) => {}
             // Deleted meanwhile: nothing to annotate.
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(source) => {
                 return Err(api_error(key, format!("annotate CSV {name}"))(source));
             }
@@ -347,7 +348,7 @@ async fn clean_up_deleted(shared: &Shared, key: &ObjectKey) -> Result<Next, Grou
         let name = role.name_any();
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(source) => {
                 return Err(api_error(key, format!("delete ClusterRole {name}"))(source));
             }

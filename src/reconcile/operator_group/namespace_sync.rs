@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::{Api, Patch};
 
+use crate::k8s::errors::is_not_found;
 use crate::operator_group::namespace_labels::{desired_group_labels, namespace_label_patch};
 use crate::operator_group::targets::TargetNamespaces;
 
@@ -50,7 +51,7 @@ pub async fn sync(shared: &Shared, name: &str) -> Result<Next, NamespaceSyncErro
         .await
     {
         Ok(_) => Ok(Next::Done),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Next::Done),
+        Err(err) if is_not_found(&err) => Ok(Next::Done),
         Err(source) => Err(NamespaceSyncError {
             namespace: name.to_owned(),
             source,

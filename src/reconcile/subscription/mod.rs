@@ -134,7 +134,11 @@ async fn worker(ctx: Arc<Context>, catalogs: Arc<dyn CatalogSnapshots>, queue: W
         let ns = queue.next().await;
         let synced = ctx
             .metrics
-            .timed_reconcile("Subscription", sync_namespace(&ctx, catalogs.as_ref(), &ns))
+            .timed_reconcile(
+                "Subscription",
+                &ns,
+                sync_namespace(&ctx, catalogs.as_ref(), &ns),
+            )
             .await;
         match synced {
             Ok(report) => {

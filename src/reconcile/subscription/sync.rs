@@ -9,6 +9,7 @@ use kube::{Resource, ResourceExt};
 use super::catalogs::CatalogSnapshots;
 use super::observe::observe;
 use crate::api::{ConditionStatus, InstallPlan, Subscription, SubscriptionConditionType};
+use crate::k8s::errors::{is_conflict, is_not_found};
 use crate::metrics::Outcome;
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
 use crate::reconcile::Context;
@@ -114,7 +115,7 @@ pub async fn sync_namespace(
                 Ok(()) => report.deleted_plans.push(superseded.name.clone()),
                 // Approved (or changed) since it was read: it is no longer superseded without
                 // a second look, which its change queues; this Subscription waits for it.
-                Err(kube::Error::Api(s)) if s.code == 409 => {
+                Err(err) if is_conflict(&err) => {
                     report.retry_soon = true;
                     referenced.push(superseded.name.clone());
                     continue;
@@ -189,7 +190,7 @@ pub async fn sync_namespace(
         {
             Ok(_) => report.updated.push(sub.name_any()),
             // Changed meanwhile: the change itself queues another sync; retry soon anyway.
-            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => report.retry_soon = true,
+            Err(err) if is_not_found(&err) || is_conflict(&err) => report.retry_soon = true,
             Err(e) => return Err(api_err("writing a subscription status")(e)),
         }
     }
@@ -209,7 +210,7 @@ pub async fn sync_namespace(
     for name in plans_to_delete(&gc_view(&observed.plans, &referenced)) {
         match plans_api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => report.deleted_plans.push(name),
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(e) => return Err(api_err("deleting an old install plan")(e)),
         }
     }
@@ -231,7 +232,7 @@ async fn delete_superseded(
     };
     match api.delete(&plan.name, &params).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -271,7 +272,7 @@ async fn ensure_plan(
         {
             Ok(plan) => break plan,
             // Name taken (1 in 14 million): draw another.
-            Err(kube::Error::Api(s)) if s.code == 409 && attempts < 5 => attempts += 1,
+            Err(err) if is_conflict(&err) && attempts < 5 => attempts += 1,
             Err(e) => return Err(e),
         }
     };

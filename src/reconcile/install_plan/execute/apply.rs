@@ -10,6 +10,7 @@ use super::super::apis::StepApi;
 use super::{Parsed, Pass, api_error, csv_resource, strip_status};
 use crate::api::StepStatus;
 use crate::k8s::MANAGER;
+use crate::k8s::errors::is_conflict;
 use crate::plan::kinds::{Scope, StepKind};
 use crate::plan::prepare::{
     OwnerCsv, merge_installed_alongside, merge_owner_references, prepare_object,
@@ -36,7 +37,7 @@ impl Pass<'_> {
                     .map_err(|e| format!("CustomResourceDefinition {}: {e}", p.object.name))?;
                 match crds.create(&crate::k8s::post_params(), &crd).await {
                     Ok(_) => Ok(StepStatus::WaitingForApi),
-                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(StepStatus::WaitingForApi),
+                    Err(err) if is_conflict(&err) => Ok(StepStatus::WaitingForApi),
                     Err(e) => Err(api_error("creating", p, &e)),
                 }
             }
@@ -130,7 +131,7 @@ impl Pass<'_> {
                 .map_err(|e| format!("{} {}: {e}", p.object.kind, p.object.name))?;
             return match resources.create(&crate::k8s::post_params(), &object).await {
                 Ok(_) => Ok(StepStatus::Created),
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(StepStatus::Present),
+                Err(err) if is_conflict(&err) => Ok(StepStatus::Present),
                 Err(e) => Err(api_error("creating", p, &e)),
             };
         }

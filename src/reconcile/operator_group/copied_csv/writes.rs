@@ -13,6 +13,7 @@ use kube::{Client, Resource};
 use serde::Serialize;
 
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus};
+use crate::k8s::errors::{is_conflict, is_not_found};
 
 /// How a write ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,15 +62,13 @@ fn url(namespace: &str) -> String {
 
 /// Sorts an API error into "plan again" / "namespace gone" / a real failure.
 fn classify(err: kube::Error) -> Result<Outcome, kube::Error> {
-    match &err {
-        kube::Error::Api(status) if status.code == 409 => Ok(Outcome::Raced),
-        // A terminating namespace refuses new content (403, "... is being terminated").
-        kube::Error::Api(status)
-            if status.code == 403 && status.message.contains("being terminated") =>
-        {
-            Ok(Outcome::NamespaceGone)
-        }
-        _ => Err(err),
+    if is_conflict(&err) {
+        Ok(Outcome::Raced)
+    } else if crate::k8s::errors::is_namespace_terminating(&err) {
+        // A terminating namespace refuses new content.
+        Ok(Outcome::NamespaceGone)
+    } else {
+        Err(err)
     }
 }
 
@@ -120,7 +119,7 @@ impl CopyWriter {
             })?;
         let created = match self.send(request).await {
             Ok(created) => created,
-            Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(err) if is_not_found(&err) => {
                 return Ok(Outcome::NamespaceGone);
             }
             Err(err) => return classify(err).map_err(self.error(namespace, "create")),
@@ -162,7 +161,7 @@ impl CopyWriter {
                     version = updated.metadata.resource_version;
                     uid = updated.metadata.uid.unwrap_or_default();
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Outcome::Raced),
+                Err(err) if is_not_found(&err) => return Ok(Outcome::Raced),
                 Err(err) => return classify(err).map_err(self.error(namespace, "update")),
             }
         }
@@ -202,7 +201,7 @@ impl CopyWriter {
             Ok(written) => Ok(Outcome::Written {
                 uid: written.metadata.uid.unwrap_or_default(),
             }),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Outcome::Raced),
+            Err(err) if is_not_found(&err) => Ok(Outcome::Raced),
             Err(err) => classify(err).map_err(self.error(namespace, "write the status of")),
         }
     }
@@ -233,7 +232,7 @@ pub async fn delete_copy(
         .map_err(|e| error(kube::Error::BuildRequest(e)))?;
     match client.request::<serde_json::Value>(request).await {
         Ok(_) => Ok(Outcome::Deleted),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Outcome::Deleted),
+        Err(err) if is_not_found(&err) => Ok(Outcome::Deleted),
         Err(err) => classify(err).map_err(error),
     }
 }

@@ -1,0 +1,183 @@
+//! What an API call failed with, in the few kinds a reconciler decides on: absent (404) is
+//! often fine, a conflict (409) means "computed from an old copy, sync again", forbidden (403)
+//! is a missing RBAC rule to name, the rest are retried with back-off. One place matches status
+//! codes; reconcilers ask [`is_not_found`], [`is_conflict`] or call [`AbsentOk::absent_ok`].
+
+use std::error::Error as StdError;
+
+/// The kinds of API failure a reconciler tells apart; also the `error` label of
+/// `olm_rs_reconcile_errors_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApiFailure {
+    /// 404: the object (or its kind) is not there.
+    NotFound,
+    /// 409: a resourceVersion precondition failed, or a create found the name taken.
+    Conflict,
+    /// 403: the identity lacks an RBAC rule.
+    Forbidden,
+    /// 401: the credentials were refused.
+    Unauthorized,
+    /// 422 / 400: the server refused the object as invalid.
+    Invalid,
+    /// 5xx, or 429: the server could not answer now.
+    ServerError,
+    /// No answer at all: connection refused, reset, timed out.
+    Unreachable,
+    /// Anything else (decoding, a bug).
+    Other,
+}
+
+impl ApiFailure {
+    /// The failure behind a kube error.
+    pub fn of(err: &kube::Error) -> ApiFailure {
+        match err {
+            kube::Error::Api(status) => match status.code {
+                404 => ApiFailure::NotFound,
+                409 => ApiFailure::Conflict,
+                403 => ApiFailure::Forbidden,
+                401 => ApiFailure::Unauthorized,
+                400 | 422 => ApiFailure::Invalid,
+                429 | 500..=599 => ApiFailure::ServerError,
+                _ => ApiFailure::Other,
+            },
+            kube::Error::HyperError(_) | kube::Error::Service(_) => ApiFailure::Unreachable,
+            _ => ApiFailure::Other,
+        }
+    }
+
+    /// The first kube error in `err`'s source chain, classified; [`ApiFailure::Other`] when the
+    /// chain holds none (a decision error, a bad catalog).
+    pub fn in_chain(err: &(dyn StdError + 'static)) -> Option<ApiFailure> {
+        let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+        while let Some(e) = current {
+            if let Some(kube) = e.downcast_ref::<kube::Error>() {
+                return Some(ApiFailure::of(kube));
+            }
+            current = e.source();
+        }
+        None
+    }
+
+    /// The metric label.
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            ApiFailure::NotFound => "not_found",
+            ApiFailure::Conflict => "conflict",
+            ApiFailure::Forbidden => "forbidden",
+            ApiFailure::Unauthorized => "unauthorized",
+            ApiFailure::Invalid => "invalid",
+            ApiFailure::ServerError => "server_error",
+            ApiFailure::Unreachable => "unreachable",
+            ApiFailure::Other => "other",
+        }
+    }
+}
+
+/// The `error` label of a failed reconcile: the API failure in its chain, else `decision`
+/// (the core refused the object: a bad spec, an unresolvable Subscription).
+pub fn error_label(err: &(dyn StdError + 'static)) -> &'static str {
+    ApiFailure::in_chain(err).map_or("decision", ApiFailure::metric_label)
+}
+
+/// 404.
+pub fn is_not_found(err: &kube::Error) -> bool {
+    ApiFailure::of(err) == ApiFailure::NotFound
+}
+
+/// 409.
+pub fn is_conflict(err: &kube::Error) -> bool {
+    ApiFailure::of(err) == ApiFailure::Conflict
+}
+
+/// 403.
+pub fn is_forbidden(err: &kube::Error) -> bool {
+    ApiFailure::of(err) == ApiFailure::Forbidden
+}
+
+/// The 403 a terminating namespace answers a create with (`… because it is being terminated`).
+pub fn is_namespace_terminating(err: &kube::Error) -> bool {
+    is_forbidden(err)
+        && matches!(err, kube::Error::Api(status) if status.message.contains("being terminated"))
+}
+
+/// A read or delete where "not there" is an answer, not an error.
+pub trait AbsentOk<T> {
+    /// `Ok(Some(value))`, `Ok(None)` on 404, other errors unchanged.
+    fn absent_ok(self) -> Result<Option<T>, kube::Error>;
+}
+
+impl<T> AbsentOk<T> for Result<T, kube::Error> {
+    fn absent_ok(self) -> Result<Option<T>, kube::Error> {
+        match self {
+            Ok(value) => Ok(Some(value)),
+            Err(err) if is_not_found(&err) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("test", "Test")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("write status of CSV demo/a: {source}")]
+    struct Wrapped {
+        source: kube::Error,
+    }
+
+    #[test]
+    fn status_codes_map_to_the_kinds_reconcilers_decide_on() {
+        let cases = [
+            (404, ApiFailure::NotFound),
+            (409, ApiFailure::Conflict),
+            (403, ApiFailure::Forbidden),
+            (401, ApiFailure::Unauthorized),
+            (422, ApiFailure::Invalid),
+            (503, ApiFailure::ServerError),
+            (429, ApiFailure::ServerError),
+            (418, ApiFailure::Other),
+        ];
+        for (code, kind) in cases {
+            assert_eq!(ApiFailure::of(&api(code)), kind, "{code}");
+        }
+        assert!(is_not_found(&api(404)) && !is_not_found(&api(409)));
+        assert!(is_conflict(&api(409)) && !is_conflict(&api(404)));
+        assert!(is_forbidden(&api(403)) && !is_namespace_terminating(&api(403)));
+        let terminating = kube::Error::Api(
+            kube::core::Status::failure(
+                "configmaps \"x\" is forbidden: unable to create new content in namespace a because it is being terminated",
+                "Forbidden",
+            )
+            .with_code(403)
+            .boxed(),
+        );
+        assert!(is_namespace_terminating(&terminating));
+    }
+
+    #[test]
+    fn absent_is_an_answer_and_other_errors_stay() {
+        let found: Result<u8, kube::Error> = Ok(1);
+        assert_eq!(found.absent_ok().unwrap(), Some(1));
+        let gone: Result<u8, kube::Error> = Err(api(404));
+        assert_eq!(gone.absent_ok().unwrap(), None);
+        let refused: Result<u8, kube::Error> = Err(api(403));
+        assert!(refused.absent_ok().is_err());
+    }
+
+    #[test]
+    fn the_error_label_is_found_through_wrapping_errors() {
+        let wrapped = Wrapped { source: api(403) };
+        assert_eq!(error_label(&wrapped), "forbidden");
+        let plain = std::io::Error::other("bad catalog");
+        assert_eq!(error_label(&plain), "decision");
+    }
+}
