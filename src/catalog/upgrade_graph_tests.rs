@@ -259,3 +259,111 @@ fn edges_include_skip_range_targets() {
         to_in_channel: true
     }));
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A replaces chain `op.v1 … op.vN` where each entry may also skip earlier entries and
+    /// carry a skipRange over the versions below it, listed in a shuffled order.
+    fn chain() -> impl Strategy<Value = (Vec<GraphEntry>, Vec<GraphEntry>)> {
+        (2usize..10)
+            .prop_flat_map(|n| {
+                (
+                    Just(n),
+                    proptest::collection::vec(proptest::collection::vec(any::<bool>(), n), n),
+                    proptest::collection::vec(proptest::option::of(1usize..10), n),
+                    Just(()).prop_perturb(move |_, mut rng| {
+                        let mut order: Vec<usize> = (0..n).collect();
+                        for i in (1..n).rev() {
+                            order.swap(i, rng.random_range(0..=i));
+                        }
+                        order
+                    }),
+                )
+            })
+            .prop_map(|(n, skips, ranges, order)| {
+                let name = |i: usize| format!("op.v{}", i + 1);
+                let entries: Vec<GraphEntry> = (0..n)
+                    .map(|i| {
+                        let replaces = (i > 0).then(|| name(i - 1));
+                        let skipped: Vec<String> = (0..i.saturating_sub(1))
+                            .filter(|&j| skips[i][j])
+                            .map(name)
+                            .collect();
+                        let skipped: Vec<&str> = skipped.iter().map(String::as_str).collect();
+                        let range = ranges[i]
+                            .filter(|&low| low <= i)
+                            .map(|low| format!(">={}.0.0 <{}.0.0", i + 1 - low, i + 1));
+                        entry(
+                            &name(i),
+                            replaces.as_deref(),
+                            &skipped,
+                            range.as_deref(),
+                            &format!("{}.0.0", i + 1),
+                        )
+                    })
+                    .collect();
+                let shuffled = order.iter().map(|&i| entries[i].clone()).collect();
+                (entries, shuffled)
+            })
+    }
+
+    fn path_names(g: &UpgradeGraph, from: &str) -> (Vec<String>, bool) {
+        let path = g.upgrade_path(from, None);
+        let names = path.steps.iter().map(|c| c.entry.name.clone()).collect();
+        // Reaching the head is the normal end of a path: nothing stopped it.
+        (names, path.stopped.is_none())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Neither the head, nor the channel order, nor any upgrade path depends on the order
+        /// in which the catalog lists the entries; every path climbs strictly newer versions,
+        /// never loops, and ends at the head unless it says why it stopped (an entry only a
+        /// skipped bundle replaces is stranded, as in OLM — docs/catalog.md §9.2).
+        #[test]
+        fn paths_climb_to_the_head_whatever_the_listing_order((entries, shuffled) in chain()) {
+            let n = entries.len();
+            let head = format!("op.v{n}");
+            let g = UpgradeGraph::new("op", "stable", entries.clone());
+            let h = UpgradeGraph::new("op", "stable", shuffled);
+            prop_assert_eq!(&g.channel_head().unwrap().name, &head);
+            prop_assert_eq!(&h.channel_head().unwrap().name, &head);
+            let order = |g: &UpgradeGraph| -> Vec<String> {
+                g.channel_order().unwrap().iter().map(|e| e.name.clone()).collect()
+            };
+            prop_assert_eq!(order(&g), order(&h));
+            for e in &entries[..n - 1] {
+                let (steps, reached) = path_names(&g, &e.name);
+                if reached {
+                    prop_assert_eq!(steps.last(), Some(&head));
+                }
+                prop_assert!(steps.len() < n);
+                let versions: Vec<usize> = std::iter::once(&e.name)
+                    .chain(&steps)
+                    .map(|s| s.trim_start_matches("op.v").parse().unwrap())
+                    .collect();
+                prop_assert!(versions.windows(2).all(|w| w[0] < w[1]), "{:?}", versions);
+                prop_assert_eq!(path_names(&h, &e.name), (steps, reached));
+            }
+        }
+
+        /// Without skips every entry reaches the head.
+        #[test]
+        fn a_replaces_chain_always_reaches_the_head(n in 2usize..12) {
+            let entries: Vec<GraphEntry> = (0..n)
+                .map(|i| {
+                    let replaces = (i > 0).then(|| format!("op.v{i}"));
+                    entry(&format!("op.v{}", i + 1), replaces.as_deref(), &[], None, &format!("{}.0.0", i + 1))
+                })
+                .collect();
+            let g = UpgradeGraph::new("op", "stable", entries.clone());
+            for e in &entries[..n - 1] {
+                let (steps, reached) = path_names(&g, &e.name);
+                prop_assert!(reached, "{} stopped", e.name);
+                prop_assert_eq!(steps.last().cloned(), Some(format!("op.v{n}")));
+            }
+        }
+    }
+}
