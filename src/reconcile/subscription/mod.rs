@@ -8,15 +8,15 @@ mod catalogs;
 mod observe;
 mod sync;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube_runtime::WatchStreamExt;
-use kube_runtime::reflector;
+use kube_runtime::reflector::{self, Store};
 use kube_runtime::watcher::{self, Event};
 
 pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
@@ -45,13 +45,13 @@ pub async fn run(
     catalog_changes: impl Stream<Item = ()> + Send + 'static,
 ) {
     let queue: WorkQueue<String> = WorkQueue::new();
-    let known: Arc<Mutex<HashSet<String>>> = Arc::default();
     let client = ctx.client.clone();
+    // The namespaces with Subscriptions are those of the Subscription store: the set shrinks as
+    // Subscriptions go (the deleting event still queues its namespace once, for clean-up).
+    let (known, writer) = reflector::store::<Subscription>();
 
     let subscriptions = {
-        let (queue, known) = (queue.clone(), known.clone());
-        // The store only feeds `subscription_count`; syncs read the namespace afresh.
-        let (store, writer) = reflector::store::<Subscription>();
+        let (queue, store) = (queue.clone(), known.clone());
         let metrics = ctx.metrics.clone();
         namespaces_of(
             watcher::watcher(
@@ -62,10 +62,6 @@ pub async fn run(
         )
         .for_each(move |ns| {
             metrics.set_count(CountedKind::Subscription, store.state().len());
-            known
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(ns.clone());
             queue.add(ns);
             async {}
         })
@@ -180,14 +176,14 @@ where
 async fn follow(
     events: impl Stream<Item = String>,
     queue: WorkQueue<String>,
-    known: Arc<Mutex<HashSet<String>>>,
+    known: Store<Subscription>,
 ) {
     events
         .for_each(move |ns| {
             if known
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(&ns)
+                .state()
+                .iter()
+                .any(|s| s.metadata.namespace.as_deref() == Some(ns.as_str()))
             {
                 queue.add(ns);
             }
@@ -196,11 +192,12 @@ async fn follow(
         .await;
 }
 
-fn snapshot(known: &Mutex<HashSet<String>>) -> Vec<String> {
-    known
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// The namespaces that have Subscriptions now.
+fn snapshot(known: &Store<Subscription>) -> Vec<String> {
+    let namespaces: BTreeSet<String> = known
+        .state()
         .iter()
-        .cloned()
-        .collect()
+        .filter_map(|s| s.metadata.namespace.clone())
+        .collect();
+    namespaces.into_iter().collect()
 }

@@ -32,6 +32,15 @@ pub async fn observe(client: &Client, namespace: &str) -> Result<Observed, kube:
         .list(&lp)
         .await?
         .items;
+    if subscriptions.is_empty() {
+        // Nothing to resolve: the last Subscription went (its deletion queued this sync).
+        return Ok(Observed {
+            subscriptions,
+            plans: Vec::new(),
+            installed: Vec::new(),
+            operator_groups: OperatorGroups::default(),
+        });
+    }
     let plans = Api::<InstallPlan>::namespaced(client.clone(), namespace)
         .list(&lp)
         .await?
