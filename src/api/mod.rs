@@ -23,6 +23,7 @@ pub mod csv_definitions;
 pub mod csv_status;
 pub mod decode;
 pub mod error;
+pub mod event;
 pub mod install_plan;
 pub mod keys;
 pub mod olm_config;

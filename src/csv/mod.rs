@@ -39,4 +39,4 @@ pub(crate) mod fixtures;
 
 pub use observed::{Discovery, Observed, Served, ServerVersion};
 pub use phase::{InstallFailure, after_install, after_install_with_certs, sync};
-pub use sync::{Action, CsvEvent, CsvSyncOutcome, DeploymentInstall, Requeue};
+pub use sync::{Action, CsvSyncOutcome, DeploymentInstall, Requeue};

@@ -7,6 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::api::event::{EventType, ObjectEvent};
 use crate::api::{
     ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, RequirementStatus,
 };
@@ -15,14 +16,6 @@ use super::certs::CertInstall;
 use super::certs::check::WebhookKind;
 use super::install_strategy::DesiredDeployment;
 use super::permission_objects::PermissionObjects;
-
-/// A Kubernetes Event to publish on the CSV.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CsvEvent {
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
-}
 
 /// Deployments to create or update, and orphans to delete (docs/csv-phases.md §7.1), with the
 /// certificate objects written before and the CA consumers written after the Deployments.
@@ -76,7 +69,7 @@ pub enum Requeue {
 pub struct CsvSyncOutcome {
     /// The status to write; `None` when nothing changed.
     pub status: Option<ClusterServiceVersionStatus>,
-    pub events: Vec<CsvEvent>,
+    pub events: Vec<ObjectEvent>,
     pub actions: Vec<Action>,
     pub requeue: Requeue,
     /// Why nothing happened, when that is worth a log line.
@@ -107,7 +100,7 @@ pub struct Decision {
     before: ClusterServiceVersionStatus,
     status: ClusterServiceVersionStatus,
     now: Time,
-    events: Vec<CsvEvent>,
+    events: Vec<ObjectEvent>,
     actions: Vec<Action>,
     requeue: Requeue,
     note: Option<String>,
@@ -148,16 +141,17 @@ impl Decision {
         message: impl Into<String>,
     ) -> &mut Self {
         let message = message.into();
-        let warning = phase == CsvPhase::Failed;
+        let type_ = if phase == CsvPhase::Failed {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
         if self
             .status
             .record_phase(phase, reason.clone(), &message, &self.now)
         {
-            self.events.push(CsvEvent {
-                warning,
-                reason: reason.to_string(),
-                message,
-            });
+            self.events
+                .push(ObjectEvent::new(type_, reason.to_string(), message));
         }
         self
     }
@@ -173,12 +167,8 @@ impl Decision {
         self
     }
 
-    pub fn event(&mut self, warning: bool, reason: &str, message: impl Into<String>) -> &mut Self {
-        self.events.push(CsvEvent {
-            warning,
-            reason: reason.to_owned(),
-            message: message.into(),
-        });
+    pub fn event(&mut self, event: ObjectEvent) -> &mut Self {
+        self.events.push(event);
         self
     }
 

@@ -7,6 +7,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube_runtime::events::{Event, EventType, Recorder, Reporter};
 
+use crate::api::event::ObjectEvent;
+
 /// The reporting controller name on every event.
 pub const REPORTER: &str = "olm-rs";
 
@@ -38,6 +40,12 @@ impl EventPublisher {
         note: impl Into<String>,
     ) {
         self.publish(regarding, EventType::Warning, reason, note.into())
+            .await;
+    }
+
+    /// Publishes a decided [`ObjectEvent`].
+    pub async fn emit(&self, regarding: &ObjectReference, event: &ObjectEvent) {
+        self.publish(regarding, event.type_, &event.reason, event.message.clone())
             .await;
     }
 

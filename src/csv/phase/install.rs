@@ -44,9 +44,12 @@ pub(super) fn installer_unavailable(group: &OperatorGroup) -> Option<String> {
 pub(super) fn stop_without_installer(ctx: &Ctx<'_>, d: &mut Decision) -> bool {
     match installer_unavailable(ctx.group) {
         Some(why) => {
-            d.event(true, "InstallerUnavailable", why.clone())
-                .note(why)
-                .requeue(Requeue::After(Duration::from_secs(30)));
+            d.event(crate::api::event::ObjectEvent::warning(
+                "InstallerUnavailable",
+                why.clone(),
+            ))
+            .note(why)
+            .requeue(Requeue::After(Duration::from_secs(30)));
             true
         }
         None => false,
@@ -107,11 +110,10 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
     }
     if let Some(certs) = &certs {
         for (deployment, why) in certs.reissued() {
-            d.event(
-                false,
+            d.event(crate::api::event::ObjectEvent::normal(
                 "CertificatesIssued",
                 format!("issuing certificates for deployment {deployment}: {why}"),
-            );
+            ));
         }
     }
     d.act(Action::Install(DeploymentInstall {

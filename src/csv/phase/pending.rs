@@ -137,11 +137,10 @@ pub(super) fn repair_permissions(
     }
     match permissions_to_repair(ctx.csv, ctx.seen) {
         Ok(objects) if !objects.is_empty() => {
-            d.event(
-                false,
+            d.event(crate::api::event::ObjectEvent::normal(
                 "PermissionsRestored",
                 format!("re-creating {}", objects.describe()),
-            )
+            ))
             .act(Action::EnsurePermissions(objects))
             .requeue(Requeue::After(Duration::from_secs(1)));
             true

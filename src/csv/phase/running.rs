@@ -84,11 +84,10 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
                 .iter()
                 .map(|(want, path)| format!("{} ({path})", want.name))
                 .collect();
-            d.event(
-                false,
+            d.event(crate::api::event::ObjectEvent::normal(
                 "DeploymentDriftReverted",
                 format!("re-applying drifted deployments: {}", what.join(", ")),
-            )
+            ))
             .act(Action::ReapplyDeployments(
                 drift.into_iter().map(|(want, _)| want.clone()).collect(),
             ));

@@ -7,6 +7,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Resource, ResourceExt};
 
+use crate::api::event::ObjectEvent;
 use crate::api::{
     CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState,
     RegistryServiceStatus,
@@ -22,12 +23,7 @@ use super::{Reconciler, configmap, image};
 const AFTER_RECREATE: Duration = Duration::from_secs(5);
 
 /// Something to tell the user as an Event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Note {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
+pub(super) type Note = ObjectEvent;
 
 pub(super) struct SyncOutcome {
     pub status: CatalogSourceStatus,
@@ -141,31 +137,22 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
                     requeue = outcome.requeue;
                     if outcome.recreated {
                         requeue = Some(requeue.map_or(AFTER_RECREATE, |d| d.min(AFTER_RECREATE)));
-                        notes.push(Note {
-                            warning: false,
-                            reason: "RegistryPodCreated",
-                            message: format!(
+                        notes.push(ObjectEvent::normal(
+                            "RegistryPodCreated",
+                            format!(
                                 "created a registry pod for image {}",
                                 cs.spec.image.as_deref().unwrap_or_default()
                             ),
-                        });
+                        ));
                     }
                     if let Some(digest) = outcome.rolled_to {
-                        notes.push(Note {
-                            warning: false,
-                            reason: "CatalogImageUpdated",
-                            message: format!(
+                        notes.push(ObjectEvent::normal("CatalogImageUpdated", format!(
                                 "image {} now points at {digest}; starting a registry pod for it beside the serving one",
                                 cs.spec.image.as_deref().unwrap_or_default()
-                            ),
-                        });
+                            )));
                     }
                     if let Some(warning) = outcome.warning {
-                        notes.push(Note {
-                            warning: true,
-                            reason: "CatalogImagePollFailed",
-                            message: warning,
-                        });
+                        notes.push(ObjectEvent::warning("CatalogImagePollFailed", warning));
                     }
                     let address = pod::service_address(&cs.name_any(), &key.namespace);
                     connect(r, key, &address, &mut status, &mut problem);
@@ -257,11 +244,10 @@ pub(super) fn transitions(
     if written.message.is_some()
         && (written.message != observed.message || written.reason != observed.reason)
     {
-        notes.push(Note {
-            warning: true,
-            reason: reason_name(written.reason.as_ref()),
-            message: written.message.clone().unwrap_or_default(),
-        });
+        notes.push(ObjectEvent::warning(
+            reason_name(written.reason.as_ref()),
+            written.message.clone().unwrap_or_default(),
+        ));
     }
     let state = |s: &CatalogSourceStatus| {
         s.connection_state
@@ -271,10 +257,9 @@ pub(super) fn transitions(
     if state(written) == Some(ConnectionState::Ready)
         && state(observed) != Some(ConnectionState::Ready)
     {
-        notes.push(Note {
-            warning: false,
-            reason: "RegistryReady",
-            message: format!(
+        notes.push(ObjectEvent::normal(
+            "RegistryReady",
+            format!(
                 "connected to the registry at {}",
                 written
                     .connection_state
@@ -282,7 +267,7 @@ pub(super) fn transitions(
                     .and_then(|c| c.address.as_deref())
                     .unwrap_or_default()
             ),
-        });
+        ));
     }
     notes
 }
@@ -301,16 +286,6 @@ fn reason_name(reason: Option<&CatalogSourceReason>) -> &'static str {
 pub(super) async fn announce(r: &Reconciler, cs: &CatalogSource, notes: &[Note]) {
     let regarding = cs.object_ref(&());
     for note in notes {
-        if note.warning {
-            r.ctx
-                .events
-                .warning(&regarding, note.reason, note.message.clone())
-                .await;
-        } else {
-            r.ctx
-                .events
-                .normal(&regarding, note.reason, note.message.clone())
-                .await;
-        }
+        r.ctx.events.emit(&regarding, note).await;
     }
 }

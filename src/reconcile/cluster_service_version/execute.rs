@@ -13,10 +13,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::api::event::ObjectEvent;
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion, OperatorGroup};
 use crate::csv::identity::{name, namespace};
 use crate::csv::permission_objects::PermissionObjects;
-use crate::csv::{Action, CsvEvent, CsvSyncOutcome, DeploymentInstall, InstallFailure};
+use crate::csv::{Action, CsvSyncOutcome, DeploymentInstall, InstallFailure};
 use crate::k8s::MANAGER;
 use crate::k8s::errors::is_not_found;
 use crate::k8s::events::EventPublisher;
@@ -294,18 +295,10 @@ impl Executor<'_> {
             .map_err(kube_err(format!("write status of CSV {}", name(csv))))
     }
 
-    pub async fn publish(&self, csv: &ClusterServiceVersion, events: &[CsvEvent]) {
+    pub async fn publish(&self, csv: &ClusterServiceVersion, events: &[ObjectEvent]) {
         let regarding = object_reference(csv);
         for event in events {
-            if event.warning {
-                self.events
-                    .warning(&regarding, &event.reason, event.message.clone())
-                    .await;
-            } else {
-                self.events
-                    .normal(&regarding, &event.reason, event.message.clone())
-                    .await;
-            }
+            self.events.emit(&regarding, event).await;
         }
     }
 }

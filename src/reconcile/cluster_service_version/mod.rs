@@ -292,11 +292,10 @@ async fn sync_one(
             executor
                 .publish(
                     &csv,
-                    &[crate::csv::CsvEvent {
-                        warning: true,
-                        reason: "OperatorConditionNotWritten".to_owned(),
-                        message: err.to_string(),
-                    }],
+                    &[crate::api::event::ObjectEvent::warning(
+                        "OperatorConditionNotWritten",
+                        err.to_string(),
+                    )],
                 )
                 .await;
         }

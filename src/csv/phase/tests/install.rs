@@ -33,7 +33,7 @@ fn install_ready_installs_and_reports_the_outcome() {
         "install strategy failed: boom",
     );
     assert!(
-        failed.events[0].warning,
+        failed.events[0].is_warning(),
         "Failed phases emit Warning events"
     );
 }

@@ -16,7 +16,7 @@ fn a_new_csv_goes_pending() {
     let status = s.status.unwrap();
     assert_eq!(status.last_transition_time, Some(Time(t(10))));
     assert_eq!(s.events.len(), 1);
-    assert!(!s.events[0].warning);
+    assert!(!s.events[0].is_warning());
     assert_eq!(s.events[0].reason, "RequirementsUnknown");
 }
 
