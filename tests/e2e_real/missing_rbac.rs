@@ -1,0 +1,101 @@
+//! The chart's ClusterRole without its rule for Deployments: the controller must say what it
+//! cannot do — naming the resource and the verb — instead of hanging.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+
+use crate::real_control_plane::ControlPlane;
+use crate::real_control_plane::chart::{self, Controller, Rendered};
+
+pub async fn run(plane: &ControlPlane, rendered: &Rendered, token: &str) -> anyhow::Result<()> {
+    let mut without = rendered.clone();
+    let role = without
+        .cluster_role_mut()
+        .context("the chart renders no ClusterRole olm-rs-controller")?;
+    let rules = role["rules"]
+        .as_array_mut()
+        .context("the ClusterRole has no rules")?;
+    let before = rules.len();
+    rules.retain(|rule| {
+        !rule["resources"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r == "deployments"))
+    });
+    anyhow::ensure!(
+        rules.len() + 1 == before,
+        "expected one rule for deployments"
+    );
+    let role = role.clone();
+    chart::apply(
+        &plane.client,
+        std::slice::from_ref(&role),
+        Duration::from_secs(5),
+    )
+    .await?;
+
+    // One replica, no election: the Lease of the replicas before may still be held.
+    let args: Vec<String> = Vec::new();
+    let mut controller = Controller::spawn(
+        plane,
+        &without_election(&without),
+        token,
+        "olm-rs-controller-norbac",
+        &args,
+    )?;
+    let started = Instant::now();
+    let mut last = String::new();
+    let outcome = loop {
+        let (status, body) = controller
+            .get("/readyz")
+            .await
+            .unwrap_or((0, String::new()));
+        last = format!("/readyz {status}: {body}");
+        let log = std::fs::read_to_string(&controller.process.log).unwrap_or_default();
+        let exited = controller.process.exited();
+        let named = |text: &str| {
+            text.contains("deployments") && (text.contains("list") || text.contains("watch"))
+        };
+        if let Some(line) = log
+            .lines()
+            .find(|l| named(l) && (l.contains("forbidden") || l.contains("403")))
+        {
+            if named(&body) && status != 200 {
+                break Ok(format!("{last}; log: {line}"));
+            }
+        }
+        if let Some(exit) = exited {
+            break Err(format!("{exit}; log:\n{}", controller.process.log_tail(30)));
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            break Err(format!("{last}\nlog:\n{}", controller.process.log_tail(30)));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    drop(controller);
+    // Put the rule back for whatever runs next on this plane.
+    if let Some(role) = rendered.clone().cluster_role_mut() {
+        chart::apply(&plane.client, &[role.clone()], Duration::from_secs(5)).await?;
+    }
+    match outcome {
+        Ok(seen) => {
+            println!("e2e-real:   reported: {seen}");
+            Ok(())
+        }
+        Err(seen) => {
+            bail!("the missing rule (deployments: list/watch) was not reported clearly: {seen}")
+        }
+    }
+}
+
+/// The chart rendered for one replica: the election flags dropped from the args.
+fn without_election(rendered: &Rendered) -> Rendered {
+    let mut rendered = rendered.clone();
+    if let Some(args) =
+        rendered.deployment["spec"]["template"]["spec"]["containers"][0]["args"].as_array_mut()
+    {
+        args.retain(|a: &Value| !a.as_str().unwrap_or_default().starts_with("--leader-elect"));
+    }
+    rendered
+}
