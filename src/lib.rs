@@ -4,6 +4,7 @@
 //! to a cluster; the thin shell (`reconcile`, `controller`, `registry`, `sandbox`) reads, calls
 //! the core and writes. The README's architecture picture shows how they fit.
 
+pub mod access_review;
 pub mod api;
 pub mod bundle_image;
 pub mod catalog;
