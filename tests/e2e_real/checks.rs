@@ -213,10 +213,19 @@ async fn journeys(
     standby: &mut Controller,
 ) -> anyhow::Result<()> {
     standby.wait_ready(WAIT).await?;
-    ensure!(
-        master_status(standby).await? == 0,
-        "the second replica leads although the first holds the Lease"
-    );
+    // The standby reports leader_election_master_status once it has tried the Lease.
+    let standby_ref = &*standby;
+    wait(
+        "replica b to report that it does not lead".to_owned(),
+        || async move {
+            Ok(match master_status(standby_ref).await {
+                Ok(0) => Ok(()),
+                Ok(status) => Err(format!("leader_election_master_status {status}")),
+                Err(err) => Err(format!("{err:#}")),
+            })
+        },
+    )
+    .await?;
     let settings = Settings {
         controller_namespace: chart::NAMESPACE.to_owned(),
         operators_namespace: "operators".to_owned(),

@@ -271,7 +271,6 @@ impl Controller {
     pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<Duration> {
         let started = Instant::now();
         let url = format!("{}/readyz", self.probe_url);
-        let mut last = String::new();
         loop {
             if let Some(exit) = self.process.exited() {
                 bail!(
@@ -279,11 +278,11 @@ impl Controller {
                     self.process.log_tail(30)
                 );
             }
-            match crate::cluster::local_get(&url).await {
+            let last = match crate::cluster::local_get(&url).await {
                 Ok((200, _)) => return Ok(started.elapsed()),
-                Ok((status, body)) => last = format!("{status}: {body}"),
-                Err(err) => last = format!("{err:#}"),
-            }
+                Ok((status, body)) => format!("{status}: {body}"),
+                Err(err) => format!("{err:#}"),
+            };
             if started.elapsed() > timeout {
                 bail!(
                     "{} not ready after {}s; last /readyz: {last}; its log:\n{}",
