@@ -7,6 +7,8 @@
 //! Without the binaries (a clone without `../shared`) or etcd, it prints why and passes.
 //! `harness = false`: one control plane serves every check, in a fixed order.
 
+#[path = "e2e_real/bundle_images.rs"]
+mod bundle_images;
 #[path = "e2e_real/checks.rs"]
 mod checks;
 #[allow(dead_code)]
@@ -23,6 +25,24 @@ mod fixtures;
 mod journeys;
 #[path = "e2e_real/missing_rbac.rs"]
 mod missing_rbac;
+#[allow(dead_code)]
+#[path = "integration/registry_support/mod.rs"]
+mod registry_support;
+
+/// What tests/integration/registry_support uses of the integration tests' `common` module.
+#[allow(dead_code)]
+mod common {
+    pub fn operators_dir() -> std::path::PathBuf {
+        let crate_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        std::env::var_os("OLM_RS_SHARED")
+            .map(std::path::PathBuf::from)
+            .into_iter()
+            .chain([crate_dir.join("../shared"), "/work/shared".into()])
+            .find(|p| p.join("data").is_dir())
+            .unwrap_or_else(|| crate_dir.join("../shared"))
+            .join("data/catalogs/community-operators-prod/operators")
+    }
+}
 #[allow(dead_code)]
 mod real_control_plane;
 #[allow(dead_code)]
@@ -42,6 +62,7 @@ const CHECKS: &[&str] = &[
     "chart::journeys",
     "chart::leader_failover",
     "chart::missing_rbac_rule",
+    "chart::bundle_images",
 ];
 
 fn main() -> ExitCode {

@@ -110,7 +110,20 @@ pub async fn run(plane: ControlPlane, _selected: &[&str]) -> usize {
         started,
         crate::missing_rbac::run(&plane, &rendered, &token).await,
     );
+    let started = Instant::now();
+    match crate::bundle_images::run(&plane, &rendered, &token).await {
+        Ok(true) => report("chart::bundle_images", started, Ok(())),
+        Ok(false) => println!("e2e-real: chart::bundle_images skipped — no docker-registry"),
+        Err(err) => report("chart::bundle_images", started, Err(err)),
+    }
     println!("e2e-real: control plane memory: {}", memory(&plane.pids()));
+    // `OLM_RS_E2E_REAL_LOGS=<dir>` keeps every program's log (the control plane's and each
+    // olm-rs replica's) for reading; the scratch directory goes with the plane.
+    if let Some(keep) = std::env::var_os("OLM_RS_E2E_REAL_LOGS") {
+        if let Err(err) = keep_logs(&plane.dir, std::path::Path::new(&keep)) {
+            println!("e2e-real: could not keep the logs: {err:#}");
+        }
+    }
     drop(node);
     failures
 }
@@ -363,4 +376,28 @@ fn memory(pids: &[u32]) -> String {
         "{} MiB RSS (etcd, kube-apiserver, kube-controller-manager)",
         kib / 1024
     )
+}
+
+/// Copies every `*.log` under `from` (one level of subdirectories) into `to`.
+fn keep_logs(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    let mut dirs = vec![from.to_path_buf()];
+    for entry in std::fs::read_dir(from)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            dirs.push(path);
+        }
+    }
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                if let Some(name) = path.file_name() {
+                    std::fs::copy(&path, to.join(name))?;
+                }
+            }
+        }
+    }
+    println!("e2e-real: logs kept in {}", to.display());
+    Ok(())
 }

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use serde_json::Value;
 
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::chart::{self, Controller, Rendered};
@@ -39,7 +38,7 @@ pub async fn run(plane: &ControlPlane, rendered: &Rendered, token: &str) -> anyh
     let args: Vec<String> = Vec::new();
     let mut controller = Controller::spawn(
         plane,
-        &without_election(&without),
+        &without.without_leader_election(),
         token,
         "olm-rs-controller-norbac",
         &args,
@@ -74,15 +73,4 @@ pub async fn run(plane: &ControlPlane, rendered: &Rendered, token: &str) -> anyh
             bail!("the missing rule (deployments: list/watch) was not reported clearly: {seen}")
         }
     }
-}
-
-/// The chart rendered for one replica: the election flags dropped from the args.
-fn without_election(rendered: &Rendered) -> Rendered {
-    let mut rendered = rendered.clone();
-    if let Some(args) =
-        rendered.deployment["spec"]["template"]["spec"]["containers"][0]["args"].as_array_mut()
-    {
-        args.retain(|a: &Value| !a.as_str().unwrap_or_default().starts_with("--leader-elect"));
-    }
-    rendered
 }

@@ -129,6 +129,18 @@ impl Rendered {
             .collect())
     }
 
+    /// The chart rendered for one replica: the election flags dropped from the args (the
+    /// replicas before may still hold the Lease).
+    pub fn without_leader_election(&self) -> Self {
+        let mut rendered = self.clone();
+        if let Some(args) =
+            rendered.deployment["spec"]["template"]["spec"]["containers"][0]["args"].as_array_mut()
+        {
+            args.retain(|a| !a.as_str().unwrap_or_default().starts_with("--leader-elect"));
+        }
+        rendered
+    }
+
     /// The rendered ClusterRole `olm-rs-controller`, mutable.
     pub fn cluster_role_mut(&mut self) -> Option<&mut Value> {
         self.identity
