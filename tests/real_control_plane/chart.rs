@@ -255,6 +255,13 @@ impl Controller {
             .map(|arg| {
                 if arg.starts_with("--probe-addr=") {
                     format!("--probe-addr=127.0.0.1:{port}")
+                } else if let Some(level) = arg
+                    .starts_with("--log-level=")
+                    .then(|| std::env::var("OLM_RS_E2E_REAL_LOG_LEVEL").ok())
+                    .flatten()
+                {
+                    // `OLM_RS_E2E_REAL_LOG_LEVEL=olm_rs=debug` for a closer look.
+                    format!("--log-level={level}")
                 } else if arg.starts_with("--bundle-cache-dir=") {
                     format!("--bundle-cache-dir={}", dir.join("bundles").display())
                 } else {
