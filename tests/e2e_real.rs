@@ -25,7 +25,6 @@ mod fixtures;
 mod journeys;
 #[path = "e2e_real/missing_rbac.rs"]
 mod missing_rbac;
-#[allow(dead_code)]
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
 

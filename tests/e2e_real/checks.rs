@@ -119,10 +119,10 @@ pub async fn run(plane: ControlPlane, _selected: &[&str]) -> usize {
     println!("e2e-real: control plane memory: {}", memory(&plane.pids()));
     // `OLM_RS_E2E_REAL_LOGS=<dir>` keeps every program's log (the control plane's and each
     // olm-rs replica's) for reading; the scratch directory goes with the plane.
-    if let Some(keep) = std::env::var_os("OLM_RS_E2E_REAL_LOGS") {
-        if let Err(err) = keep_logs(&plane.dir, std::path::Path::new(&keep)) {
-            println!("e2e-real: could not keep the logs: {err:#}");
-        }
+    if let Some(keep) = std::env::var_os("OLM_RS_E2E_REAL_LOGS")
+        && let Err(err) = keep_logs(&plane.dir, std::path::Path::new(&keep))
+    {
+        println!("e2e-real: could not keep the logs: {err:#}");
     }
     drop(node);
     failures
@@ -391,10 +391,10 @@ fn keep_logs(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()>
     for dir in dirs {
         for entry in std::fs::read_dir(&dir)? {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "log") {
-                if let Some(name) = path.file_name() {
-                    std::fs::copy(&path, to.join(name))?;
-                }
+            if path.extension().is_some_and(|e| e == "log")
+                && let Some(name) = path.file_name()
+            {
+                std::fs::copy(&path, to.join(name))?;
             }
         }
     }

@@ -62,7 +62,12 @@ pub async fn run(plane: &ControlPlane, rendered: &Rendered, token: &str) -> anyh
     drop(controller);
     // Put the rule back for whatever runs next on this plane.
     if let Some(role) = rendered.clone().cluster_role_mut() {
-        chart::apply(&plane.client, &[role.clone()], Duration::from_secs(5)).await?;
+        chart::apply(
+            &plane.client,
+            std::slice::from_ref(role),
+            Duration::from_secs(5),
+        )
+        .await?;
     }
     match outcome {
         Ok(seen) => {
