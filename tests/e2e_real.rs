@@ -25,6 +25,8 @@ mod fixtures;
 mod journeys;
 #[path = "e2e_real/missing_rbac.rs"]
 mod missing_rbac;
+#[path = "e2e_real/registry_pod.rs"]
+mod registry_pod;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
 
@@ -60,6 +62,7 @@ const CHECKS: &[&str] = &[
     "chart::startup_race",
     "chart::journeys",
     "chart::leader_failover",
+    "chart::registry_pod_admitted",
     "chart::missing_rbac_rule",
     "chart::bundle_images",
 ];

@@ -99,6 +99,12 @@ pub async fn run(plane: ControlPlane, _selected: &[&str]) -> usize {
         started,
         leader_failover(&plane, &mut leader, &mut standby).await,
     );
+    let started = Instant::now();
+    report(
+        "chart::registry_pod_admitted",
+        started,
+        crate::registry_pod::run(&plane).await,
+    );
     drop(leader);
     standby.process.terminate();
     standby.process.wait_exit(Duration::from_secs(10));
