@@ -1,6 +1,8 @@
-//! The checks run against one control plane, in order: the plane runs workloads; the chart's
-//! CRDs and the controller start in the same instant; the user journeys with two replicas;
-//! the leader's Lease passes to the standby; a ClusterRole missing a rule is reported.
+//! The checks run against one control plane, in order, each building on the one before: the
+//! plane runs workloads; the chart's CRDs and the first replica start in the same instant; the
+//! user journeys with two replicas; the leader's Lease passes to the standby; a registry pod
+//! passes PodSecurity admission; a ClusterRole missing a rule is reported; bundle images from a
+//! real registry install.
 
 use std::time::{Duration, Instant};
 
@@ -17,28 +19,49 @@ use crate::suite;
 /// The longest any one wait of the checks takes.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Runs every check; returns how many failed.
-pub async fn run(plane: ControlPlane, _selected: &[&str]) -> usize {
-    let mut failures = 0;
-    let mut report = |name: &str, started: Instant, result: anyhow::Result<()>| {
+/// Prints each check's outcome and counts the failures.
+#[derive(Default)]
+struct Report {
+    failures: usize,
+}
+
+impl Report {
+    fn check(&mut self, name: &str, started: Instant, result: anyhow::Result<()>) {
         let secs = started.elapsed().as_secs_f64();
         match result {
             Ok(()) => println!("e2e-real: {name} ... ok ({secs:.1}s)"),
             Err(err) => {
-                failures += 1;
+                self.failures += 1;
                 println!("e2e-real: {name} ... FAILED ({secs:.1}s)\n  {err:#}");
             }
         }
-    };
-    let node = match NodeSimulator::start(plane.client.clone()).await {
-        Ok(node) => node,
-        Err(err) => {
-            report("plane::node_simulator", Instant::now(), Err(err));
-            return failures;
+    }
+}
+
+/// Runs every check; returns how many failed.
+pub async fn run(plane: ControlPlane) -> usize {
+    let mut report = Report::default();
+    match NodeSimulator::start(plane.client.clone()).await {
+        Ok(node) => {
+            run_checks(&plane, &mut report).await;
+            drop(node);
         }
-    };
+        Err(err) => report.check("plane::node_simulator", Instant::now(), Err(err)),
+    }
+    println!("e2e-real: control plane memory: {}", memory(&plane.pids()));
+    // `OLM_RS_E2E_REAL_LOGS=<dir>` keeps every program's log (the control plane's and each
+    // olm-rs replica's) for reading; the scratch directory goes with the plane.
+    if let Some(keep) = std::env::var_os("OLM_RS_E2E_REAL_LOGS")
+        && let Err(err) = keep_logs(&plane.dir, std::path::Path::new(&keep))
+    {
+        println!("e2e-real: could not keep the logs: {err:#}");
+    }
+    report.failures
+}
+
+async fn run_checks(plane: &ControlPlane, report: &mut Report) {
     let started = Instant::now();
-    report(
+    report.check(
         "plane::workloads_run",
         started,
         workloads_run(&plane.client).await,
@@ -48,7 +71,7 @@ pub async fn run(plane: ControlPlane, _selected: &[&str]) -> usize {
         Ok(helm) => helm,
         Err(why) => {
             println!("e2e-real: chart checks skipped — helm cannot be had: {why}");
-            return failures;
+            return;
         }
     };
     let started = Instant::now();
@@ -60,78 +83,46 @@ pub async fn run(plane: ControlPlane, _selected: &[&str]) -> usize {
     };
     let (rendered, token) = match setup.await {
         Ok(setup) => setup,
-        Err(err) => {
-            report("chart::setup", started, Err(err));
-            return failures;
-        }
+        Err(err) => return report.check("chart::setup", started, Err(err)),
     };
 
     let started = Instant::now();
-    let leader = startup_race(&plane, &rendered, &token).await;
-    let mut leader = match leader {
+    let mut leader = match startup_race(plane, &rendered, &token).await {
         Ok(leader) => {
-            report("chart::startup_race", started, Ok(()));
+            report.check("chart::startup_race", started, Ok(()));
             leader
         }
-        Err(err) => {
-            report("chart::startup_race", started, Err(err));
-            return failures;
-        }
+        Err(err) => return report.check("chart::startup_race", started, Err(err)),
     };
 
     let started = Instant::now();
-    let standby = Controller::spawn(&plane, &rendered, &token, "olm-rs-controller-b", &[]);
-    let mut standby = match standby {
+    let mut standby = match Controller::spawn(plane, &rendered, &token, "olm-rs-controller-b", &[])
+    {
         Ok(standby) => standby,
-        Err(err) => {
-            report("chart::journeys", started, Err(err));
-            return failures;
-        }
+        Err(err) => return report.check("chart::journeys", started, Err(err)),
     };
-    report(
-        "chart::journeys",
-        started,
-        journeys(&plane, &mut leader, &mut standby).await,
-    );
+    let result = journeys(plane, &mut leader, &mut standby).await;
+    report.check("chart::journeys", started, result);
     let started = Instant::now();
-    report(
-        "chart::leader_failover",
-        started,
-        leader_failover(&plane, &mut leader, &mut standby).await,
-    );
+    let result = leader_failover(plane, &mut leader, &mut standby).await;
+    report.check("chart::leader_failover", started, result);
     let started = Instant::now();
-    report(
-        "chart::registry_pod_admitted",
-        started,
-        crate::registry_pod::run(&plane).await,
-    );
+    let result = crate::registry_pod::run(plane).await;
+    report.check("chart::registry_pod_admitted", started, result);
     drop(leader);
     standby.process.terminate();
     standby.process.wait_exit(Duration::from_secs(10));
     drop(standby);
 
     let started = Instant::now();
-    report(
-        "chart::missing_rbac_rule",
-        started,
-        crate::missing_rbac::run(&plane, &rendered, &token).await,
-    );
+    let result = crate::missing_rbac::run(plane, &rendered, &token).await;
+    report.check("chart::missing_rbac_rule", started, result);
     let started = Instant::now();
-    match crate::bundle_images::run(&plane, &rendered, &token).await {
-        Ok(true) => report("chart::bundle_images", started, Ok(())),
+    match crate::bundle_images::run(plane, &rendered, &token).await {
+        Ok(true) => report.check("chart::bundle_images", started, Ok(())),
         Ok(false) => println!("e2e-real: chart::bundle_images skipped — no docker-registry"),
-        Err(err) => report("chart::bundle_images", started, Err(err)),
+        Err(err) => report.check("chart::bundle_images", started, Err(err)),
     }
-    println!("e2e-real: control plane memory: {}", memory(&plane.pids()));
-    // `OLM_RS_E2E_REAL_LOGS=<dir>` keeps every program's log (the control plane's and each
-    // olm-rs replica's) for reading; the scratch directory goes with the plane.
-    if let Some(keep) = std::env::var_os("OLM_RS_E2E_REAL_LOGS")
-        && let Err(err) = keep_logs(&plane.dir, std::path::Path::new(&keep))
-    {
-        println!("e2e-real: could not keep the logs: {err:#}");
-    }
-    drop(node);
-    failures
 }
 
 /// A Deployment's pods are bound, run and become available; a Job's pod succeeds; deleting the
