@@ -208,8 +208,12 @@ async fn startup_race(
     let (applied, ready) = tokio::join!(apply, leader.wait_ready(WAIT));
     applied.context("applying the chart's CRDs and objects")?;
     let took = ready?;
+    // Whether the race was run: the replica looked before the CRDs were served.
+    let log = std::fs::read_to_string(&leader.process.log).unwrap_or_default();
+    let waited = log.contains("waiting for the CRDs");
     println!(
-        "e2e-real:   olm-rs-controller-a ready {:.1}s after it started with the CRDs",
+        "e2e-real:   olm-rs-controller-a ready {:.1}s after it started with the CRDs (it saw \
+         them missing first: {waited})",
         took.as_secs_f64()
     );
     Ok(leader)

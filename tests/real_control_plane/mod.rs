@@ -54,14 +54,15 @@ impl ControlPlane {
             .prefix("olm-rs-e2e-real-")
             .tempdir()
             .context("creating the control plane's directory")?;
-        // etcd syncs every write; on tmpfs that costs nothing.
+        // etcd syncs every write; on tmpfs that costs nothing. The name carries this process's
+        // id so that a later run can remove what a killed one left in memory.
         let shm = Path::new("/dev/shm");
+        let prefix = format!("{ETCD_DIR_PREFIX}{}-", std::process::id());
         let etcd_data = if shm.is_dir() {
-            tempfile::Builder::new()
-                .prefix("olm-rs-etcd-")
-                .tempdir_in(shm)
+            remove_stale_etcd_dirs(shm);
+            tempfile::Builder::new().prefix(&prefix).tempdir_in(shm)
         } else {
-            tempfile::Builder::new().prefix("olm-rs-etcd-").tempdir()
+            tempfile::Builder::new().prefix(&prefix).tempdir()
         }
         .context("creating etcd's data directory")?;
         let root = dir.path().to_path_buf();
@@ -251,6 +252,30 @@ impl Drop for ControlPlane {
         // then etcd.
         while let Some(process) = self.processes.pop() {
             drop(process);
+        }
+    }
+}
+
+/// etcd data directories are named `<prefix><pid>-<random>`.
+const ETCD_DIR_PREFIX: &str = "olm-rs-etcd-";
+
+/// Removes etcd data directories in `dir` whose test process is gone (killed before it could
+/// clean up; tmpfs holds them in memory).
+fn remove_stale_etcd_dirs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(ETCD_DIR_PREFIX)
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
