@@ -7,6 +7,8 @@
 //! Without the binaries (a clone without `../shared`) or etcd, it prints why and passes.
 //! `harness = false`: one control plane serves every check, in a fixed order.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
+
 #[path = "e2e_real/bundle_images.rs"]
 mod bundle_images;
 #[path = "e2e_real/checks.rs"]
