@@ -31,7 +31,8 @@ pub struct Settings {
     pub keep: bool,
     /// Where the controller runs.
     pub controller: ControllerAccess,
-    /// `OLM_RS_E2E_NO_PODS`: the cluster runs no pods, whatever its node list says.
+    /// `OLM_RS_E2E_NO_PODS`: the cluster runs no pods, whatever its node list says (a node
+    /// simulator binds pods and marks them running, but no container starts).
     pub no_pods: bool,
 }
 
@@ -154,7 +155,9 @@ impl Cluster {
     /// olm-rs's embedded one, does not). Catalogs from an image need a registry pod.
     pub async fn why_no_pods(&self) -> anyhow::Result<Option<String>> {
         if self.settings.no_pods {
-            return Ok(Some("OLM_RS_E2E_NO_PODS is set".to_owned()));
+            return Ok(Some(
+                "pods do not run on this cluster (OLM_RS_E2E_NO_PODS)".to_owned(),
+            ));
         }
         let nodes: Api<DynamicObject> =
             Api::all_with(self.client.clone(), &core("", "v1", "Node", "nodes"));

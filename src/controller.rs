@@ -8,6 +8,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kube::Client;
 
+use crate::access_review;
 use crate::health::{self, Readiness};
 use crate::k8s::clock::{Clock, SystemClock};
 use crate::leader_election::{LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
@@ -95,7 +96,7 @@ pub async fn run(
     // wait is a clean exit.
     let mut shutdown = Box::pin(shutdown);
     let mut outcome = tokio::select! {
-        waited = startup::wait_until_served(&client, &readiness) => waited.map_err(RunError::from),
+        waited = wait_until_allowed(&client, &readiness) => waited.map_err(RunError::from),
         () = &mut shutdown => {
             tracing::info!("shutdown requested while waiting for the API server; stopping");
             let _ = stop_tx.send(true);
@@ -151,6 +152,27 @@ pub async fn run(
             addr: probe_addr,
             source: std::io::Error::other(join.to_string()),
         }),
+    }
+}
+
+/// Waits until every OLM kind is served, then checks that olm-rs may watch what it watches:
+/// a missing RBAC rule stops the process naming each permission, instead of watches that are
+/// refused and retried forever behind a green `/readyz`. An API server that cannot answer
+/// SelfSubjectAccessReviews (olm-rs's embedded one) skips the check with a warning.
+async fn wait_until_allowed(client: &Client, readiness: &Readiness) -> Result<(), StartupError> {
+    startup::wait_until_served(client, readiness).await?;
+    match access_review::missing_watch_permissions(client).await {
+        Ok(missing) if missing.is_empty() => Ok(()),
+        Ok(missing) => {
+            let error = StartupError::MissingPermissions { missing };
+            readiness.set_not_ready("crds", error.to_string());
+            tracing::error!("{error}");
+            Err(error)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot check olm-rs's permissions (SelfSubjectAccessReview); going on");
+            Ok(())
+        }
     }
 }
 

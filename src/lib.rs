@@ -7,6 +7,7 @@
 // The library needs no unsafe code; the one `mallopt` call (memory tuning) lives in main.rs.
 #![forbid(unsafe_code)]
 
+pub mod access_review;
 pub mod api;
 pub mod bundle_image;
 pub mod catalog;

@@ -44,6 +44,11 @@ pub enum StartupError {
         code: u16,
         message: String,
     },
+    /// SelfSubjectAccessReviews say olm-rs's identity lacks permissions its watches need.
+    #[error("{}", crate::access_review::missing_message(.missing))]
+    MissingPermissions {
+        missing: Vec<crate::access_review::Missing>,
+    },
 }
 
 /// What one look at discovery found.

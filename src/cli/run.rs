@@ -13,7 +13,9 @@ use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
 use olm_rs::reconcile::ControllerOptions;
 use olm_rs::reconcile::bundle_images::{BundleImageOptions, BundleImages, SecretRef};
+use olm_rs::reconcile::catalog_source::CatalogSourceOptions;
 use olm_rs::reconcile::catalog_source::spec_check::parse_go_duration;
+use olm_rs::registry::pod::RegistryPodOptions;
 use olm_rs::telemetry::{self, LogFormat};
 
 #[derive(Debug, Args)]
@@ -85,7 +87,23 @@ pub struct RunArgs {
     /// Directory where pulled bundles are kept (re-read after a restart); default: memory only.
     #[arg(long, env = "OLM_RS_BUNDLE_CACHE_DIR", value_name = "DIR")]
     pub bundle_cache_dir: Option<PathBuf>,
+    /// Registry pods under the `restricted` pod security level run as user 1001 with
+    /// `runAsNonRoot` (as OLM's upstream install does), so PodSecurity admission accepts them.
+    /// `=false` leaves the user to the cluster (OpenShift's SCCs assign one).
+    #[arg(
+        long,
+        env = "OLM_RS_SET_WORKLOAD_USER_ID",
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub set_workload_user_id: bool,
 }
+
+/// The user registry pods run as under `restricted` with `--set-workload-user-id` (OLM's).
+pub const WORKLOAD_USER_ID: i64 = 1001;
 
 /// The default registries.conf, used when present.
 pub const DEFAULT_REGISTRIES_CONFIG: &str = "/etc/containers/registries.conf";
@@ -162,6 +180,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             controller: ControllerOptions {
                 global_catalog_namespace: args.global_catalog_namespace,
                 bundle_images,
+                catalog_sources: CatalogSourceOptions {
+                    registry_pod: RegistryPodOptions {
+                        workload_user_id: args.set_workload_user_id.then_some(WORKLOAD_USER_ID),
+                        ..RegistryPodOptions::default()
+                    },
+                    ..CatalogSourceOptions::default()
+                },
                 ..ControllerOptions::default()
             },
         };
@@ -192,5 +217,34 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        run: super::RunArgs,
+    }
+
+    fn workload_user_id(args: &[&str]) -> bool {
+        let argv = std::iter::once("olm-rs").chain(args.iter().copied());
+        Command::try_parse_from(argv)
+            .expect("valid flags")
+            .run
+            .set_workload_user_id
+    }
+
+    #[test]
+    fn registry_pods_get_a_workload_user_unless_turned_off() {
+        assert!(workload_user_id(&[]));
+        assert!(workload_user_id(&["--set-workload-user-id"]));
+        assert!(workload_user_id(&["--set-workload-user-id=true"]));
+        assert!(!workload_user_id(&["--set-workload-user-id=false"]));
+        let argv = ["olm-rs", "--set-workload-user-id=maybe"];
+        assert!(Command::try_parse_from(argv).is_err());
     }
 }

@@ -135,3 +135,29 @@ fn config_deployment_matches_the_chart_on_leader_election_and_pod_identity() {
         );
     }
 }
+
+/// The controller checks at start-up that it may list and watch what it watches
+/// (olm_rs::access_review::WATCHED); the chart's rules must grant exactly that.
+#[test]
+fn the_chart_grants_every_watch_the_controller_checks_at_start_up() {
+    let chart = yaml_documents(&crate_path("charts/olm-rs/files/cluster-role-rules.yaml"));
+    let rules = chart[0]["rules"].as_array().expect("rules is a list");
+    let grants = |group: &str, resource: &str, verb: &str| {
+        rules.iter().any(|rule| {
+            let has = |field: &str, value: &str| {
+                rule[field]
+                    .as_array()
+                    .is_some_and(|values| values.iter().any(|v| v == value))
+            };
+            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+        })
+    };
+    for watched in olm_rs::access_review::WATCHED {
+        for verb in olm_rs::access_review::WATCH_VERBS {
+            assert!(
+                grants(watched.group, watched.resource, verb),
+                "the chart's ClusterRole does not grant {verb} on {watched:?}"
+            );
+        }
+    }
+}

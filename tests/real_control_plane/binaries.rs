@@ -1,0 +1,180 @@
+//! The control plane's programs: kube-apiserver and kube-controller-manager unpacked once from
+//! `../shared/k8s/bin/*.xz` into `target/k8s-bin/` (kept until `../shared/k8s/bin/SHA256SUMS`
+//! changes), and Debian's etcd.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail, ensure};
+use sha2::{Digest as _, Sha256};
+
+/// The two Kubernetes programs the harness runs.
+pub const PROGRAMS: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
+
+/// Where the programs are, ready to run.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    pub etcd: PathBuf,
+    pub kube_apiserver: PathBuf,
+    pub kube_controller_manager: PathBuf,
+}
+
+/// Why the real control plane cannot run here: the reason to print when skipping.
+#[derive(Debug)]
+pub struct Unavailable(pub String);
+
+/// Finds (and unpacks when needed) every program. `Err(Unavailable)` when one is absent (a fresh
+/// clone without `../shared`, no etcd); any other failure is an error.
+pub fn locate() -> anyhow::Result<Result<Binaries, Unavailable>> {
+    let etcd = match etcd() {
+        Some(etcd) => etcd,
+        None => {
+            return Ok(Err(Unavailable(
+                "etcd not found (apt-get install etcd-server, or set OLM_RS_ETCD)".to_owned(),
+            )));
+        }
+    };
+    let dir = match std::env::var_os("OLM_RS_K8S_BIN") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            for program in PROGRAMS {
+                ensure!(
+                    dir.join(program).is_file(),
+                    "OLM_RS_K8S_BIN={}: no {program} there",
+                    dir.display()
+                );
+            }
+            dir
+        }
+        None => {
+            let Some(packed) = packed_dir() else {
+                return Ok(Err(Unavailable(
+                    "../shared/k8s/bin not found (set OLM_RS_SHARED, or OLM_RS_K8S_BIN to a \
+                     directory with kube-apiserver and kube-controller-manager)"
+                        .to_owned(),
+                )));
+            };
+            let dir = target_dir()?.join("k8s-bin");
+            unpack(&packed, &dir)?;
+            dir
+        }
+    };
+    Ok(Ok(Binaries {
+        etcd,
+        kube_apiserver: dir.join("kube-apiserver"),
+        kube_controller_manager: dir.join("kube-controller-manager"),
+    }))
+}
+
+fn etcd() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("OLM_RS_ETCD") {
+        return Some(PathBuf::from(path)).filter(|p| p.is_file());
+    }
+    let default = PathBuf::from("/usr/bin/etcd");
+    if default.is_file() {
+        return Some(default);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("etcd"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// `<shared>/k8s/bin`: `$OLM_RS_SHARED`, else `<crate>/../shared` (a clean clone in CI), else
+/// `/work/shared` (a worktree).
+fn packed_dir() -> Option<PathBuf> {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    std::env::var_os("OLM_RS_SHARED")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([crate_dir.join("../shared"), PathBuf::from("/work/shared")])
+        .map(|shared| shared.join("k8s/bin"))
+        .find(|bin| bin.join("SHA256SUMS").is_file())
+}
+
+/// The build directory (`target/`): three levels above this test binary
+/// (`target/debug/deps/e2e_real-…`), so `CARGO_TARGET_DIR` is honoured.
+fn target_dir() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("locating the test binary")?;
+    exe.ancestors()
+        .nth(3)
+        .map(Path::to_path_buf)
+        .with_context(|| format!("{}: not inside a target directory", exe.display()))
+}
+
+/// Unpacks every program into `dir` unless `dir/SHA256SUMS` already equals the source's. Each
+/// `.xz` is checked against SHA256SUMS first; unpacking goes to a temporary name and is renamed,
+/// so test binaries running at the same time never see half a file.
+fn unpack(packed: &Path, dir: &Path) -> anyhow::Result<()> {
+    let sums_path = packed.join("SHA256SUMS");
+    let sums = std::fs::read_to_string(&sums_path)
+        .with_context(|| format!("reading {}", sums_path.display()))?;
+    let stamp = dir.join("SHA256SUMS");
+    let done = std::fs::read_to_string(&stamp).is_ok_and(|old| old == sums)
+        && PROGRAMS.iter().all(|p| dir.join(p).is_file());
+    if done {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        let jobs: Vec<_> = PROGRAMS
+            .iter()
+            .map(|program| scope.spawn(|| unpack_one(packed, &sums, program, dir)))
+            .collect();
+        jobs.into_iter()
+            .try_for_each(|job| job.join().unwrap_or_else(|_| bail!("unpacking panicked")))
+    })?;
+    let tmp = dir.join(format!("SHA256SUMS.{}", std::process::id()));
+    std::fs::write(&tmp, &sums)?;
+    std::fs::rename(&tmp, &stamp)?;
+    println!(
+        "e2e-real: unpacked {} into {} in {:.1}s",
+        PROGRAMS.join(" and "),
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn unpack_one(packed: &Path, sums: &str, program: &str, dir: &Path) -> anyhow::Result<()> {
+    let file = format!("{program}.xz");
+    let source = packed.join(&file);
+    let expected = sums
+        .lines()
+        .find_map(|line| {
+            let (sum, name) = line.split_once(char::is_whitespace)?;
+            (name.trim_start_matches([' ', '*']) == file).then_some(sum)
+        })
+        .with_context(|| {
+            format!(
+                "{}: no line for {file}",
+                packed.join("SHA256SUMS").display()
+            )
+        })?;
+    let bytes = std::fs::read(&source).with_context(|| format!("reading {}", source.display()))?;
+    let actual = hex(&Sha256::digest(&bytes));
+    ensure!(
+        actual == expected,
+        "{}: SHA-256 {actual}, SHA256SUMS says {expected}",
+        source.display()
+    );
+    let tmp = dir.join(format!("{program}.{}.partial", std::process::id()));
+    let out = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let status = Command::new("xz")
+        .arg("-dc")
+        .arg(&source)
+        .stdout(out)
+        .status()
+        .context("running xz -dc (install xz-utils)")?;
+    ensure!(status.success(), "xz -dc {}: {status}", source.display());
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::rename(&tmp, dir.join(program))?;
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

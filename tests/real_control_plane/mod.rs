@@ -1,0 +1,324 @@
+//! A real Kubernetes control plane for tests: etcd, kube-apiserver (v1.36) and
+//! kube-controller-manager on free loopback ports with a throw-away directory and certificates
+//! (`../shared/k8s/README.md`), plus a node simulator that plays the kubelet. Everything it
+//! starts is stopped when the [`ControlPlane`] is dropped.
+
+pub mod binaries;
+pub mod chart;
+pub mod node;
+pub mod pki;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Api;
+
+use binaries::Binaries;
+use pki::Pki;
+use process::Process;
+
+/// Service IPs come from a loopback range, so nothing ever dials off the machine.
+const SERVICE_RANGE: &str = "127.0.96.0/20";
+const FIRST_SERVICE_IP: &str = "127.0.96.1";
+/// The longest start-up the harness waits for before failing with the programs' logs.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+pub struct ControlPlane {
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    pub pki: Pki,
+    /// The admin's kubeconfig (`system:masters`), as a file and parsed.
+    pub admin_kubeconfig: PathBuf,
+    pub admin_config: kube::Config,
+    pub client: kube::Client,
+    /// Scratch space for the tests (controller logs, kubeconfigs, caches).
+    pub dir: PathBuf,
+    // Dropped in this order: the processes (in reverse start order) before their directories.
+    processes: Vec<Process>,
+    _etcd_data: tempfile::TempDir,
+    _dir: tempfile::TempDir,
+}
+
+impl ControlPlane {
+    /// Starts etcd, kube-apiserver and kube-controller-manager at once (the API server retries
+    /// etcd, the controller-manager retries the API server) and waits until `/readyz` answers
+    /// and the `default` ServiceAccount exists.
+    pub async fn start(bin: &Binaries) -> anyhow::Result<Self> {
+        let started = Instant::now();
+        let dir = tempfile::Builder::new()
+            .prefix("olm-rs-e2e-real-")
+            .tempdir()
+            .context("creating the control plane's directory")?;
+        // etcd syncs every write; on tmpfs that costs nothing. The name carries this process's
+        // id so that a later run can remove what a killed one left in memory.
+        let shm = Path::new("/dev/shm");
+        let prefix = format!("{ETCD_DIR_PREFIX}{}-", std::process::id());
+        let etcd_data = if shm.is_dir() {
+            remove_stale_etcd_dirs(shm);
+            tempfile::Builder::new().prefix(&prefix).tempdir_in(shm)
+        } else {
+            tempfile::Builder::new().prefix(&prefix).tempdir()
+        }
+        .context("creating etcd's data directory")?;
+        let root = dir.path().to_path_buf();
+        let pki = Pki::create(&root, FIRST_SERVICE_IP)?;
+
+        let [etcd_port, etcd_peer, api_port, kcm_port] = free_ports::<4>()?;
+        let url = format!("https://127.0.0.1:{api_port}");
+        let admin_yaml = kubeconfig(
+            &url,
+            &pki.ca_pem,
+            &User::Cert(&pki.admin.cert_pem, &pki.admin.key_pem),
+        );
+        let admin_kubeconfig = root.join("admin.kubeconfig");
+        std::fs::write(&admin_kubeconfig, &admin_yaml)?;
+        let kcm_kubeconfig = root.join("kcm.kubeconfig");
+        std::fs::write(
+            &kcm_kubeconfig,
+            kubeconfig(
+                &url,
+                &pki.ca_pem,
+                &User::Cert(
+                    &pki.controller_manager.cert_pem,
+                    &pki.controller_manager.key_pem,
+                ),
+            ),
+        )?;
+
+        let mut processes = Vec::new();
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer}");
+        let mut etcd = Command::new(&bin.etcd);
+        etcd.arg("--name=e2e")
+            .arg(format!("--data-dir={}", etcd_data.path().display()))
+            .arg(format!("--listen-client-urls={etcd_url}"))
+            .arg(format!("--advertise-client-urls={etcd_url}"))
+            .arg(format!("--listen-peer-urls={peer_url}"))
+            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+            .arg(format!("--initial-cluster=e2e={peer_url}"))
+            .arg("--initial-cluster-state=new")
+            .args(["--log-level=warn", "--logger=zap"]);
+        processes.push(Process::spawn("etcd", etcd, &root)?);
+
+        let path = |p: &Path| p.display().to_string();
+        let mut apiserver = Command::new(&bin.kube_apiserver);
+        apiserver
+            .arg(format!("--etcd-servers={etcd_url}"))
+            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
+            .arg(format!("--secure-port={api_port}"))
+            .arg(format!("--tls-cert-file={}", path(&pki.serving_cert)))
+            .arg(format!("--tls-private-key-file={}", path(&pki.serving_key)))
+            .arg(format!("--client-ca-file={}", path(&pki.ca_cert)))
+            .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
+            .arg(format!(
+                "--service-account-key-file={}",
+                path(&pki.service_account_public)
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                path(&pki.service_account_key)
+            ))
+            .arg(format!("--service-cluster-ip-range={SERVICE_RANGE}"))
+            .args([
+                "--authorization-mode=Node,RBAC",
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+                "--v=1",
+            ]);
+        processes.push(Process::spawn("kube-apiserver", apiserver, &root)?);
+
+        let mut kcm = Command::new(&bin.kube_controller_manager);
+        kcm.arg(format!("--kubeconfig={}", path(&kcm_kubeconfig)))
+            // No --authentication/authorization-kubeconfig: the controller-manager would read
+            // kube-system's extension-apiserver-authentication ConfigMap at start and exit if
+            // the API server's bootstrap roles are not there yet. Nobody calls its own port.
+            .args(["--bind-address=127.0.0.1", "--leader-elect=false"])
+            .arg(format!("--secure-port={kcm_port}"))
+            .arg("--use-service-account-credentials=true")
+            .arg(format!(
+                "--service-account-private-key-file={}",
+                path(&pki.service_account_key)
+            ))
+            .arg(format!("--root-ca-file={}", path(&pki.ca_cert)))
+            .arg(format!(
+                "--cluster-signing-cert-file={}",
+                path(&pki.ca_cert)
+            ))
+            .arg(format!("--cluster-signing-key-file={}", path(&pki.ca_key)))
+            .arg(format!("--service-cluster-ip-range={SERVICE_RANGE}"))
+            .args(["--cluster-name=olm-rs-e2e", "--profiling=false", "--v=1"]);
+        processes.push(Process::spawn("kube-controller-manager", kcm, &root)?);
+
+        let admin_config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::from_yaml(&admin_yaml)?,
+            &Default::default(),
+        )
+        .await
+        .context("the admin kubeconfig")?;
+        let client = kube::Client::try_from(admin_config.clone())?;
+        let mut plane = Self {
+            url,
+            pki,
+            admin_kubeconfig,
+            admin_config,
+            client,
+            dir: root,
+            processes,
+            _etcd_data: etcd_data,
+            _dir: dir,
+        };
+        plane.wait_ready(started).await?;
+        println!(
+            "e2e-real: control plane {} ready in {:.1}s",
+            plane.url,
+            started.elapsed().as_secs_f64()
+        );
+        Ok(plane)
+    }
+
+    async fn wait_ready(&mut self, started: Instant) -> anyhow::Result<()> {
+        let mut last = String::from("not asked yet");
+        let mut api_ready = false;
+        loop {
+            self.check_alive()?;
+            if !api_ready {
+                let request = http::Request::get("/readyz").body(Vec::new())?;
+                match self.client.request_text(request).await {
+                    Ok(_) => api_ready = true,
+                    Err(err) => last = format!("/readyz: {err}"),
+                }
+            }
+            if api_ready {
+                let accounts: Api<ServiceAccount> = Api::namespaced(self.client.clone(), "default");
+                match accounts.get_opt("default").await {
+                    Ok(Some(_)) => return Ok(()),
+                    Ok(None) => last = "no ServiceAccount default/default yet".to_owned(),
+                    Err(err) => last = format!("ServiceAccount default/default: {err}"),
+                }
+            }
+            if started.elapsed() > START_TIMEOUT {
+                bail!(
+                    "the control plane was not ready after {}s (last: {last})\n{}",
+                    START_TIMEOUT.as_secs(),
+                    self.logs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// An error naming the program that exited, with the logs.
+    pub fn check_alive(&mut self) -> anyhow::Result<()> {
+        let exited: Vec<String> = self
+            .processes
+            .iter_mut()
+            .filter_map(Process::exited)
+            .collect();
+        if exited.is_empty() {
+            Ok(())
+        } else {
+            bail!("{}\n{}", exited.join("; "), self.logs())
+        }
+    }
+
+    /// The last lines of each program's log.
+    pub fn logs(&self) -> String {
+        self.processes
+            .iter()
+            .map(|p| format!("---- {} ({})\n{}", p.name, p.log.display(), p.log_tail(20)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// A kubeconfig for `user` on this control plane.
+    pub fn kubeconfig(&self, user: &User<'_>) -> String {
+        kubeconfig(&self.url, &self.pki.ca_pem, user)
+    }
+
+    /// Process ids of the control plane's programs (for memory figures).
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes.iter().map(Process::id).collect()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        // Stop the API server's clients first: the controller-manager, then the API server,
+        // then etcd.
+        while let Some(process) = self.processes.pop() {
+            drop(process);
+        }
+    }
+}
+
+/// etcd data directories are named `<prefix><pid>-<random>`.
+const ETCD_DIR_PREFIX: &str = "olm-rs-etcd-";
+
+/// Removes etcd data directories in `dir` whose test process is gone (killed before it could
+/// clean up; tmpfs holds them in memory).
+fn remove_stale_etcd_dirs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(ETCD_DIR_PREFIX)
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Who a kubeconfig authenticates as.
+pub enum User<'a> {
+    /// A client certificate and key (PEM).
+    Cert(&'a str, &'a str),
+    /// A bearer token (a service account's, from the TokenRequest API).
+    Token(&'a str),
+}
+
+/// A kubeconfig with one cluster, one user and one context.
+pub fn kubeconfig(url: &str, ca_pem: &str, user: &User<'_>) -> String {
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let user = match user {
+        User::Cert(cert, key) => format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(cert),
+            b64(key)
+        ),
+        User::Token(token) => format!("    token: {token}\n"),
+    };
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e-real\n  cluster:\n    server: {url}\n    \
+         certificate-authority-data: {}\nusers:\n- name: user\n  user:\n{user}contexts:\n\
+         - name: e2e-real\n  context:\n    cluster: e2e-real\n    user: user\n\
+         current-context: e2e-real\n",
+        b64(ca_pem)
+    )
+}
+
+/// `N` distinct free ports on 127.0.0.1 (held together while chosen, so they differ).
+pub fn free_ports<const N: usize>() -> anyhow::Result<[u16; N]> {
+    let listeners: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()
+        .context("binding free ports")?;
+    let ports: Vec<u16> = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()?;
+    ports
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("port count mismatch"))
+}
