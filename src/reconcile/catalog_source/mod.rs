@@ -239,12 +239,17 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
     let mut notes = outcome.notes;
     if outcome.status != observed {
         let api: Api<CatalogSource> = Api::namespaced(r.ctx.client.clone(), &key.namespace);
-        crate::k8s::apply::apply_status(&api, &key.name, &outcome.status)
-            .await
-            .map_err(|source| Error::Status {
-                key: key.clone(),
-                source,
-            })?;
+        match crate::k8s::apply::apply_status(&api, &key.name, &outcome.status).await {
+            Ok(_) => {}
+            // Deleted while this sync ran: its deletion event cleans up.
+            Err(err) if crate::k8s::errors::is_not_found(&err) => return Ok(Action::await_change()),
+            Err(source) => {
+                return Err(Error::Status {
+                    key: key.clone(),
+                    source,
+                });
+            }
+        }
         notes.extend(status::transitions(&observed, &outcome.status));
     }
     let ready = outcome
