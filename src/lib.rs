@@ -9,6 +9,7 @@
 
 pub mod access_review;
 pub mod api;
+pub mod backoff;
 pub mod bundle_image;
 pub mod catalog;
 pub mod certs;

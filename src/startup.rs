@@ -144,7 +144,7 @@ pub async fn look(client: &Client) -> Result<Served, kube::Error> {
 /// `api-server` and `crds` checks up to date. Returns only on success or a fatal error; the
 /// caller races it against shutdown.
 pub async fn wait_until_served(client: &Client, readiness: &Readiness) -> Result<(), StartupError> {
-    let mut retry = FIRST_RETRY;
+    let mut waits: u32 = 0;
     let mut unreachable_since: Option<Instant> = None;
     let mut last_log: Option<Instant> = None;
     let mut connected = false;
@@ -207,8 +207,8 @@ pub async fn wait_until_served(client: &Client, readiness: &Readiness) -> Result
                 }
             },
         }
-        tokio::time::sleep(retry).await;
-        retry = (retry * 2).min(MAX_RETRY);
+        waits = waits.saturating_add(1);
+        tokio::time::sleep(crate::backoff::delay(waits, FIRST_RETRY, MAX_RETRY)).await;
     }
 }
 

@@ -114,9 +114,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             *count = count.saturating_add(1);
             *count
         };
-        let delay = BASE_DELAY
-            .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(20)))
-            .min(MAX_DELAY);
+        let delay = crate::backoff::delay(failures, BASE_DELAY, MAX_DELAY);
         self.add_after(key, delay);
         delay
     }

@@ -80,11 +80,7 @@ impl Default for ConnectionOptions {
     }
 }
 
-/// The wait before retry number `failures` (1-based): doubling from `initial`, capped at `max`.
-pub fn backoff(failures: u32, initial: Duration, max: Duration) -> Duration {
-    let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(20));
-    initial.saturating_mul(factor).min(max)
-}
+use crate::backoff::delay as backoff;
 
 struct Task(JoinHandle<()>);
 
@@ -348,14 +344,6 @@ pub fn describe_problems(problems: &[catalog::Problem]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_and_caps() {
-        let s = Duration::from_secs;
-        let waits: Vec<Duration> = (1..=8).map(|n| backoff(n, s(1), s(60))).collect();
-        assert_eq!(waits, [s(1), s(2), s(4), s(8), s(16), s(32), s(60), s(60)]);
-        assert_eq!(backoff(u32::MAX, s(1), s(60)), s(60));
-    }
 
     #[test]
     fn states_are_spelled_as_grpc_spells_them() {

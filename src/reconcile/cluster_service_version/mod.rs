@@ -381,6 +381,6 @@ fn error_policy(
         ReconcileError::Backoff { .. } => tracing::debug!(%err, attempts, "CSV not ready"),
         _ => tracing::warn!(%err, attempts, "CSV sync failed"),
     }
-    let delay = Duration::from_secs(1u64 << attempts.saturating_sub(1).min(9)).min(RESYNC);
+    let delay = crate::backoff::delay(attempts, Duration::from_secs(1), RESYNC);
     ControllerAction::requeue(delay)
 }
