@@ -14,6 +14,8 @@ use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
 
 use super::explain::{Refusal, Unsatisfiable, similar_names};
 use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
+use super::joint::{self, Participant, RootOption};
+use super::model::BundleItem;
 use super::solver::{Chosen, Claims, Rejection, Root};
 
 /// The decision for one Subscription.
@@ -88,9 +90,11 @@ pub enum Why {
     Upgrade(EdgeKind),
 }
 
-/// Decides for every Subscription of the namespace, in the order given. Subscriptions are
-/// considered oldest first (creation time, then name) when two compete for a package or an
-/// API, so the one created first keeps it.
+/// Decides for every Subscription of the namespace. Subscriptions the solver can decide (a
+/// readable catalog, package and channel with candidates) are solved together (joint.rs); the
+/// rest, and those that do not fit next to the others, are decided one by one against what the
+/// solver kept, which also explains every refusal. When two Subscriptions compete for a package
+/// or an API, the one created first (creation time, then name) keeps it.
 pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
     let mut order: Vec<&Subscription> = ns.subscriptions.iter().collect();
     order.sort_by(|a, b| {
@@ -102,32 +106,50 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
         };
         key(a).cmp(&key(b))
     });
-    let mut by_name = decide_in_order(ns, &order);
-    // Co-upgrades (docs/resolution.md §6, "OwnedAPITransfer"): a Subscription blocked by an
-    // installed operator that another Subscription upgrades away in the same resolution is
-    // tried again with the upgrades decided first.
-    let blocked = by_name
-        .values()
-        .any(|(o, _)| matches!(o, Outcome::Refused(Refusal::Unsatisfiable(_))));
-    if blocked {
-        let mut again: Vec<&Subscription> = order
-            .iter()
-            .copied()
-            .filter(|s| matches!(by_name.get(name_of(s)), Some((Outcome::Install(_), _))))
-            .collect();
-        again.extend(
-            order
-                .iter()
-                .copied()
-                .filter(|s| !matches!(by_name.get(name_of(s)), Some((Outcome::Install(_), _)))),
-        );
-        let second = decide_in_order(ns, &again);
-        if refusals(&second) < refusals(&by_name) {
-            by_name = second;
+    let mut by_name: HashMap<String, Outcome> = HashMap::new();
+    let mut packages: HashMap<&str, &str> = HashMap::new();
+    let mut participants = Vec::new();
+    for sub in &order {
+        let name = name_of(sub);
+        if let Some(other) = packages.get(sub.spec.name.as_str()) {
+            by_name.insert(
+                name.to_owned(),
+                Outcome::Refused(Refusal::PackageAlreadySubscribed {
+                    package: sub.spec.name.clone(),
+                    other: (*other).to_owned(),
+                }),
+            );
+            continue;
+        }
+        packages.insert(&sub.spec.name, name);
+        if let Some(p) = participant(ns, sub) {
+            participants.push(p);
         }
     }
-    let mut by_name: HashMap<String, Outcome> =
-        by_name.into_iter().map(|(k, (o, _))| (k, o)).collect();
+    let mut claims = Claims::new(ns);
+    for accepted in joint::solve(ns, &participants) {
+        let participant = &participants[accepted.participant];
+        let option = &participant.options[accepted.option];
+        let target = Target {
+            catalog: option.item.catalog.clone(),
+            package: option.item.package.name().to_owned(),
+            channel: option.item.channel.name().to_owned(),
+            bundle: option.item.bundle.name().to_owned(),
+            version: option.item.bundle.version_string(),
+            replaces: participant.current.map(|c| c.name.clone()),
+            why: option.why,
+            dependencies: accepted.chosen[1..].iter().map(Dependency::from).collect(),
+        };
+        by_name.insert(participant.name.to_owned(), Outcome::Install(target));
+        claims.accept(accepted.chosen);
+    }
+    for sub in &order {
+        let name = name_of(sub);
+        if !by_name.contains_key(name) {
+            let outcome = decide_one(ns, sub, &mut claims);
+            by_name.insert(name.to_owned(), outcome);
+        }
+    }
     fail_both_sides_of_conflicts(&mut by_name);
     ns.subscriptions
         .iter()
@@ -147,44 +169,118 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
         .collect()
 }
 
+/// The decision for `sub` as if it were the only Subscription of the namespace (the
+/// `olm-rs resolve` preview): the installed operators stay, the solver decides.
+pub fn decide_alone(ns: &NamespaceInput<'_>, sub: &Subscription) -> Outcome {
+    let alone = NamespaceInput {
+        subscriptions: std::slice::from_ref(sub),
+        ..*ns
+    };
+    decide(&alone)
+        .into_iter()
+        .next()
+        .map(|d| d.outcome)
+        .unwrap_or_else(|| {
+            Outcome::Refused(Refusal::PackageAlreadySubscribed {
+                package: sub.spec.name.clone(),
+                other: name_of(sub).to_owned(),
+            })
+        })
+}
+
 fn name_of(sub: &Subscription) -> &str {
     sub.metadata.name.as_deref().unwrap_or_default()
 }
 
-/// Outcomes of a pass over `order`, each with the bundle it would install.
-fn decide_in_order(
-    ns: &NamespaceInput<'_>,
-    order: &[&Subscription],
-) -> HashMap<String, (Outcome, Option<String>)> {
-    let mut claims = Claims::new(ns);
-    let mut by_name = HashMap::new();
-    let mut packages: HashMap<&str, &str> = HashMap::new();
-    for sub in order {
-        let name = name_of(sub);
-        let outcome = match packages.get(sub.spec.name.as_str()) {
-            Some(other) => Outcome::Refused(Refusal::PackageAlreadySubscribed {
-                package: sub.spec.name.clone(),
-                other: (*other).to_owned(),
-            }),
-            None => {
-                packages.insert(&sub.spec.name, name);
-                decide_one(ns, sub, &mut claims)
-            }
-        };
-        let bundle = match &outcome {
-            Outcome::Install(t) => Some(t.bundle.clone()),
-            _ => None,
-        };
-        by_name.insert(name.to_owned(), (outcome, bundle));
+/// `sub` as the solver sees it: its candidates in order of preference, the channel head down
+/// (or `startingCSV`), or the upgrade candidates nearest the head first. `None` when anything
+/// stands in the way (no OperatorGroup, catalog, package or channel; an installed CSV to adopt;
+/// nothing to upgrade to): `decide_one` then says what.
+fn participant<'a, 's>(
+    ns: &NamespaceInput<'a>,
+    sub: &'s Subscription,
+) -> Option<Participant<'a, 's>> {
+    let spec = &sub.spec;
+    if ns.operator_groups.names.len() != 1
+        || !ns
+            .catalog_namespaces()
+            .contains(&spec.source_namespace.as_str())
+    {
+        return None;
     }
-    by_name
-}
-
-fn refusals(outcomes: &HashMap<String, (Outcome, Option<String>)>) -> usize {
-    outcomes
-        .values()
-        .filter(|(o, _)| matches!(o, Outcome::Refused(_)))
-        .count()
+    let key = CatalogRef::new(&spec.source_namespace, &spec.source);
+    let index = ns.catalog(&key)?.index()?;
+    let package = index.package(&spec.name)?;
+    let channels = ranked_channels(package, spec.channel.as_deref().filter(|c| !c.is_empty()))?;
+    let current = sub
+        .status
+        .as_ref()
+        .and_then(|s| s.installed_csv.as_deref())
+        .and_then(|name| ns.installed_csv(name));
+    // Entries in order; an entry without a bundle (nothing to check) ends the list: the greedy
+    // decision installs it when nothing before it fits.
+    let mut entries: Vec<(&ChannelIndex, &str, Why)> = Vec::new();
+    match current {
+        Some(current) => {
+            for channel in &channels {
+                let Ok(candidates) = channel
+                    .graph()
+                    .replacement_candidates(&current.name, current.version.as_ref())
+                else {
+                    continue;
+                };
+                for c in candidates {
+                    entries.push((channel, c.entry.name.as_str(), Why::Upgrade(c.via)));
+                }
+            }
+        }
+        None => {
+            if orphan_of_package(ns, index, &spec.name).is_some() {
+                return None;
+            }
+            match spec.starting_csv.as_deref().filter(|s| !s.is_empty()) {
+                Some(starting) => {
+                    let channel = channels
+                        .iter()
+                        .find(|c| c.graph().entry(starting).is_some())?;
+                    entries.push((channel, starting, Why::StartingCsv));
+                }
+                None => {
+                    for channel in &channels {
+                        let Ok(order) = channel.graph().channel_order() else {
+                            continue;
+                        };
+                        for entry in order {
+                            entries.push((channel, entry.name.as_str(), Why::ChannelHead));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut options = Vec::new();
+    for (channel, entry, why) in entries {
+        let Some(bundle) = package.bundle(entry) else {
+            break;
+        };
+        options.push(RootOption {
+            item: BundleItem {
+                catalog: key.clone(),
+                package,
+                channel,
+                bundle,
+            },
+            why,
+        });
+    }
+    if options.is_empty() {
+        return None;
+    }
+    Some(Participant {
+        name: name_of(sub),
+        current,
+        options,
+    })
 }
 
 /// A Subscription refused because of what another one would install: both fail, each naming

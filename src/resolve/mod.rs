@@ -13,12 +13,14 @@ pub mod explain;
 pub mod explain_conflict;
 pub mod input;
 pub mod installed;
+pub mod joint;
+pub mod model;
 pub mod preview;
 pub mod requirement;
 pub mod solver;
 pub mod subscription;
 
-pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_one};
+pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_alone, decide_one};
 pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};
 pub use input::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,

@@ -171,6 +171,16 @@ impl<'a> Claims<'a> {
         &self.chosen
     }
 
+    /// Takes bundles the solver chose (a Subscription's bundle first, with what it replaces).
+    pub fn accept(&mut self, chosen: Vec<Chosen<'a>>) {
+        for c in &chosen {
+            if let Some(old) = &c.replaces {
+                self.replaced.push(old.clone());
+            }
+        }
+        self.chosen.extend(chosen);
+    }
+
     /// Forgets every bundle chosen for `subscription` (it will not be installed after all).
     pub fn release(&mut self, subscription: &str) {
         let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.chosen)

@@ -1,0 +1,250 @@
+//! All Subscriptions of a namespace solved together on resolvo (model.rs), so one
+//! Subscription's dependencies may pick any provider that fits next to everything else, and
+//! installed operators upgrade together when only together they fit (co-upgrades, an API moving
+//! from one package to another).
+//!
+//! Failure stays local: when the whole namespace does not fit, Subscriptions are taken oldest
+//! first and each is kept only if it fits next to those kept before it; the others are left to
+//! the caller, which explains them against what was kept.
+
+use std::collections::HashSet;
+
+use resolvo::{ConditionalRequirement, Problem, SolvableId, Solver};
+
+use crate::catalog::index::ChannelIndex;
+
+use super::decide::Why;
+use super::input::{InstalledCsv, NamespaceInput};
+use super::model::{BundleItem, ChoiceId, Item, Model};
+use super::solver::Chosen;
+
+/// A Subscription the solver decides: its candidates in order of preference.
+pub struct Participant<'a, 's> {
+    pub name: &'s str,
+    /// The installed CSV it upgrades.
+    pub current: Option<&'a InstalledCsv>,
+    pub options: Vec<RootOption<'a>>,
+}
+
+/// One candidate of a Subscription.
+pub struct RootOption<'a> {
+    pub item: BundleItem<'a>,
+    pub why: Why,
+}
+
+/// A Subscription that gets a bundle.
+pub struct Accepted<'a> {
+    /// Index into the participants.
+    pub participant: usize,
+    /// Index into its options.
+    pub option: usize,
+    /// Its bundle first, then the dependencies it pulls in (depth first, in requirement order).
+    pub chosen: Vec<Chosen<'a>>,
+}
+
+/// Solves `participants` (oldest first) together; returns those that get a bundle.
+pub fn solve<'a>(
+    ns: &NamespaceInput<'a>,
+    participants: &[Participant<'a, '_>],
+) -> Vec<Accepted<'a>> {
+    if participants.is_empty() {
+        return Vec::new();
+    }
+    let subscribed: Vec<&str> = ns
+        .subscriptions
+        .iter()
+        .map(|s| s.spec.name.as_str())
+        .collect();
+    let current_of_some = |csv: &InstalledCsv| {
+        ns.subscriptions.iter().any(|s| {
+            s.status.as_ref().and_then(|st| st.installed_csv.as_deref()) == Some(csv.name.as_str())
+        })
+    };
+    let installed: Vec<&InstalledCsv> = ns
+        .installed
+        .iter()
+        .filter(|csv| !matches!(csv.phase.as_str(), "Replacing" | "Deleting"))
+        // Older CSVs of a subscribed package still around while an upgrade finishes do not hold
+        // the package against its own Subscription.
+        .filter(|csv| {
+            let claimed = csv
+                .package
+                .as_deref()
+                .is_some_and(|p| subscribed.contains(&p));
+            !claimed || current_of_some(csv)
+        })
+        .collect();
+    let upgradable = participants
+        .iter()
+        .filter(|p| p.current.is_some())
+        .filter_map(|p| p.options.first())
+        .map(|o| o.item.package.name().to_owned())
+        .collect();
+    let model = Model::new(ns, installed, upgradable);
+    let choices: Vec<ChoiceId> = participants
+        .iter()
+        .map(|p| model.fixed_choice(p.options.iter().map(|o| o.item.clone()).collect()))
+        .collect();
+    let mut solver = Solver::new(model);
+    let everyone: Vec<usize> = (0..participants.len()).collect();
+    let (kept, solution) = match attempt(&mut solver, participants, &choices, &everyone) {
+        Some(solution) => (everyone, solution),
+        None => {
+            // What is installed must fit on its own; if it does not, nothing is decided here.
+            let Some(mut best) = attempt(&mut solver, participants, &choices, &[]) else {
+                return Vec::new();
+            };
+            let mut kept = Vec::new();
+            for i in 0..participants.len() {
+                kept.push(i);
+                match attempt(&mut solver, participants, &choices, &kept) {
+                    Some(solution) => best = solution,
+                    None => {
+                        kept.pop();
+                    }
+                }
+            }
+            (kept, best)
+        }
+    };
+    attribute(solver.provider(), participants, &choices, &kept, &solution)
+}
+
+/// Solves for the Subscriptions `set`; every installed CSV not upgraded by one of them stays.
+fn attempt(
+    solver: &mut Solver<Model<'_>>,
+    participants: &[Participant<'_, '_>],
+    choices: &[ChoiceId],
+    set: &[usize],
+) -> Option<Vec<SolvableId>> {
+    let model = solver.provider();
+    let upgraded: Vec<&str> = set
+        .iter()
+        .filter_map(|i| participants[*i].current)
+        .map(|c| c.name.as_str())
+        .collect();
+    let mut requirements: Vec<ConditionalRequirement> =
+        set.iter().map(|i| model.require(choices[*i])).collect();
+    requirements.extend(
+        model
+            .installed()
+            .iter()
+            .filter(|(csv, _)| !upgraded.contains(&csv.name.as_str()))
+            .map(|(_, id)| model.lock(*id)),
+    );
+    solver.solve(Problem::new().requirements(requirements)).ok()
+}
+
+/// Each kept Subscription's bundle and the dependencies it pulls in; a dependency two
+/// Subscriptions need belongs to the older one.
+fn attribute<'a>(
+    model: &Model<'a>,
+    participants: &[Participant<'a, '_>],
+    choices: &[ChoiceId],
+    kept: &[usize],
+    solution: &[SolvableId],
+) -> Vec<Accepted<'a>> {
+    let selected: HashSet<SolvableId> = solution.iter().copied().collect();
+    let is_selected = |id: SolvableId| selected.contains(&id);
+    let roots: Vec<(usize, SolvableId)> = kept
+        .iter()
+        .filter_map(|i| {
+            model
+                .picked(choices[*i], &is_selected)
+                .map(|(t, _)| (*i, t))
+        })
+        .collect();
+    let root_ids: HashSet<SolvableId> = roots.iter().map(|(_, t)| *t).collect();
+    let mut taken = HashSet::new();
+    let mut out = Vec::new();
+    for (i, target) in roots {
+        let participant = &participants[i];
+        let Item::Bundle(root) = model.item(target) else {
+            continue;
+        };
+        let Some(option) = participant.options.iter().position(|o| {
+            o.item.catalog == root.catalog && std::ptr::eq(o.item.bundle, root.bundle)
+        }) else {
+            continue;
+        };
+        let item = &participant.options[option].item;
+        let mut chosen = vec![chosen(
+            item,
+            item.channel,
+            participant.name,
+            None,
+            participant.current.map(|c| c.name.clone()),
+        )];
+        let pull = Pull {
+            model,
+            selected: &is_selected,
+            roots: &root_ids,
+            subscription: participant.name,
+        };
+        pull.dependencies(target, root.bundle.name(), &mut taken, &mut chosen);
+        out.push(Accepted {
+            participant: i,
+            option,
+            chosen,
+        });
+    }
+    out
+}
+
+fn chosen<'a>(
+    item: &BundleItem<'a>,
+    channel: &ChannelIndex,
+    subscription: &str,
+    required_by: Option<&str>,
+    replaces: Option<String>,
+) -> Chosen<'a> {
+    Chosen {
+        catalog: item.catalog.clone(),
+        package: item.package,
+        channel: channel.name().to_owned(),
+        bundle: item.bundle,
+        replaces,
+        subscription: subscription.to_owned(),
+        required_by: required_by.map(str::to_owned),
+        provided: item.bundle.provided_gvks().collect(),
+    }
+}
+
+/// Walks what a Subscription's bundle pulls in.
+struct Pull<'m, 'a> {
+    model: &'m Model<'a>,
+    selected: &'m dyn Fn(SolvableId) -> bool,
+    roots: &'m HashSet<SolvableId>,
+    subscription: &'m str,
+}
+
+impl<'a> Pull<'_, 'a> {
+    fn dependencies(
+        &self,
+        owner: SolvableId,
+        owner_name: &str,
+        taken: &mut HashSet<SolvableId>,
+        out: &mut Vec<Chosen<'a>>,
+    ) {
+        for choice in self.model.requirement_choices(owner) {
+            let Some((target, channel)) = self.model.picked(choice, self.selected) else {
+                continue;
+            };
+            if self.roots.contains(&target) || !taken.insert(target) {
+                continue;
+            }
+            // Installed operators meet requirements without being installed again.
+            let Item::Bundle(b) = self.model.item(target) else {
+                continue;
+            };
+            out.push(chosen(
+                &b,
+                channel.unwrap_or(b.channel),
+                self.subscription,
+                Some(owner_name),
+                None,
+            ));
+            self.dependencies(target, b.bundle.name(), taken, out);
+        }
+    }
+}

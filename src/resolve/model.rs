@@ -1,0 +1,625 @@
+//! The namespace as a problem for resolvo, a CDCL (conflict-driven clause learning) solver built
+//! for package managers (docs/dependencies.md, "How the solver decides").
+//!
+//! resolvo selects at most one solvable per name and satisfies every requirement of every
+//! selected solvable; a requirement is a version set over one name. OLM's rules map onto that:
+//!
+//! - **one bundle per package**: every bundle of a package, from every catalog, and the installed
+//!   CSV of that package share the package's name;
+//! - **one provider per API**: a bundle (or an installed CSV) requires its own *provider token*
+//!   for every API it owns, and all tokens of one API share the API's name;
+//! - **a requirement met by one of an ordered list** (OLM's "requires at least one of"): every
+//!   requirement gets a name of its own whose solvables are *picks*, one per candidate in OLM's
+//!   order (installed operators first, then docs/resolution.md §6's catalog order); a pick
+//!   requires exactly its candidate. The order of the picks is the order resolvo tries them, so the
+//!   first candidate that leads to a consistent namespace wins;
+//! - **a Subscription** is a requirement of the same kind over its own candidates (channel head
+//!   down, or the upgrade candidates nearest the head first);
+//! - **installed CSVs that stay** are locked by the caller; each keeps the requirements it has met
+//!   so far, met by installed operators or by the upgrades of subscribed ones (never broken);
+//! - **`olm.deprecated` bundles** are excluded; a bundle whose requirements cannot be read is
+//!   unknown to the solver (never chosen).
+//!
+//! Everything is built lazily, when resolvo asks for a name's candidates or a solvable's
+//! dependencies, so a namespace only pays for what its Subscriptions can reach.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Display;
+
+use resolvo::{
+    Candidates, Condition, ConditionId, ConditionalRequirement, Dependencies, DependencyProvider,
+    Interner, KnownDependencies, NameId, SolvableId, SolverCache, StringId, VersionSetId,
+    VersionSetUnionId,
+};
+
+use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
+use crate::catalog::properties::{self, GvkValue};
+
+use super::candidates::dependency_candidates;
+use super::input::{CatalogRef, InstalledCsv, NamespaceInput};
+use super::requirement::{CandidateView, Requirement, requirements};
+use super::solver::Claims;
+
+/// A catalog bundle as the solver sees it.
+#[derive(Debug, Clone)]
+pub struct BundleItem<'a> {
+    pub catalog: CatalogRef,
+    pub package: &'a PackageIndex,
+    /// The channel it was first found in (a pick carries the channel it was offered in).
+    pub channel: &'a ChannelIndex,
+    pub bundle: &'a IndexedBundle,
+}
+
+/// A solvable.
+#[derive(Debug, Clone)]
+pub enum Item<'a> {
+    Bundle(BundleItem<'a>),
+    Installed(&'a InstalledCsv),
+    /// "`owner` provides `gvk`"; `None`: installed operators provide it (one token for all, so
+    /// operators already side by side on the cluster are not a conflict of their own).
+    Provides {
+        gvk: GvkValue,
+        owner: Option<SolvableId>,
+    },
+    /// Candidate `target` chosen for requirement `choice`, offered from `channel`.
+    Pick {
+        choice: ChoiceId,
+        target: SolvableId,
+        channel: Option<&'a ChannelIndex>,
+    },
+}
+
+/// A requirement with a name of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChoiceId(usize);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum NameKey {
+    Package(String),
+    /// An installed CSV that does not take part in the package rule.
+    Csv(String),
+    Gvk(GvkValue),
+    Choice(ChoiceId),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum VersionSet {
+    All(NameId),
+    Exactly(NameId, SolvableId),
+}
+
+enum ChoiceSource<'a> {
+    /// Bundles given in order (a Subscription's candidates).
+    Fixed(Vec<(SolvableId, &'a ChannelIndex)>),
+    /// A requirement of a catalog bundle from `owner_catalog`.
+    OfBundle {
+        owner_catalog: CatalogRef,
+        requirement: Requirement,
+    },
+    /// A requirement an installed operator has met so far.
+    OfInstalled(Requirement),
+}
+
+#[derive(Default)]
+struct Arena<'a> {
+    names: Vec<NameKey>,
+    name_ids: HashMap<NameKey, NameId>,
+    items: Vec<(NameId, Item<'a>)>,
+    bundles: HashMap<(CatalogRef, usize), SolvableId>,
+    tokens: HashMap<(Option<SolvableId>, GvkValue), SolvableId>,
+    sets: Vec<VersionSet>,
+    strings: Vec<String>,
+    choices: Vec<(ChoiceSource<'a>, Vec<SolvableId>)>,
+    requirement_choices: HashMap<SolvableId, Vec<ChoiceId>>,
+}
+
+fn name_id(index: usize) -> NameId {
+    NameId::from_raw(u32::try_from(index).unwrap_or(u32::MAX))
+}
+
+fn solvable_id(index: usize) -> SolvableId {
+    SolvableId::from_raw(u32::try_from(index).unwrap_or(u32::MAX))
+}
+
+fn index_of(id: SolvableId) -> usize {
+    id.into_raw() as usize
+}
+
+impl<'a> Arena<'a> {
+    fn name(&mut self, key: NameKey) -> NameId {
+        if let Some(id) = self.name_ids.get(&key) {
+            return *id;
+        }
+        let id = name_id(self.names.len());
+        self.names.push(key.clone());
+        self.name_ids.insert(key, id);
+        id
+    }
+
+    fn add(&mut self, name: NameId, item: Item<'a>) -> SolvableId {
+        let id = solvable_id(self.items.len());
+        self.items.push((name, item));
+        id
+    }
+
+    fn bundle(&mut self, item: BundleItem<'a>) -> SolvableId {
+        let key = (
+            item.catalog.clone(),
+            std::ptr::from_ref(item.bundle) as usize,
+        );
+        if let Some(id) = self.bundles.get(&key) {
+            return *id;
+        }
+        let name = self.name(NameKey::Package(item.package.name().to_owned()));
+        let id = self.add(name, Item::Bundle(item));
+        self.bundles.insert(key, id);
+        id
+    }
+
+    fn token(&mut self, owner: Option<SolvableId>, gvk: &GvkValue) -> SolvableId {
+        let key = (owner, gvk.clone());
+        if let Some(id) = self.tokens.get(&key) {
+            return *id;
+        }
+        let name = self.name(NameKey::Gvk(gvk.clone()));
+        let id = self.add(
+            name,
+            Item::Provides {
+                gvk: gvk.clone(),
+                owner,
+            },
+        );
+        self.tokens.insert(key, id);
+        id
+    }
+
+    fn set(&mut self, set: VersionSet) -> VersionSetId {
+        self.sets.push(set);
+        VersionSetId(u32::try_from(self.sets.len() - 1).unwrap_or(u32::MAX))
+    }
+
+    fn string(&mut self, text: String) -> StringId {
+        self.strings.push(text);
+        StringId(u32::try_from(self.strings.len() - 1).unwrap_or(u32::MAX))
+    }
+
+    fn choice(&mut self, source: ChoiceSource<'a>) -> ChoiceId {
+        self.choices.push((source, Vec::new()));
+        ChoiceId(self.choices.len() - 1)
+    }
+
+    fn name_of(&self, id: SolvableId) -> NameId {
+        self.items[index_of(id)].0
+    }
+}
+
+fn is_deprecated(bundle: &IndexedBundle) -> bool {
+    bundle
+        .properties()
+        .iter()
+        .any(|p| p.type_ == properties::DEPRECATED)
+}
+
+fn installed_view(csv: &InstalledCsv) -> CandidateView<'_> {
+    CandidateView {
+        package: csv.package.as_deref().unwrap_or_default(),
+        version: csv.version.as_ref(),
+        properties: &csv.properties,
+    }
+}
+
+/// The channel a bundle found outside any requirement is filed under: the package's default
+/// channel when it is there, else its first channel.
+fn home_channel<'a>(package: &'a PackageIndex, bundle: &IndexedBundle) -> Option<&'a ChannelIndex> {
+    let listed = |c: &&ChannelIndex| bundle.channels().iter().any(|n| n == c.name());
+    package
+        .default_channel()
+        .filter(listed)
+        .or_else(|| package.channels().iter().find(listed))
+}
+
+/// The dependency provider resolvo asks.
+pub struct Model<'a> {
+    claims: Claims<'a>,
+    /// Installed CSVs in the problem (by name), each with its solvable.
+    installed: Vec<(&'a InstalledCsv, SolvableId)>,
+    /// Packages whose installed CSV a Subscription may replace in this resolution: their
+    /// bundles may meet what installed operators require (co-upgrades).
+    upgradable: Vec<String>,
+    arena: RefCell<Arena<'a>>,
+}
+
+impl<'a> Model<'a> {
+    /// `installed`: the installed CSVs that take part (the caller leaves out those on their way
+    /// out); `upgradable`: packages a Subscription may upgrade.
+    pub fn new(
+        ns: &NamespaceInput<'a>,
+        mut installed: Vec<&'a InstalledCsv>,
+        upgradable: Vec<String>,
+    ) -> Self {
+        installed.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut arena = Arena::default();
+        let installed = installed
+            .into_iter()
+            .map(|csv| {
+                // Two installed CSVs of one package (an upgrade still finishing, an operator
+                // installed by hand) are a fact, not a conflict to solve: only the first takes
+                // part in the package rule.
+                let key = match &csv.package {
+                    Some(p) if !arena.name_ids.contains_key(&NameKey::Package(p.clone())) => {
+                        NameKey::Package(p.clone())
+                    }
+                    _ => NameKey::Csv(csv.name.clone()),
+                };
+                let name = arena.name(key);
+                (csv, arena.add(name, Item::Installed(csv)))
+            })
+            .collect();
+        Model {
+            claims: Claims::new(ns),
+            installed,
+            upgradable,
+            arena: RefCell::new(arena),
+        }
+    }
+
+    pub fn installed(&self) -> &[(&'a InstalledCsv, SolvableId)] {
+        &self.installed
+    }
+
+    /// A requirement over `options` (in order of preference); deprecated bundles are left out.
+    pub fn fixed_choice(&self, options: Vec<BundleItem<'a>>) -> ChoiceId {
+        let mut arena = self.arena.borrow_mut();
+        let picks = options
+            .into_iter()
+            .filter(|o| !is_deprecated(o.bundle))
+            .map(|o| {
+                let channel = o.channel;
+                (arena.bundle(o), channel)
+            })
+            .collect();
+        arena.choice(ChoiceSource::Fixed(picks))
+    }
+
+    /// The root requirement that `choice` is met.
+    pub fn require(&self, choice: ChoiceId) -> ConditionalRequirement {
+        let mut arena = self.arena.borrow_mut();
+        let name = arena.name(NameKey::Choice(choice));
+        arena.set(VersionSet::All(name)).into()
+    }
+
+    /// The root requirement that installed `solvable` stays.
+    pub fn lock(&self, solvable: SolvableId) -> ConditionalRequirement {
+        let mut arena = self.arena.borrow_mut();
+        let name = arena.name_of(solvable);
+        arena.set(VersionSet::Exactly(name, solvable)).into()
+    }
+
+    pub fn item(&self, id: SolvableId) -> Item<'a> {
+        self.arena.borrow().items[index_of(id)].1.clone()
+    }
+
+    /// The requirements of `id` the solver has seen, in property order.
+    pub fn requirement_choices(&self, id: SolvableId) -> Vec<ChoiceId> {
+        self.arena
+            .borrow()
+            .requirement_choices
+            .get(&id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The pick of `choice` in `selected`: its target and the channel it was offered from.
+    pub fn picked(
+        &self,
+        choice: ChoiceId,
+        selected: &dyn Fn(SolvableId) -> bool,
+    ) -> Option<(SolvableId, Option<&'a ChannelIndex>)> {
+        let arena = self.arena.borrow();
+        arena.choices[choice.0]
+            .1
+            .iter()
+            .find(|p| selected(**p))
+            .and_then(|p| match &arena.items[index_of(*p)].1 {
+                Item::Pick {
+                    target, channel, ..
+                } => Some((*target, *channel)),
+                _ => None,
+            })
+    }
+
+    /// Installed CSVs matching `requirement`, then catalog bundles in OLM's order.
+    fn picks(&self, arena: &mut Arena<'a>, choice: ChoiceId) -> Vec<SolvableId> {
+        let mut targets: Vec<(SolvableId, Option<&'a ChannelIndex>)> = Vec::new();
+        let (requirement, owner_catalog, only_upgrades) = match &arena.choices[choice.0].0 {
+            ChoiceSource::Fixed(list) => {
+                targets.extend(list.iter().map(|(id, c)| (*id, Some(*c))));
+                (None, None, false)
+            }
+            ChoiceSource::OfBundle {
+                owner_catalog,
+                requirement,
+            } => (
+                Some(requirement.clone()),
+                Some(owner_catalog.clone()),
+                false,
+            ),
+            ChoiceSource::OfInstalled(requirement) => (Some(requirement.clone()), None, true),
+        };
+        if let Some(requirement) = requirement {
+            for (csv, id) in &self.installed {
+                if requirement.predicate.matches(&installed_view(csv)) {
+                    targets.push((*id, None));
+                }
+            }
+            // An installed operator has no catalog: no catalog is "its own".
+            let owner = owner_catalog.unwrap_or_else(|| CatalogRef::new("", ""));
+            for c in dependency_candidates(&self.claims, &requirement, &owner) {
+                if is_deprecated(c.bundle)
+                    || (only_upgrades && !self.upgradable.iter().any(|p| p == c.package.name()))
+                {
+                    continue;
+                }
+                let channel = c.channel;
+                let id = arena.bundle(BundleItem {
+                    catalog: c.catalog,
+                    package: c.package,
+                    channel: c.channel,
+                    bundle: c.bundle,
+                });
+                targets.push((id, Some(channel)));
+            }
+        }
+        let name = arena.name(NameKey::Choice(choice));
+        let picks: Vec<SolvableId> = targets
+            .into_iter()
+            .map(|(target, channel)| {
+                arena.add(
+                    name,
+                    Item::Pick {
+                        choice,
+                        target,
+                        channel,
+                    },
+                )
+            })
+            .collect();
+        arena.choices[choice.0].1.clone_from(&picks);
+        picks
+    }
+
+    /// Every bundle of `package` in the visible catalogs, and the installed CSV of it.
+    fn package_candidates(&self, arena: &mut Arena<'a>, name: NameId, package: &str) -> Candidates {
+        let mut out = Candidates::default();
+        out.candidates.extend(
+            self.installed
+                .iter()
+                .map(|(_, id)| *id)
+                .filter(|id| arena.name_of(*id) == name),
+        );
+        for catalog in self.claims.catalogs() {
+            let Some(index) = catalog.index() else {
+                continue;
+            };
+            let Some(pkg) = index.package(package) else {
+                continue;
+            };
+            for bundle in pkg.bundles() {
+                let Some(channel) = home_channel(pkg, bundle) else {
+                    continue;
+                };
+                let id = arena.bundle(BundleItem {
+                    catalog: catalog.key.clone(),
+                    package: pkg,
+                    channel,
+                    bundle,
+                });
+                if is_deprecated(bundle) {
+                    let why = arena.string(format!("bundle {} is deprecated", bundle.name()));
+                    out.excluded.push((id, why));
+                } else {
+                    out.candidates.push(id);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every provider token of `gvk`: installed operators' (one) and each catalog bundle's.
+    fn gvk_candidates(&self, arena: &mut Arena<'a>, gvk: &GvkValue) -> Candidates {
+        let mut out = Candidates::default();
+        if self
+            .installed
+            .iter()
+            .any(|(csv, _)| csv.provided.contains(gvk))
+        {
+            out.candidates.push(arena.token(None, gvk));
+        }
+        for catalog in self.claims.catalogs() {
+            let Some(index) = catalog.index() else {
+                continue;
+            };
+            for (package, bundle) in index.bundles_that_provide(gvk) {
+                let Some(channel) = home_channel(package, bundle) else {
+                    continue;
+                };
+                let owner = arena.bundle(BundleItem {
+                    catalog: catalog.key.clone(),
+                    package,
+                    channel,
+                    bundle,
+                });
+                out.candidates.push(arena.token(Some(owner), gvk));
+            }
+        }
+        out
+    }
+
+    fn dependencies(&self, arena: &mut Arena<'a>, id: SolvableId) -> Dependencies {
+        let item = arena.items[index_of(id)].1.clone();
+        let mut known = KnownDependencies::default();
+        let mut require = |arena: &mut Arena<'a>, set: VersionSet| {
+            known.requirements.push(arena.set(set).into());
+        };
+        match item {
+            Item::Bundle(b) => {
+                let needs = match requirements(b.bundle.name(), b.bundle.properties()) {
+                    Ok(needs) => needs,
+                    Err(e) => return Dependencies::Unknown(arena.string(e.to_string())),
+                };
+                for gvk in b.bundle.provided_gvks() {
+                    let token = arena.token(Some(id), &gvk);
+                    let name = arena.name_of(token);
+                    require(arena, VersionSet::Exactly(name, token));
+                }
+                let mut choices = Vec::new();
+                for requirement in needs {
+                    let choice = arena.choice(ChoiceSource::OfBundle {
+                        owner_catalog: b.catalog.clone(),
+                        requirement,
+                    });
+                    let name = arena.name(NameKey::Choice(choice));
+                    require(arena, VersionSet::All(name));
+                    choices.push(choice);
+                }
+                arena.requirement_choices.insert(id, choices);
+            }
+            Item::Installed(csv) => {
+                for gvk in &csv.provided {
+                    let token = arena.token(None, gvk);
+                    let name = arena.name_of(token);
+                    require(arena, VersionSet::Exactly(name, token));
+                }
+                // An unreadable requirement of an installed operator is not ours to enforce;
+                // one not met today is what it waits for, not something to keep.
+                let needs = requirements(&csv.name, &csv.properties).unwrap_or_default();
+                for requirement in needs {
+                    let met = self
+                        .installed
+                        .iter()
+                        .any(|(other, _)| requirement.predicate.matches(&installed_view(other)));
+                    if met {
+                        let choice = arena.choice(ChoiceSource::OfInstalled(requirement));
+                        let name = arena.name(NameKey::Choice(choice));
+                        require(arena, VersionSet::All(name));
+                    }
+                }
+            }
+            Item::Provides { .. } => {}
+            Item::Pick { target, .. } => {
+                let name = arena.name_of(target);
+                require(arena, VersionSet::Exactly(name, target));
+            }
+        }
+        Dependencies::Known(known)
+    }
+}
+
+impl Interner for Model<'_> {
+    type NameId = NameId;
+    type SolvableId = SolvableId;
+
+    fn display_solvable(&self, solvable: SolvableId) -> impl Display + '_ {
+        match self.item(solvable) {
+            Item::Bundle(b) => format!("{} ({})", b.bundle.name(), b.catalog),
+            Item::Installed(csv) => format!("installed {}", csv.name),
+            Item::Provides { gvk, .. } => format!("provider of {}", gvk.kind),
+            Item::Pick { target, .. } => format!("pick {}", self.display_solvable(target)),
+        }
+    }
+
+    fn display_name(&self, name: NameId) -> impl Display + '_ {
+        format!("{:?}", self.arena.borrow().names[name.into_raw() as usize])
+    }
+
+    fn display_version_set(&self, version_set: VersionSetId) -> impl Display + '_ {
+        match self.arena.borrow().sets[version_set.0 as usize] {
+            VersionSet::All(_) => "any".to_owned(),
+            VersionSet::Exactly(_, id) => format!("= {}", self.display_solvable(id)),
+        }
+    }
+
+    fn display_string(&self, string_id: StringId) -> impl Display + '_ {
+        self.arena.borrow().strings[string_id.0 as usize].clone()
+    }
+
+    fn version_set_name(&self, version_set: VersionSetId) -> NameId {
+        match self.arena.borrow().sets[version_set.0 as usize] {
+            VersionSet::All(name) | VersionSet::Exactly(name, _) => name,
+        }
+    }
+
+    fn solvable_name(&self, solvable: SolvableId) -> NameId {
+        self.arena.borrow().name_of(solvable)
+    }
+
+    fn version_sets_in_union(&self, _: VersionSetUnionId) -> impl Iterator<Item = VersionSetId> {
+        // No unions in this encoding: alternatives are picks of one name.
+        std::iter::empty()
+    }
+
+    fn resolve_condition(&self, _: ConditionId) -> Condition {
+        // No conditional requirements in this encoding; resolvo only asks about conditions it
+        // was given.
+        Condition::Requirement(VersionSetId(0))
+    }
+}
+
+impl DependencyProvider for Model<'_> {
+    async fn filter_candidates(
+        &self,
+        candidates: &[SolvableId],
+        version_set: VersionSetId,
+        inverse: bool,
+    ) -> Vec<SolvableId> {
+        let set = self.arena.borrow().sets[version_set.0 as usize];
+        candidates
+            .iter()
+            .copied()
+            .filter(|c| match set {
+                VersionSet::All(_) => !inverse,
+                VersionSet::Exactly(_, id) => (*c == id) != inverse,
+            })
+            .collect()
+    }
+
+    async fn get_candidates(&self, name: NameId) -> Option<Candidates> {
+        let mut arena = self.arena.borrow_mut();
+        let key = arena.names.get(name.into_raw() as usize)?.clone();
+        Some(match key {
+            NameKey::Package(p) => self.package_candidates(&mut arena, name, &p),
+            NameKey::Csv(_) => Candidates {
+                candidates: self
+                    .installed
+                    .iter()
+                    .filter(|(_, id)| arena.name_of(*id) == name)
+                    .map(|(_, id)| *id)
+                    .collect(),
+                ..Candidates::default()
+            },
+            NameKey::Gvk(gvk) => self.gvk_candidates(&mut arena, &gvk),
+            NameKey::Choice(choice) => Candidates {
+                candidates: self.picks(&mut arena, choice),
+                ..Candidates::default()
+            },
+        })
+    }
+
+    async fn sort_candidates(&self, _: &SolverCache<Self>, solvables: &mut [SolvableId]) {
+        // Installed operators first, then the order things were offered in (picks are created
+        // in OLM's order of preference).
+        let arena = self.arena.borrow();
+        solvables.sort_by_key(|id| {
+            (
+                !matches!(arena.items[index_of(*id)].1, Item::Installed(_)),
+                index_of(*id),
+            )
+        });
+    }
+
+    async fn get_dependencies(&self, solvable: SolvableId) -> Dependencies {
+        let mut arena = self.arena.borrow_mut();
+        self.dependencies(&mut arena, solvable)
+    }
+}
