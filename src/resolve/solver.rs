@@ -181,6 +181,14 @@ impl<'a> Claims<'a> {
         self.chosen.extend(chosen);
     }
 
+    /// Whether `csv` is the installed CSV of one of the namespace's Subscriptions.
+    fn is_subscribed(&self, csv: &str) -> bool {
+        self.ns
+            .subscriptions
+            .iter()
+            .any(|s| s.status.as_ref().and_then(|st| st.installed_csv.as_deref()) == Some(csv))
+    }
+
     /// Forgets every bundle chosen for `subscription` (it will not be installed after all).
     pub fn release(&mut self, subscription: &str) {
         let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.chosen)
@@ -208,7 +216,17 @@ impl<'a> Claims<'a> {
             channel: root.channel,
             bundle: root.bundle,
         };
-        search.add(&candidate, root.subscription, None)?;
+        // Replacing an installed CSV that another installed operator depends on is the reason
+        // to give when the closure fails too: it names the operator that holds the upgrade back.
+        let breaks = root
+            .replaces
+            .and_then(|old| search.broken_by_replacing(old, Some(&candidate_view(root.bundle))));
+        if let Err(e) = search.add(&candidate, root.subscription, None) {
+            return Err(match (e, breaks) {
+                (Rejection::Unmet(_), Some(broken)) => broken,
+                (e, _) => e,
+            });
+        }
         if let Some(old) = root.replaces {
             search.keeps_installed_requirements(old)?;
         }
@@ -369,6 +387,13 @@ impl<'a> Search<'_, 'a> {
         if let Some(csv) = staying.iter().find(|csv| {
             !is_root && csv.package.as_deref() == Some(package) && csv.name != bundle.name()
         }) {
+            // A subscribed operator may be upgraded along with its dependent; when that upgrade
+            // would break another installed operator, that is the reason worth giving.
+            if self.claims.is_subscribed(&csv.name)
+                && let Some(broken) = self.broken_by_replacing(csv, Some(&candidate_view(bundle)))
+            {
+                return Err(broken);
+            }
             return Err(Rejection::PackageTaken {
                 package: package.to_owned(),
                 by: installed_holder(csv),
@@ -410,6 +435,19 @@ impl<'a> Search<'_, 'a> {
     /// when it was met before (docs/resolution.md §6: never break an installed operator's
     /// dependency).
     fn keeps_installed_requirements(&self, old: &InstalledCsv) -> Result<(), Rejection> {
+        match self.broken_by_replacing(old, None) {
+            Some(broken) => Err(broken),
+            None => Ok(()),
+        }
+    }
+
+    /// The first requirement of an installed operator that stays which `old` meets and nothing
+    /// else would once `old` is replaced (by `successor`, when given).
+    fn broken_by_replacing(
+        &self,
+        old: &InstalledCsv,
+        successor: Option<&CandidateView<'_>>,
+    ) -> Option<Rejection> {
         for (csv, needs) in self.claims.staying(Some(&old.name)) {
             for need in needs {
                 let p = &need.predicate;
@@ -420,9 +458,10 @@ impl<'a> Search<'_, 'a> {
                     .claims
                     .staying(Some(&old.name))
                     .any(|(other, _)| p.matches(&installed_view(other)))
-                    || self.all_chosen().any(|c| p.matches(&c.view()));
+                    || self.all_chosen().any(|c| p.matches(&c.view()))
+                    || successor.is_some_and(|s| p.matches(s));
                 if !still {
-                    return Err(Rejection::BreaksInstalled {
+                    return Some(Rejection::BreaksInstalled {
                         csv: csv.name.clone(),
                         needs: need.plain(),
                         olm: need.olm_text(),
@@ -430,7 +469,15 @@ impl<'a> Search<'_, 'a> {
                 }
             }
         }
-        Ok(())
+        None
+    }
+}
+
+fn candidate_view(bundle: &IndexedBundle) -> CandidateView<'_> {
+    CandidateView {
+        package: bundle.package(),
+        version: bundle.version(),
+        properties: bundle.properties(),
     }
 }
 
