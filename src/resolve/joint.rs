@@ -3,13 +3,18 @@
 //! installed operators upgrade together when only together they fit (co-upgrades, an API moving
 //! from one package to another).
 //!
-//! Failure stays local: when the whole namespace does not fit, Subscriptions are taken oldest
-//! first and each is kept only if it fits next to those kept before it; the others are left to
-//! the caller, which explains them against what was kept.
+//! Failure stays local: when the whole namespace does not fit, resolvo's conflict names the
+//! Subscriptions whose requirements take part in it, and the newest of them gives way; this
+//! repeats until the rest fits, then those that gave way are tried again, oldest first (one may
+//! fit once a later conflict took another out). Those left out are left to the caller, which
+//! explains each against what was kept.
 
 use std::collections::HashSet;
 
-use resolvo::{ConditionalRequirement, Problem, SolvableId, Solver};
+use resolvo::conflict::ConflictEdge;
+use resolvo::{
+    ConditionalRequirement, Problem, Requirement, SolvableId, Solver, UnsolvableOrCancelled,
+};
 
 use crate::catalog::index::ChannelIndex;
 
@@ -86,28 +91,43 @@ pub fn solve<'a>(
         .map(|p| model.fixed_choice(p.options.iter().map(|o| o.item.clone()).collect()))
         .collect();
     let mut solver = Solver::new(model);
-    let everyone: Vec<usize> = (0..participants.len()).collect();
-    let (kept, solution) = match attempt(&mut solver, participants, &choices, &everyone) {
-        Some(solution) => (everyone, solution),
-        None => {
-            // What is installed must fit on its own; if it does not, nothing is decided here.
-            let Some(mut best) = attempt(&mut solver, participants, &choices, &[]) else {
-                return Vec::new();
-            };
-            let mut kept = Vec::new();
-            for i in 0..participants.len() {
-                kept.push(i);
-                match attempt(&mut solver, participants, &choices, &kept) {
-                    Some(solution) => best = solution,
-                    None => {
-                        kept.pop();
-                    }
-                }
+    let mut kept: Vec<usize> = (0..participants.len()).collect();
+    let mut dropped = Vec::new();
+    let mut solution = loop {
+        match attempt(&mut solver, participants, &choices, &kept) {
+            Ok(solution) => break solution,
+            // Too complex: the caller explains every Subscription one by one.
+            Err(Failure::Cancelled) => return Vec::new(),
+            Err(Failure::Unsatisfiable(involved)) => {
+                // The newest Subscription in the conflict gives way; when the conflict names
+                // none (what is installed does not fit on its own), the newest of all.
+                let Some(newest) = involved.into_iter().max().or(kept.last().copied()) else {
+                    return Vec::new();
+                };
+                kept.retain(|i| *i != newest);
+                dropped.push(newest);
             }
-            (kept, best)
         }
     };
+    // One that gave way may fit now that a later conflict took another out.
+    dropped.sort_unstable();
+    for i in dropped {
+        let mut trial = kept.clone();
+        trial.push(i);
+        trial.sort_unstable();
+        if let Ok(fits) = attempt(&mut solver, participants, &choices, &trial) {
+            kept = trial;
+            solution = fits;
+        }
+    }
     attribute(solver.provider(), participants, &choices, &kept, &solution)
+}
+
+/// Why an attempt found nothing.
+enum Failure {
+    /// Not satisfiable; the participants whose requirements take part in the conflict.
+    Unsatisfiable(Vec<usize>),
+    Cancelled,
 }
 
 /// Solves for the Subscriptions `set`; every installed CSV not upgraded by one of them stays.
@@ -116,7 +136,7 @@ fn attempt(
     participants: &[Participant<'_, '_>],
     choices: &[ChoiceId],
     set: &[usize],
-) -> Option<Vec<SolvableId>> {
+) -> Result<Vec<SolvableId>, Failure> {
     let model = solver.provider();
     let upgraded: Vec<&str> = set
         .iter()
@@ -132,7 +152,29 @@ fn attempt(
             .filter(|(csv, _)| !upgraded.contains(&csv.name.as_str()))
             .map(|(_, id)| model.lock(*id)),
     );
-    solver.solve(Problem::new().requirements(requirements)).ok()
+    match solver.solve(Problem::new().requirements(requirements)) {
+        Ok(solution) => Ok(solution),
+        Err(UnsolvableOrCancelled::Cancelled(_)) => Err(Failure::Cancelled),
+        Err(UnsolvableOrCancelled::Unsolvable(conflict)) => {
+            let graph = conflict.graph(solver);
+            let model = solver.provider();
+            let mut involved: Vec<usize> = graph
+                .graph
+                .raw_edges()
+                .iter()
+                .filter(|e| e.source() == graph.root_node)
+                .filter_map(|e| match e.weight {
+                    ConflictEdge::Requires(Requirement::Single(set)) => model.choice_of(set),
+                    _ => None,
+                })
+                .filter_map(|choice| choices.iter().position(|c| *c == choice))
+                .filter(|i| set.contains(i))
+                .collect();
+            involved.sort_unstable();
+            involved.dedup();
+            Err(Failure::Unsatisfiable(involved))
+        }
+    }
 }
 
 /// Each kept Subscription's bundle and the dependencies it pulls in; a dependency two

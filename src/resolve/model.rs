@@ -23,7 +23,8 @@
 //! Everything is built lazily, when resolvo asks for a name's candidates or a solvable's
 //! dependencies, so a namespace only pays for what its Subscriptions can reach.
 
-use std::cell::RefCell;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::Display;
 
@@ -219,8 +220,18 @@ fn home_channel<'a>(package: &'a PackageIndex, bundle: &IndexedBundle) -> Option
         .or_else(|| package.channels().iter().find(listed))
 }
 
+/// Unit propagation rounds allowed for one namespace (all attempts together) before the solver
+/// gives up and the Subscriptions not yet decided are explained one by one: catalogs that make a
+/// CDCL search run this long are a dependency web nobody should install from.
+const ROUNDS: u64 = 2_000_000;
+
+/// Why resolvo was stopped.
+#[derive(Debug)]
+pub struct TooComplex;
+
 /// The dependency provider resolvo asks.
 pub struct Model<'a> {
+    rounds: Cell<u64>,
     claims: Claims<'a>,
     /// Installed CSVs in the problem (by name), each with its solvable.
     installed: Vec<(&'a InstalledCsv, SolvableId)>,
@@ -257,6 +268,7 @@ impl<'a> Model<'a> {
             })
             .collect();
         Model {
+            rounds: Cell::new(0),
             claims: Claims::new(ns),
             installed,
             upgradable,
@@ -294,6 +306,18 @@ impl<'a> Model<'a> {
         let mut arena = self.arena.borrow_mut();
         let name = arena.name_of(solvable);
         arena.set(VersionSet::Exactly(name, solvable)).into()
+    }
+
+    /// The requirement `set` stands for, when it is one (a root requirement built by `require`).
+    pub fn choice_of(&self, set: VersionSetId) -> Option<ChoiceId> {
+        let arena = self.arena.borrow();
+        match arena.sets.get(set.0 as usize)? {
+            VersionSet::All(name) => match arena.names.get(name.into_raw() as usize)? {
+                NameKey::Choice(choice) => Some(*choice),
+                _ => None,
+            },
+            VersionSet::Exactly(..) => None,
+        }
     }
 
     pub fn item(&self, id: SolvableId) -> Item<'a> {
@@ -621,5 +645,11 @@ impl DependencyProvider for Model<'_> {
     async fn get_dependencies(&self, solvable: SolvableId) -> Dependencies {
         let mut arena = self.arena.borrow_mut();
         self.dependencies(&mut arena, solvable)
+    }
+
+    fn should_cancel_with_value(&self) -> Option<Box<dyn Any>> {
+        let rounds = self.rounds.get() + 1;
+        self.rounds.set(rounds);
+        (rounds > ROUNDS).then(|| Box::new(TooComplex) as Box<dyn Any>)
     }
 }

@@ -189,19 +189,6 @@ impl<'a> Claims<'a> {
             .any(|s| s.status.as_ref().and_then(|st| st.installed_csv.as_deref()) == Some(csv))
     }
 
-    /// Forgets every bundle chosen for `subscription` (it will not be installed after all).
-    pub fn release(&mut self, subscription: &str) {
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.chosen)
-            .into_iter()
-            .partition(|c| c.subscription == subscription);
-        self.chosen = kept;
-        for c in gone {
-            if let Some(old) = c.replaces {
-                self.replaced.retain(|r| *r != old);
-            }
-        }
-    }
-
     /// Installs `root` with its closure if it fits; returns the dependencies pulled in.
     pub fn try_install(&mut self, root: Root<'a, '_>) -> Result<Vec<Chosen<'a>>, Rejection> {
         let mut search = Search {

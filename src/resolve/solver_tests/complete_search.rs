@@ -247,3 +247,39 @@ fn the_same_inputs_twice_give_the_same_answer() {
         show(&first[0])
     );
 }
+
+#[test]
+fn a_co_upgrade_still_happens_next_to_two_conflicting_subscriptions() {
+    let catalogs = [cat(
+        "olm",
+        "apps",
+        0,
+        vec![
+            b("a", "1.0.0", provides_in(&["Shared"])),
+            b("a", "2.0.0", vec![needs("Shared")]),
+            b("b", "1.0.0", vec![]),
+            b("b", "2.0.0", provides_in(&["Shared"])),
+            b("one", "1.0.0", provides_in(&["Api"])),
+            b("two", "1.0.0", provides_in(&["Api"])),
+            b("three", "1.0.0", vec![]),
+        ],
+    )];
+    let existing = [
+        installed("a", "1.0.0", provides_in(&["Shared"])),
+        installed("b", "1.0.0", vec![]),
+    ];
+    let subs = aged(vec![
+        sub("one", "one", "apps", None),
+        sub("b", "b", "apps", Some("b.v1.0.0")),
+        sub("two", "two", "apps", None),
+        sub("a", "a", "apps", Some("a.v1.0.0")),
+        sub("three", "three", "apps", None),
+    ]);
+    let d = run(&subs, &existing, &catalogs);
+    let shown: Vec<String> = d.iter().map(show).collect();
+    assert!(shown[0].contains("Subscription two"), "{}", shown[0]);
+    assert_eq!(shown[1], "b.v2.0.0 []");
+    assert!(shown[2].contains("Subscription one"), "{}", shown[2]);
+    assert_eq!(shown[3], "a.v2.0.0 []");
+    assert_eq!(shown[4], "three.v1.0.0 []");
+}
