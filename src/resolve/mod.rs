@@ -2,9 +2,9 @@
 //! nothing. docs/resolution.md §1–§4, §9, §8–§11.
 //!
 //! `decide` takes every Subscription of a namespace, the installed CSVs and the visible catalogs
-//! and returns one decision per Subscription. This issue resolves each Subscription's own
-//! upgrade path; dependency solving (olm.gvk.required / olm.package.required) will extend
-//! `decide` without changing its shape.
+//! and returns one decision per Subscription: its bundle with the dependencies it pulls in, solved
+//! for the whole namespace on resolvo (model.rs, joint.rs), or a refusal in plain words
+//! (solver.rs walks the candidates to say why; explain*.rs words it).
 
 pub mod candidates;
 pub mod cel_rule;

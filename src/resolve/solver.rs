@@ -1,15 +1,18 @@
-//! The dependency solver (docs/resolution.md §6). A Subscription's candidate bundle is accepted
-//! with its whole closure: every requirement of every bundle pulled in is met by an installed
-//! operator, by a bundle already chosen in this resolution, or by a new bundle found in the
-//! visible catalogs in OLM's order (docs/resolution.md §6) — first candidate whose own closure fits wins, as in
-//! OLM's solver, which guesses in list order. The namespace invariants of docs/resolution.md §7 hold throughout:
-//! one bundle per package, one provider per API, installed operators not replaced stay (and
-//! keep what they require), `olm.deprecated` bundles are never chosen.
+//! What each Subscription's choice holds, and the explaining search (docs/dependencies.md).
 //!
-//! Why not a general SAT/CDCL solver (resolvo): its model is one version per package name with
-//! version-set requirements; OLM's "one provider per API across packages", its ordered
-//! preferences and the per-candidate explanations users need are all natural here and would be
-//! encodings there, with explanations in package-manager terms to translate back.
+//! The solver proper is resolvo (model.rs, joint.rs): it decides. This module keeps what was
+//! decided (`Claims`: the bundles chosen for each Subscription, the installed CSVs they replace)
+//! and answers "why not" for a Subscription the solver could not fit: it walks that
+//! Subscription's candidates against what was kept, taking each candidate with its whole
+//! closure — every requirement met by an installed operator, by a bundle already chosen, or by
+//! the first fitting bundle of the visible catalogs in OLM's order — and records, for every
+//! candidate and every requirement's candidate, the first rule it breaks (docs/resolution.md §7:
+//! one bundle per package, one provider per API, installed operators stay and keep what they
+//! require, `olm.deprecated` bundles are never chosen). That record is the explanation users read:
+//! the Subscription → its bundle → the requirement → every candidate and why it was rejected.
+//! resolvo's own conflict is a set of clauses over solver variables; the walk says the same in
+//! the terms of the catalog. The walk also decides, one by one, the Subscriptions the solver does
+//! not take (no catalog, no channel, an installed CSV to adopt, nothing to upgrade to).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
