@@ -14,8 +14,8 @@ use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
 
 use super::explain::{Refusal, Unsatisfiable, similar_names};
 use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
-use super::joint::{self, Participant, RootOption};
-use super::model::BundleItem;
+use super::joint;
+use super::participant::participant;
 use super::solver::{Chosen, Claims, Rejection, Root};
 
 /// The decision for one Subscription.
@@ -192,97 +192,6 @@ fn name_of(sub: &Subscription) -> &str {
     sub.metadata.name.as_deref().unwrap_or_default()
 }
 
-/// `sub` as the solver sees it: its candidates in order of preference, the channel head down
-/// (or `startingCSV`), or the upgrade candidates nearest the head first. `None` when anything
-/// stands in the way (no OperatorGroup, catalog, package or channel; an installed CSV to adopt;
-/// nothing to upgrade to): `decide_one` then says what.
-fn participant<'a, 's>(
-    ns: &NamespaceInput<'a>,
-    sub: &'s Subscription,
-) -> Option<Participant<'a, 's>> {
-    let spec = &sub.spec;
-    if ns.operator_groups.names.len() != 1
-        || !ns
-            .catalog_namespaces()
-            .contains(&spec.source_namespace.as_str())
-    {
-        return None;
-    }
-    let key = CatalogRef::new(&spec.source_namespace, &spec.source);
-    let index = ns.catalog(&key)?.index()?;
-    let package = index.package(&spec.name)?;
-    let channels = ranked_channels(package, spec.channel.as_deref().filter(|c| !c.is_empty()))?;
-    let current = sub
-        .status
-        .as_ref()
-        .and_then(|s| s.installed_csv.as_deref())
-        .and_then(|name| ns.installed_csv(name));
-    // Entries in order; an entry without a bundle (nothing to check) ends the list: the greedy
-    // decision installs it when nothing before it fits.
-    let mut entries: Vec<(&ChannelIndex, &str, Why)> = Vec::new();
-    match current {
-        Some(current) => {
-            for channel in &channels {
-                let Ok(candidates) = channel
-                    .graph()
-                    .replacement_candidates(&current.name, current.version.as_ref())
-                else {
-                    continue;
-                };
-                for c in candidates {
-                    entries.push((channel, c.entry.name.as_str(), Why::Upgrade(c.via)));
-                }
-            }
-        }
-        None => {
-            if orphan_of_package(ns, index, &spec.name).is_some() {
-                return None;
-            }
-            match spec.starting_csv.as_deref().filter(|s| !s.is_empty()) {
-                Some(starting) => {
-                    let channel = channels
-                        .iter()
-                        .find(|c| c.graph().entry(starting).is_some())?;
-                    entries.push((channel, starting, Why::StartingCsv));
-                }
-                None => {
-                    for channel in &channels {
-                        let Ok(order) = channel.graph().channel_order() else {
-                            continue;
-                        };
-                        for entry in order {
-                            entries.push((channel, entry.name.as_str(), Why::ChannelHead));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let mut options = Vec::new();
-    for (channel, entry, why) in entries {
-        let Some(bundle) = package.bundle(entry) else {
-            break;
-        };
-        options.push(RootOption {
-            item: BundleItem {
-                catalog: key.clone(),
-                package,
-                channel,
-                bundle,
-            },
-            why,
-        });
-    }
-    if options.is_empty() {
-        return None;
-    }
-    Some(Participant {
-        name: name_of(sub),
-        current,
-        options,
-    })
-}
-
 /// A Subscription refused because of what another one would install: both fail, each naming
 /// the other; nobody else is affected (the issue's "failure stays local").
 fn fail_both_sides_of_conflicts(outcomes: &mut HashMap<String, Outcome>) {
@@ -413,7 +322,7 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
 
 /// Channels to search: the requested one, or all of them, default channel first, then by
 /// name (docs/resolution.md §4 step 4). `None` when the requested channel does not exist.
-fn ranked_channels<'a>(
+pub(super) fn ranked_channels<'a>(
     package: &'a PackageIndex,
     wanted: Option<&str>,
 ) -> Option<Vec<&'a ChannelIndex>> {
@@ -429,7 +338,7 @@ fn ranked_channels<'a>(
 /// An installed CSV of `package` that no Subscription claims (neither as installed nor as
 /// current CSV). OLM refuses a new Subscription next to it ("exists and is not referenced by
 /// a subscription", known pain); olm-rs adopts it instead.
-fn orphan_of_package<'a>(
+pub(super) fn orphan_of_package<'a>(
     ns: &'a NamespaceInput<'_>,
     index: &CatalogIndex,
     package: &str,

@@ -18,24 +18,10 @@ use resolvo::{
 
 use crate::catalog::index::ChannelIndex;
 
-use super::decide::Why;
 use super::input::{InstalledCsv, NamespaceInput};
 use super::model::{BundleItem, ChoiceId, Item, Model};
+use super::participant::Participant;
 use super::solver::Chosen;
-
-/// A Subscription the solver decides: its candidates in order of preference.
-pub struct Participant<'a, 's> {
-    pub name: &'s str,
-    /// The installed CSV it upgrades.
-    pub current: Option<&'a InstalledCsv>,
-    pub options: Vec<RootOption<'a>>,
-}
-
-/// One candidate of a Subscription.
-pub struct RootOption<'a> {
-    pub item: BundleItem<'a>,
-    pub why: Why,
-}
 
 /// A Subscription that gets a bundle.
 pub struct Accepted<'a> {

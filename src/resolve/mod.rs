@@ -15,6 +15,7 @@ pub mod input;
 pub mod installed;
 pub mod joint;
 pub mod model;
+pub mod participant;
 pub mod preview;
 pub mod requirement;
 pub mod solver;
