@@ -15,7 +15,7 @@ use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
 use super::explain::{Refusal, Unsatisfiable, similar_names};
 use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
 use super::joint;
-use super::participant::participant;
+use super::participant::{Depth, participant};
 use super::solver::{Chosen, Claims, Rejection, Root};
 
 /// The decision for one Subscription.
@@ -108,7 +108,7 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
     });
     let mut by_name: HashMap<String, Outcome> = HashMap::new();
     let mut packages: HashMap<&str, &str> = HashMap::new();
-    let mut participants = Vec::new();
+    let mut solvable: Vec<&Subscription> = Vec::new();
     for sub in &order {
         let name = name_of(sub);
         if let Some(other) = packages.get(sub.spec.name.as_str()) {
@@ -122,12 +122,27 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
             continue;
         }
         packages.insert(&sub.spec.name, name);
-        if let Some(p) = participant(ns, sub) {
-            participants.push(p);
-        }
+        solvable.push(sub);
     }
+    // Everyone's preferred candidate first (cheap, and what a healthy namespace gets); all
+    // candidates when those do not fit together.
+    let listed = |depth| -> Vec<_> {
+        solvable
+            .iter()
+            .filter_map(|sub| participant(ns, sub, depth))
+            .collect()
+    };
+    let preferred = listed(Depth::First);
+    let (participants, accepted) = match joint::solve_all(ns, &preferred) {
+        Some(accepted) => (preferred, accepted),
+        None => {
+            let all = listed(Depth::All);
+            let accepted = joint::solve(ns, &all);
+            (all, accepted)
+        }
+    };
     let mut claims = Claims::new(ns);
-    for accepted in joint::solve(ns, &participants) {
+    for accepted in accepted {
         let participant = &participants[accepted.participant];
         let option = &participant.options[accepted.option];
         let target = Target {

@@ -33,6 +33,26 @@ pub struct Accepted<'a> {
     pub chosen: Vec<Chosen<'a>>,
 }
 
+/// Solves `participants` when every one of them fits; `None` when they do not all fit together.
+pub fn solve_all<'a>(
+    ns: &NamespaceInput<'a>,
+    participants: &[Participant<'a, '_>],
+) -> Option<Vec<Accepted<'a>>> {
+    if participants.is_empty() {
+        return Some(Vec::new());
+    }
+    let (mut solver, choices) = setup(ns, participants);
+    let everyone: Vec<usize> = (0..participants.len()).collect();
+    let solution = attempt(&mut solver, participants, &choices, &everyone).ok()?;
+    Some(attribute(
+        solver.provider(),
+        participants,
+        &choices,
+        &everyone,
+        &solution,
+    ))
+}
+
 /// Solves `participants` (oldest first) together; returns those that get a bundle.
 pub fn solve<'a>(
     ns: &NamespaceInput<'a>,
@@ -41,6 +61,44 @@ pub fn solve<'a>(
     if participants.is_empty() {
         return Vec::new();
     }
+    let (mut solver, choices) = setup(ns, participants);
+    let mut kept: Vec<usize> = (0..participants.len()).collect();
+    let mut dropped = Vec::new();
+    let mut solution = loop {
+        match attempt(&mut solver, participants, &choices, &kept) {
+            Ok(solution) => break solution,
+            // Too complex: the caller explains every Subscription one by one.
+            Err(Failure::Cancelled) => return Vec::new(),
+            Err(Failure::Unsatisfiable(involved)) => {
+                // The newest Subscription in the conflict gives way; when the conflict names
+                // none (what is installed does not fit on its own), the newest of all.
+                let Some(newest) = involved.into_iter().max().or(kept.last().copied()) else {
+                    return Vec::new();
+                };
+                kept.retain(|i| *i != newest);
+                dropped.push(newest);
+            }
+        }
+    };
+    // One that gave way may fit now that a later conflict took another out.
+    dropped.sort_unstable();
+    for i in dropped {
+        let mut trial = kept.clone();
+        trial.push(i);
+        trial.sort_unstable();
+        if let Ok(fits) = attempt(&mut solver, participants, &choices, &trial) {
+            kept = trial;
+            solution = fits;
+        }
+    }
+    attribute(solver.provider(), participants, &choices, &kept, &solution)
+}
+
+/// The model of the namespace for `participants`, in a solver, with each one's requirement.
+fn setup<'a>(
+    ns: &NamespaceInput<'a>,
+    participants: &[Participant<'a, '_>],
+) -> (Solver<Model<'a>>, Vec<ChoiceId>) {
     let subscribed: Vec<&str> = ns
         .subscriptions
         .iter()
@@ -76,37 +134,7 @@ pub fn solve<'a>(
         .iter()
         .map(|p| model.fixed_choice(p.options.iter().map(|o| o.item.clone()).collect()))
         .collect();
-    let mut solver = Solver::new(model);
-    let mut kept: Vec<usize> = (0..participants.len()).collect();
-    let mut dropped = Vec::new();
-    let mut solution = loop {
-        match attempt(&mut solver, participants, &choices, &kept) {
-            Ok(solution) => break solution,
-            // Too complex: the caller explains every Subscription one by one.
-            Err(Failure::Cancelled) => return Vec::new(),
-            Err(Failure::Unsatisfiable(involved)) => {
-                // The newest Subscription in the conflict gives way; when the conflict names
-                // none (what is installed does not fit on its own), the newest of all.
-                let Some(newest) = involved.into_iter().max().or(kept.last().copied()) else {
-                    return Vec::new();
-                };
-                kept.retain(|i| *i != newest);
-                dropped.push(newest);
-            }
-        }
-    };
-    // One that gave way may fit now that a later conflict took another out.
-    dropped.sort_unstable();
-    for i in dropped {
-        let mut trial = kept.clone();
-        trial.push(i);
-        trial.sort_unstable();
-        if let Ok(fits) = attempt(&mut solver, participants, &choices, &trial) {
-            kept = trial;
-            solution = fits;
-        }
-    }
-    attribute(solver.provider(), participants, &choices, &kept, &solution)
+    (Solver::new(model), choices)
 }
 
 /// Why an attempt found nothing.

@@ -25,9 +25,20 @@ pub struct RootOption<'a> {
 /// (or `startingCSV`), or the upgrade candidates nearest the head first. `None` when anything
 /// stands in the way (no OperatorGroup, catalog, package or channel; an installed CSV to adopt;
 /// nothing to upgrade to): `decide_one` then says what.
+/// How many of a Subscription's candidates to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Only the preferred one: what the namespace gets whenever everyone's preferred candidate
+    /// fits (the common case, and cheap: one channel's order, not every channel's).
+    First,
+    /// All of them, in order.
+    All,
+}
+
 pub fn participant<'a, 's>(
     ns: &NamespaceInput<'a>,
     sub: &'s Subscription,
+    depth: Depth,
 ) -> Option<Participant<'a, 's>> {
     let spec = &sub.spec;
     if ns.operator_groups.names.len() != 1
@@ -48,10 +59,29 @@ pub fn participant<'a, 's>(
         .and_then(|name| ns.installed_csv(name));
     // Entries in order; an entry without a bundle (nothing to check) ends the list: the greedy
     // decision installs it when nothing before it fits.
-    let mut entries: Vec<(&ChannelIndex, &str, Why)> = Vec::new();
+    let limit = match depth {
+        Depth::First => 1,
+        Depth::All => usize::MAX,
+    };
+    let mut options = Vec::new();
+    let mut add = |channel: &'a ChannelIndex, entry: &str, why: Why| -> bool {
+        let Some(bundle) = package.bundle(entry) else {
+            return false;
+        };
+        options.push(RootOption {
+            item: BundleItem {
+                catalog: key.clone(),
+                package,
+                channel,
+                bundle,
+            },
+            why,
+        });
+        options.len() < limit
+    };
     match current {
         Some(current) => {
-            for channel in &channels {
+            'channels: for channel in &channels {
                 let Ok(candidates) = channel
                     .graph()
                     .replacement_candidates(&current.name, current.version.as_ref())
@@ -59,7 +89,9 @@ pub fn participant<'a, 's>(
                     continue;
                 };
                 for c in candidates {
-                    entries.push((channel, c.entry.name.as_str(), Why::Upgrade(c.via)));
+                    if !add(channel, &c.entry.name, Why::Upgrade(c.via)) {
+                        break 'channels;
+                    }
                 }
             }
         }
@@ -72,35 +104,22 @@ pub fn participant<'a, 's>(
                     let channel = channels
                         .iter()
                         .find(|c| c.graph().entry(starting).is_some())?;
-                    entries.push((channel, starting, Why::StartingCsv));
+                    add(channel, starting, Why::StartingCsv);
                 }
                 None => {
-                    for channel in &channels {
+                    'channels: for channel in &channels {
                         let Ok(order) = channel.graph().channel_order() else {
                             continue;
                         };
                         for entry in order {
-                            entries.push((channel, entry.name.as_str(), Why::ChannelHead));
+                            if !add(channel, &entry.name, Why::ChannelHead) {
+                                break 'channels;
+                            }
                         }
                     }
                 }
             }
         }
-    }
-    let mut options = Vec::new();
-    for (channel, entry, why) in entries {
-        let Some(bundle) = package.bundle(entry) else {
-            break;
-        };
-        options.push(RootOption {
-            item: BundleItem {
-                catalog: key.clone(),
-                package,
-                channel,
-                bundle,
-            },
-            why,
-        });
     }
     if options.is_empty() {
         return None;

@@ -102,7 +102,9 @@ struct Arena<'a> {
     names: Vec<NameKey>,
     name_ids: HashMap<NameKey, NameId>,
     items: Vec<(NameId, Item<'a>)>,
-    bundles: HashMap<(CatalogRef, usize), SolvableId>,
+    /// By catalog number and bundle address.
+    bundles: HashMap<(usize, usize), SolvableId>,
+    catalog_numbers: HashMap<CatalogRef, usize>,
     tokens: HashMap<(Option<SolvableId>, GvkValue), SolvableId>,
     sets: Vec<VersionSet>,
     strings: Vec<String>,
@@ -139,15 +141,33 @@ impl<'a> Arena<'a> {
         id
     }
 
-    fn bundle(&mut self, item: BundleItem<'a>) -> SolvableId {
-        let key = (
-            item.catalog.clone(),
-            std::ptr::from_ref(item.bundle) as usize,
-        );
+    /// The solvable of `bundle` in `catalog`, found the first time in `channel`.
+    fn bundle(
+        &mut self,
+        catalog: &CatalogRef,
+        package: &'a PackageIndex,
+        channel: &'a ChannelIndex,
+        bundle: &'a IndexedBundle,
+    ) -> SolvableId {
+        let number = match self.catalog_numbers.get(catalog) {
+            Some(n) => *n,
+            None => {
+                let n = self.catalog_numbers.len();
+                self.catalog_numbers.insert(catalog.clone(), n);
+                n
+            }
+        };
+        let key = (number, std::ptr::from_ref(bundle) as usize);
         if let Some(id) = self.bundles.get(&key) {
             return *id;
         }
-        let name = self.name(NameKey::Package(item.package.name().to_owned()));
+        let name = self.name(NameKey::Package(package.name().to_owned()));
+        let item = BundleItem {
+            catalog: catalog.clone(),
+            package,
+            channel,
+            bundle,
+        };
         let id = self.add(name, Item::Bundle(item));
         self.bundles.insert(key, id);
         id
@@ -264,8 +284,8 @@ impl<'a> Model<'a> {
             .into_iter()
             .filter(|o| !is_deprecated(o.bundle))
             .map(|o| {
-                let channel = o.channel;
-                (arena.bundle(o), channel)
+                let id = arena.bundle(&o.catalog, o.package, o.channel, o.bundle);
+                (id, o.channel)
             })
             .collect();
         arena.choice(ChoiceSource::Fixed(picks))

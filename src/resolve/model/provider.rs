@@ -17,8 +17,8 @@ use crate::resolve::input::{CatalogRef, InstalledCsv};
 use crate::resolve::requirement::{CandidateView, requirements};
 
 use super::{
-    Arena, BundleItem, ChoiceId, ChoiceSource, Item, Model, NameKey, ROUNDS, TooComplex,
-    VersionSet, index_of, is_deprecated,
+    Arena, ChoiceId, ChoiceSource, Item, Model, NameKey, ROUNDS, TooComplex, VersionSet, index_of,
+    is_deprecated,
 };
 
 fn installed_view(csv: &InstalledCsv) -> CandidateView<'_> {
@@ -72,14 +72,8 @@ impl<'a> Model<'a> {
                 {
                     continue;
                 }
-                let channel = c.channel;
-                let id = arena.bundle(BundleItem {
-                    catalog: c.catalog,
-                    package: c.package,
-                    channel: c.channel,
-                    bundle: c.bundle,
-                });
-                targets.push((id, Some(channel)));
+                let id = arena.bundle(&c.catalog, c.package, c.channel, c.bundle);
+                targets.push((id, Some(c.channel)));
             }
         }
         let name = arena.name(NameKey::Choice(choice));
@@ -120,12 +114,7 @@ impl<'a> Model<'a> {
                 let Some(channel) = home_channel(pkg, bundle) else {
                     continue;
                 };
-                let id = arena.bundle(BundleItem {
-                    catalog: catalog.key.clone(),
-                    package: pkg,
-                    channel,
-                    bundle,
-                });
+                let id = arena.bundle(&catalog.key, pkg, channel, bundle);
                 if is_deprecated(bundle) {
                     let why = arena.string(format!("bundle {} is deprecated", bundle.name()));
                     out.excluded.push((id, why));
@@ -155,12 +144,7 @@ impl<'a> Model<'a> {
                 let Some(channel) = home_channel(package, bundle) else {
                     continue;
                 };
-                let owner = arena.bundle(BundleItem {
-                    catalog: catalog.key.clone(),
-                    package,
-                    channel,
-                    bundle,
-                });
+                let owner = arena.bundle(&catalog.key, package, channel, bundle);
                 out.candidates.push(arena.token(Some(owner), gvk));
             }
         }
