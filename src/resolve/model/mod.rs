@@ -52,11 +52,12 @@ pub struct BundleItem<'a> {
 pub enum Item<'a> {
     Bundle(BundleItem<'a>),
     Installed(&'a InstalledCsv),
-    /// "`owner` provides `gvk`"; `None`: installed operators provide it (one token for all, so
+    /// "package `owner` provides `gvk`" (one token for all bundles of a package: only one of
+    /// them can be there anyway); `None`: installed operators provide it (one token for all, so
     /// operators already side by side on the cluster are not a conflict of their own).
     Provides {
         gvk: GvkValue,
-        owner: Option<SolvableId>,
+        owner: Option<String>,
     },
     /// Candidate `target` chosen for requirement `choice`, offered from `channel`.
     Pick {
@@ -105,7 +106,8 @@ struct Arena<'a> {
     /// By catalog number and bundle address.
     bundles: HashMap<(usize, usize), SolvableId>,
     catalog_numbers: HashMap<CatalogRef, usize>,
-    tokens: HashMap<(Option<SolvableId>, GvkValue), SolvableId>,
+    /// Provider tokens by API, then by package (`None`: installed operators).
+    tokens: HashMap<GvkValue, Vec<(Option<String>, SolvableId)>>,
     sets: Vec<VersionSet>,
     strings: Vec<String>,
     choices: Vec<(ChoiceSource<'a>, Vec<SolvableId>)>,
@@ -173,20 +175,27 @@ impl<'a> Arena<'a> {
         id
     }
 
-    fn token(&mut self, owner: Option<SolvableId>, gvk: &GvkValue) -> SolvableId {
-        let key = (owner, gvk.clone());
-        if let Some(id) = self.tokens.get(&key) {
-            return *id;
+    fn token(&mut self, owner: Option<&str>, gvk: &GvkValue) -> SolvableId {
+        if let Some(id) = self.tokens.get(gvk).and_then(|list| {
+            list.iter()
+                .find(|(o, _)| o.as_deref() == owner)
+                .map(|(_, id)| *id)
+        }) {
+            return id;
         }
         let name = self.name(NameKey::Gvk(gvk.clone()));
+        let owner = owner.map(str::to_owned);
         let id = self.add(
             name,
             Item::Provides {
                 gvk: gvk.clone(),
-                owner,
+                owner: owner.clone(),
             },
         );
-        self.tokens.insert(key, id);
+        self.tokens
+            .entry(gvk.clone())
+            .or_default()
+            .push((owner, id));
         id
     }
 

@@ -32,11 +32,12 @@ fn installed_view(csv: &InstalledCsv) -> CandidateView<'_> {
 /// The channel a bundle found outside any requirement is filed under: the package's default
 /// channel when it is there, else its first channel.
 fn home_channel<'a>(package: &'a PackageIndex, bundle: &IndexedBundle) -> Option<&'a ChannelIndex> {
-    let listed = |c: &&ChannelIndex| bundle.channels().iter().any(|n| n == c.name());
+    let names = bundle.channels();
     package
-        .default_channel()
-        .filter(listed)
-        .or_else(|| package.channels().iter().find(listed))
+        .default_channel_name()
+        .filter(|d| names.iter().any(|n| n == d))
+        .or_else(|| names.first().map(String::as_str))
+        .and_then(|name| package.channel(name))
 }
 
 impl<'a> Model<'a> {
@@ -126,7 +127,7 @@ impl<'a> Model<'a> {
         out
     }
 
-    /// Every provider token of `gvk`: installed operators' (one) and each catalog bundle's.
+    /// Every provider token of `gvk`: installed operators' (one) and each providing package's.
     fn gvk_candidates(&self, arena: &mut Arena<'a>, gvk: &GvkValue) -> Candidates {
         let mut out = Candidates::default();
         if self
@@ -136,17 +137,19 @@ impl<'a> Model<'a> {
         {
             out.candidates.push(arena.token(None, gvk));
         }
+        let mut packages: Vec<&str> = Vec::new();
         for catalog in self.claims.catalogs() {
             let Some(index) = catalog.index() else {
                 continue;
             };
-            for (package, bundle) in index.bundles_that_provide(gvk) {
-                let Some(channel) = home_channel(package, bundle) else {
-                    continue;
-                };
-                let owner = arena.bundle(&catalog.key, package, channel, bundle);
-                out.candidates.push(arena.token(Some(owner), gvk));
+            for (package, _) in index.bundles_that_provide(gvk) {
+                if !packages.contains(&package.name()) {
+                    packages.push(package.name());
+                }
             }
+        }
+        for package in packages {
+            out.candidates.push(arena.token(Some(package), gvk));
         }
         out
     }
@@ -164,7 +167,7 @@ impl<'a> Model<'a> {
                     Err(e) => return Dependencies::Unknown(arena.string(e.to_string())),
                 };
                 for gvk in b.bundle.provided_gvks() {
-                    let token = arena.token(Some(id), &gvk);
+                    let token = arena.token(Some(b.package.name()), &gvk);
                     let name = arena.name_of(token);
                     require(arena, VersionSet::Exactly(name, token));
                 }
