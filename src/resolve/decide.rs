@@ -14,6 +14,8 @@ use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
 
 use super::explain::{Refusal, Unsatisfiable, similar_names};
 use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
+use super::joint;
+use super::participant::{Depth, participant};
 use super::solver::{Chosen, Claims, Rejection, Root};
 
 /// The decision for one Subscription.
@@ -88,9 +90,11 @@ pub enum Why {
     Upgrade(EdgeKind),
 }
 
-/// Decides for every Subscription of the namespace, in the order given. Subscriptions are
-/// considered oldest first (creation time, then name) when two compete for a package or an
-/// API, so the one created first keeps it.
+/// Decides for every Subscription of the namespace. Subscriptions the solver can decide (a
+/// readable catalog, package and channel with candidates) are solved together (joint.rs); the
+/// rest, and those that do not fit next to the others, are decided one by one against what the
+/// solver kept, which also explains every refusal. When two Subscriptions compete for a package
+/// or an API, the one created first (creation time, then name) keeps it.
 pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
     let mut order: Vec<&Subscription> = ns.subscriptions.iter().collect();
     order.sort_by(|a, b| {
@@ -102,32 +106,65 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
         };
         key(a).cmp(&key(b))
     });
-    let mut by_name = decide_in_order(ns, &order);
-    // Co-upgrades (docs/resolution.md §6, "OwnedAPITransfer"): a Subscription blocked by an
-    // installed operator that another Subscription upgrades away in the same resolution is
-    // tried again with the upgrades decided first.
-    let blocked = by_name
-        .values()
-        .any(|(o, _)| matches!(o, Outcome::Refused(Refusal::Unsatisfiable(_))));
-    if blocked {
-        let mut again: Vec<&Subscription> = order
+    let mut by_name: HashMap<String, Outcome> = HashMap::new();
+    let mut packages: HashMap<&str, &str> = HashMap::new();
+    let mut solvable: Vec<&Subscription> = Vec::new();
+    for sub in &order {
+        let name = name_of(sub);
+        if let Some(other) = packages.get(sub.spec.name.as_str()) {
+            by_name.insert(
+                name.to_owned(),
+                Outcome::Refused(Refusal::PackageAlreadySubscribed {
+                    package: sub.spec.name.clone(),
+                    other: (*other).to_owned(),
+                }),
+            );
+            continue;
+        }
+        packages.insert(&sub.spec.name, name);
+        solvable.push(sub);
+    }
+    // Everyone's preferred candidate first (cheap, and what a healthy namespace gets); all
+    // candidates when those do not fit together.
+    let listed = |depth| -> Vec<_> {
+        solvable
             .iter()
-            .copied()
-            .filter(|s| matches!(by_name.get(name_of(s)), Some((Outcome::Install(_), _))))
-            .collect();
-        again.extend(
-            order
-                .iter()
-                .copied()
-                .filter(|s| !matches!(by_name.get(name_of(s)), Some((Outcome::Install(_), _)))),
-        );
-        let second = decide_in_order(ns, &again);
-        if refusals(&second) < refusals(&by_name) {
-            by_name = second;
+            .filter_map(|sub| participant(ns, sub, depth))
+            .collect()
+    };
+    let preferred = listed(Depth::First);
+    let (participants, accepted) = match joint::solve_all(ns, &preferred) {
+        Some(accepted) => (preferred, accepted),
+        None => {
+            let all = listed(Depth::All);
+            let accepted = joint::solve(ns, &all);
+            (all, accepted)
+        }
+    };
+    let mut claims = Claims::new(ns);
+    for accepted in accepted {
+        let participant = &participants[accepted.participant];
+        let option = &participant.options[accepted.option];
+        let target = Target {
+            catalog: option.item.catalog.clone(),
+            package: option.item.package.name().to_owned(),
+            channel: option.item.channel.name().to_owned(),
+            bundle: option.item.bundle.name().to_owned(),
+            version: option.item.bundle.version_string(),
+            replaces: participant.current.map(|c| c.name.clone()),
+            why: option.why,
+            dependencies: accepted.chosen[1..].iter().map(Dependency::from).collect(),
+        };
+        by_name.insert(participant.name.to_owned(), Outcome::Install(target));
+        claims.accept(accepted.chosen);
+    }
+    for sub in &order {
+        let name = name_of(sub);
+        if !by_name.contains_key(name) {
+            let outcome = decide_one(ns, sub, &mut claims);
+            by_name.insert(name.to_owned(), outcome);
         }
     }
-    let mut by_name: HashMap<String, Outcome> =
-        by_name.into_iter().map(|(k, (o, _))| (k, o)).collect();
     fail_both_sides_of_conflicts(&mut by_name);
     ns.subscriptions
         .iter()
@@ -147,44 +184,27 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
         .collect()
 }
 
+/// The decision for `sub` as if it were the only Subscription of the namespace (the
+/// `olm-rs resolve` preview): the installed operators stay, the solver decides.
+pub fn decide_alone(ns: &NamespaceInput<'_>, sub: &Subscription) -> Outcome {
+    let alone = NamespaceInput {
+        subscriptions: std::slice::from_ref(sub),
+        ..*ns
+    };
+    decide(&alone)
+        .into_iter()
+        .next()
+        .map(|d| d.outcome)
+        .unwrap_or_else(|| {
+            Outcome::Refused(Refusal::PackageAlreadySubscribed {
+                package: sub.spec.name.clone(),
+                other: name_of(sub).to_owned(),
+            })
+        })
+}
+
 fn name_of(sub: &Subscription) -> &str {
     sub.metadata.name.as_deref().unwrap_or_default()
-}
-
-/// Outcomes of a pass over `order`, each with the bundle it would install.
-fn decide_in_order(
-    ns: &NamespaceInput<'_>,
-    order: &[&Subscription],
-) -> HashMap<String, (Outcome, Option<String>)> {
-    let mut claims = Claims::new(ns);
-    let mut by_name = HashMap::new();
-    let mut packages: HashMap<&str, &str> = HashMap::new();
-    for sub in order {
-        let name = name_of(sub);
-        let outcome = match packages.get(sub.spec.name.as_str()) {
-            Some(other) => Outcome::Refused(Refusal::PackageAlreadySubscribed {
-                package: sub.spec.name.clone(),
-                other: (*other).to_owned(),
-            }),
-            None => {
-                packages.insert(&sub.spec.name, name);
-                decide_one(ns, sub, &mut claims)
-            }
-        };
-        let bundle = match &outcome {
-            Outcome::Install(t) => Some(t.bundle.clone()),
-            _ => None,
-        };
-        by_name.insert(name.to_owned(), (outcome, bundle));
-    }
-    by_name
-}
-
-fn refusals(outcomes: &HashMap<String, (Outcome, Option<String>)>) -> usize {
-    outcomes
-        .values()
-        .filter(|(o, _)| matches!(o, Outcome::Refused(_)))
-        .count()
 }
 
 /// A Subscription refused because of what another one would install: both fail, each naming
@@ -317,7 +337,7 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
 
 /// Channels to search: the requested one, or all of them, default channel first, then by
 /// name (docs/resolution.md §4 step 4). `None` when the requested channel does not exist.
-fn ranked_channels<'a>(
+pub(super) fn ranked_channels<'a>(
     package: &'a PackageIndex,
     wanted: Option<&str>,
 ) -> Option<Vec<&'a ChannelIndex>> {
@@ -333,7 +353,7 @@ fn ranked_channels<'a>(
 /// An installed CSV of `package` that no Subscription claims (neither as installed nor as
 /// current CSV). OLM refuses a new Subscription next to it ("exists and is not referenced by
 /// a subscription", known pain); olm-rs adopts it instead.
-fn orphan_of_package<'a>(
+pub(super) fn orphan_of_package<'a>(
     ns: &'a NamespaceInput<'_>,
     index: &CatalogIndex,
     package: &str,

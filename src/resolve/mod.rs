@@ -2,9 +2,9 @@
 //! nothing. docs/resolution.md §1–§4, §9, §8–§11.
 //!
 //! `decide` takes every Subscription of a namespace, the installed CSVs and the visible catalogs
-//! and returns one decision per Subscription. This issue resolves each Subscription's own
-//! upgrade path; dependency solving (olm.gvk.required / olm.package.required) will extend
-//! `decide` without changing its shape.
+//! and returns one decision per Subscription: its bundle with the dependencies it pulls in, solved
+//! for the whole namespace on resolvo (model.rs, joint.rs), or a refusal in plain words
+//! (solver.rs walks the candidates to say why; explain*.rs words it).
 
 pub mod candidates;
 pub mod cel_rule;
@@ -13,12 +13,15 @@ pub mod explain;
 pub mod explain_conflict;
 pub mod input;
 pub mod installed;
+pub mod joint;
+pub mod model;
+pub mod participant;
 pub mod preview;
 pub mod requirement;
 pub mod solver;
 pub mod subscription;
 
-pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_one};
+pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_alone, decide_one};
 pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};
 pub use input::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,

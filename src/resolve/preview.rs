@@ -5,9 +5,8 @@ use serde::Serialize;
 
 use crate::api::Subscription;
 
-use super::decide::{Outcome, Target, Why, decide_one};
+use super::decide::{Outcome, Target, Why, decide_alone};
 use super::input::NamespaceInput;
-use super::solver::Claims;
 
 /// The decision for one Subscription, and where it leads.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,8 +44,7 @@ fn image_to_pull(bundle: Option<&crate::catalog::IndexedBundle>) -> Option<Strin
 
 /// Previews `sub` in the namespace `ns`.
 pub fn preview(ns: &NamespaceInput<'_>, sub: &Subscription) -> Preview {
-    let mut claims = Claims::new(ns);
-    let outcome = decide_one(ns, sub, &mut claims);
+    let outcome = decide_alone(ns, sub);
     let (path, stopped) = match &outcome {
         Outcome::Install(target) => path_from(ns, target),
         _ => (Vec::new(), None),

@@ -1,15 +1,18 @@
-//! The dependency solver (docs/resolution.md §6). A Subscription's candidate bundle is accepted
-//! with its whole closure: every requirement of every bundle pulled in is met by an installed
-//! operator, by a bundle already chosen in this resolution, or by a new bundle found in the
-//! visible catalogs in OLM's order (docs/resolution.md §6) — first candidate whose own closure fits wins, as in
-//! OLM's solver, which guesses in list order. The namespace invariants of docs/resolution.md §7 hold throughout:
-//! one bundle per package, one provider per API, installed operators not replaced stay (and
-//! keep what they require), `olm.deprecated` bundles are never chosen.
+//! What each Subscription's choice holds, and the explaining search (docs/dependencies.md).
 //!
-//! Why not a general SAT/CDCL solver (resolvo): its model is one version per package name with
-//! version-set requirements; OLM's "one provider per API across packages", its ordered
-//! preferences and the per-candidate explanations users need are all natural here and would be
-//! encodings there, with explanations in package-manager terms to translate back.
+//! The solver proper is resolvo (model.rs, joint.rs): it decides. This module keeps what was
+//! decided (`Claims`: the bundles chosen for each Subscription, the installed CSVs they replace)
+//! and answers "why not" for a Subscription the solver could not fit: it walks that
+//! Subscription's candidates against what was kept, taking each candidate with its whole
+//! closure — every requirement met by an installed operator, by a bundle already chosen, or by
+//! the first fitting bundle of the visible catalogs in OLM's order — and records, for every
+//! candidate and every requirement's candidate, the first rule it breaks (docs/resolution.md §7:
+//! one bundle per package, one provider per API, installed operators stay and keep what they
+//! require, `olm.deprecated` bundles are never chosen). That record is the explanation users read:
+//! the Subscription → its bundle → the requirement → every candidate and why it was rejected.
+//! resolvo's own conflict is a set of clauses over solver variables; the walk says the same in
+//! the terms of the catalog. The walk also decides, one by one, the Subscriptions the solver does
+//! not take (no catalog, no channel, an installed CSV to adopt, nothing to upgrade to).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -171,17 +174,22 @@ impl<'a> Claims<'a> {
         &self.chosen
     }
 
-    /// Forgets every bundle chosen for `subscription` (it will not be installed after all).
-    pub fn release(&mut self, subscription: &str) {
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.chosen)
-            .into_iter()
-            .partition(|c| c.subscription == subscription);
-        self.chosen = kept;
-        for c in gone {
-            if let Some(old) = c.replaces {
-                self.replaced.retain(|r| *r != old);
+    /// Takes bundles the solver chose (a Subscription's bundle first, with what it replaces).
+    pub fn accept(&mut self, chosen: Vec<Chosen<'a>>) {
+        for c in &chosen {
+            if let Some(old) = &c.replaces {
+                self.replaced.push(old.clone());
             }
         }
+        self.chosen.extend(chosen);
+    }
+
+    /// Whether `csv` is the installed CSV of one of the namespace's Subscriptions.
+    fn is_subscribed(&self, csv: &str) -> bool {
+        self.ns
+            .subscriptions
+            .iter()
+            .any(|s| s.status.as_ref().and_then(|st| st.installed_csv.as_deref()) == Some(csv))
     }
 
     /// Installs `root` with its closure if it fits; returns the dependencies pulled in.
@@ -198,7 +206,17 @@ impl<'a> Claims<'a> {
             channel: root.channel,
             bundle: root.bundle,
         };
-        search.add(&candidate, root.subscription, None)?;
+        // Replacing an installed CSV that another installed operator depends on is the reason
+        // to give when the closure fails too: it names the operator that holds the upgrade back.
+        let breaks = root
+            .replaces
+            .and_then(|old| search.broken_by_replacing(old, Some(&candidate_view(root.bundle))));
+        if let Err(e) = search.add(&candidate, root.subscription, None) {
+            return Err(match (e, breaks) {
+                (Rejection::Unmet(_), Some(broken)) => broken,
+                (e, _) => e,
+            });
+        }
         if let Some(old) = root.replaces {
             search.keeps_installed_requirements(old)?;
         }
@@ -359,6 +377,13 @@ impl<'a> Search<'_, 'a> {
         if let Some(csv) = staying.iter().find(|csv| {
             !is_root && csv.package.as_deref() == Some(package) && csv.name != bundle.name()
         }) {
+            // A subscribed operator may be upgraded along with its dependent; when that upgrade
+            // would break another installed operator, that is the reason worth giving.
+            if self.claims.is_subscribed(&csv.name)
+                && let Some(broken) = self.broken_by_replacing(csv, Some(&candidate_view(bundle)))
+            {
+                return Err(broken);
+            }
             return Err(Rejection::PackageTaken {
                 package: package.to_owned(),
                 by: installed_holder(csv),
@@ -400,6 +425,19 @@ impl<'a> Search<'_, 'a> {
     /// when it was met before (docs/resolution.md §6: never break an installed operator's
     /// dependency).
     fn keeps_installed_requirements(&self, old: &InstalledCsv) -> Result<(), Rejection> {
+        match self.broken_by_replacing(old, None) {
+            Some(broken) => Err(broken),
+            None => Ok(()),
+        }
+    }
+
+    /// The first requirement of an installed operator that stays which `old` meets and nothing
+    /// else would once `old` is replaced (by `successor`, when given).
+    fn broken_by_replacing(
+        &self,
+        old: &InstalledCsv,
+        successor: Option<&CandidateView<'_>>,
+    ) -> Option<Rejection> {
         for (csv, needs) in self.claims.staying(Some(&old.name)) {
             for need in needs {
                 let p = &need.predicate;
@@ -410,9 +448,10 @@ impl<'a> Search<'_, 'a> {
                     .claims
                     .staying(Some(&old.name))
                     .any(|(other, _)| p.matches(&installed_view(other)))
-                    || self.all_chosen().any(|c| p.matches(&c.view()));
+                    || self.all_chosen().any(|c| p.matches(&c.view()))
+                    || successor.is_some_and(|s| p.matches(s));
                 if !still {
-                    return Err(Rejection::BreaksInstalled {
+                    return Some(Rejection::BreaksInstalled {
                         csv: csv.name.clone(),
                         needs: need.plain(),
                         olm: need.olm_text(),
@@ -420,7 +459,15 @@ impl<'a> Search<'_, 'a> {
                 }
             }
         }
-        Ok(())
+        None
+    }
+}
+
+fn candidate_view(bundle: &IndexedBundle) -> CandidateView<'_> {
+    CandidateView {
+        package: bundle.package(),
+        version: bundle.version(),
+        properties: bundle.properties(),
     }
 }
 

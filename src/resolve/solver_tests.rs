@@ -54,6 +54,11 @@ fn b(pkg: &str, version: &str, props: Vec<Property>) -> Bundle {
 /// One channel `stable` per package; bundles listed oldest first, each replacing the one
 /// before.
 fn index(bundles: Vec<Bundle>) -> Arc<CatalogIndex> {
+    index_with_skip_ranges(bundles, &[])
+}
+
+/// As `index`, with `olm.skipRange`s: `(bundle, range)`.
+fn index_with_skip_ranges(bundles: Vec<Bundle>, skip_ranges: &[(&str, &str)]) -> Arc<CatalogIndex> {
     let mut config = DeclarativeConfig::default();
     let mut packages: Vec<String> = bundles.iter().map(|b| b.package.clone()).collect();
     packages.dedup();
@@ -70,7 +75,10 @@ fn index(bundles: Vec<Bundle>) -> Arc<CatalogIndex> {
                 name: bundle.name.clone(),
                 replaces: previous.replace(bundle.name.clone()),
                 skips: vec![],
-                skip_range: None,
+                skip_range: skip_ranges
+                    .iter()
+                    .find(|(name, _)| *name == bundle.name)
+                    .map(|(_, range)| (*range).to_owned()),
             });
         }
         config.channels.push(Channel {
@@ -583,3 +591,5 @@ proptest! {
         prop_assert_eq!(got, expected);
     }
 }
+
+mod complete_search;

@@ -1,0 +1,132 @@
+//! A Subscription as the solver sees it: its candidate bundles in order of preference.
+
+use crate::api::Subscription;
+use crate::catalog::index::ChannelIndex;
+
+use super::decide::{Why, orphan_of_package, ranked_channels};
+use super::input::{CatalogRef, InstalledCsv, NamespaceInput};
+use super::model::BundleItem;
+
+/// A Subscription the solver decides: its candidates in order of preference.
+pub struct Participant<'a, 's> {
+    pub name: &'s str,
+    /// The installed CSV it upgrades.
+    pub current: Option<&'a InstalledCsv>,
+    pub options: Vec<RootOption<'a>>,
+}
+
+/// One candidate of a Subscription.
+pub struct RootOption<'a> {
+    pub item: BundleItem<'a>,
+    pub why: Why,
+}
+
+/// `sub` as the solver sees it: its candidates in order of preference, the channel head down
+/// (or `startingCSV`), or the upgrade candidates nearest the head first. `None` when anything
+/// stands in the way (no OperatorGroup, catalog, package or channel; an installed CSV to adopt;
+/// nothing to upgrade to): `decide_one` then says what.
+/// How many of a Subscription's candidates to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Only the preferred one: what the namespace gets whenever everyone's preferred candidate
+    /// fits (the common case, and cheap: one channel's order, not every channel's).
+    First,
+    /// All of them, in order.
+    All,
+}
+
+pub fn participant<'a, 's>(
+    ns: &NamespaceInput<'a>,
+    sub: &'s Subscription,
+    depth: Depth,
+) -> Option<Participant<'a, 's>> {
+    let spec = &sub.spec;
+    if ns.operator_groups.names.len() != 1
+        || !ns
+            .catalog_namespaces()
+            .contains(&spec.source_namespace.as_str())
+    {
+        return None;
+    }
+    let key = CatalogRef::new(&spec.source_namespace, &spec.source);
+    let index = ns.catalog(&key)?.index()?;
+    let package = index.package(&spec.name)?;
+    let channels = ranked_channels(package, spec.channel.as_deref().filter(|c| !c.is_empty()))?;
+    let current = sub
+        .status
+        .as_ref()
+        .and_then(|s| s.installed_csv.as_deref())
+        .and_then(|name| ns.installed_csv(name));
+    // Entries in order; an entry without a bundle (nothing to check) ends the list: the greedy
+    // decision installs it when nothing before it fits.
+    let limit = match depth {
+        Depth::First => 1,
+        Depth::All => usize::MAX,
+    };
+    let mut options = Vec::new();
+    let mut add = |channel: &'a ChannelIndex, entry: &str, why: Why| -> bool {
+        let Some(bundle) = package.bundle(entry) else {
+            return false;
+        };
+        options.push(RootOption {
+            item: BundleItem {
+                catalog: key.clone(),
+                package,
+                channel,
+                bundle,
+            },
+            why,
+        });
+        options.len() < limit
+    };
+    match current {
+        Some(current) => {
+            'channels: for channel in &channels {
+                let Ok(candidates) = channel
+                    .graph()
+                    .replacement_candidates(&current.name, current.version.as_ref())
+                else {
+                    continue;
+                };
+                for c in candidates {
+                    if !add(channel, &c.entry.name, Why::Upgrade(c.via)) {
+                        break 'channels;
+                    }
+                }
+            }
+        }
+        None => {
+            if orphan_of_package(ns, index, &spec.name).is_some() {
+                return None;
+            }
+            match spec.starting_csv.as_deref().filter(|s| !s.is_empty()) {
+                Some(starting) => {
+                    let channel = channels
+                        .iter()
+                        .find(|c| c.graph().entry(starting).is_some())?;
+                    add(channel, starting, Why::StartingCsv);
+                }
+                None => {
+                    'channels: for channel in &channels {
+                        let Ok(order) = channel.graph().channel_order() else {
+                            continue;
+                        };
+                        for entry in order {
+                            if !add(channel, &entry.name, Why::ChannelHead) {
+                                break 'channels;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if options.is_empty() {
+        return None;
+    }
+    Some(Participant {
+        name: sub.metadata.name.as_deref().unwrap_or_default(),
+        current,
+        options,
+    })
+}
