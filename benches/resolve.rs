@@ -13,7 +13,7 @@ use serde_json::Value;
 use olm_rs::api::{Subscription, SubscriptionSpec, SubscriptionStatus};
 use olm_rs::catalog::model::{DeclarativeConfig, Property};
 use olm_rs::catalog::{CatalogIndex, load_catalog};
-use olm_rs::resolve::subscription::{NamespaceState, sync_namespace};
+use olm_rs::resolve::subscription::{NamespaceState, decide_namespace};
 use olm_rs::resolve::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups, decide,
 };
@@ -224,7 +224,7 @@ fn bench(c: &mut Criterion) {
         now: Timestamp::from_second(1_000_000).expect("time"),
     };
     c.bench_function("status pass over a namespace of 200 subscriptions", |b| {
-        b.iter(|| sync_namespace(&state))
+        b.iter(|| decide_namespace(&state))
     });
 }
 

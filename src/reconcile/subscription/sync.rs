@@ -13,9 +13,7 @@ use crate::k8s::errors::{is_conflict, is_not_found};
 use crate::metrics::Outcome;
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
 use crate::reconcile::Context;
-use crate::resolve::subscription::{
-    NamespaceState, SupersededPlan, attach_plan, sync_namespace as decide_statuses,
-};
+use crate::resolve::subscription::{NamespaceState, SupersededPlan, attach_plan, decide_namespace};
 use crate::resolve::{ERROR_PREVENTED_RESOLUTION, NamespaceInput};
 
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +83,7 @@ pub async fn sync_namespace(
     // The resolution runs inside the pure status computation; its wall time is the
     // resolution latency (`olm_resolution_duration_seconds`).
     let started = std::time::Instant::now();
-    let updates = decide_statuses(&NamespaceState {
+    let updates = decide_namespace(&NamespaceState {
         input,
         plans: &observed.plans,
         now,
@@ -155,16 +153,8 @@ pub async fn sync_namespace(
                 namespace_notes.push(note.message.clone());
             }
         }
-        for note in update.notes {
-            if note.warning {
-                ctx.events
-                    .warning(&reference, note.reason, note.message)
-                    .await;
-            } else {
-                ctx.events
-                    .normal(&reference, note.reason, note.message)
-                    .await;
-            }
+        for note in &update.notes {
+            ctx.events.emit(&reference, note).await;
         }
         let failed_by_error = status.conditions.iter().flatten().any(|c| {
             c.type_ == SubscriptionConditionType::ResolutionFailed

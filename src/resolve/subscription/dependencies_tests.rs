@@ -10,7 +10,7 @@ use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Pa
 use crate::resolve::input::{
     CatalogContent, CatalogInput, CatalogRef, NamespaceInput, OperatorGroups,
 };
-use crate::resolve::subscription::{NamespaceState, sync_namespace};
+use crate::resolve::subscription::{NamespaceState, decide_namespace};
 
 fn bundle(pkg: &str, version: &str, props: Vec<Property>) -> Bundle {
     let name = format!("{pkg}.v{version}");
@@ -97,7 +97,7 @@ fn sync(subs: &[Subscription]) -> Vec<super::super::SubscriptionUpdate> {
         names: vec!["og".into()],
         exclude_global_catalogs: false,
     };
-    sync_namespace(&NamespaceState {
+    decide_namespace(&NamespaceState {
         input: NamespaceInput {
             namespace: "ns",
             subscriptions: subs,

@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub use dependencies::dependency_subscription_name;
 pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message};
 
+use crate::api::event::ObjectEvent;
 use crate::api::subscription::reason;
 use crate::api::{
     ConditionStatus, InstallPlan, Subscription, SubscriptionCondition, SubscriptionConditionType,
@@ -77,15 +78,10 @@ pub struct SupersededPlan {
 }
 
 /// An Event on the Subscription.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
+pub type Note = ObjectEvent;
 
 /// Computes every Subscription's status and the plans to ensure, in input order.
-pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
+pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
     let now = Time(state.now);
     let input = &state.input;
     let csv_exists = |name: &str| input.installed_csv(name).is_some();
@@ -105,16 +101,8 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
         let (plan_changed, observation) = plan_state::observe_plan(&mut status, state.plans, &now);
         changed |= plan_changed;
         match observation {
-            PlanObservation::PendingPlanDeleted { plan } => notes.push(Note {
-                warning: true,
-                reason: "InstallPlanMissing",
-                message: format!("install plan {plan} was deleted before it completed; resolving again for a new plan"),
-            }),
-            PlanObservation::UnpackFailed { message } => notes.push(Note {
-                warning: true,
-                reason: "BundleUnpackFailed",
-                message,
-            }),
+            PlanObservation::PendingPlanDeleted { plan } => notes.push(ObjectEvent::warning("InstallPlanMissing", format!("install plan {plan} was deleted before it completed; resolving again for a new plan"))),
+            PlanObservation::UnpackFailed { message } => notes.push(ObjectEvent::warning("BundleUnpackFailed", message)),
             PlanObservation::Missing { .. } | PlanObservation::Nothing => {}
         }
         changed |= plan_state::observe_csv(&mut status, csv_exists);
@@ -163,13 +151,9 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             let old = update.status.current_csv.clone().unwrap_or_default();
             plan_state::release_plan(&mut update.status, csv_exists);
             update.changed = true;
-            update.notes.push(Note {
-                warning: false,
-                reason: "InstallPlanSuperseded",
-                message: format!(
+            update.notes.push(ObjectEvent::normal("InstallPlanSuperseded", format!(
                     "install plan {name} for {old} was awaiting approval when the subscription's answer changed; it is deleted and replaced"
-                ),
-            });
+                )));
             update.superseded = Some(SupersededPlan {
                 name,
                 resource_version: plan.metadata.resource_version.clone(),
@@ -218,13 +202,9 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                 status.installed_csv = Some(csv.clone());
                 status.state = Some(SubscriptionState::AtLatestKnown);
                 changed = true;
-                update.notes.push(Note {
-                    warning: false,
-                    reason: "AdoptedInstalledCSV",
-                    message: format!(
+                update.notes.push(ObjectEvent::normal("AdoptedInstalledCSV", format!(
                         "{csv} was installed in this namespace without a Subscription; this Subscription now manages it"
-                    ),
-                });
+                    )));
             }
             Outcome::Install(target) => {
                 changed |= remove_condition(
@@ -252,11 +232,9 @@ pub fn sync_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                                 &now,
                             );
                             if set {
-                                update.notes.push(Note {
-                                    warning: true,
-                                    reason: "BundleUnpackFailed",
-                                    message,
-                                });
+                                update
+                                    .notes
+                                    .push(ObjectEvent::warning("BundleUnpackFailed", message));
                             }
                             changed |= set;
                         }
@@ -385,11 +363,7 @@ fn set_resolution_failed(
         now,
     );
     if set {
-        notes.push(Note {
-            warning: true,
-            reason: "ResolutionFailed",
-            message,
-        });
+        notes.push(ObjectEvent::warning("ResolutionFailed", message));
     }
     set
 }

@@ -114,7 +114,7 @@ impl World {
     }
 
     fn sync(&self, subs: &[Subscription]) -> Vec<SubscriptionUpdate> {
-        sync_namespace(&NamespaceState {
+        decide_namespace(&NamespaceState {
             input: NamespaceInput {
                 namespace: "ns",
                 subscriptions: subs,
