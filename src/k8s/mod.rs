@@ -14,15 +14,17 @@ pub const MANAGER: &str = "olm-rs";
 /// name olm-rs and a later apply (or a takeover from OLM) sees who owns what.
 pub fn post_params() -> kube::api::PostParams {
     kube::api::PostParams {
+        dry_run: false,
         field_manager: Some(MANAGER.to_owned()),
-        ..kube::api::PostParams::default()
     }
 }
 
 /// Parameters of a merge or JSON patch by olm-rs, under the one field manager.
 pub fn patch_params() -> kube::api::PatchParams {
     kube::api::PatchParams {
+        dry_run: false,
+        force: false,
         field_manager: Some(MANAGER.to_owned()),
-        ..kube::api::PatchParams::default()
+        field_validation: None,
     }
 }

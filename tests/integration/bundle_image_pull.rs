@@ -410,39 +410,33 @@ async fn image_indexes_resolve_to_linux_amd64_else_their_first_entry() {
         render::render(&read, "x").expect("render").bundle.name
     };
 
+    // Pushes an index of `entries` as `multi/bundle:<tag>`, pulls it: the digest and CSV name.
+    let pull_index = async |tag: &str, entries: &[(&str, &str, &str)]| {
+        let index = reg.push_index("multi/bundle", tag, entries).await;
+        let pulled = puller
+            .pull(&index, &Credentials::anonymous())
+            .await
+            .unwrap_or_else(|e| panic!("{index}: {e}"));
+        let name = pulled.csv().unwrap()["metadata"]["name"].clone();
+        (pulled.digest.clone(), name)
+    };
+
     // amd64 listed second: still the one taken.
-    let both = reg
-        .push_index(
-            "multi/bundle",
-            "both",
-            &[(&arm64, "linux", "arm64"), (&amd64, "linux", "amd64")],
-        )
-        .await;
-    let pulled = puller
-        .pull(&both, &Credentials::anonymous())
-        .await
-        .unwrap_or_else(|e| panic!("{both}: {e}"));
-    assert_eq!(
-        pulled.digest, amd64,
-        "{amd_package} is the linux/amd64 entry"
-    );
-    let name = pulled.csv().unwrap()["metadata"]["name"].clone();
+    let (digest, name) = pull_index(
+        "both",
+        &[(&arm64, "linux", "arm64"), (&amd64, "linux", "amd64")],
+    )
+    .await;
+    assert_eq!(digest, amd64, "{amd_package} is the linux/amd64 entry");
     assert_eq!(name, csv_name(amd_dir).as_str());
 
     // No amd64 entry: the first one.
-    let arm_only = reg
-        .push_index(
-            "multi/bundle",
-            "arm-only",
-            &[(&arm64, "linux", "arm64"), (&amd64, "linux", "s390x")],
-        )
-        .await;
-    let pulled = puller
-        .pull(&arm_only, &Credentials::anonymous())
-        .await
-        .unwrap_or_else(|e| panic!("{arm_only}: {e}"));
-    assert_eq!(pulled.digest, arm64, "{arm_package} is the first entry");
-    let name = pulled.csv().unwrap()["metadata"]["name"].clone();
+    let (digest, name) = pull_index(
+        "arm-only",
+        &[(&arm64, "linux", "arm64"), (&amd64, "linux", "s390x")],
+    )
+    .await;
+    assert_eq!(digest, arm64, "{arm_package} is the first entry");
     assert_eq!(name, csv_name(arm_dir).as_str());
 }
 
