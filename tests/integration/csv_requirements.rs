@@ -265,28 +265,13 @@ async fn a_scoped_group_without_rights_fails_without_retry_until_rbac_changes() 
 
     // Granting the account its rights is an RBAC change: the CSV leaves the freeze.
     h.service_account("scoped").await;
-    let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(h.client.clone(), NS);
-    roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "installer"}, "rules": [
-                {"verbs": ["get", "list", "watch", "create", "update", "patch", "delete"], "apiGroups": ["apps"], "resources": ["deployments"]}
-            ]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let bindings: Api<RoleBinding> = Api::namespaced(h.client.clone(), NS);
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "installer"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "installer"},
-                "subjects": [{"kind": "ServiceAccount", "name": "scoped", "namespace": NS}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    h.grant(
+        "installer",
+        "scoped",
+        json!([{"verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+                "apiGroups": ["apps"], "resources": ["deployments"]}]),
+    )
+    .await;
     h.wait_for_history("demo.v0.1.0", P::Pending, R::DetectedClusterChange)
         .await;
     h.wait_for("demo.v0.1.0", P::Succeeded, R::InstallSucceeded)

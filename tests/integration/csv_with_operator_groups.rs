@@ -371,29 +371,12 @@ async fn pointing_the_group_at_an_account_with_rights_releases_a_no_retry_csv() 
     h.service_account("scoped").await;
     h.service_account_with_rbac().await;
     h.service_account("installer").await;
-    let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(h.client.clone(), NS);
-    roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "installer"}, "rules": [
-                {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}
-            ]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
-        Api::namespaced(h.client.clone(), NS);
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "installer"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "installer"},
-                "subjects": [{"kind": "ServiceAccount", "name": "installer", "namespace": NS}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    h.grant(
+        "installer",
+        "installer",
+        json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]),
+    )
+    .await;
     group(
         &h,
         NS,

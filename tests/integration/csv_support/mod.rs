@@ -192,6 +192,20 @@ impl Harness {
         .await;
     }
 
+    /// A Role `name` with `rules` and a RoleBinding `name` granting it to ServiceAccount `sa`.
+    pub async fn grant(&self, name: &str, sa: &str, rules: Value) {
+        let roles: Api<Role> = Api::namespaced(self.client.clone(), NS);
+        create(&roles, json!({"metadata": {"name": name}, "rules": rules})).await;
+        let bindings: Api<RoleBinding> = Api::namespaced(self.client.clone(), NS);
+        create(
+            &bindings,
+            json!({"metadata": {"name": name},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                   "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": NS}]}),
+        )
+        .await;
+    }
+
     pub async fn create_csv(&self, csv: Value) {
         create(&self.csvs(), csv).await;
     }
