@@ -361,3 +361,18 @@ async fn a_copied_csv_is_not_taken_for_the_installed_operator() {
     let report = control.sync_subscriptions().await;
     assert!(report.created_plans.is_empty(), "{report:?}");
 }
+
+/// A namespace whose last Subscription went says so, so the controller stops following it
+/// (the set of followed namespaces shrinks).
+#[tokio::test]
+async fn a_namespace_whose_last_subscription_went_is_reported_empty() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", widget_catalog());
+    env.subscribe_widget(json!({})).await;
+    assert!(!env.sync_subscriptions().await.no_subscriptions);
+    kube::Api::<olm_rs::api::Subscription>::namespaced(env.client(), NS)
+        .delete("widget", &Default::default())
+        .await
+        .unwrap();
+    assert!(env.sync_subscriptions().await.no_subscriptions);
+}

@@ -8,15 +8,15 @@ mod catalogs;
 mod observe;
 mod sync;
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube_runtime::WatchStreamExt;
-use kube_runtime::reflector::{self, Store};
+use kube_runtime::reflector;
 use kube_runtime::watcher::{self, Event};
 
 pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
@@ -45,13 +45,13 @@ pub async fn run(
     catalog_changes: impl Stream<Item = ()> + Send + 'static,
 ) {
     let queue: WorkQueue<String> = WorkQueue::new();
+    let known = KnownNamespaces::default();
     let client = ctx.client.clone();
-    // The namespaces with Subscriptions are those of the Subscription store: the set shrinks as
-    // Subscriptions go (the deleting event still queues its namespace once, for clean-up).
-    let (known, writer) = reflector::store::<Subscription>();
 
     let subscriptions = {
-        let (queue, store) = (queue.clone(), known.clone());
+        let (queue, known) = (queue.clone(), known.clone());
+        // The store only feeds `subscription_count`; syncs read the namespace afresh.
+        let (store, writer) = reflector::store::<Subscription>();
         let metrics = ctx.metrics.clone();
         namespaces_of(
             watcher::watcher(
@@ -62,6 +62,7 @@ pub async fn run(
         )
         .for_each(move |ns| {
             metrics.set_count(CountedKind::Subscription, store.state().len());
+            known.insert(&ns);
             queue.add(ns);
             async {}
         })
@@ -97,7 +98,7 @@ pub async fn run(
     let catalog_events = {
         let (queue, known) = (queue.clone(), known.clone());
         catalog_changes.for_each(move |()| {
-            queue.add_all(snapshot(&known));
+            queue.add_all(known.snapshot());
             async {}
         })
     };
@@ -107,12 +108,12 @@ pub async fn run(
             let mut tick = tokio::time::interval(RESYNC);
             loop {
                 tick.tick().await;
-                queue.add_all(snapshot(&known));
+                queue.add_all(known.snapshot());
             }
         }
     };
     let workers = futures::future::join_all(
-        (0..WORKERS).map(|_| worker(ctx.clone(), catalogs.clone(), queue.clone())),
+        (0..WORKERS).map(|_| worker(ctx.clone(), catalogs.clone(), queue.clone(), known.clone())),
     );
     tokio::select! {
         () = subscriptions => tracing::warn!("subscription watch ended"),
@@ -125,7 +126,12 @@ pub async fn run(
     }
 }
 
-async fn worker(ctx: Arc<Context>, catalogs: Arc<dyn CatalogSnapshots>, queue: WorkQueue<String>) {
+async fn worker(
+    ctx: Arc<Context>,
+    catalogs: Arc<dyn CatalogSnapshots>,
+    queue: WorkQueue<String>,
+    known: KnownNamespaces,
+) {
     loop {
         let ns = queue.next().await;
         let synced = ctx
@@ -138,6 +144,13 @@ async fn worker(ctx: Arc<Context>, catalogs: Arc<dyn CatalogSnapshots>, queue: W
             .await;
         match synced {
             Ok(report) => {
+                // The set shrinks when a sync finds no Subscription left, and a sync that finds
+                // some puts the namespace back (a Subscription created meanwhile).
+                if report.no_subscriptions {
+                    known.remove(&ns);
+                } else {
+                    known.insert(&ns);
+                }
                 queue.forget(&ns);
                 if report.retry_soon {
                     queue.add_after(ns.clone(), RETRY);
@@ -176,15 +189,11 @@ where
 async fn follow(
     events: impl Stream<Item = String>,
     queue: WorkQueue<String>,
-    known: Store<Subscription>,
+    known: KnownNamespaces,
 ) {
     events
         .for_each(move |ns| {
-            if known
-                .state()
-                .iter()
-                .any(|s| s.metadata.namespace.as_deref() == Some(ns.as_str()))
-            {
+            if known.contains(&ns) {
                 queue.add(ns);
             }
             async {}
@@ -192,12 +201,30 @@ async fn follow(
         .await;
 }
 
-/// The namespaces that have Subscriptions now.
-fn snapshot(known: &Store<Subscription>) -> Vec<String> {
-    let namespaces: BTreeSet<String> = known
-        .state()
-        .iter()
-        .filter_map(|s| s.metadata.namespace.clone())
-        .collect();
-    namespaces.into_iter().collect()
+/// The namespaces that have Subscriptions, as far as the last event or sync knows.
+#[derive(Clone, Default)]
+struct KnownNamespaces(Arc<Mutex<HashSet<String>>>);
+
+impl KnownNamespaces {
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn insert(&self, ns: &str) {
+        if !self.contains(ns) {
+            self.set().insert(ns.to_owned());
+        }
+    }
+
+    fn remove(&self, ns: &str) {
+        self.set().remove(ns);
+    }
+
+    fn contains(&self, ns: &str) -> bool {
+        self.set().contains(ns)
+    }
+
+    fn snapshot(&self) -> Vec<String> {
+        self.set().iter().cloned().collect()
+    }
 }

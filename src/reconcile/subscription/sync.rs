@@ -39,6 +39,8 @@ pub struct NamespaceSynced {
     pub updated: Vec<String>,
     /// Whether to look again soon (a write conflicted, or an error prevented resolution).
     pub retry_soon: bool,
+    /// The namespace has no Subscription (any more).
+    pub no_subscriptions: bool,
 }
 
 /// Syncs every Subscription of `namespace`.
@@ -66,6 +68,7 @@ pub async fn sync_namespace(
         .collect();
     ctx.metrics.forget_subscriptions_except(namespace, &present);
     if observed.subscriptions.is_empty() {
+        report.no_subscriptions = true;
         return Ok(report);
     }
     let plans_api: Api<InstallPlan> = Api::namespaced(ctx.client.clone(), namespace);
