@@ -45,8 +45,8 @@ impl ApiFailure {
         }
     }
 
-    /// The first kube error in `err`'s source chain, classified; [`ApiFailure::Other`] when the
-    /// chain holds none (a decision error, a bad catalog).
+    /// The first kube error in `err`'s source chain, classified; `None` when the chain holds
+    /// none (a decision error, a bad catalog).
     pub fn in_chain(err: &(dyn StdError + 'static)) -> Option<ApiFailure> {
         let mut current: Option<&(dyn StdError + 'static)> = Some(err);
         while let Some(e) = current {
