@@ -3,9 +3,12 @@
 
 pub mod apply;
 pub mod clock;
+pub mod effects;
 pub mod errors;
 pub mod events;
+pub mod store;
 pub mod warnings;
+pub mod write;
 
 /// The one field manager of every olm-rs write (STYLE rule 2).
 pub const MANAGER: &str = "olm-rs";

@@ -1,0 +1,355 @@
+//! What a decision asks the cluster for, as a value, and the one executor that carries it out
+//! (docs/controller-startup.md, "One reconciler shape").
+//!
+//! Every controller observes from shared stores, calls a pure `decide` of the core, and hands the
+//! [`Effects`] it returns to [`execute`]: the writes in order (an object's dependencies before
+//! the object), then the events, then the requeue. The writes stop at the first failure, so a
+//! decision is never half-applied past a refused step; every write is idempotent, so the next
+//! sync, deciding again on fresh data, completes it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::core::DynamicObject;
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+
+use super::events::EventPublisher;
+use super::write::{self, ApiError, DeleteOptions, ObjectKey, Operation, Ownership};
+use crate::api::event::ObjectEvent;
+
+/// A body to send, encoded only when sent; compared by its JSON (table tests compare
+/// decisions).
+#[derive(Clone)]
+pub struct Body(Arc<dyn Encode>);
+
+trait Encode: Send + Sync {
+    fn encode(&self) -> Result<serde_json::Value, serde_json::Error>;
+}
+
+impl<T: Serialize + Send + Sync> Encode for T {
+    fn encode(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+}
+
+impl Body {
+    pub fn new(value: impl Serialize + Send + Sync + 'static) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The JSON sent.
+    pub fn to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        self.0.encode()
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.to_json(), other.to_json()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_json() {
+            Ok(json) => write!(f, "{json}"),
+            Err(err) => write!(f, "<unencodable: {err}>"),
+        }
+    }
+}
+
+/// One write of a decision.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    /// Server-side apply of a whole object (apiVersion, kind, name in the body).
+    Apply {
+        key: ObjectKey,
+        object: Body,
+        ownership: Ownership,
+    },
+    /// Create; when the name is taken the write fails with a conflict (409).
+    Create { key: ObjectKey, object: Body },
+    /// JSON merge patch of metadata or spec, only at `resource_version` when given.
+    MergePatch {
+        key: ObjectKey,
+        patch: Body,
+        resource_version: Option<String>,
+    },
+    /// Replace the status, only at the resourceVersion it was computed from.
+    Status {
+        key: ObjectKey,
+        resource_version: String,
+        status: Body,
+    },
+    /// Delete; an object already gone is fine.
+    Delete {
+        key: ObjectKey,
+        options: DeleteOptions,
+    },
+}
+
+impl Write {
+    /// Apply `obj` (typed) under `ownership`.
+    pub fn apply<K>(obj: K, ownership: Ownership) -> Self
+    where
+        K: Resource<DynamicType = ()> + Serialize + Send + Sync + 'static,
+    {
+        Self::Apply {
+            key: ObjectKey::of(&obj),
+            object: Body::new(obj),
+            ownership,
+        }
+    }
+
+    /// Create `obj` (typed).
+    pub fn create<K>(obj: K) -> Self
+    where
+        K: Resource<DynamicType = ()> + Serialize + Send + Sync + 'static,
+    {
+        Self::Create {
+            key: ObjectKey::of(&obj),
+            object: Body::new(obj),
+        }
+    }
+
+    /// Write `status` as the status of `obj`, guarded by the resourceVersion `obj` was read
+    /// at. `None` when `obj` has no resourceVersion (it was never read from a server).
+    pub fn status<K>(obj: &K, status: impl Serialize + Send + Sync + 'static) -> Option<Self>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        Some(Self::Status {
+            key: ObjectKey::of(obj),
+            resource_version: obj.resource_version()?,
+            status: Body::new(status),
+        })
+    }
+
+    /// Delete `key` whatever its version.
+    pub fn delete(key: ObjectKey) -> Self {
+        Self::Delete {
+            key,
+            options: DeleteOptions::default(),
+        }
+    }
+
+    /// Delete `obj` only as it was observed (409 if it changed since).
+    pub fn delete_observed<K: Resource<DynamicType = ()>>(obj: &K) -> Self {
+        Self::Delete {
+            key: ObjectKey::of(obj),
+            options: DeleteOptions {
+                resource_version: obj.resource_version(),
+                foreground: false,
+            },
+        }
+    }
+
+    /// The object written.
+    pub fn key(&self) -> &ObjectKey {
+        match self {
+            Write::Apply { key, .. }
+            | Write::Create { key, .. }
+            | Write::MergePatch { key, .. }
+            | Write::Status { key, .. }
+            | Write::Delete { key, .. } => key,
+        }
+    }
+}
+
+/// An Event on an object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventOn {
+    pub regarding: ObjectReference,
+    pub event: ObjectEvent,
+}
+
+/// The reference of an object, as an Event's subject.
+pub fn reference_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        name: obj.meta().name.clone(),
+        namespace: obj.meta().namespace.clone(),
+        uid: obj.meta().uid.clone(),
+        ..ObjectReference::default()
+    }
+}
+
+/// Everything one decision asks for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Effects {
+    /// In order: an object's dependencies come first.
+    pub writes: Vec<Write>,
+    /// Published after every write succeeded.
+    pub events: Vec<EventOn>,
+    /// Look again after this long, without an event (`None`: on the next event or resync).
+    pub requeue: Option<Duration>,
+}
+
+impl Effects {
+    pub fn write(&mut self, write: Write) -> &mut Self {
+        self.writes.push(write);
+        self
+    }
+
+    pub fn event_on<K: Resource<DynamicType = ()>>(
+        &mut self,
+        obj: &K,
+        event: ObjectEvent,
+    ) -> &mut Self {
+        self.events.push(EventOn {
+            regarding: reference_of(obj),
+            event,
+        });
+        self
+    }
+
+    /// Requeue after `after`, or sooner if an earlier requeue was asked.
+    pub fn requeue_after(&mut self, after: Duration) -> &mut Self {
+        self.requeue = Some(self.requeue.map_or(after, |d| d.min(after)));
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.events.is_empty() && self.requeue.is_none()
+    }
+}
+
+/// What the executor did: each write's answer, in order (`None` for a delete of an object
+/// already gone).
+#[derive(Debug, Default)]
+pub struct Executed {
+    pub written: Vec<Option<DynamicObject>>,
+}
+
+/// Carries out `effects`: the writes in order, stopping at the first failure, then the events
+/// (best effort). A failed write fails the whole call; the events of a decision that was not
+/// carried out are not published.
+pub async fn execute(
+    client: &Client,
+    events: &EventPublisher,
+    effects: &Effects,
+) -> Result<Executed, ApiError> {
+    let mut executed = Executed::default();
+    for one in &effects.writes {
+        executed.written.push(perform(client, one).await?);
+    }
+    for EventOn { regarding, event } in &effects.events {
+        events.emit(regarding, event).await;
+    }
+    Ok(executed)
+}
+
+fn encoded(key: &ObjectKey, operation: Operation, body: &Body) -> Result<serde_json::Value, ApiError> {
+    body.to_json()
+        .map_err(|e| ApiError::new(operation, key.clone(), kube::Error::SerdeError(e)))
+}
+
+/// One write.
+pub async fn perform(client: &Client, one: &Write) -> Result<Option<DynamicObject>, ApiError> {
+    match one {
+        Write::Apply {
+            key,
+            object,
+            ownership,
+        } => {
+            let body = encoded(key, Operation::Apply, object)?;
+            write::apply_dynamic(client, key, &body, *ownership)
+                .await
+                .map(Some)
+        }
+        Write::Create { key, object } => {
+            let body = encoded(key, Operation::Create, object)?;
+            let obj: DynamicObject = serde_json::from_value(body).map_err(|e| {
+                ApiError::new(Operation::Create, key.clone(), kube::Error::SerdeError(e))
+            })?;
+            key.api(client)
+                .create(&write::post_params(), &obj)
+                .await
+                .map(Some)
+                .map_err(|e| ApiError::new(Operation::Create, key.clone(), e))
+        }
+        Write::MergePatch {
+            key,
+            patch,
+            resource_version,
+        } => {
+            let body = encoded(key, Operation::Patch, patch)?;
+            write::merge_patch(client, key, &body, resource_version.as_deref())
+                .await
+                .map(Some)
+        }
+        Write::Status {
+            key,
+            resource_version,
+            status,
+        } => {
+            let body = encoded(key, Operation::WriteStatus, status)?;
+            write::write_status(client, key, resource_version, &body)
+                .await
+                .map(Some)
+        }
+        Write::Delete { key, options } => write::delete(client, key, options).await.map(|_| None),
+    }
+}
+
+/// The name of a written object, for reports.
+pub fn written_name(obj: &Option<DynamicObject>) -> Option<String> {
+    obj.as_ref().map(ResourceExt::name_any)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Subscription, SubscriptionStatus};
+
+    fn subscription(rv: Option<&str>) -> Subscription {
+        let mut sub: Subscription = serde_json::from_value(serde_json::json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "Subscription",
+            "metadata": {"name": "etcd", "namespace": "demo"},
+            "spec": {"name": "etcd", "source": "c", "sourceNamespace": "olm"},
+        }))
+        .unwrap();
+        sub.metadata.resource_version = rv.map(str::to_owned);
+        sub
+    }
+
+    #[test]
+    fn a_status_write_carries_the_version_it_was_computed_from() {
+        let sub = subscription(Some("42"));
+        let Some(Write::Status {
+            key,
+            resource_version,
+            ..
+        }) = Write::status(&sub, SubscriptionStatus::default())
+        else {
+            panic!("a status write");
+        };
+        assert_eq!(resource_version, "42");
+        assert_eq!(key.to_string(), "Subscription demo/etcd");
+        assert!(
+            Write::status(&subscription(None), SubscriptionStatus::default()).is_none(),
+            "never a blind status write"
+        );
+    }
+
+    #[test]
+    fn bodies_compare_by_their_json_and_requeues_keep_the_soonest() {
+        assert_eq!(Body::new(serde_json::json!({"a": 1})), Body::new(serde_json::json!({"a": 1})));
+        assert_ne!(Body::new(serde_json::json!({"a": 1})), Body::new(serde_json::json!({"a": 2})));
+        let mut effects = Effects::default();
+        assert!(effects.is_empty());
+        effects
+            .requeue_after(Duration::from_secs(5))
+            .requeue_after(Duration::from_secs(1))
+            .requeue_after(Duration::from_secs(3));
+        assert_eq!(effects.requeue, Some(Duration::from_secs(1)));
+    }
+}

@@ -1,0 +1,270 @@
+//! Reflector stores indexed by namespace (docs/controller-startup.md, "Shared stores").
+//!
+//! `kube_runtime`'s `Store` answers "all objects" and "one object"; a reconciler that works on one
+//! namespace would copy the whole cluster's objects on every sync and filter them. This store
+//! keeps each namespace's objects apart, so reading a namespace costs what it holds. Cluster-scoped
+//! objects live under the namespace `""`.
+//!
+//! One writer fills the store from a watch; any number of readers share it read-only. A re-list
+//! (the watch's `Init` … `InitDone`) is buffered and swapped in whole, so readers never see a
+//! half-listed cluster, and the store is ready only after the first list completed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use futures::{Stream, StreamExt};
+use kube::api::Api;
+use kube::{Resource, ResourceExt};
+use kube_runtime::WatchStreamExt;
+use kube_runtime::watcher::{self, Event};
+use serde::de::DeserializeOwned;
+
+type Namespaces<K> = HashMap<String, BTreeMap<String, Arc<K>>>;
+
+/// A read-only, namespace-indexed view of one kind; cheap to clone and share.
+pub struct NamespacedStore<K> {
+    objects: Arc<RwLock<Namespaces<K>>>,
+    ready: tokio::sync::watch::Receiver<bool>,
+}
+
+impl<K> Clone for NamespacedStore<K> {
+    fn clone(&self) -> Self {
+        Self {
+            objects: Arc::clone(&self.objects),
+            ready: self.ready.clone(),
+        }
+    }
+}
+
+/// The store stopped before its first list completed (its watch ended).
+#[derive(Debug, thiserror::Error)]
+#[error("the store's watch ended before its first list completed")]
+pub struct StoreStopped;
+
+impl<K> NamespacedStore<K> {
+    fn read(&self) -> RwLockReadGuard<'_, Namespaces<K>> {
+        // A writer that panicked mid-update leaves a whole map behind (every update replaces
+        // one entry or the whole map), so the poisoned value is still consistent.
+        self.objects.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The objects of `namespace`, ordered by name.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        self.read()
+            .get(namespace)
+            .map(|objects| objects.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// One object.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        self.read()
+            .get(namespace)
+            .and_then(|objects| objects.get(name).cloned())
+    }
+
+    /// Whether `namespace` holds any object.
+    pub fn has_namespace(&self, namespace: &str) -> bool {
+        self.read().get(namespace).is_some_and(|o| !o.is_empty())
+    }
+
+    /// The namespaces that hold objects.
+    pub fn namespaces(&self) -> Vec<String> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// Every object (cluster-wide views, counts).
+    pub fn all(&self) -> Vec<Arc<K>> {
+        self.read()
+            .values()
+            .flat_map(|objects| objects.values().cloned())
+            .collect()
+    }
+
+    /// How many objects the store holds.
+    pub fn len(&self) -> usize {
+        self.read().values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Waits until the first list completed.
+    pub async fn wait_until_ready(&self) -> Result<(), StoreStopped> {
+        let mut ready = self.ready.clone();
+        ready
+            .wait_for(|ready| *ready)
+            .await
+            .map(|_| ())
+            .map_err(|_| StoreStopped)
+    }
+}
+
+/// Fills a [`NamespacedStore`] from watch events.
+pub struct StoreWriter<K> {
+    objects: Arc<RwLock<Namespaces<K>>>,
+    ready: tokio::sync::watch::Sender<bool>,
+    /// A re-list in progress: swapped in whole at `InitDone`.
+    relisting: Option<Namespaces<K>>,
+}
+
+/// A new empty store and its writer.
+pub fn namespaced_store<K>() -> (NamespacedStore<K>, StoreWriter<K>) {
+    let objects = Arc::new(RwLock::new(HashMap::new()));
+    let (ready_tx, ready_rx) = tokio::sync::watch::channel(false);
+    (
+        NamespacedStore {
+            objects: Arc::clone(&objects),
+            ready: ready_rx,
+        },
+        StoreWriter {
+            objects,
+            ready: ready_tx,
+            relisting: None,
+        },
+    )
+}
+
+fn insert<K: Resource>(namespaces: &mut Namespaces<K>, obj: Arc<K>) {
+    let namespace = obj.meta().namespace.clone().unwrap_or_default();
+    namespaces
+        .entry(namespace)
+        .or_default()
+        .insert(obj.name_any(), obj);
+}
+
+impl<K: Resource + Clone> StoreWriter<K> {
+    /// Applies one watch event.
+    pub fn apply(&mut self, event: &Event<K>) {
+        match event {
+            Event::Init => self.relisting = Some(HashMap::new()),
+            Event::InitApply(obj) => {
+                let buffer = self.relisting.get_or_insert_with(HashMap::new);
+                insert(buffer, Arc::new(obj.clone()));
+            }
+            Event::InitDone => {
+                let listed = self.relisting.take().unwrap_or_default();
+                *self.objects.write().unwrap_or_else(|p| p.into_inner()) = listed;
+                self.ready.send_replace(true);
+            }
+            Event::Apply(obj) => {
+                let mut objects = self.objects.write().unwrap_or_else(|p| p.into_inner());
+                insert(&mut objects, Arc::new(obj.clone()));
+            }
+            Event::Delete(obj) => {
+                let namespace = obj.meta().namespace.clone().unwrap_or_default();
+                let mut objects = self.objects.write().unwrap_or_else(|p| p.into_inner());
+                if let Some(in_namespace) = objects.get_mut(&namespace) {
+                    in_namespace.remove(&obj.name_any());
+                    if in_namespace.is_empty() {
+                        objects.remove(&namespace);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An object a watch reported as changed or deleted, after it entered the store.
+pub type Changed<K> = std::pin::Pin<Box<dyn Stream<Item = K> + Send>>;
+
+/// Watches `api` (restarting on errors with back-off), passes each object through `slim`, keeps
+/// a [`NamespacedStore`] current and yields every object that changed or went.
+pub fn reflect_namespaced<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    slim: fn(&mut K),
+) -> (NamespacedStore<K>, Changed<K>)
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (store, mut writer) = namespaced_store();
+    let changes = watcher::watcher(api, config)
+        .default_backoff()
+        .filter_map(move |event| {
+            let changed = match event {
+                Ok(mut event) => {
+                    match &mut event {
+                        Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => slim(o),
+                        Event::Init | Event::InitDone => {}
+                    }
+                    writer.apply(&event);
+                    match event {
+                        Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => Some(o),
+                        Event::Init | Event::InitDone => None,
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "watch error; the watch restarts");
+                    None
+                }
+            };
+            futures::future::ready(changed)
+        });
+    (store, Box::pin(changes))
+}
+
+/// Keeps every field (for [`reflect_namespaced`] callers that slim nothing).
+pub fn keep_all<K>(_: &mut K) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn cm(ns: &str, name: &str) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some(ns.to_owned());
+        cm.metadata.name = Some(name.to_owned());
+        cm
+    }
+
+    #[test]
+    fn objects_are_kept_per_namespace_in_name_order() {
+        let (store, mut writer) = namespaced_store::<ConfigMap>();
+        writer.apply(&Event::Init);
+        for (ns, name) in [("b", "z"), ("a", "y"), ("b", "x")] {
+            writer.apply(&Event::InitApply(cm(ns, name)));
+        }
+        assert!(store.is_empty(), "a list in progress is not visible");
+        writer.apply(&Event::InitDone);
+        let names: Vec<String> = store.in_namespace("b").iter().map(|o| o.name_any()).collect();
+        assert_eq!(names, ["x", "z"]);
+        assert_eq!(store.len(), 3);
+        assert!(store.get("a", "y").is_some());
+        assert!(store.in_namespace("c").is_empty());
+    }
+
+    #[test]
+    fn a_delete_empties_its_namespace_and_a_relist_replaces_everything() {
+        let (store, mut writer) = namespaced_store::<ConfigMap>();
+        writer.apply(&Event::Init);
+        writer.apply(&Event::InitDone);
+        writer.apply(&Event::Apply(cm("a", "one")));
+        writer.apply(&Event::Apply(cm("b", "two")));
+        writer.apply(&Event::Delete(cm("a", "one")));
+        assert!(!store.has_namespace("a"));
+        assert_eq!(store.namespaces(), ["b"]);
+        writer.apply(&Event::Init);
+        writer.apply(&Event::InitApply(cm("c", "three")));
+        assert_eq!(store.namespaces(), ["b"], "the old view stays until InitDone");
+        writer.apply(&Event::InitDone);
+        assert_eq!(store.namespaces(), ["c"]);
+    }
+
+    #[tokio::test]
+    async fn ready_after_the_first_list() {
+        let (store, mut writer) = namespaced_store::<ConfigMap>();
+        let waiting = tokio::spawn({
+            let store = store.clone();
+            async move { store.wait_until_ready().await.is_ok() }
+        });
+        writer.apply(&Event::Init);
+        writer.apply(&Event::InitDone);
+        assert!(waiting.await.unwrap());
+        drop(writer);
+        assert!(store.wait_until_ready().await.is_ok(), "ready stays ready");
+    }
+}
