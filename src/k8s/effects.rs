@@ -246,7 +246,11 @@ pub async fn execute(
     Ok(executed)
 }
 
-fn encoded(key: &ObjectKey, operation: Operation, body: &Body) -> Result<serde_json::Value, ApiError> {
+fn encoded(
+    key: &ObjectKey,
+    operation: Operation,
+    body: &Body,
+) -> Result<serde_json::Value, ApiError> {
     body.to_json()
         .map_err(|e| ApiError::new(operation, key.clone(), kube::Error::SerdeError(e)))
 }
@@ -342,8 +346,14 @@ mod tests {
 
     #[test]
     fn bodies_compare_by_their_json_and_requeues_keep_the_soonest() {
-        assert_eq!(Body::new(serde_json::json!({"a": 1})), Body::new(serde_json::json!({"a": 1})));
-        assert_ne!(Body::new(serde_json::json!({"a": 1})), Body::new(serde_json::json!({"a": 2})));
+        assert_eq!(
+            Body::new(serde_json::json!({"a": 1})),
+            Body::new(serde_json::json!({"a": 1}))
+        );
+        assert_ne!(
+            Body::new(serde_json::json!({"a": 1})),
+            Body::new(serde_json::json!({"a": 2}))
+        );
         let mut effects = Effects::default();
         assert!(effects.is_empty());
         effects

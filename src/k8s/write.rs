@@ -22,6 +22,8 @@ pub enum Operation {
     Get,
     List,
     Create,
+    /// A whole-object replace (PUT).
+    Replace,
     Apply,
     Patch,
     WriteStatus,
@@ -34,6 +36,7 @@ impl fmt::Display for Operation {
             Operation::Get => "get",
             Operation::List => "list",
             Operation::Create => "create",
+            Operation::Replace => "replace",
             Operation::Apply => "apply",
             Operation::Patch => "patch",
             Operation::WriteStatus => "write the status of",
@@ -147,9 +150,13 @@ pub async fn get<K>(api: &Api<K>, name: &str) -> Result<Option<K>, ApiError>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
 {
-    api.get_opt(name)
-        .await
-        .map_err(|e| ApiError::new(Operation::Get, ObjectKey::new::<K>(api.namespace(), name), e))
+    api.get_opt(name).await.map_err(|e| {
+        ApiError::new(
+            Operation::Get,
+            ObjectKey::new::<K>(api.namespace(), name),
+            e,
+        )
+    })
 }
 
 /// Lists `K` through `api` (only where no store holds them: a live read just before a write).
@@ -157,9 +164,10 @@ pub async fn list<K>(api: &Api<K>, params: &kube::api::ListParams) -> Result<Vec
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
 {
-    api.list(params).await.map(|l| l.items).map_err(|e| {
-        ApiError::new(Operation::List, ObjectKey::new::<K>(api.namespace(), ""), e)
-    })
+    api.list(params)
+        .await
+        .map(|l| l.items)
+        .map_err(|e| ApiError::new(Operation::List, ObjectKey::new::<K>(api.namespace(), ""), e))
 }
 
 /// Creates `obj` through `api`.
@@ -248,12 +256,34 @@ pub async fn write_status(
         "status": status,
     });
     let obj: DynamicObject = serde_json::from_value(body).map_err(|e| {
-        ApiError::new(Operation::WriteStatus, key.clone(), kube::Error::SerdeError(e))
+        ApiError::new(
+            Operation::WriteStatus,
+            key.clone(),
+            kube::Error::SerdeError(e),
+        )
     })?;
     key.api(client)
         .replace_status(&key.name, &post_params(), &obj)
         .await
         .map_err(|e| ApiError::new(Operation::WriteStatus, key.clone(), e))
+}
+
+/// Sends a request built by hand for `key`, with the error reporting of every other write: for
+/// writes that share one encoded body among many objects or decode only part of the answer
+/// (the copies of a CSV). The request must carry the field manager ([`post_params`],
+/// [`patch_params`]).
+pub async fn send<T: DeserializeOwned>(
+    client: &Client,
+    operation: Operation,
+    key: &ObjectKey,
+    request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+) -> Result<T, ApiError> {
+    let request =
+        request.map_err(|e| ApiError::new(operation, key.clone(), kube::Error::BuildRequest(e)))?;
+    client
+        .request(request)
+        .await
+        .map_err(|e| ApiError::new(operation, key.clone(), e))
 }
 
 /// How a delete treats what it finds.
@@ -266,7 +296,11 @@ pub struct DeleteOptions {
 }
 
 /// Deletes `key`; an object already gone is fine (`Ok(false)`).
-pub async fn delete(client: &Client, key: &ObjectKey, options: &DeleteOptions) -> Result<bool, ApiError> {
+pub async fn delete(
+    client: &Client,
+    key: &ObjectKey,
+    options: &DeleteOptions,
+) -> Result<bool, ApiError> {
     let params = DeleteParams {
         preconditions: options.resource_version.as_ref().map(|rv| Preconditions {
             resource_version: Some(rv.clone()),

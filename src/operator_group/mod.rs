@@ -8,6 +8,8 @@
 pub mod api_roles;
 pub mod cluster_roles;
 pub mod copied_csv;
+pub mod copy_decision;
+pub mod group_decision;
 pub mod install_modes;
 pub mod intersection;
 pub mod label_selector;

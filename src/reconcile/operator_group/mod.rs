@@ -2,14 +2,17 @@
 //! labels (§4), the group ClusterRoles (§9.1) and — through [`copied_csv`] — copied
 //! CSVs, their RBAC and the OLMConfig switch (docs/operator-groups.md §10).
 //!
-//! One set of watches ([`cache`]) feeds four queues ([`routes`]); each queue has its own
-//! workers. Decisions come from `crate::operator_group`.
+//! One set of watches ([`stores`]) feeds four queues ([`routes`]); each queue has its own
+//! workers. Every sync has the one reconciler shape (docs/controller-startup.md): observe from
+//! the stores, decide in `crate::operator_group` (pure), execute through `k8s::effects` or,
+//! for copies, the copy writer built on `k8s::write`.
 
-pub mod cache;
 pub mod copied_csv;
+pub mod copy_index;
 mod group_sync;
 mod namespace_sync;
 pub mod routes;
+pub mod stores;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,22 +20,27 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use kube_runtime::watcher::Event;
+use kube::ResourceExt;
 
 use crate::reconcile::Context;
 use crate::reconcile::work_queue;
 
-pub use cache::{Caches, CopyCache};
+pub use copy_index::CopyIndex;
 pub use routes::Queues;
+pub use stores::Stores;
 
-/// A namespaced object's key.
+/// How soon a sync whose write met a newer object (409) or a gone one (404) looks again, on
+/// fresh data from the stores.
+const RACE_RETRY: Duration = Duration::from_millis(500);
+
+/// A namespaced object's namespace and name: the key of the queues.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
+pub struct NamespacedName {
     pub namespace: String,
     pub name: String,
 }
 
-impl ObjectKey {
+impl NamespacedName {
     pub fn new(namespace: &str, name: &str) -> Self {
         Self {
             namespace: namespace.to_owned(),
@@ -41,17 +49,10 @@ impl ObjectKey {
     }
 }
 
-impl std::fmt::Display for ObjectKey {
+impl std::fmt::Display for NamespacedName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)
     }
-}
-
-/// Parameters of the JSON merge patches this side sends: olm-rs's field manager. Merge patches
-/// are used for metadata of objects users own (CSVs, OperatorGroups, Namespaces,
-/// ServiceAccounts) — they touch exactly the keys named — and for whole-status writes.
-pub fn merge_params() -> kube::api::PatchParams {
-    crate::k8s::patch_params()
 }
 
 /// Settings of the OperatorGroup side.
@@ -83,7 +84,7 @@ impl Default for OperatorGroupOptions {
 /// What every loop of this side shares.
 pub struct Shared {
     pub ctx: Arc<Context>,
-    pub caches: Caches,
+    pub stores: Stores,
     pub queues: Queues,
     pub options: OperatorGroupOptions,
     pub copy_state: copied_csv::CopyLoopState,
@@ -96,10 +97,10 @@ pub async fn run(ctx: Arc<Context>) {
 
 /// Runs the OperatorGroup side until the process stops.
 pub async fn run_with(ctx: Arc<Context>, options: OperatorGroupOptions) {
-    let (caches, feeds) = cache::watch_all(&ctx.client);
+    let (stores, feeds) = stores::watch_all(&ctx.client);
     let shared = Arc::new(Shared {
         ctx,
-        caches,
+        stores,
         queues: Queues::default(),
         options,
         copy_state: copied_csv::CopyLoopState::default(),
@@ -109,58 +110,75 @@ pub async fn run_with(ctx: Arc<Context>, options: OperatorGroupOptions) {
     futures::future::join_all(tasks).await;
 }
 
-fn drive_feeds(shared: &Arc<Shared>, feeds: cache::Feeds) -> Vec<BoxFuture<'static, ()>> {
+fn drive_feeds(shared: &Arc<Shared>, feeds: stores::Feeds) -> Vec<BoxFuture<'static, ()>> {
     let s = shared.clone();
-    let groups = feeds.groups.for_each(move |event| {
-        if let Event::Apply(og) | Event::Delete(og) | Event::InitApply(og) = &event {
-            s.queues.on_group(&s.caches, og);
-        }
+    let groups = feeds.groups.for_each(move |og| {
+        s.queues.on_group(&s.stores, &og);
         async {}
     });
     let s = shared.clone();
-    let csvs = feeds.csvs.for_each(move |event| {
-        if let Event::Apply(csv) | Event::Delete(csv) | Event::InitApply(csv) = &event {
-            s.queues.on_csv(&s.caches, csv);
-        }
+    let csvs = feeds.csvs.for_each(move |csv| {
+        s.queues.on_csv(&s.stores, &csv);
         async {}
     });
     let s = shared.clone();
     let copies = feeds.copies.for_each(move |event| {
-        if let Some(change) = s.caches.copies.apply(event) {
-            s.queues.on_copy(&s.caches, change);
+        if let Some(change) = s.stores.copies.apply(event) {
+            s.queues.on_copy(&s.stores, change);
         }
         async {}
     });
     let s = shared.clone();
-    let namespaces = feeds.namespaces.for_each(move |event| {
-        match &event {
-            Event::Apply(ns) | Event::InitApply(ns) => s.queues.on_namespace(&s.caches, ns, false),
-            Event::Delete(ns) => s.queues.on_namespace(&s.caches, ns, true),
-            Event::Init | Event::InitDone => {}
-        }
+    let namespaces = feeds.namespaces.for_each(move |ns| {
+        // The store already holds what the event said: a namespace it lacks was deleted.
+        let deleted = s
+            .stores
+            .namespaces
+            .get(stores::CLUSTER, &ns.name_any())
+            .is_none();
+        s.queues.on_namespace(&s.stores, &ns, deleted);
         async {}
     });
     let s = shared.clone();
-    let roles = feeds.group_roles.for_each(move |event| {
-        if let Event::Apply(role) | Event::Delete(role) | Event::InitApply(role) = &event {
-            s.queues.on_group_role(role);
-        }
+    let accounts = feeds.service_accounts.for_each(move |account| {
+        s.queues.on_service_account(&s.stores, &account);
         async {}
     });
     let s = shared.clone();
-    let configs = feeds.olm_configs.for_each(move |event| {
-        if matches!(event, Event::Apply(_) | Event::Delete(_) | Event::InitDone) {
-            s.queues.on_olm_config(&s.caches);
-        }
+    let roles = feeds.group_roles.for_each(move |role| {
+        s.queues.on_group_role(&role);
         async {}
     });
+    let s = shared.clone();
+    let csv_roles = feeds.csv_roles.for_each(move |role| {
+        s.queues.on_csv_rbac(&role.metadata);
+        async {}
+    });
+    let s = shared.clone();
+    let csv_bindings = feeds.csv_role_bindings.for_each(move |binding| {
+        s.queues.on_csv_rbac(&binding.metadata);
+        async {}
+    });
+    let s = shared.clone();
+    let configs = feeds.olm_configs.for_each(move |_| {
+        s.queues.on_olm_config(&s.stores);
+        async {}
+    });
+    // Kept current for the copy loop's RBAC step; their changes queue nothing.
+    let crds = feeds.crds.for_each(|_| async {});
+    let api_services = feeds.api_services.for_each(|_| async {});
     vec![
         Box::pin(groups),
         Box::pin(csvs),
         Box::pin(copies),
         Box::pin(namespaces),
+        Box::pin(accounts),
         Box::pin(roles),
+        Box::pin(csv_roles),
+        Box::pin(csv_bindings),
         Box::pin(configs),
+        Box::pin(crds),
+        Box::pin(api_services),
     ]
 }
 
@@ -171,11 +189,17 @@ const OLM_CONFIG_WAIT: Duration = Duration::from_secs(5);
 async fn workers(shared: Arc<Shared>) {
     // Nothing is decided on half-filled caches: a selector group evaluated before the
     // namespaces are listed would drop its targets and restart its operators' pods.
-    let c = &shared.caches;
+    // A store whose watch ended (only at shutdown) is as ready as it will get.
+    let c = &shared.stores;
     let _ = c.groups.wait_until_ready().await;
     let _ = c.csvs.wait_until_ready().await;
     let _ = c.namespaces.wait_until_ready().await;
+    let _ = c.service_accounts.wait_until_ready().await;
     let _ = c.group_roles.wait_until_ready().await;
+    let _ = c.csv_roles.wait_until_ready().await;
+    let _ = c.csv_role_bindings.wait_until_ready().await;
+    let _ = c.crds.wait_until_ready().await;
+    let _ = c.api_services.wait_until_ready().await;
     c.copies.wait_until_ready().await;
     if tokio::time::timeout(OLM_CONFIG_WAIT, c.olm_configs.wait_until_ready())
         .await
@@ -228,7 +252,7 @@ async fn workers(shared: Arc<Shared>) {
         tick.tick().await;
         loop {
             tick.tick().await;
-            s.queues.resync(&s.caches);
+            s.queues.resync(&s.stores);
         }
     };
     futures::join!(groups, namespaces, copies, config, resync);

@@ -1,17 +1,12 @@
-//! Namespace labels (docs/operator-groups.md §4): one `olm.operatorgroup.uid/<uid>` per explicit-target
-//! group that targets the namespace, stale ones removed.
+//! Namespace labels (docs/operator-groups.md §4): one `olm.operatorgroup.uid/<uid>` per
+//! explicit-target group that targets the namespace, stale ones removed.
 
-use std::sync::Arc;
+use crate::k8s::effects::execute;
+use crate::k8s::write::ApiError;
+use crate::operator_group::namespace_labels::decide_namespace_labels;
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::ResourceExt;
-use kube::api::{Api, Patch};
-
-use crate::k8s::errors::is_not_found;
-use crate::operator_group::namespace_labels::{desired_group_labels, namespace_label_patch};
-use crate::operator_group::targets::TargetNamespaces;
-
-use super::{Shared, merge_params};
+use super::stores::CLUSTER;
+use super::{RACE_RETRY, Shared};
 use crate::reconcile::work_queue::Next;
 
 #[derive(Debug, thiserror::Error)]
@@ -19,39 +14,19 @@ use crate::reconcile::work_queue::Next;
 pub struct NamespaceSyncError {
     namespace: String,
     #[source]
-    source: kube::Error,
+    source: ApiError,
 }
 
 pub async fn sync(shared: &Shared, name: &str) -> Result<Next, NamespaceSyncError> {
-    let Some(ns) = shared.caches.namespaces.find(|ns| ns.name_any() == name) else {
+    let Some(ns) = shared.stores.namespaces.get(CLUSTER, name) else {
         return Ok(Next::Done);
     };
-    if ns.metadata.deletion_timestamp.is_some() {
-        return Ok(Next::Done);
-    }
-    let groups: Vec<(String, TargetNamespaces)> = shared
-        .caches
-        .groups
-        .state()
-        .iter()
-        .filter_map(|og: &Arc<_>| {
-            let uid = og.metadata.uid.clone()?;
-            let targets =
-                TargetNamespaces::from_status(og.status.as_ref()?.namespaces.as_deref()).ok()?;
-            Some((uid, targets))
-        })
-        .collect();
-    let desired = desired_group_labels(name, groups.iter().map(|(uid, t)| (uid.as_str(), t)));
-    let Some(patch) = namespace_label_patch(ns.metadata.labels.as_ref(), &desired) else {
-        return Ok(Next::Done);
-    };
-    let api: Api<Namespace> = Api::all(shared.ctx.client.clone());
-    match api
-        .patch(name, &merge_params(), &Patch::Merge(&patch))
-        .await
-    {
+    let effects = decide_namespace_labels(&ns, &shared.stores.groups.all());
+    match execute(&shared.ctx.client, &shared.ctx.events, &effects).await {
         Ok(_) => Ok(Next::Done),
-        Err(err) if is_not_found(&err) => Ok(Next::Done),
+        // Deleted meanwhile: nothing to label.
+        Err(err) if err.is_not_found() => Ok(Next::Done),
+        Err(err) if err.is_conflict() => Ok(Next::After(RACE_RETRY)),
         Err(source) => Err(NamespaceSyncError {
             namespace: name.to_owned(),
             source,

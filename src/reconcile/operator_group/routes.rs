@@ -1,10 +1,11 @@
-//! Which keys a watch event queues (docs/operator-groups.md §1, §2; docs/operator-groups.md §10). Pure lookups in the
-//! caches; no API calls.
+//! Which keys a watch event queues (docs/operator-groups.md). Pure lookups in the stores; no
+//! API calls.
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::api::PartialObjectMeta;
 
@@ -14,25 +15,26 @@ use crate::operator_group::label_selector;
 use crate::operator_group::namespace_labels::group_label_key;
 use crate::operator_group::targets::TargetNamespaces;
 
-use super::ObjectKey;
-use super::cache::{Caches, CopyChange};
+use super::NamespacedName;
+use super::copy_index::CopyChange;
+use super::stores::Stores;
 use crate::reconcile::work_queue::WorkQueue;
 
 /// The loops' queues.
 #[derive(Clone, Default)]
 pub struct Queues {
     /// OperatorGroup syncs.
-    pub groups: WorkQueue<ObjectKey>,
+    pub groups: WorkQueue<NamespacedName>,
     /// Namespace label syncs.
     pub namespaces: WorkQueue<String>,
     /// Copy fan-out of one original CSV.
-    pub copies: WorkQueue<ObjectKey>,
+    pub copies: WorkQueue<NamespacedName>,
     /// The OLMConfig status.
     pub olm_config: WorkQueue<()>,
 }
 
-fn key_of<K: kube::Resource>(obj: &K) -> ObjectKey {
-    ObjectKey::new(
+fn key_of<K: kube::Resource>(obj: &K) -> NamespacedName {
+    NamespacedName::new(
         obj.meta().namespace.as_deref().unwrap_or_default(),
         &obj.name_any(),
     )
@@ -47,11 +49,11 @@ fn status_targets(og: &OperatorGroup) -> Option<TargetNamespaces> {
 impl Queues {
     /// A group changed or went away: its siblings (the multiple-groups condition), the
     /// namespaces it labels or labelled, and the copies of its member CSVs.
-    pub fn on_group(&self, caches: &Caches, og: &OperatorGroup) {
+    pub fn on_group(&self, stores: &Stores, og: &OperatorGroup) {
         let namespace = og.metadata.namespace.as_deref().unwrap_or_default();
         self.groups.add(key_of(og));
         self.groups.add_all(
-            caches
+            stores
                 .groups_in(namespace)
                 .iter()
                 .map(|g| key_of(g.as_ref())),
@@ -63,25 +65,25 @@ impl Queues {
         if let Some(uid) = og.metadata.uid.as_deref() {
             let label = group_label_key(uid);
             namespaces.extend(
-                caches
-                    .namespaces
-                    .state_filter(|ns| ns.labels().contains_key(&label))
+                stores
+                    .all_namespaces()
                     .iter()
+                    .filter(|ns| ns.labels().contains_key(&label))
                     .map(|ns| ns.name_any()),
             );
         }
         self.namespaces.add_all(namespaces);
         self.copies
-            .add_all(caches.csvs_in(namespace).iter().map(|c| key_of(c.as_ref())));
+            .add_all(stores.csvs_in(namespace).iter().map(|c| key_of(c.as_ref())));
     }
 
     /// An original CSV changed or went away: its copies, and its namespace's groups (provided
     /// APIs, member annotations).
-    pub fn on_csv(&self, caches: &Caches, csv: &ClusterServiceVersion) {
+    pub fn on_csv(&self, stores: &Stores, csv: &ClusterServiceVersion) {
         let namespace = csv.metadata.namespace.as_deref().unwrap_or_default();
         self.copies.add(key_of(csv));
         self.groups.add_all(
-            caches
+            stores
                 .groups_in(namespace)
                 .iter()
                 .map(|g| key_of(g.as_ref())),
@@ -90,11 +92,11 @@ impl Queues {
 
     /// A copy changed or went away: its original, when the copy is no longer what the
     /// original wants (or the original was never planned since start-up).
-    pub fn on_copy(&self, caches: &Caches, change: CopyChange) {
+    pub fn on_copy(&self, stores: &Stores, change: CopyChange) {
         match change {
             CopyChange::Upserted(record) => {
-                let original = ObjectKey::new(&record.copied_from, &record.name);
-                let desired = caches
+                let original = NamespacedName::new(&record.copied_from, &record.name);
+                let desired = stores
                     .desired_copies
                     .read()
                     .unwrap_or_else(|p| p.into_inner())
@@ -122,12 +124,12 @@ impl Queues {
     /// A namespace appeared, changed or went away: its labels; groups whose selection may
     /// change (every selector group — OLM waits for a resync here, §11 item 3); and the copies
     /// of operators that target it, so a new namespace gets its copies at once (README).
-    pub fn on_namespace(&self, caches: &Caches, ns: &PartialObjectMeta<Namespace>, deleted: bool) {
+    pub fn on_namespace(&self, stores: &Stores, ns: &PartialObjectMeta<Namespace>, deleted: bool) {
         let name = ns.name_any();
         if !deleted {
             self.namespaces.add(name.clone());
         }
-        for og in caches.groups.state() {
+        for og in stores.groups.all() {
             let selects = og
                 .spec
                 .selector
@@ -142,16 +144,30 @@ impl Queues {
             if covers {
                 let group_ns = og.metadata.namespace.as_deref().unwrap_or_default();
                 self.copies
-                    .add_all(caches.csvs_in(group_ns).iter().map(|c| key_of(c.as_ref())));
+                    .add_all(stores.csvs_in(group_ns).iter().map(|c| key_of(c.as_ref())));
             }
         }
     }
 
+    /// A ServiceAccount changed or went away: the groups of its namespace that name it (it
+    /// appeared, got its label, or went).
+    pub fn on_service_account(&self, stores: &Stores, account: &PartialObjectMeta<ServiceAccount>) {
+        let namespace = account.metadata.namespace.as_deref().unwrap_or_default();
+        let name = account.name_any();
+        self.groups.add_all(
+            stores
+                .groups_in(namespace)
+                .iter()
+                .filter(|og| og.spec.service_account_name.as_deref() == Some(name.as_str()))
+                .map(|og| key_of(og.as_ref())),
+        );
+    }
+
     /// The OLMConfig changed: every original (copies may be switched on or off).
-    pub fn on_olm_config(&self, caches: &Caches) {
+    pub fn on_olm_config(&self, stores: &Stores) {
         self.olm_config.add(());
         self.copies
-            .add_all(caches.csvs.state().iter().map(|c| key_of(c.as_ref())));
+            .add_all(stores.csvs.all().iter().map(|c| key_of(c.as_ref())));
     }
 
     /// A group ClusterRole changed or went away: its group (recreate, or clean up after a
@@ -161,22 +177,32 @@ impl Queues {
         if let (Some(name), Some(namespace)) =
             (labels.get(OWNER_LABEL), labels.get(OWNER_NAMESPACE_LABEL))
         {
-            self.groups.add(ObjectKey::new(namespace, name));
+            self.groups.add(NamespacedName::new(namespace, name));
+        }
+    }
+
+    /// A Role or RoleBinding a CSV owns changed or went: that CSV's copy run (its RBAC
+    /// outside its namespace follows its sources).
+    pub fn on_csv_rbac(&self, meta: &ObjectMeta) {
+        let labels = meta.labels.as_ref();
+        let get = |key: &str| labels.and_then(|l| l.get(key));
+        if let (Some(name), Some(namespace)) = (get(OWNER_LABEL), get(OWNER_NAMESPACE_LABEL)) {
+            self.copies.add(NamespacedName::new(namespace, name));
         }
     }
 
     /// Everything, for the periodic resync.
-    pub fn resync(&self, caches: &Caches) {
+    pub fn resync(&self, stores: &Stores) {
         self.groups
-            .add_all(caches.groups.state().iter().map(|g| key_of(g.as_ref())));
-        for role in caches.group_roles.state() {
+            .add_all(stores.groups.all().iter().map(|g| key_of(g.as_ref())));
+        for role in stores.group_roles.all() {
             self.on_group_role(&role);
         }
         self.namespaces
-            .add_all(caches.namespaces.state().iter().map(|n| n.name_any()));
+            .add_all(stores.all_namespaces().iter().map(|n| n.name_any()));
         self.copies
-            .add_all(caches.csvs.state().iter().map(|c| key_of(c.as_ref())));
-        self.copies.add_all(caches.copies.originals());
+            .add_all(stores.csvs.all().iter().map(|c| key_of(c.as_ref())));
+        self.copies.add_all(stores.copies.originals());
         self.olm_config.add(());
     }
 }

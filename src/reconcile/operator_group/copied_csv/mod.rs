@@ -1,8 +1,9 @@
 //! Copied CSVs (docs/operator-groups.md §10) and the RBAC a member CSV gets outside its namespace
 //! (docs/operator-groups.md §9): the fan-out loop keyed by original CSV, and the OLMConfig status.
 //!
-//! One run plans every namespace of one original from the caches (pure, `plan_copies`), skips
-//! the copies whose hashes already match, and writes the rest concurrently. A new namespace, a
+//! One run decides every namespace of one original from the stores (pure,
+//! `operator_group::copy_decision`), skips the copies whose hashes already match, and writes
+//! the rest concurrently through the copy writer (built on `k8s::write`). A new namespace, a
 //! changed original, a copy edited or deleted by hand and the OLMConfig switch each queue the
 //! original again (`reconcile::operator_group::routes`).
 
@@ -12,37 +13,29 @@ mod writes;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::StreamExt;
-use kube::ResourceExt;
 
-use super::{ObjectKey, Shared};
+use super::{NamespacedName, RACE_RETRY, Shared};
 use crate::api::ClusterServiceVersion;
-use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
-use crate::operator_group::copied_csv::{
-    CopyHashes, CopyPlan, CopyRecord, CopySettings, CopyWrite, Original, copy_hashes,
-    copy_prototype, is_uncopiable, plan_copies,
-};
-use crate::operator_group::membership::{is_active_member, is_copied};
-use crate::operator_group::targets::TargetNamespaces;
+use crate::k8s::write::ApiError;
+use crate::operator_group::copied_csv::{CopyDelete, CopyPlan, CopySettings, CopyWrite};
+use crate::operator_group::copy_decision::{CopyDecision, CopyObserved, decide_copies};
+use crate::operator_group::membership::is_copied;
 use crate::reconcile::work_queue::Next;
 
 pub use olm_config::sync_olm_config;
-pub use writes::{CopyWriter, Outcome, WriteError};
-
-/// Delay before planning again after a write raced with another writer.
-const RACE_RETRY: Duration = Duration::from_millis(500);
+pub use writes::{CopyWriter, Outcome};
 
 /// What the copy loop remembers between runs (all of it rebuildable; cleared on resync).
 #[derive(Default)]
 pub struct CopyLoopState {
     /// Originals whose "copying disabled" warning event is published.
-    warned: Mutex<HashSet<ObjectKey>>,
+    warned: Mutex<HashSet<NamespacedName>>,
     /// Originals known to carry no such event.
-    events_cleared: Mutex<HashSet<ObjectKey>>,
+    events_cleared: Mutex<HashSet<NamespacedName>>,
     /// Per original: the hash of the RBAC last ensured for it, and where.
-    rbac: Mutex<HashMap<ObjectKey, rbac::RbacMemo>>,
+    rbac: Mutex<HashMap<NamespacedName, rbac::RbacMemo>>,
 }
 
 impl CopyLoopState {
@@ -62,23 +55,23 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub enum CopySyncError {
     #[error("CSV {original}: cannot encode its copy: {source}")]
     Encode {
-        original: ObjectKey,
+        original: NamespacedName,
         #[source]
         source: serde_json::Error,
     },
     #[error("CSV {original}: {failed} of {total} copy writes failed; first: {first}")]
     Writes {
-        original: ObjectKey,
+        original: NamespacedName,
         failed: usize,
         total: usize,
-        first: WriteError,
-    },
-    #[error("CSV {original}: cannot {action}: {source}")]
-    Api {
-        original: ObjectKey,
-        action: String,
         #[source]
-        source: kube::Error,
+        first: ApiError,
+    },
+    #[error("CSV {original}: {source}")]
+    Api {
+        original: NamespacedName,
+        #[source]
+        source: ApiError,
     },
 }
 
@@ -86,95 +79,68 @@ pub enum CopySyncError {
 pub fn copy_settings(shared: &Shared) -> CopySettings {
     CopySettings {
         disabled: shared
-            .caches
+            .stores
             .olm_config()
             .is_some_and(|c| c.spec.copied_csvs_disabled()),
         protected_namespaces: shared.options.protected_copied_csv_namespaces.clone(),
     }
 }
 
-/// The original `key` from the cache, when it is one (not a copy by any of OLM's tests).
-fn original(shared: &Shared, key: &ObjectKey) -> Option<std::sync::Arc<ClusterServiceVersion>> {
+/// The original `key` as the store holds it, when it is one (not a copy by any of OLM's tests).
+fn original(shared: &Shared, key: &NamespacedName) -> Option<Arc<ClusterServiceVersion>> {
     shared
-        .caches
+        .stores
         .csvs
-        .find(|c| {
-            c.metadata.namespace.as_deref() == Some(&key.namespace) && c.name_any() == key.name
-        })
+        .get(&key.namespace, &key.name)
         .filter(|c| !is_copied(c))
 }
 
-/// Whether copies of `csv` may be created and updated (docs/csv-phases.md §2 tail, docs/operator-groups.md §10 "When").
-fn copyable(shared: &Shared, csv: &ClusterServiceVersion) -> bool {
-    let namespace = csv.metadata.namespace.as_deref().unwrap_or_default();
-    let groups = shared.caches.groups_in(namespace);
-    let [group] = groups.as_slice() else {
-        return false;
-    };
-    let own_namespace_only = csv
-        .annotations()
-        .get(TARGET_NAMESPACES_ANNOTATION)
-        .and_then(|t| TargetNamespaces::from_annotation(t).ok())
-        .is_none_or(|t| t.is_only(namespace));
-    csv.metadata.deletion_timestamp.is_none()
-        && !is_uncopiable(csv.status.as_ref())
-        && is_active_member(csv, group)
-        && !own_namespace_only
-}
-
-/// The plan for `key` (whose original, if any, is `original_csv`) against the caches.
-pub fn plan_for(
+/// The decision for `key` (whose original, if any, is `original_csv`) on what the stores hold.
+pub fn decide_for(
     shared: &Shared,
-    key: &ObjectKey,
+    key: &NamespacedName,
     original_csv: Option<&ClusterServiceVersion>,
-    desired: Option<CopyHashes>,
     settings: &CopySettings,
-) -> CopyPlan {
-    let records: Vec<CopyRecord> = shared.caches.copies.of(key);
-    let refs: Vec<&CopyRecord> = records.iter().collect();
-    let namespaces = shared.caches.live_namespaces();
-    let names = namespaces
-        .iter()
-        .filter_map(|ns| ns.metadata.name.as_deref());
-    let view = original_csv.zip(desired).map(|(csv, desired)| Original {
-        csv,
-        copyable: copyable(shared, csv),
-        desired,
-    });
-    plan_copies(view, &refs, names, settings)
+) -> CopyDecision {
+    let stores = &shared.stores;
+    let groups = stores.groups_in(&key.namespace);
+    let copies = stores.copies.of(key);
+    let namespaces = stores.all_namespaces();
+    decide_copies(&CopyObserved {
+        original: original_csv,
+        groups_in_namespace: &groups,
+        copies: &copies,
+        namespaces: &namespaces,
+        settings,
+    })
 }
 
 /// One run of the fan-out for the original `key`.
-pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, CopySyncError> {
+pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, CopySyncError> {
     let settings = copy_settings(shared);
     let original_csv = original(shared, key);
-    let prototype = original_csv.as_deref().map(copy_prototype);
-    let desired = prototype.as_ref().map(copy_hashes);
+    let decision = decide_for(shared, key, original_csv.as_deref(), &settings);
     {
         let mut wanted = shared
-            .caches
+            .stores
             .desired_copies
             .write()
             .unwrap_or_else(|p| p.into_inner());
-        match desired {
+        match decision.desired {
             Some(hashes) => wanted.insert(key.clone(), hashes),
             None => wanted.remove(key),
         };
     }
-    let plan = plan_for(shared, key, original_csv.as_deref(), desired, &settings);
-    let raced = execute(shared, key, prototype, plan).await?;
+    let raced = write_copies(shared, key, decision.prototype, decision.plan).await?;
 
-    match &original_csv {
-        Some(csv) => {
-            // Not for a CSV being deleted: its finalizer is removing the lifted ClusterRoles,
-            // and the Roles listed live may already be half garbage-collected while this cache
-            // still holds the CSV, so a lift now would re-create what the cleanup removed.
-            if csv.metadata.deletion_timestamp.is_none() && is_member_of_group(shared, csv) {
+    match (&original_csv, decision.copies_disabled_warning) {
+        (Some(csv), Some(warn)) => {
+            if decision.member_rbac {
                 rbac::ensure_member_rbac(shared, key, csv).await?;
             }
-            olm_config::note_disabled(shared, key, csv, &settings).await;
+            olm_config::note_disabled(shared, key, csv, warn).await;
         }
-        None => {
+        _ => {
             lock(&shared.copy_state.rbac).remove(key);
             lock(&shared.copy_state.warned).remove(key);
             lock(&shared.copy_state.events_cleared).remove(key);
@@ -188,21 +154,16 @@ pub async fn sync(shared: &Shared, key: &ObjectKey) -> Result<Next, CopySyncErro
     })
 }
 
-fn is_member_of_group(shared: &Shared, csv: &ClusterServiceVersion) -> bool {
-    let namespace = csv.metadata.namespace.as_deref().unwrap_or_default();
-    matches!(shared.caches.groups_in(namespace).as_slice(), [group] if is_active_member(csv, group))
-}
-
 enum Op {
     Write(CopyWrite),
-    Delete(crate::operator_group::copied_csv::CopyDelete),
+    Delete(CopyDelete),
 }
 
 /// Runs the plan's writes and deletes, at most `copy_write_concurrency` at a time. Returns
 /// whether some write raced (the caller plans again shortly).
-async fn execute(
+async fn write_copies(
     shared: &Shared,
-    key: &ObjectKey,
+    key: &NamespacedName,
     prototype: Option<ClusterServiceVersion>,
     plan: CopyPlan,
 ) -> Result<bool, CopySyncError> {
@@ -252,7 +213,7 @@ async fn execute(
             }
         }
     });
-    let results: Vec<Result<Outcome, WriteError>> = futures::stream::iter(runs)
+    let results: Vec<Result<Outcome, ApiError>> = futures::stream::iter(runs)
         .buffer_unordered(shared.options.copy_write_concurrency.max(1))
         .collect()
         .await;

@@ -4,38 +4,29 @@
 
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams};
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams};
 
-use super::super::{ObjectKey, Shared};
-use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
+use super::super::{NamespacedName, RACE_RETRY, Shared};
 use crate::api::olm_config::CONDITION_DISABLED_COPIED_CSVS;
-use crate::api::{
-    ClusterServiceVersion, OlmConfig, OlmConfigStatus, find_condition, set_condition,
-};
-use crate::k8s::apply::apply_status;
-use crate::operator_group::copied_csv::{
-    CopySettings, CopyWrite, RemovalReason, copy_hashes, copy_prototype,
-};
+use crate::api::{ClusterServiceVersion, OlmConfigStatus, find_condition, set_condition};
+use crate::k8s::effects::{Effects, Write, execute};
+use crate::k8s::write::{self, DeleteOptions, ObjectKey};
+use crate::operator_group::copied_csv::{CopyWrite, RemovalReason};
+use crate::operator_group::copy_decision::targets_all;
 use crate::operator_group::olm_config::{
     CopyCensus, DISABLED_COPIED_CSVS_EVENT_REASON, disabled_copied_csvs_condition,
     disabled_event_message,
 };
-use crate::operator_group::targets::TargetNamespaces;
 use crate::reconcile::work_queue::Next;
 
-use super::{CopySyncError, copy_settings, lock, plan_for};
-
-fn targets_all(csv: &ClusterServiceVersion) -> bool {
-    csv.annotations()
-        .get(TARGET_NAMESPACES_ANNOTATION)
-        .and_then(|t| TargetNamespaces::from_annotation(t).ok())
-        .is_some_and(|t| t.is_all())
-}
+use super::{CopySyncError, copy_settings, decide_for, lock};
 
 /// Writes the `DisabledCopiedCSVs` condition of OLMConfig `cluster`, if that object exists.
+/// This loop alone writes that status; the write is guarded by the version it was computed
+/// from.
 pub async fn sync_olm_config(shared: &Shared) -> Result<Next, CopySyncError> {
-    let Some(config) = shared.caches.olm_config() else {
+    let Some(config) = shared.stores.olm_config() else {
         return Ok(Next::Done);
     };
     let settings = copy_settings(shared);
@@ -44,16 +35,15 @@ pub async fn sync_olm_config(shared: &Shared) -> Result<Next, CopySyncError> {
         unexpected_copies: false,
         missing_copies: false,
     };
-    for csv in shared.caches.csvs.state() {
+    for csv in shared.stores.csvs.all() {
         if !targets_all(&csv) {
             continue;
         }
-        let key = ObjectKey::new(
+        let key = NamespacedName::new(
             csv.metadata.namespace.as_deref().unwrap_or_default(),
             &csv.name_any(),
         );
-        let desired = copy_hashes(&copy_prototype(&csv));
-        let plan = plan_for(shared, &key, Some(&csv), Some(desired), &settings);
+        let plan = decide_for(shared, &key, Some(&csv), &settings).plan;
         census.unexpected_copies |= plan
             .deletes
             .iter()
@@ -77,41 +67,44 @@ pub async fn sync_olm_config(shared: &Shared) -> Result<Next, CopySyncError> {
     let status = OlmConfigStatus {
         conditions: Some(conditions),
     };
-    let api: Api<OlmConfig> = Api::all(shared.ctx.client.clone());
-    apply_status(&api, &config.name_any(), &status)
-        .await
-        .map_err(|source| CopySyncError::Api {
-            original: ObjectKey::new("", &config.name_any()),
-            action: "write the OLMConfig status".into(),
+    let mut effects = Effects::default();
+    if let Some(write) = Write::status(config.as_ref(), status) {
+        effects.write(write);
+    }
+    match execute(&shared.ctx.client, &shared.ctx.events, &effects).await {
+        Ok(_) => Ok(Next::Done),
+        // Computed from an older copy (or the object went): again on fresh data.
+        Err(err) if err.is_conflict() || err.is_not_found() => Ok(Next::After(RACE_RETRY)),
+        Err(source) => Err(CopySyncError::Api {
+            original: NamespacedName::new("", &config.name_any()),
             source,
-        })?;
-    Ok(Next::Done)
+        }),
+    }
 }
 
 /// Keeps exactly one `DisabledCopiedCSVs` Warning event on an all-namespaces CSV while copying
-/// is disabled, and removes it once copying is back.
+/// is disabled (`warn`), and removes it once copying is back.
 pub async fn note_disabled(
     shared: &Shared,
-    key: &ObjectKey,
+    key: &NamespacedName,
     csv: &ClusterServiceVersion,
-    settings: &CopySettings,
+    warn: bool,
 ) {
-    let applies = settings.disabled && targets_all(csv);
     let state = &shared.copy_state;
     let warned = lock(&state.warned).contains(key);
-    if applies && !warned {
+    if warn && !warned {
         shared
             .ctx
             .events
             .warning(
-                &csv.object_ref(&()),
+                &crate::k8s::effects::reference_of(csv),
                 DISABLED_COPIED_CSVS_EVENT_REASON,
                 disabled_event_message(&key.namespace, &key.name),
             )
             .await;
         lock(&state.warned).insert(key.clone());
         lock(&state.events_cleared).remove(key);
-    } else if !applies && (warned || !lock(&state.events_cleared).contains(key)) {
+    } else if !warn && (warned || !lock(&state.events_cleared).contains(key)) {
         // Also once after a restart, when nothing is remembered: an event left over from an
         // earlier run must go as well.
         if delete_disabled_events(shared, key).await {
@@ -121,11 +114,13 @@ pub async fn note_disabled(
     }
 }
 
-/// Deletes the `DisabledCopiedCSVs` events about `key`; false when that failed.
-async fn delete_disabled_events(shared: &Shared, key: &ObjectKey) -> bool {
+/// Deletes the `DisabledCopiedCSVs` events about `key`; false when that failed. Events are not
+/// kept in a store (there are many, and this runs once per original while copying is back on),
+/// so this reads them live.
+async fn delete_disabled_events(shared: &Shared, key: &NamespacedName) -> bool {
     let api: Api<Event> = Api::namespaced(shared.ctx.client.clone(), &key.namespace);
-    let events = match api.list(&ListParams::default()).await {
-        Ok(list) => list.items,
+    let events = match write::list(&api, &ListParams::default()).await {
+        Ok(list) => list,
         Err(err) => {
             tracing::warn!(csv = %key, error = %err, "cannot list events to clear DisabledCopiedCSVs");
             return false;
@@ -142,9 +137,9 @@ async fn delete_disabled_events(shared: &Shared, key: &ObjectKey) -> bool {
         if !ours {
             continue;
         }
-        if let Err(err) = api
-            .delete(&event.name_any(), &DeleteParams::default())
-            .await
+        let event_key = ObjectKey::of(&event);
+        if let Err(err) =
+            write::delete(&shared.ctx.client, &event_key, &DeleteOptions::default()).await
         {
             tracing::warn!(csv = %key, error = %err, "cannot delete DisabledCopiedCSVs event");
             ok = false;

@@ -11,17 +11,16 @@ use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::super::{ObjectKey, Shared};
+use super::super::stores::CLUSTER;
+use super::super::{NamespacedName, Shared};
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::{ClusterServiceVersion, CsvPhase};
-use crate::k8s::MANAGER;
+use crate::k8s::write::{self, Ownership};
 use crate::operator_group::api_roles::{ApiOwner, api_service_cluster_roles, crd_cluster_roles};
 use crate::operator_group::member_rbac::{
     CsvOwner, copied_role, copied_role_binding, lifted_cluster_role, lifted_cluster_role_binding,
@@ -50,41 +49,24 @@ fn hash_of(value: &impl Serialize) -> u64 {
     hasher.finish()
 }
 
-fn api_error(key: &ObjectKey, action: String) -> impl FnOnce(kube::Error) -> CopySyncError {
-    let original = key.clone();
-    move |source| CopySyncError::Api {
-        original,
-        action,
-        source,
-    }
-}
-
 /// Server-side apply, forced: these objects are made and owned by olm-rs alone (and by OLM v0
 /// before a takeover, whose field manager must not block the update).
-async fn apply_owned<K>(api: &Api<K>, obj: &K, key: &ObjectKey) -> Result<(), CopySyncError>
+async fn apply_owned<K>(api: &Api<K>, obj: &K, key: &NamespacedName) -> Result<(), CopySyncError>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
-    let name = obj.name_any();
-    let mut body = serde_json::to_value(obj).map_err(|source| CopySyncError::Encode {
-        original: key.clone(),
-        source,
-    })?;
-    body["apiVersion"] = K::api_version(&()).into();
-    body["kind"] = K::kind(&()).into();
-    api.patch(
-        &name,
-        &PatchParams::apply(MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await
-    .map_err(api_error(key, format!("apply {} {name}", K::kind(&()))))?;
+    write::apply(api, obj, Ownership::Force)
+        .await
+        .map_err(|source| CopySyncError::Api {
+            original: key.clone(),
+            source,
+        })?;
     Ok(())
 }
 
 pub async fn ensure_member_rbac(
     shared: &Shared,
-    key: &ObjectKey,
+    key: &NamespacedName,
     csv: &ClusterServiceVersion,
 ) -> Result<(), CopySyncError> {
     let targets = csv
@@ -109,24 +91,30 @@ pub async fn ensure_member_rbac(
     Ok(())
 }
 
-/// The Roles and RoleBindings of the operator namespace carrying the CSV's owner labels.
-async fn owned_sources(
+/// The Roles and RoleBindings of the operator namespace carrying the CSV's owner labels, as
+/// the stores hold them.
+fn owned_sources(
     shared: &Shared,
-    key: &ObjectKey,
+    key: &NamespacedName,
     owner: &CsvOwner,
-) -> Result<(Vec<Role>, Vec<RoleBinding>), CopySyncError> {
-    let params = ListParams::default().labels(&owner.label_selector());
-    let roles = Api::<Role>::namespaced(shared.ctx.client.clone(), &key.namespace)
-        .list(&params)
-        .await
-        .map_err(api_error(key, "list the CSV's Roles".into()))?
-        .items;
-    let bindings = Api::<RoleBinding>::namespaced(shared.ctx.client.clone(), &key.namespace)
-        .list(&params)
-        .await
-        .map_err(api_error(key, "list the CSV's RoleBindings".into()))?
-        .items;
-    Ok((roles, bindings))
+) -> (Vec<Role>, Vec<RoleBinding>) {
+    let roles = shared
+        .stores
+        .csv_roles
+        .in_namespace(&key.namespace)
+        .iter()
+        .filter(|r| owner.labels_own(&r.metadata))
+        .map(|r| (**r).clone())
+        .collect();
+    let bindings = shared
+        .stores
+        .csv_role_bindings
+        .in_namespace(&key.namespace)
+        .iter()
+        .filter(|b| owner.labels_own(&b.metadata))
+        .map(|b| (**b).clone())
+        .collect();
+    (roles, bindings)
 }
 
 fn content_hash(roles: &[Role], bindings: &[RoleBinding]) -> u64 {
@@ -149,8 +137,12 @@ fn content_hash(roles: &[Role], bindings: &[RoleBinding]) -> u64 {
 }
 
 /// docs/operator-groups.md §9.3: the CSV's Roles and RoleBindings as ClusterRoles and ClusterRoleBindings.
-async fn lift(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), CopySyncError> {
-    let (roles, bindings) = owned_sources(shared, key, owner).await?;
+async fn lift(
+    shared: &Shared,
+    key: &NamespacedName,
+    owner: &CsvOwner,
+) -> Result<(), CopySyncError> {
+    let (roles, bindings) = owned_sources(shared, key, owner);
     let roles: Vec<Role> = roles
         .into_iter()
         .filter(|r| owner.labels_own(&r.metadata))
@@ -192,11 +184,11 @@ async fn lift(shared: &Shared, key: &ObjectKey, owner: &CsvOwner) -> Result<(), 
 /// docs/operator-groups.md §9.2: the CSV's Roles and RoleBindings next to each of its copies, owned by the copy.
 async fn copy_to_targets(
     shared: &Shared,
-    key: &ObjectKey,
+    key: &NamespacedName,
     owner: &CsvOwner,
 ) -> Result<(), CopySyncError> {
     let copies: Vec<(String, String)> = shared
-        .caches
+        .stores
         .copies
         .of(key)
         .into_iter()
@@ -206,7 +198,7 @@ async fn copy_to_targets(
     if copies.is_empty() {
         return Ok(());
     }
-    let (roles, bindings) = owned_sources(shared, key, owner).await?;
+    let (roles, bindings) = owned_sources(shared, key, owner);
     let roles: Vec<Role> = roles
         .into_iter()
         .filter(|r| owner.owns(&r.metadata))
@@ -259,7 +251,7 @@ async fn copy_to_targets(
 /// docs/operator-groups.md §9.1 second table: per-API ClusterRoles, owned by the CRD or APIService they grant.
 async fn ensure_api_roles(
     shared: &Shared,
-    key: &ObjectKey,
+    key: &NamespacedName,
     csv: &ClusterServiceVersion,
 ) -> Result<(), CopySyncError> {
     let crds = csv
@@ -281,16 +273,10 @@ async fn ensure_api_roles(
     {
         return Ok(());
     }
-    let client = shared.ctx.client.clone();
-    let roles_api: Api<ClusterRole> = Api::all(client.clone());
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let roles_api: Api<ClusterRole> = Api::all(shared.ctx.client.clone());
     let mut complete = true;
     for crd in &crds {
-        let Some(found) = crd_api
-            .get_metadata_opt(&crd.name)
-            .await
-            .map_err(api_error(key, format!("read CRD {}", crd.name)))?
-        else {
+        let Some(found) = shared.stores.crds.get(CLUSTER, &crd.name) else {
             // Not installed yet: the CSV cannot be Succeeded for long without it; try again
             // on a later run.
             complete = false;
@@ -298,26 +284,21 @@ async fn ensure_api_roles(
         };
         let owner = ApiOwner {
             name: crd.name.clone(),
-            uid: found.metadata.uid.unwrap_or_default(),
+            uid: found.metadata.uid.clone().unwrap_or_default(),
         };
         for role in crd_cluster_roles(crd, &owner).unwrap_or_default() {
             apply_owned(&roles_api, &role, key).await?;
         }
     }
-    let service_api: Api<APIService> = Api::all(client);
     for desc in &services {
         let name = desc.api_service_name();
-        let Some(found) = service_api
-            .get_metadata_opt(&name)
-            .await
-            .map_err(api_error(key, format!("read APIService {name}")))?
-        else {
+        let Some(found) = shared.stores.api_services.get(CLUSTER, &name) else {
             complete = false;
             continue;
         };
         let owner = ApiOwner {
             name,
-            uid: found.metadata.uid.unwrap_or_default(),
+            uid: found.metadata.uid.clone().unwrap_or_default(),
         };
         for role in api_service_cluster_roles(desc, &owner) {
             apply_owned(&roles_api, &role, key).await?;

@@ -13,7 +13,8 @@ use kube::{Client, Resource};
 use serde::Serialize;
 
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus};
-use crate::k8s::errors::{is_conflict, is_not_found};
+use crate::k8s::errors::is_namespace_terminating;
+use crate::k8s::write::{self, ApiError, ObjectKey, Operation};
 
 /// How a write ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,17 +27,6 @@ pub enum Outcome {
     Raced,
     /// The namespace is gone or being deleted; nothing to do there.
     NamespaceGone,
-}
-
-/// A failed write, naming the copy.
-#[derive(Debug, thiserror::Error)]
-#[error("copied CSV {namespace}/{name}: cannot {action}: {source}")]
-pub struct WriteError {
-    pub namespace: String,
-    pub name: String,
-    pub action: &'static str,
-    #[source]
-    pub source: kube::Error,
 }
 
 /// Writes the copies of one original.
@@ -60,11 +50,22 @@ fn url(namespace: &str) -> String {
     ClusterServiceVersion::url_path(&(), Some(namespace))
 }
 
-/// Sorts an API error into "plan again" / "namespace gone" / a real failure.
-fn classify(err: kube::Error) -> Result<Outcome, kube::Error> {
-    if is_conflict(&err) {
+fn copy_key(namespace: &str, name: &str) -> ObjectKey {
+    ObjectKey::new::<ClusterServiceVersion>(Some(namespace), name)
+}
+
+fn encode_error(
+    operation: Operation,
+    key: ObjectKey,
+) -> impl FnOnce(serde_json::Error) -> ApiError {
+    move |e| ApiError::new(operation, key, kube::Error::SerdeError(e))
+}
+
+/// Sorts a failure into "plan again" / "namespace gone" / a real failure.
+fn classify(err: ApiError) -> Result<Outcome, ApiError> {
+    if err.is_conflict() {
         Ok(Outcome::Raced)
-    } else if crate::k8s::errors::is_namespace_terminating(&err) {
+    } else if is_namespace_terminating(&err.source) {
         // A terminating namespace refuses new content.
         Ok(Outcome::NamespaceGone)
     } else {
@@ -88,41 +89,24 @@ impl CopyWriter {
         })
     }
 
-    fn error(
-        &self,
-        namespace: &str,
-        action: &'static str,
-    ) -> impl FnOnce(kube::Error) -> WriteError {
-        let namespace = namespace.to_owned();
-        let name = self.name.clone();
-        move |source| WriteError {
-            namespace,
-            name,
-            action,
-            source,
-        }
-    }
-
     async fn send(
         &self,
-        request: http::Request<Vec<u8>>,
-    ) -> Result<PartialObjectMeta<ClusterServiceVersion>, kube::Error> {
-        self.client.request(request).await
+        operation: Operation,
+        key: &ObjectKey,
+        request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<PartialObjectMeta<ClusterServiceVersion>, ApiError> {
+        write::send(&self.client, operation, key, request).await
     }
 
     /// Creates the copy in `namespace`, then writes its status (a create ignores status).
-    pub async fn create(&self, namespace: &str) -> Result<Outcome, WriteError> {
-        let request = Request::new(url(namespace))
-            .create(&crate::k8s::post_params(), self.create_body.clone())
-            .map_err(|e| {
-                self.error(namespace, "build the create request")(kube::Error::BuildRequest(e))
-            })?;
-        let created = match self.send(request).await {
+    pub async fn create(&self, namespace: &str) -> Result<Outcome, ApiError> {
+        let key = copy_key(namespace, &self.name);
+        let request =
+            Request::new(url(namespace)).create(&write::post_params(), self.create_body.clone());
+        let created = match self.send(Operation::Create, &key, request).await {
             Ok(created) => created,
-            Err(err) if is_not_found(&err) => {
-                return Ok(Outcome::NamespaceGone);
-            }
-            Err(err) => return classify(err).map_err(self.error(namespace, "create")),
+            Err(err) if err.is_not_found() => return Ok(Outcome::NamespaceGone),
+            Err(err) => return classify(err),
         };
         let uid = created.metadata.uid.clone().unwrap_or_default();
         match self
@@ -142,27 +126,25 @@ impl CopyWriter {
         resource_version: &str,
         content: bool,
         status: bool,
-    ) -> Result<Outcome, WriteError> {
+    ) -> Result<Outcome, ApiError> {
+        let key = copy_key(namespace, &self.name);
         let mut version = Some(resource_version.to_owned());
         let mut uid = String::new();
         if content {
             let mut copy = self.prototype.clone();
             copy.metadata.namespace = Some(namespace.to_owned());
             copy.metadata.resource_version = version.clone();
-            let body = serde_json::to_vec(&copy)
-                .map_err(|e| self.error(namespace, "encode")(kube::Error::SerdeError(e)))?;
-            let request = Request::new(url(namespace))
-                .replace(&self.name, &crate::k8s::post_params(), body)
-                .map_err(|e| {
-                    self.error(namespace, "build the update request")(kube::Error::BuildRequest(e))
-                })?;
-            match self.send(request).await {
+            let body =
+                serde_json::to_vec(&copy).map_err(encode_error(Operation::Replace, key.clone()))?;
+            let request =
+                Request::new(url(namespace)).replace(&self.name, &write::post_params(), body);
+            match self.send(Operation::Replace, &key, request).await {
                 Ok(updated) => {
                     version = updated.metadata.resource_version;
                     uid = updated.metadata.uid.unwrap_or_default();
                 }
-                Err(err) if is_not_found(&err) => return Ok(Outcome::Raced),
-                Err(err) => return classify(err).map_err(self.error(namespace, "update")),
+                Err(err) if err.is_not_found() => return Ok(Outcome::Raced),
+                Err(err) => return classify(err),
             }
         }
         if status {
@@ -175,10 +157,11 @@ impl CopyWriter {
         &self,
         namespace: &str,
         resource_version: Option<String>,
-    ) -> Result<Outcome, WriteError> {
+    ) -> Result<Outcome, ApiError> {
         let Some(status) = self.prototype.status.as_ref() else {
             return Ok(Outcome::Written { uid: String::new() });
         };
+        let key = copy_key(namespace, &self.name);
         let body = StatusBody {
             api_version: "operators.coreos.com/v1alpha1",
             kind: "ClusterServiceVersion",
@@ -190,49 +173,44 @@ impl CopyWriter {
             },
             status,
         };
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| self.error(namespace, "encode the status")(kube::Error::SerdeError(e)))?;
-        let request = Request::new(url(namespace))
-            .replace_subresource("status", &self.name, &crate::k8s::post_params(), body)
-            .map_err(|e| {
-                self.error(namespace, "build the status request")(kube::Error::BuildRequest(e))
-            })?;
-        match self.send(request).await {
+        let body =
+            serde_json::to_vec(&body).map_err(encode_error(Operation::WriteStatus, key.clone()))?;
+        let request = Request::new(url(namespace)).replace_subresource(
+            "status",
+            &self.name,
+            &write::post_params(),
+            body,
+        );
+        match self.send(Operation::WriteStatus, &key, request).await {
             Ok(written) => Ok(Outcome::Written {
                 uid: written.metadata.uid.unwrap_or_default(),
             }),
-            Err(err) if is_not_found(&err) => Ok(Outcome::Raced),
-            Err(err) => classify(err).map_err(self.error(namespace, "write the status of")),
+            Err(err) if err.is_not_found() => Ok(Outcome::Raced),
+            Err(err) => classify(err),
         }
     }
 }
 
-/// Deletes the copy `namespace/name` if it still has `uid`.
+/// Deletes the copy `namespace/name` if it still has `uid` (a copy re-created meanwhile is
+/// another object, judged on its own).
 pub async fn delete_copy(
     client: &Client,
     namespace: &str,
     name: &str,
     uid: &str,
-) -> Result<Outcome, WriteError> {
+) -> Result<Outcome, ApiError> {
     let params = DeleteParams {
         preconditions: (!uid.is_empty()).then(|| Preconditions {
             uid: Some(uid.to_owned()),
             resource_version: None,
         }),
-        ..Default::default()
+        ..DeleteParams::default()
     };
-    let error = |source| WriteError {
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-        action: "delete",
-        source,
-    };
-    let request = Request::new(url(namespace))
-        .delete(name, &params)
-        .map_err(|e| error(kube::Error::BuildRequest(e)))?;
-    match client.request::<serde_json::Value>(request).await {
+    let key = copy_key(namespace, name);
+    let request = Request::new(url(namespace)).delete(name, &params);
+    match write::send::<serde_json::Value>(client, Operation::Delete, &key, request).await {
         Ok(_) => Ok(Outcome::Deleted),
-        Err(err) if is_not_found(&err) => Ok(Outcome::Deleted),
-        Err(err) => classify(err).map_err(error),
+        Err(err) if err.is_not_found() => Ok(Outcome::Deleted),
+        Err(err) => classify(err),
     }
 }
