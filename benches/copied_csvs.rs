@@ -410,7 +410,10 @@ fn process_cpu(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // The command name (field 2) may hold spaces; the fields after its closing parenthesis
     // start at field 3.
-    let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();
+    let after_name = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default();
     let fields: Vec<u64> = after_name
         .split_whitespace()
         .map(|f| f.parse().unwrap_or(0))

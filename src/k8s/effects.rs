@@ -145,7 +145,7 @@ impl Write {
             key: ObjectKey::of(obj),
             options: DeleteOptions {
                 resource_version: obj.resource_version(),
-                foreground: false,
+                ..DeleteOptions::default()
             },
         }
     }
@@ -246,7 +246,11 @@ pub async fn execute(
     Ok(executed)
 }
 
-fn encoded(key: &ObjectKey, operation: Operation, body: &Body) -> Result<serde_json::Value, ApiError> {
+fn encoded(
+    key: &ObjectKey,
+    operation: Operation,
+    body: &Body,
+) -> Result<serde_json::Value, ApiError> {
     body.to_json()
         .map_err(|e| ApiError::new(operation, key.clone(), kube::Error::SerdeError(e)))
 }
@@ -307,7 +311,7 @@ pub fn written_name(obj: &Option<DynamicObject>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Subscription, SubscriptionStatus};
+    use crate::api::Subscription;
 
     fn subscription(rv: Option<&str>) -> Subscription {
         let mut sub: Subscription = serde_json::from_value(serde_json::json!({
@@ -328,22 +332,32 @@ mod tests {
             key,
             resource_version,
             ..
-        }) = Write::status(&sub, SubscriptionStatus::default())
+        }) = Write::status(&sub, serde_json::json!({"state": "AtLatestKnown"}))
         else {
             panic!("a status write");
         };
         assert_eq!(resource_version, "42");
         assert_eq!(key.to_string(), "Subscription demo/etcd");
         assert!(
-            Write::status(&subscription(None), SubscriptionStatus::default()).is_none(),
+            Write::status(
+                &subscription(None),
+                serde_json::json!({"state": "AtLatestKnown"})
+            )
+            .is_none(),
             "never a blind status write"
         );
     }
 
     #[test]
     fn bodies_compare_by_their_json_and_requeues_keep_the_soonest() {
-        assert_eq!(Body::new(serde_json::json!({"a": 1})), Body::new(serde_json::json!({"a": 1})));
-        assert_ne!(Body::new(serde_json::json!({"a": 1})), Body::new(serde_json::json!({"a": 2})));
+        assert_eq!(
+            Body::new(serde_json::json!({"a": 1})),
+            Body::new(serde_json::json!({"a": 1}))
+        );
+        assert_ne!(
+            Body::new(serde_json::json!({"a": 1})),
+            Body::new(serde_json::json!({"a": 2}))
+        );
         let mut effects = Effects::default();
         assert!(effects.is_empty());
         effects

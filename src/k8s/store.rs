@@ -230,7 +230,11 @@ mod tests {
         }
         assert!(store.is_empty(), "a list in progress is not visible");
         writer.apply(&Event::InitDone);
-        let names: Vec<String> = store.in_namespace("b").iter().map(|o| o.name_any()).collect();
+        let names: Vec<String> = store
+            .in_namespace("b")
+            .iter()
+            .map(|o| o.name_any())
+            .collect();
         assert_eq!(names, ["x", "z"]);
         assert_eq!(store.len(), 3);
         assert!(store.get("a", "y").is_some());
@@ -249,7 +253,11 @@ mod tests {
         assert_eq!(store.namespaces(), ["b"]);
         writer.apply(&Event::Init);
         writer.apply(&Event::InitApply(cm("c", "three")));
-        assert_eq!(store.namespaces(), ["b"], "the old view stays until InitDone");
+        assert_eq!(
+            store.namespaces(),
+            ["b"],
+            "the old view stays until InitDone"
+        );
         writer.apply(&Event::InitDone);
         assert_eq!(store.namespaces(), ["c"]);
     }

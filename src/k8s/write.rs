@@ -147,9 +147,13 @@ pub async fn get<K>(api: &Api<K>, name: &str) -> Result<Option<K>, ApiError>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
 {
-    api.get_opt(name)
-        .await
-        .map_err(|e| ApiError::new(Operation::Get, ObjectKey::new::<K>(api.namespace(), name), e))
+    api.get_opt(name).await.map_err(|e| {
+        ApiError::new(
+            Operation::Get,
+            ObjectKey::new::<K>(api.namespace(), name),
+            e,
+        )
+    })
 }
 
 /// Lists `K` through `api` (only where no store holds them: a live read just before a write).
@@ -157,9 +161,10 @@ pub async fn list<K>(api: &Api<K>, params: &kube::api::ListParams) -> Result<Vec
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
 {
-    api.list(params).await.map(|l| l.items).map_err(|e| {
-        ApiError::new(Operation::List, ObjectKey::new::<K>(api.namespace(), ""), e)
-    })
+    api.list(params)
+        .await
+        .map(|l| l.items)
+        .map_err(|e| ApiError::new(Operation::List, ObjectKey::new::<K>(api.namespace(), ""), e))
 }
 
 /// Creates `obj` through `api`.
@@ -248,7 +253,11 @@ pub async fn write_status(
         "status": status,
     });
     let obj: DynamicObject = serde_json::from_value(body).map_err(|e| {
-        ApiError::new(Operation::WriteStatus, key.clone(), kube::Error::SerdeError(e))
+        ApiError::new(
+            Operation::WriteStatus,
+            key.clone(),
+            kube::Error::SerdeError(e),
+        )
     })?;
     key.api(client)
         .replace_status(&key.name, &post_params(), &obj)
@@ -263,10 +272,16 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// Delete dependents first (`Foreground`) or leave them to the garbage collector.
     pub foreground: bool,
+    /// Grace period for the object's pods (`None`: the object's default).
+    pub grace_period_seconds: Option<u32>,
 }
 
 /// Deletes `key`; an object already gone is fine (`Ok(false)`).
-pub async fn delete(client: &Client, key: &ObjectKey, options: &DeleteOptions) -> Result<bool, ApiError> {
+pub async fn delete(
+    client: &Client,
+    key: &ObjectKey,
+    options: &DeleteOptions,
+) -> Result<bool, ApiError> {
     let params = DeleteParams {
         preconditions: options.resource_version.as_ref().map(|rv| Preconditions {
             resource_version: Some(rv.clone()),
@@ -275,6 +290,7 @@ pub async fn delete(client: &Client, key: &ObjectKey, options: &DeleteOptions) -
         propagation_policy: options
             .foreground
             .then_some(kube::api::PropagationPolicy::Foreground),
+        grace_period_seconds: options.grace_period_seconds,
         ..DeleteParams::default()
     };
     match key.api(client).delete(&key.name, &params).await {
@@ -282,6 +298,48 @@ pub async fn delete(client: &Client, key: &ObjectKey, options: &DeleteOptions) -
         Err(err) if ApiFailure::of(&err) == ApiFailure::NotFound => Ok(false),
         Err(err) => Err(ApiError::new(Operation::Delete, key.clone(), err)),
     }
+}
+
+/// Server-side applies `status` to the status subresource of `name`, taking every field
+/// (`force`): for a status olm-rs alone writes and derives whole from the object's spec each
+/// time (an OperatorCondition's), where an older copy cannot hold anything newer to lose.
+pub async fn apply_status<K>(
+    api: &Api<K>,
+    name: &str,
+    status: &impl Serialize,
+) -> Result<K, ApiError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
+{
+    super::apply::apply_status(api, name, status)
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                Operation::WriteStatus,
+                ObjectKey::new::<K>(api.namespace(), name),
+                e,
+            )
+        })
+}
+
+/// Deletes every `K` `api` reaches that `selector` selects.
+pub async fn delete_collection<K>(api: &Api<K>, selector: &str) -> Result<(), ApiError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
+{
+    api.delete_collection(
+        &DeleteParams::default(),
+        &kube::api::ListParams::default().labels(selector),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| {
+        ApiError::new(
+            Operation::Delete,
+            ObjectKey::new::<K>(api.namespace(), &format!("(labelled {selector})")),
+            e,
+        )
+    })
 }
 
 /// Parameters of a create or replace by olm-rs: the one field manager.
