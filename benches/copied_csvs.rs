@@ -22,8 +22,9 @@
 //! ServiceAccount and RBAC of its permissions, the CSV) and the controller takes the CSV to
 //! Succeeded by itself (the API server's workload simulator reports its Deployment ready).
 //! Timed: from the bench seeing the original Succeeded until every copy carries the copied
-//! status. Memory: the controller process's peak RSS (`VmHWM`) over its whole life, and at the
-//! end its resident anonymous memory (heap, stacks) and file pages (mostly the binary's code).
+//! status. CPU: the controller's user + system time over its whole life. Memory: the controller
+//! process's peak RSS (`VmHWM`) over its whole life, and at the end its resident anonymous
+//! memory (heap, stacks) and file pages (mostly the binary's code).
 //! One run per size, printed as a table; criterion is not used. `OLM_RS_BENCH_BIN=<path>` runs
 //! another build as the controller, e.g. the container image's (`--profile image
 //! --no-default-features --target x86_64-unknown-linux-musl`), whose smaller code is most of the
@@ -399,6 +400,26 @@ struct ProcessMeasurement {
     anon_kib: u64,
     file_kib: u64,
     copies: usize,
+    /// CPU time the controller spent over its whole life (user + system), start-up included.
+    cpu: Duration,
+}
+
+/// User + system CPU time of `pid` so far, from `/proc/<pid>/stat` (fields 14 and 15, in clock
+/// ticks of 1/100 s: `getconf CLK_TCK` is 100 on every Linux this runs on).
+fn process_cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis
+    // start at field 3.
+    let after_name = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default();
+    let fields: Vec<u64> = after_name
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
 }
 
 fn process_status_kib(pid: u32, field: &str) -> u64 {
@@ -585,6 +606,7 @@ async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> Proc
     let peak_rss_kib = process_status_kib(pid, "VmHWM:");
     let anon_kib = process_status_kib(pid, "RssAnon:");
     let file_kib = process_status_kib(pid, "RssFile:");
+    let cpu = process_cpu(pid);
     let _ = child.kill().await;
     serving.shutdown().await;
     ProcessMeasurement {
@@ -593,6 +615,7 @@ async fn run_process_once(namespaces: usize, csv_path: &std::path::Path) -> Proc
         anon_kib,
         file_kib,
         copies,
+        cpu,
     }
 }
 
@@ -609,14 +632,15 @@ fn process_table() {
         .unwrap_or_else(|| vec![100, 500, 1000, 2000]);
     eprintln!("copied_csvs (olm-rs run in its own process, HTTP on loopback)");
     eprintln!(
-        "  namespaces  copies  seconds until all copied  controller peak RSS  (at end: anon + file)"
+        "  namespaces  copies  seconds until all copied  controller CPU s  controller peak RSS  (at end: anon + file)"
     );
     for n in sizes {
         let m = runtime.block_on(run_process_once(n, &csv_path));
         eprintln!(
-            "  {n:>10}  {:>6}  {:>24.2}  {:>15.1} MiB  ({:.1} + {:.1} MiB)",
+            "  {n:>10}  {:>6}  {:>24.2}  {:>16.2}  {:>15.1} MiB  ({:.1} + {:.1} MiB)",
             m.copies,
             m.elapsed.as_secs_f64(),
+            m.cpu.as_secs_f64(),
             m.peak_rss_kib as f64 / 1024.0,
             m.anon_kib as f64 / 1024.0,
             m.file_kib as f64 / 1024.0

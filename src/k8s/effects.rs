@@ -145,7 +145,7 @@ impl Write {
             key: ObjectKey::of(obj),
             options: DeleteOptions {
                 resource_version: obj.resource_version(),
-                foreground: false,
+                ..DeleteOptions::default()
             },
         }
     }
@@ -311,7 +311,7 @@ pub fn written_name(obj: &Option<DynamicObject>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Subscription, SubscriptionStatus};
+    use crate::api::Subscription;
 
     fn subscription(rv: Option<&str>) -> Subscription {
         let mut sub: Subscription = serde_json::from_value(serde_json::json!({
@@ -332,14 +332,18 @@ mod tests {
             key,
             resource_version,
             ..
-        }) = Write::status(&sub, SubscriptionStatus::default())
+        }) = Write::status(&sub, serde_json::json!({"state": "AtLatestKnown"}))
         else {
             panic!("a status write");
         };
         assert_eq!(resource_version, "42");
         assert_eq!(key.to_string(), "Subscription demo/etcd");
         assert!(
-            Write::status(&subscription(None), SubscriptionStatus::default()).is_none(),
+            Write::status(
+                &subscription(None),
+                serde_json::json!({"state": "AtLatestKnown"})
+            )
+            .is_none(),
             "never a blind status write"
         );
     }

@@ -293,6 +293,8 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// Delete dependents first (`Foreground`) or leave them to the garbage collector.
     pub foreground: bool,
+    /// Grace period for the object's pods (`None`: the object's default).
+    pub grace_period_seconds: Option<u32>,
 }
 
 /// Deletes `key`; an object already gone is fine (`Ok(false)`).
@@ -309,6 +311,7 @@ pub async fn delete(
         propagation_policy: options
             .foreground
             .then_some(kube::api::PropagationPolicy::Foreground),
+        grace_period_seconds: options.grace_period_seconds,
         ..DeleteParams::default()
     };
     match key.api(client).delete(&key.name, &params).await {
@@ -316,6 +319,48 @@ pub async fn delete(
         Err(err) if ApiFailure::of(&err) == ApiFailure::NotFound => Ok(false),
         Err(err) => Err(ApiError::new(Operation::Delete, key.clone(), err)),
     }
+}
+
+/// Server-side applies `status` to the status subresource of `name`, taking every field
+/// (`force`): for a status olm-rs alone writes and derives whole from the object's spec each
+/// time (an OperatorCondition's), where an older copy cannot hold anything newer to lose.
+pub async fn apply_status<K>(
+    api: &Api<K>,
+    name: &str,
+    status: &impl Serialize,
+) -> Result<K, ApiError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
+{
+    super::apply::apply_status(api, name, status)
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                Operation::WriteStatus,
+                ObjectKey::new::<K>(api.namespace(), name),
+                e,
+            )
+        })
+}
+
+/// Deletes every `K` `api` reaches that `selector` selects.
+pub async fn delete_collection<K>(api: &Api<K>, selector: &str) -> Result<(), ApiError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
+{
+    api.delete_collection(
+        &DeleteParams::default(),
+        &kube::api::ListParams::default().labels(selector),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| {
+        ApiError::new(
+            Operation::Delete,
+            ObjectKey::new::<K>(api.namespace(), &format!("(labelled {selector})")),
+            e,
+        )
+    })
 }
 
 /// Parameters of a create or replace by olm-rs: the one field manager.

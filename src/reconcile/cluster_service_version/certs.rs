@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::{Api, DeleteParams, ListParams, Patch};
+use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -20,7 +20,8 @@ use crate::csv::InstallFailure;
 use crate::csv::certs::check::WebhookKind;
 use crate::csv::certs::resources::KUBE_SYSTEM;
 use crate::csv::certs::{CertInstall, CertObjects, SeenSecret, WebhookConfiguration};
-use crate::k8s::errors::is_not_found;
+use crate::k8s::errors::ApiFailure;
+use crate::k8s::write::{self, ApiError, DeleteOptions, ObjectKey, Ownership};
 
 use super::ReconcileError;
 use super::stores::Stores;
@@ -28,13 +29,11 @@ use super::stores::Stores;
 /// The cert objects of namespace `ns` (and the cluster's webhook configurations and
 /// `kube-system` bindings) from the stores.
 pub fn observe_certs(stores: &Stores, ns: &str) -> CertObjects {
-    let in_ns = |meta_ns: Option<&String>, want: &str| meta_ns.map(String::as_str) == Some(want);
     CertObjects {
         secrets: stores
             .secrets
-            .state()
+            .in_namespace(ns)
             .iter()
-            .filter(|s| in_ns(s.metadata.namespace.as_ref(), ns))
             .map(|s| SeenSecret {
                 name: s.name_any(),
                 ca_hash_annotation: s.annotations().get(OLM_CA_HASH_ANNOTATION).cloned(),
@@ -45,26 +44,16 @@ pub fn observe_certs(stores: &Stores, ns: &str) -> CertObjects {
                     .unwrap_or_default(),
             })
             .collect(),
-        services: stores
-            .services
-            .state()
-            .into_iter()
-            .filter(|s| in_ns(s.metadata.namespace.as_ref(), ns))
-            .collect(),
-        validating_webhooks: stores.validating_webhooks.state(),
-        mutating_webhooks: stores.mutating_webhooks.state(),
-        auth_reader_bindings: stores
-            .role_bindings
-            .state()
-            .into_iter()
-            .filter(|r| in_ns(r.metadata.namespace.as_ref(), KUBE_SYSTEM))
-            .collect(),
+        services: stores.services.in_namespace(ns),
+        validating_webhooks: stores.validating_webhooks.all(),
+        mutating_webhooks: stores.mutating_webhooks.all(),
+        auth_reader_bindings: stores.role_bindings.in_namespace(KUBE_SYSTEM),
     }
 }
 
-fn failure(what: String, err: kube::Error, forbidden_is_final: bool) -> InstallFailure {
-    let text = format!("{what}: {err}");
-    if forbidden_is_final && crate::k8s::errors::is_forbidden(&err) {
+fn failure(err: ApiError, forbidden_is_final: bool) -> InstallFailure {
+    let text = err.to_string();
+    if forbidden_is_final && err.failure() == ApiFailure::Forbidden {
         InstallFailure::Forbidden(text)
     } else {
         InstallFailure::Other(text)
@@ -81,17 +70,11 @@ where
 {
     let ns = obj.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(client.clone(), &ns);
-    crate::k8s::apply::apply_owned(&api, obj)
+    write::apply(&api, obj, Ownership::Force)
         .await
         .map(|_| ())
         // docs/csv-phases.md §3.1 InstallReady: Forbidden on the Service, Secret or cert RBAC is retried.
-        .map_err(|e| {
-            failure(
-                format!("{} {ns}/{}", K::kind(&()), obj.name_any()),
-                e,
-                false,
-            )
-        })
+        .map_err(|e| failure(e, false))
 }
 
 async fn apply_cluster<K>(
@@ -107,16 +90,10 @@ where
         + std::fmt::Debug,
 {
     let api: Api<K> = Api::all(client.clone());
-    crate::k8s::apply::apply_owned(&api, obj)
+    write::apply(&api, obj, Ownership::Force)
         .await
         .map(|_| ())
-        .map_err(|e| {
-            failure(
-                format!("{} {}", K::kind(&()), obj.name_any()),
-                e,
-                forbidden_is_final,
-            )
-        })
+        .map_err(|e| failure(e, forbidden_is_final))
 }
 
 /// docs/certificates.md §6.3 steps 2–3: Service, Secret and RBAC of every cert deployment, before the
@@ -151,19 +128,15 @@ pub async fn inject_ca(client: &Client, certs: &CertInstall) -> Result<(), Insta
             WebhookConfiguration::Mutating(obj) => write_webhook(client, obj).await?,
         }
     }
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for conversion in &certs.conversions {
         // A merge patch of `spec.conversion` only: the CRD itself is applied by the
         // InstallPlan with the same field manager, and an apply of just this field would
         // drop the rest of that manager's fields.
         let patch = json!({"spec": {"conversion": conversion.conversion}});
-        crds.patch(
-            &conversion.crd,
-            &crate::k8s::patch_params(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(|e| failure(format!("conversion of CRD {}", conversion.crd), e, true))?;
+        let key = ObjectKey::new::<CustomResourceDefinition>(None, &conversion.crd);
+        write::merge_patch(client, &key, &patch, None)
+            .await
+            .map_err(|e| failure(e, true))?;
     }
     Ok(())
 }
@@ -181,80 +154,45 @@ where
         return apply_cluster(client, obj, true).await;
     }
     let api: Api<K> = Api::all(client.clone());
-    api.create(&crate::k8s::post_params(), obj)
+    write::create(&api, obj)
         .await
         .map(|_| ())
-        .map_err(|e| {
-            let base = obj.meta().generate_name.clone().unwrap_or_default();
-            failure(format!("{} {base}*", K::kind(&())), e, true)
-        })
+        .map_err(|e| failure(e, true))
 }
 
 /// Uninstall: the `kube-system` auth-reader RoleBindings olm-rs labelled for the CSV (OLM
 /// leaks them, docs/certificates.md §3.5).
 pub async fn delete_auth_readers(client: &Client, selector: &str) -> Result<(), ReconcileError> {
     let api: Api<RoleBinding> = Api::namespaced(client.clone(), KUBE_SYSTEM);
-    api.delete_collection(
-        &DeleteParams::default(),
-        &ListParams::default().labels(selector),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|source| ReconcileError::Kube {
-        what: format!("delete kube-system RoleBindings labelled {selector}"),
-        source,
-    })
+    Ok(write::delete_collection(&api, selector).await?)
 }
 
 /// Uninstall: CRDs converted by the CSV's webhook go back to `strategy: None`, so their
 /// objects stay readable once the operator is gone (docs/csv-phases.md §10).
 pub async fn reset_conversions(client: &Client, crds: &[String]) -> Result<(), ReconcileError> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let patch = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
     for crd in crds {
-        match api
-            .patch(crd, &crate::k8s::patch_params(), &Patch::Merge(&patch))
-            .await
-        {
+        let key = ObjectKey::new::<CustomResourceDefinition>(None, crd);
+        match write::merge_patch(client, &key, &patch, None).await {
             Ok(_) => {}
-            Err(err) if is_not_found(&err) => {}
-            Err(source) => {
-                return Err(ReconcileError::Kube {
-                    what: format!("reset the conversion of CRD {crd}"),
-                    source,
-                });
-            }
+            Err(err) if err.is_not_found() => {}
+            Err(err) => return Err(err.into()),
         }
     }
     Ok(())
 }
 
-/// Deletes webhook configurations no definition asks for any more (404 is fine).
+/// Deletes webhook configurations no definition asks for any more (absent is fine).
 pub async fn delete_webhooks(
     client: &Client,
     stale: &[(WebhookKind, String)],
 ) -> Result<(), ReconcileError> {
     for (kind, name) in stale {
-        let result = match kind {
-            WebhookKind::Validating => {
-                let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-                api.delete(name, &DeleteParams::default()).await.map(|_| ())
-            }
-            WebhookKind::Mutating => {
-                let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-                api.delete(name, &DeleteParams::default()).await.map(|_| ())
-            }
+        let key = match kind {
+            WebhookKind::Validating => ObjectKey::new::<ValidatingWebhookConfiguration>(None, name),
+            WebhookKind::Mutating => ObjectKey::new::<MutatingWebhookConfiguration>(None, name),
         };
-        match result {
-            Ok(()) => {}
-            Err(err) if is_not_found(&err) => {}
-            Err(source) => {
-                return Err(ReconcileError::Kube {
-                    what: format!("delete stale {kind:?}WebhookConfiguration {name}"),
-                    source,
-                });
-            }
-        }
+        write::delete(client, &key, &DeleteOptions::default()).await?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::{Api, DeleteParams, ListParams, Patch};
+use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion};
 use crate::csv::cleanup::Cleanup;
 use crate::csv::identity::{name, namespace};
-use crate::k8s::errors::is_not_found;
+use crate::k8s::write::{self, DeleteOptions, ObjectKey};
 
 use super::ReconcileError;
 
@@ -26,16 +26,7 @@ where
         + std::fmt::Debug,
 {
     let api: Api<K> = Api::all(client.clone());
-    api.delete_collection(
-        &DeleteParams::default(),
-        &ListParams::default().labels(selector),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|source| ReconcileError::Kube {
-        what: format!("delete {} labelled {selector}", K::kind(&())),
-        source,
-    })
+    Ok(write::delete_collection(&api, selector).await?)
 }
 
 /// One finalizer pass. Returns `true` once the finalizer was removed.
@@ -51,18 +42,9 @@ pub async fn finalize(
     delete_labelled::<ValidatingWebhookConfiguration>(client, selector).await?;
     super::certs::delete_auth_readers(client, selector).await?;
     super::certs::reset_conversions(client, &cleanup.conversion_resets).await?;
-    let api_services: Api<APIService> = Api::all(client.clone());
     for api in &cleanup.api_services {
-        match api_services.delete(api, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(err) if is_not_found(&err) => {}
-            Err(source) => {
-                return Err(ReconcileError::Kube {
-                    what: format!("delete APIService {api}"),
-                    source,
-                });
-            }
-        }
+        let key = ObjectKey::new::<APIService>(None, api);
+        write::delete(client, &key, &DeleteOptions::default()).await?;
     }
     if !cleanup.remaining.is_empty() {
         // Deleted above; the cache has not seen it yet. The deletion events requeue the CSV.
@@ -74,22 +56,11 @@ pub async fn finalize(
         .filter(|f| *f != CSV_FINALIZER)
         .cloned()
         .collect();
-    let patch =
-        json!({"metadata": {"finalizers": finalizers, "resourceVersion": csv.resource_version()}});
-    let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), namespace(csv));
-    match csvs
-        .patch(
-            name(csv),
-            &crate::k8s::patch_params(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
+    let patch = json!({"metadata": {"finalizers": finalizers}});
+    let key = ObjectKey::new::<ClusterServiceVersion>(Some(namespace(csv)), name(csv));
+    match write::merge_patch(client, &key, &patch, csv.resource_version().as_deref()).await {
         Ok(_) => Ok(true),
-        Err(err) if is_not_found(&err) => Ok(true),
-        Err(source) => Err(ReconcileError::Kube {
-            what: format!("remove the finalizer of CSV {}", name(csv)),
-            source,
-        }),
+        Err(err) if err.is_not_found() => Ok(true),
+        Err(err) => Err(err.into()),
     }
 }

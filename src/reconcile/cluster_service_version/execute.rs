@@ -7,7 +7,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ObjectReference, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PropagationPolicy};
+use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -15,12 +15,13 @@ use serde_json::{Map, Value, json};
 
 use crate::api::event::ObjectEvent;
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion, OperatorGroup};
-use crate::csv::identity::{name, namespace};
+use crate::csv::identity::namespace;
 use crate::csv::permission_objects::PermissionObjects;
 use crate::csv::{Action, CsvSyncOutcome, DeploymentInstall, InstallFailure};
-use crate::k8s::MANAGER;
-use crate::k8s::errors::is_not_found;
+use crate::k8s::effects::{Write, perform};
+use crate::k8s::errors::ApiFailure;
 use crate::k8s::events::EventPublisher;
+use crate::k8s::write::{self, ApiError, DeleteOptions, ObjectKey, Operation, Ownership};
 
 use super::ReconcileError;
 
@@ -32,16 +33,7 @@ pub struct Executor<'a> {
     pub requeue: &'a tokio::sync::mpsc::UnboundedSender<ClusterServiceVersion>,
 }
 
-fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
-    let what = what.into();
-    move |source| ReconcileError::Kube { what, source }
-}
-
 impl Executor<'_> {
-    fn csvs(&self, ns: &str) -> Api<ClusterServiceVersion> {
-        Api::namespaced(self.client.clone(), ns)
-    }
-
     /// Runs the metadata changes and actions of `sync`; returns the install outcome if an
     /// install ran, and the CSV as last written (its resourceVersion guards the status write).
     pub async fn run(
@@ -67,11 +59,7 @@ impl Executor<'_> {
                 Action::ReapplyDeployments(list) => {
                     for desired in list {
                         self.apply_deployment(namespace(csv), &desired.deployment)
-                            .await
-                            .map_err(|e| ReconcileError::Kube {
-                                what: format!("re-apply Deployment {}", desired.name),
-                                source: e,
-                            })?;
+                            .await?;
                     }
                 }
                 Action::EnsurePermissions(objects) => self.ensure_permissions(objects).await?,
@@ -86,15 +74,8 @@ impl Executor<'_> {
                     let _ = self.requeue.send(stub);
                 }
                 Action::DeleteCsv => {
-                    match self
-                        .csvs(namespace(csv))
-                        .delete(name(csv), &DeleteParams::default())
-                        .await
-                    {
-                        Ok(_) => {}
-                        Err(e) if is_not_found(&e) => {}
-                        Err(e) => return Err(kube_err(format!("delete CSV {}", name(csv)))(e)),
-                    }
+                    let key = ObjectKey::of(csv);
+                    write::delete(self.client, &key, &DeleteOptions::default()).await?;
                 }
             }
         }
@@ -130,16 +111,24 @@ impl Executor<'_> {
         if meta.is_empty() {
             return Ok(csv.clone());
         }
-        meta.insert("resourceVersion".into(), json!(csv.resource_version()));
         let patch = json!({ "metadata": meta });
-        self.csvs(namespace(csv))
-            .patch(
-                name(csv),
-                &crate::k8s::patch_params(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map_err(kube_err(format!("update metadata of CSV {}", name(csv))))
+        let written = write::merge_patch(
+            self.client,
+            &ObjectKey::of(csv),
+            &patch,
+            csv.resource_version().as_deref(),
+        )
+        .await?;
+        serde_json::to_value(written)
+            .and_then(serde_json::from_value)
+            .map_err(|e| {
+                ApiError::new(
+                    Operation::Patch,
+                    ObjectKey::of(csv),
+                    kube::Error::SerdeError(e),
+                )
+                .into()
+            })
     }
 
     async fn set_provided_apis(
@@ -148,33 +137,25 @@ impl Executor<'_> {
         group: &str,
         annotation: &str,
     ) -> Result<(), ReconcileError> {
-        let api: Api<OperatorGroup> = Api::namespaced(self.client.clone(), ns);
         let patch = json!({"metadata": {"annotations": {crate::api::keys::PROVIDED_APIS_ANNOTATION: annotation}}});
-        match api
-            .patch(group, &crate::k8s::patch_params(), &Patch::Merge(&patch))
-            .await
-        {
+        let key = ObjectKey::new::<OperatorGroup>(Some(ns), group);
+        match write::merge_patch(self.client, &key, &patch, None).await {
             Ok(_) => Ok(()),
-            Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(kube_err(format!(
-                "update olm.providedAPIs of OperatorGroup {group}"
-            ))(e)),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 
     async fn delete_deployment(&self, ns: &str, deployment: &str) -> Result<(), ReconcileError> {
-        let api: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
         // docs/csv-phases.md §7.1 step 3: foreground, one second of grace.
-        let params = DeleteParams {
+        let options = DeleteOptions {
             grace_period_seconds: Some(1),
-            propagation_policy: Some(PropagationPolicy::Foreground),
-            ..Default::default()
+            foreground: true,
+            ..DeleteOptions::default()
         };
-        match api.delete(deployment, &params).await {
-            Ok(_) => Ok(()),
-            Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(kube_err(format!("delete Deployment {deployment}"))(e)),
-        }
+        let key = ObjectKey::new::<Deployment>(Some(ns), deployment);
+        write::delete(self.client, &key, &options).await?;
+        Ok(())
     }
 
     /// OLM replaces the whole Deployment; the equivalent apply takes every field it sets.
@@ -182,9 +163,9 @@ impl Executor<'_> {
         &self,
         ns: &str,
         deployment: &Deployment,
-    ) -> Result<Deployment, kube::Error> {
+    ) -> Result<Deployment, ApiError> {
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
-        crate::k8s::apply::apply_owned(&api, deployment).await
+        write::apply(&api, deployment, Ownership::Force).await
     }
 
     async fn install(&self, ns: &str, plan: &DeploymentInstall) -> Result<(), InstallFailure> {
@@ -194,7 +175,7 @@ impl Executor<'_> {
         for desired in &plan.deployments {
             if let Err(err) = self.apply_deployment(ns, &desired.deployment).await {
                 let text = err.to_string();
-                return Err(if crate::k8s::errors::is_forbidden(&err) {
+                return Err(if err.failure() == ApiFailure::Forbidden {
                     InstallFailure::Forbidden(text)
                 } else {
                     InstallFailure::Other(text)
@@ -241,15 +222,8 @@ impl Executor<'_> {
     {
         let ns = obj.namespace().unwrap_or_default();
         let api: Api<K> = Api::namespaced(self.client.clone(), &ns);
-        crate::k8s::apply::apply_owned(&api, obj)
-            .await
-            .map(|_| ())
-            .map_err(kube_err(format!(
-                "restore {} {}/{}",
-                K::kind(&()),
-                ns,
-                obj.name_any()
-            )))
+        write::apply(&api, obj, Ownership::Force).await?;
+        Ok(())
     }
 
     async fn apply_cluster<K>(&self, obj: &K) -> Result<(), ReconcileError>
@@ -261,14 +235,8 @@ impl Executor<'_> {
             + std::fmt::Debug,
     {
         let api: Api<K> = Api::all(self.client.clone());
-        crate::k8s::apply::apply_owned(&api, obj)
-            .await
-            .map(|_| ())
-            .map_err(kube_err(format!(
-                "restore {} {}",
-                K::kind(&()),
-                obj.name_any()
-            )))
+        write::apply(&api, obj, Ownership::Force).await?;
+        Ok(())
     }
 
     /// Writes the whole status through the status subresource; the resourceVersion makes a
@@ -278,21 +246,12 @@ impl Executor<'_> {
         csv: &ClusterServiceVersion,
         status: &crate::api::ClusterServiceVersionStatus,
     ) -> Result<(), ReconcileError> {
-        let body = json!({
-            "apiVersion": ClusterServiceVersion::api_version(&()),
-            "kind": ClusterServiceVersion::kind(&()),
-            "metadata": {"name": name(csv), "resourceVersion": csv.resource_version()},
-            "status": status,
-        });
-        self.csvs(namespace(csv))
-            .patch_status(
-                name(csv),
-                &PatchParams::apply(MANAGER).force(),
-                &Patch::Apply(&body),
-            )
-            .await
-            .map(|_| ())
-            .map_err(kube_err(format!("write status of CSV {}", name(csv))))
+        let Some(write) = Write::status(csv, status.clone()) else {
+            // Never read from a server (no resourceVersion): nothing to guard the write with.
+            return Ok(());
+        };
+        perform(self.client, &write).await?;
+        Ok(())
     }
 
     pub async fn publish(&self, csv: &ClusterServiceVersion, events: &[ObjectEvent]) {

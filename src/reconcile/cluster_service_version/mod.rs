@@ -26,8 +26,8 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::Api;
 use kube::{Client, ResourceExt};
 use kube_runtime::controller::{Action as ControllerAction, Controller};
-use kube_runtime::reflector::{ObjectRef, Store};
-use kube_runtime::watcher;
+use kube_runtime::reflector::{self, ObjectRef, Store};
+use kube_runtime::{WatchStreamExt, watcher};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::api::keys::COPIED_FROM_LABEL;
@@ -36,13 +36,13 @@ use crate::csv::cleanup::{cleanup, has_finalizer};
 use crate::csv::identity::name;
 use crate::csv::replacement::{replaced_csv, replacement_of};
 use crate::csv::{Action, Requeue, after_install_with_certs, sync};
-use crate::k8s::errors::is_conflict;
+use crate::k8s::write::ApiError;
 use crate::metrics::{CountedKind, Metrics};
 use crate::operator_group::is_copied;
 
 use super::Context;
 use execute::Executor;
-use stores::{Stores, managed, reflect, slim, slim_crd};
+use stores::{CsvNamespaces, Stores, managed, reflect, slim, slim_crd};
 
 /// How often a CSV is re-synced without events (OLM: 5 minutes); the default of
 /// [`crate::reconcile::ControllerOptions::csv_resync`].
@@ -51,12 +51,8 @@ pub const RESYNC: Duration = Duration::from_secs(5 * 60);
 /// Why a reconcile failed; the CSV is retried with back-off.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("{what}: {source}")]
-    Kube {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Api(#[from] ApiError),
     #[error("CSV {csv}: {reason}")]
     Backoff { csv: String, reason: String },
     #[error("the reflector stores stopped")]
@@ -69,6 +65,7 @@ struct Shared {
     ctx: Arc<Context>,
     stores: Stores,
     requeue: tokio::sync::mpsc::UnboundedSender<ClusterServiceVersion>,
+    discovery: Arc<observe::DiscoveryCache>,
     /// Consecutive failures per CSV, for exponential back-off.
     failures: Mutex<HashMap<ObjectRef<ClusterServiceVersion>, u32>>,
 }
@@ -79,8 +76,23 @@ pub async fn run(ctx: Arc<Context>) {
     let csv_api: Api<ClusterServiceVersion> = Api::all(client.clone());
     // Copies are never driven (docs/csv-phases.md §1); not watching them keeps the cache small.
     let not_copies = format!("!{COPIED_FROM_LABEL}");
-    let controller = Controller::new(csv_api, watcher::Config::default().labels(&not_copies));
-    let csvs = controller.store();
+    let (csvs, writer) = reflector::store();
+    let csv_namespaces = CsvNamespaces::default();
+    let csv_events = {
+        let index = csv_namespaces.clone();
+        reflector::reflector(
+            writer,
+            watcher::watcher(csv_api, watcher::Config::default().labels(&not_copies))
+                .default_backoff(),
+        )
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                index.record(event);
+            }
+        })
+        .applied_objects()
+    };
+    let controller = Controller::for_stream(csv_events, csvs.clone());
 
     let (operator_groups, og_trigger) = reflect(&client, None, slim);
     let (subscriptions, sub_trigger) = reflect(&client, None, slim);
@@ -101,6 +113,7 @@ pub async fn run(ctx: Arc<Context>) {
     let (operator_conditions, oc_trigger) = reflect::<OperatorCondition>(&client, None, slim);
     let stores = Stores {
         csvs: csvs.clone(),
+        csv_namespaces: csv_namespaces.clone(),
         operator_groups,
         subscriptions,
         crds,
@@ -117,6 +130,7 @@ pub async fn run(ctx: Arc<Context>) {
         mutating_webhooks,
         operator_conditions,
     };
+    let discovery = Arc::new(observe::DiscoveryCache::default());
     let (requeue, requeued) = tokio::sync::mpsc::unbounded_channel();
     let requeued = UnboundedReceiverStream::new(requeued).map(Ok::<_, watcher::Error>);
 
@@ -131,22 +145,33 @@ pub async fn run(ctx: Arc<Context>) {
         .watches_stream(sub_trigger, |sub: Subscription| {
             stores::csv_of_subscription(&sub)
         })
-        .watches_stream(crd_trigger, {
+        .watches_stream(crd_trigger.inspect(forget_discovery(&discovery)), {
             let csvs = csvs.clone();
             move |crd: CustomResourceDefinition| stores::csvs_using_crd(&csvs, &crd.name_any())
         })
-        .watches_stream(api_trigger, {
+        .watches_stream(api_trigger.inspect(forget_discovery(&discovery)), {
             let csvs = csvs.clone();
             move |api: APIService| stores::csvs_using_api_service(&csvs, &api)
         })
         .watches_stream(dep_trigger, |dep: Deployment| stores::owners(&dep))
-        .watches_stream(sa_trigger, by_namespace::<ServiceAccount>(csvs.clone()))
-        .watches_stream(role_trigger, by_namespace::<Role>(csvs.clone()))
-        .watches_stream(rb_trigger, by_namespace::<RoleBinding>(csvs.clone()))
+        .watches_stream(
+            sa_trigger,
+            by_namespace::<ServiceAccount>(csvs.clone(), csv_namespaces.clone()),
+        )
+        .watches_stream(
+            role_trigger,
+            by_namespace::<Role>(csvs.clone(), csv_namespaces.clone()),
+        )
+        .watches_stream(
+            rb_trigger,
+            by_namespace::<RoleBinding>(csvs.clone(), csv_namespaces.clone()),
+        )
         .watches_stream(cr_trigger, |role: ClusterRole| stores::owners(&role))
         .watches_stream(crb_trigger, {
-            let csvs = csvs.clone();
-            move |binding: ClusterRoleBinding| stores::csvs_for_cluster_binding(&csvs, &binding)
+            let (csvs, index) = (csvs.clone(), csv_namespaces.clone());
+            move |binding: ClusterRoleBinding| {
+                stores::csvs_for_cluster_binding(&csvs, &index, &binding)
+            }
         })
         .watches_stream(secret_trigger, |s: Secret| stores::owners(&s))
         .watches_stream(service_trigger, |s: Service| stores::owners(&s))
@@ -157,8 +182,8 @@ pub async fn run(ctx: Arc<Context>) {
             stores::owners(&w)
         })
         .watches_stream(oc_trigger, {
-            let csvs = csvs.clone();
-            move |oc: OperatorCondition| stores::csvs_of_operator_condition(&csvs, &oc)
+            let (csvs, index) = (csvs.clone(), csv_namespaces.clone());
+            move |oc: OperatorCondition| stores::csvs_of_operator_condition(&csvs, &index, &oc)
         });
 
     let shared = Arc::new(Shared {
@@ -166,6 +191,7 @@ pub async fn run(ctx: Arc<Context>) {
         ctx,
         stores,
         requeue,
+        discovery,
         failures: Mutex::new(HashMap::new()),
     });
     controller
@@ -178,11 +204,24 @@ pub async fn run(ctx: Arc<Context>) {
         .await;
 }
 
+/// Clears the discovery cache on any CRD or APIService event: they change what is served.
+fn forget_discovery<T>(cache: &Arc<observe::DiscoveryCache>) -> impl FnMut(&T) + Send + 'static {
+    let cache = Arc::clone(cache);
+    move |_| cache.invalidate()
+}
+
 /// Maps an object to every CSV of its namespace (RBAC, ServiceAccounts, OperatorGroups).
 fn by_namespace<K: kube::Resource>(
     csvs: Store<ClusterServiceVersion>,
+    index: CsvNamespaces,
 ) -> impl Fn(K) -> Vec<ObjectRef<ClusterServiceVersion>> + Send + Sync + 'static {
-    move |obj| stores::csvs_in(&csvs, obj.meta().namespace.as_deref().unwrap_or_default())
+    move |obj| {
+        stores::csvs_in(
+            &csvs,
+            &index,
+            obj.meta().namespace.as_deref().unwrap_or_default(),
+        )
+    }
 }
 
 async fn reconcile(
@@ -191,10 +230,7 @@ async fn reconcile(
 ) -> Result<ControllerAction, ReconcileError> {
     let metrics = Arc::clone(&shared.ctx.metrics);
     // `csv_count` counts the CSVs this controller drives (copies are not watched).
-    metrics.set_count(
-        CountedKind::ClusterServiceVersion,
-        shared.stores.csvs.state().len(),
-    );
+    metrics.set_count(CountedKind::ClusterServiceVersion, shared.stores.csvs.len());
     let key = format!(
         "{}/{}",
         csv.metadata.namespace.as_deref().unwrap_or_default(),
@@ -215,7 +251,7 @@ async fn sync_one(
         .await
         .map_err(|_| ReconcileError::StoresStopped)?;
     let key = ObjectRef::from_obj(csv.as_ref());
-    let seen = observe::observe(&shared.client, &shared.stores, &csv).await;
+    let seen = observe::observe(&shared.client, &shared.stores, &shared.discovery, &csv).await;
     let executor = Executor {
         client: &shared.client,
         events: &shared.ctx.events,
@@ -362,8 +398,8 @@ fn error_policy(
 ) -> ControllerAction {
     // A write based on a cache older than the object is refused with 409; the watch is about
     // to deliver the newer object, so retry soon and without counting it as a failure.
-    if let ReconcileError::Kube { source, .. } = err
-        && is_conflict(source)
+    if let ReconcileError::Api(api) = err
+        && api.is_conflict()
     {
         tracing::debug!(%err, "CSV changed while syncing; retrying");
         return ControllerAction::requeue(Duration::from_millis(200));

@@ -2,7 +2,7 @@
 //! stores cannot answer (discovery, server version).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::Mutex;
 
 use kube::Client;
 
@@ -13,32 +13,76 @@ use crate::k8s::errors::is_not_found;
 
 use super::stores::Stores;
 
-fn in_namespace<K: kube::Resource>(items: Vec<Arc<K>>, ns: &str) -> Vec<Arc<K>> {
-    items
-        .into_iter()
-        .filter(|o| o.meta().namespace.as_deref() == Some(ns))
-        .collect()
+/// Discovery answers and the server version, kept between syncs: every CSV sync asks them, and
+/// they change only when a CRD or an APIService does (the controller clears the group-versions
+/// on those events) or when the control plane is upgraded (the version is read again after
+/// [`SERVER_VERSION_TTL`]). Failures are not kept: the next sync asks again.
+#[derive(Default)]
+pub struct DiscoveryCache {
+    /// Answers, with the invalidation count they were asked under.
+    group_versions: Mutex<(u64, BTreeMap<String, BTreeSet<String>>)>,
+    server_version: Mutex<Option<(std::time::Instant, String)>>,
 }
 
-pub async fn observe(client: &Client, stores: &Stores, csv: &ClusterServiceVersion) -> Observed {
+/// How long a read server version is trusted.
+pub const SERVER_VERSION_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl DiscoveryCache {
+    /// Forgets every group-version (a CRD or an APIService changed what the server serves).
+    pub fn invalidate(&self) {
+        let mut answers = self
+            .group_versions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        answers.0 = answers.0.wrapping_add(1);
+        answers.1.clear();
+    }
+
+    /// The kept answer for `key`, or the invalidation count to ask under.
+    fn cached(&self, key: &str) -> Result<BTreeSet<String>, u64> {
+        let answers = self
+            .group_versions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        answers.1.get(key).cloned().ok_or(answers.0)
+    }
+
+    /// Keeps an answer asked under `asked_at`, unless a CRD or APIService changed since (the
+    /// answer may predate the change).
+    fn keep(&self, asked_at: u64, key: String, kinds: BTreeSet<String>) {
+        let mut answers = self
+            .group_versions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if answers.0 == asked_at {
+            answers.1.insert(key, kinds);
+        }
+    }
+}
+
+pub async fn observe(
+    client: &Client,
+    stores: &Stores,
+    cache: &DiscoveryCache,
+    csv: &ClusterServiceVersion,
+) -> Observed {
     let ns = namespace(csv);
-    let csvs = in_namespace(stores.csvs.state(), ns);
     Observed {
-        csvs,
-        operator_groups: in_namespace(stores.operator_groups.state(), ns),
-        all_operator_groups: stores.operator_groups.state(),
-        crds: stores.crds.state(),
-        api_services: stores.api_services.state(),
-        discovery: discovery(client, csv).await,
-        server_version: server_version(client, csv).await,
-        service_accounts: in_namespace(stores.service_accounts.state(), ns),
-        roles: in_namespace(stores.roles.state(), ns),
-        role_bindings: in_namespace(stores.role_bindings.state(), ns),
-        cluster_roles: stores.cluster_roles.state(),
-        cluster_role_bindings: stores.cluster_role_bindings.state(),
-        deployments: in_namespace(stores.deployments.state(), ns),
-        subscriptions: in_namespace(stores.subscriptions.state(), ns),
-        operator_conditions: in_namespace(stores.operator_conditions.state(), ns),
+        csvs: stores.csv_namespaces.in_namespace(&stores.csvs, ns),
+        operator_groups: stores.operator_groups.in_namespace(ns),
+        all_operator_groups: stores.operator_groups.all(),
+        crds: stores.crds.all(),
+        api_services: stores.api_services.all(),
+        discovery: discovery(client, cache, csv).await,
+        server_version: server_version(client, cache, csv).await,
+        service_accounts: stores.service_accounts.in_namespace(ns),
+        roles: stores.roles.in_namespace(ns),
+        role_bindings: stores.role_bindings.in_namespace(ns),
+        cluster_roles: stores.cluster_roles.all(),
+        cluster_role_bindings: stores.cluster_role_bindings.all(),
+        deployments: stores.deployments.in_namespace(ns),
+        subscriptions: stores.subscriptions.in_namespace(ns),
+        operator_conditions: stores.operator_conditions.in_namespace(ns),
         certs: super::certs::observe_certs(stores, ns),
     }
 }
@@ -46,7 +90,11 @@ pub async fn observe(client: &Client, stores: &Stores, csv: &ClusterServiceVersi
 /// Discovery for the group-versions the CSV's native APIs and required APIServices name.
 /// A group-version the server does not serve (404) is recorded as serving nothing; other
 /// failures are recorded as unknown.
-async fn discovery(client: &Client, csv: &ClusterServiceVersion) -> Discovery {
+async fn discovery(
+    client: &Client,
+    cache: &DiscoveryCache,
+    csv: &ClusterServiceVersion,
+) -> Discovery {
     let mut wanted: BTreeSet<(String, String)> = csv
         .spec
         .native_apis
@@ -68,6 +116,13 @@ async fn discovery(client: &Client, csv: &ClusterServiceVersion) -> Discovery {
     let mut group_versions = BTreeMap::new();
     for (group, version) in wanted {
         let key = Discovery::key(&group, &version);
+        let asked_at = match cache.cached(&key) {
+            Ok(kinds) => {
+                group_versions.insert(key, Ok(kinds));
+                continue;
+            }
+            Err(asked_at) => asked_at,
+        };
         let answer = if group.is_empty() {
             client.list_core_api_resources(&version).await
         } else {
@@ -78,12 +133,19 @@ async fn discovery(client: &Client, csv: &ClusterServiceVersion) -> Discovery {
             Err(err) if is_not_found(&err) => Ok(BTreeSet::new()),
             Err(err) => Err(err.to_string()),
         };
+        if let Ok(kinds) = &result {
+            cache.keep(asked_at, key.clone(), kinds.clone());
+        }
         group_versions.insert(key, result);
     }
     Discovery { group_versions }
 }
 
-async fn server_version(client: &Client, csv: &ClusterServiceVersion) -> ServerVersion {
+async fn server_version(
+    client: &Client,
+    cache: &DiscoveryCache,
+    csv: &ClusterServiceVersion,
+) -> ServerVersion {
     if csv
         .spec
         .min_kube_version
@@ -92,8 +154,25 @@ async fn server_version(client: &Client, csv: &ClusterServiceVersion) -> ServerV
     {
         return ServerVersion::default();
     }
+    let mut kept = cache
+        .server_version
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    if let Some((read, version)) = kept.take()
+        && read.elapsed() < SERVER_VERSION_TTL
+    {
+        return ServerVersion::Known(version);
+    }
     match client.apiserver_version().await {
-        Ok(info) => ServerVersion::Known(info.git_version),
+        Ok(info) => {
+            *cache
+                .server_version
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) =
+                Some((std::time::Instant::now(), info.git_version.clone()));
+            ServerVersion::Known(info.git_version)
+        }
         Err(err) => ServerVersion::Unavailable(err.to_string()),
     }
 }
@@ -101,4 +180,30 @@ async fn server_version(client: &Client, csv: &ClusterServiceVersion) -> ServerV
 /// Name used in logs.
 pub fn key(csv: &ClusterServiceVersion) -> String {
     format!("{}/{}", namespace(csv), name(csv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_asked_before_a_crd_change_is_not_kept() {
+        let cache = DiscoveryCache::default();
+        let key = "example.com/v1".to_owned();
+        let asked_at = cache.cached(&key).unwrap_err();
+        cache.invalidate();
+        cache.keep(asked_at, key.clone(), BTreeSet::new());
+        assert!(cache.cached(&key).is_err(), "stale answer dropped");
+        let asked_at = cache.cached(&key).unwrap_err();
+        cache.keep(asked_at, key.clone(), ["Demo".to_owned()].into());
+        assert_eq!(
+            cache.cached(&key).unwrap(),
+            BTreeSet::from(["Demo".to_owned()])
+        );
+        cache.invalidate();
+        assert!(
+            cache.cached(&key).is_err(),
+            "a CRD event forgets everything"
+        );
+    }
 }

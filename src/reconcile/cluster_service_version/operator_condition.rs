@@ -7,7 +7,7 @@ use kube::api::Api;
 
 use crate::api::OperatorCondition;
 use crate::csv::operator_condition::OperatorConditionWrites;
-use crate::k8s::apply::{apply_owned, apply_status};
+use crate::k8s::write::{self, Ownership, apply_status};
 
 use super::ReconcileError;
 
@@ -17,32 +17,20 @@ pub async fn write(
     name: &str,
     writes: &OperatorConditionWrites,
 ) -> Result<(), ReconcileError> {
-    let fail = |what: &str| {
-        let what = format!("{what} {ns}/{name}");
-        move |source| ReconcileError::Kube { what, source }
-    };
     let conditions: Api<OperatorCondition> = Api::namespaced(client.clone(), ns);
     if let Some(condition) = &writes.condition {
-        apply_owned(&conditions, condition)
-            .await
-            .map_err(fail("apply OperatorCondition"))?;
+        write::apply(&conditions, condition, Ownership::Force).await?;
     }
     if let Some(role) = &writes.role {
         let roles: Api<Role> = Api::namespaced(client.clone(), ns);
-        apply_owned(&roles, role)
-            .await
-            .map_err(fail("apply OperatorCondition Role"))?;
+        write::apply(&roles, role, Ownership::Force).await?;
     }
     if let Some(binding) = &writes.role_binding {
         let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), ns);
-        apply_owned(&bindings, binding)
-            .await
-            .map_err(fail("apply OperatorCondition RoleBinding"))?;
+        write::apply(&bindings, binding, Ownership::Force).await?;
     }
     if let Some(status) = &writes.status {
-        apply_status(&conditions, name, status)
-            .await
-            .map_err(fail("write status of OperatorCondition"))?;
+        apply_status(&conditions, name, status).await?;
     }
     Ok(())
 }

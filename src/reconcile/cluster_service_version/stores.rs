@@ -2,6 +2,9 @@
 //! watched kind is watched once, its stream both updates the store and requeues the CSVs it
 //! concerns (docs/csv-phases.md §1.1).
 
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -14,9 +17,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
-use kube_runtime::WatchStreamExt;
-use kube_runtime::reflector::{self, ObjectRef, Store};
-use kube_runtime::watcher::{self, watcher};
+use kube_runtime::reflector::{ObjectRef, Store};
+use kube_runtime::watcher;
 use serde::de::DeserializeOwned;
 
 use crate::api::keys::{
@@ -27,35 +29,98 @@ use crate::api::{
     ClusterServiceVersion, CsvReason, OperatorCondition, OperatorGroup, Subscription,
 };
 use crate::csv::identity::CSV_KIND;
+use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced};
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 
-/// Read-only views of the cluster, shared by every reconcile.
+/// Read-only views of the cluster, shared by every reconcile. Every kind but the CSVs is kept
+/// per namespace (cluster-scoped kinds under `""`), so observing one CSV reads its namespace,
+/// not the cluster (docs/controller-startup.md, "One reconciler shape"). The CSVs themselves
+/// are the controller's own store, with [`CsvNamespaces`] as its namespace index.
 #[derive(Clone)]
 pub struct Stores {
     pub csvs: Store<ClusterServiceVersion>,
-    pub operator_groups: Store<OperatorGroup>,
-    pub subscriptions: Store<Subscription>,
-    pub crds: Store<CustomResourceDefinition>,
-    pub api_services: Store<APIService>,
-    pub deployments: Store<Deployment>,
-    pub service_accounts: Store<ServiceAccount>,
-    pub roles: Store<Role>,
-    pub role_bindings: Store<RoleBinding>,
-    pub cluster_roles: Store<ClusterRole>,
-    pub cluster_role_bindings: Store<ClusterRoleBinding>,
+    pub csv_namespaces: CsvNamespaces,
+    pub operator_groups: NamespacedStore<OperatorGroup>,
+    pub subscriptions: NamespacedStore<Subscription>,
+    pub crds: NamespacedStore<CustomResourceDefinition>,
+    pub api_services: NamespacedStore<APIService>,
+    pub deployments: NamespacedStore<Deployment>,
+    pub service_accounts: NamespacedStore<ServiceAccount>,
+    pub roles: NamespacedStore<Role>,
+    pub role_bindings: NamespacedStore<RoleBinding>,
+    pub cluster_roles: NamespacedStore<ClusterRole>,
+    pub cluster_role_bindings: NamespacedStore<ClusterRoleBinding>,
     /// `olm.managed` Secrets, Services and webhook configurations (docs/certificates.md).
-    pub secrets: Store<Secret>,
-    pub services: Store<Service>,
-    pub validating_webhooks: Store<ValidatingWebhookConfiguration>,
-    pub mutating_webhooks: Store<MutatingWebhookConfiguration>,
-    pub operator_conditions: Store<OperatorCondition>,
+    pub secrets: NamespacedStore<Secret>,
+    pub services: NamespacedStore<Service>,
+    pub validating_webhooks: NamespacedStore<ValidatingWebhookConfiguration>,
+    pub mutating_webhooks: NamespacedStore<MutatingWebhookConfiguration>,
+    pub operator_conditions: NamespacedStore<OperatorCondition>,
+}
+
+/// Which CSVs each namespace holds: the namespace index of the controller's CSV store, kept
+/// from the same watch (a second copy of every CSV would double the largest store).
+#[derive(Clone, Default)]
+pub struct CsvNamespaces(Arc<RwLock<HashMap<String, BTreeSet<String>>>>);
+
+impl CsvNamespaces {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, BTreeSet<String>>> {
+        self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records one watch event of a CSV.
+    pub fn record(&self, event: &watcher::Event<ClusterServiceVersion>) {
+        use watcher::Event;
+        let key =
+            |csv: &ClusterServiceVersion| (csv.namespace().unwrap_or_default(), csv.name_any());
+        match event {
+            Event::Init => self.write().clear(),
+            Event::InitApply(csv) | Event::Apply(csv) => {
+                let (ns, name) = key(csv);
+                self.write().entry(ns).or_default().insert(name);
+            }
+            Event::Delete(csv) => {
+                let (ns, name) = key(csv);
+                let mut index = self.write();
+                if let Some(names) = index.get_mut(&ns) {
+                    names.remove(&name);
+                    if names.is_empty() {
+                        index.remove(&ns);
+                    }
+                }
+            }
+            Event::InitDone => {}
+        }
+    }
+
+    /// The CSVs of `namespace` in `store`, by name.
+    pub fn in_namespace(
+        &self,
+        store: &Store<ClusterServiceVersion>,
+        namespace: &str,
+    ) -> Vec<Arc<ClusterServiceVersion>> {
+        let names: Vec<String> = self
+            .0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(namespace)
+            .map(|names| names.iter().cloned().collect())
+            .unwrap_or_default();
+        names
+            .iter()
+            .filter_map(|name| store.get(&csv_ref(name, namespace)))
+            .collect()
+    }
 }
 
 impl Stores {
     /// Waits until every store has listed once (reconciling on a half-filled cache would see
     /// requirements as missing).
-    pub async fn ready(&self) -> Result<(), reflector::store::WriterDropped> {
-        self.csvs.wait_until_ready().await?;
+    pub async fn ready(&self) -> Result<(), StoreStopped> {
+        self.csvs
+            .wait_until_ready()
+            .await
+            .map_err(|_| StoreStopped)?;
         self.operator_groups.wait_until_ready().await?;
         self.subscriptions.wait_until_ready().await?;
         self.crds.wait_until_ready().await?;
@@ -125,9 +190,13 @@ pub fn slim_crd(crd: &mut CustomResourceDefinition) {
     }
 }
 
-/// Starts the reflector of `K` (all namespaces, optional label selector), passing every object
-/// through `slim` before it is stored.
-pub fn reflect<K>(client: &Client, labels: Option<&str>, slim: fn(&mut K)) -> (Store<K>, Trigger<K>)
+/// Starts the namespace-indexed store of `K` (all namespaces, optional label selector),
+/// passing every object through `slim` before it is stored.
+pub fn reflect<K>(
+    client: &Client,
+    labels: Option<&str>,
+    slim: fn(&mut K),
+) -> (NamespacedStore<K>, Trigger<K>)
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -142,11 +211,8 @@ where
     if let Some(labels) = labels {
         config = config.labels(labels);
     }
-    let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config).default_backoff().modify(slim))
-        .touched_objects()
-        .boxed();
-    (reader, stream)
+    let (store, changed) = reflect_namespaced(api, config, slim);
+    (store, changed.map(Ok).boxed())
 }
 
 /// Label selector for objects OLM manages.
@@ -207,12 +273,13 @@ pub fn csvs_concerned_by_group(
 /// Every non-copied CSV in `namespace`.
 pub fn csvs_in(
     store: &Store<ClusterServiceVersion>,
+    index: &CsvNamespaces,
     namespace: &str,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
-    store
-        .state()
+    index
+        .in_namespace(store, namespace)
         .iter()
-        .filter(|c| c.namespace().as_deref() == Some(namespace) && !is_copied(c))
+        .filter(|c| !is_copied(c))
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
 }
@@ -265,6 +332,7 @@ pub fn csvs_using_api_service(
 /// ServiceAccount subjects.
 pub fn csvs_for_cluster_binding(
     store: &Store<ClusterServiceVersion>,
+    index: &CsvNamespaces,
     binding: &ClusterRoleBinding,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let mut out = owners(binding);
@@ -272,7 +340,7 @@ pub fn csvs_for_cluster_binding(
         if subject.kind == "ServiceAccount"
             && let Some(ns) = &subject.namespace
         {
-            out.extend(csvs_in(store, ns));
+            out.extend(csvs_in(store, index, ns));
         }
     }
     out
@@ -282,20 +350,17 @@ pub fn csvs_for_cluster_binding(
 /// RBAC and status) and the CSVs replacing that one (its `Upgradeable` condition gates them).
 pub fn csvs_of_operator_condition(
     store: &Store<ClusterServiceVersion>,
+    index: &CsvNamespaces,
     condition: &OperatorCondition,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let ns = condition.namespace().unwrap_or_default();
     let name = condition.name_any();
     let mut out = vec![csv_ref(&name, &ns)];
     out.extend(
-        store
-            .state()
+        index
+            .in_namespace(store, &ns)
             .iter()
-            .filter(|c| {
-                c.namespace().as_deref() == Some(ns.as_str())
-                    && !is_copied(c)
-                    && crate::csv::identity::replaces(c) == Some(name.as_str())
-            })
+            .filter(|c| !is_copied(c) && crate::csv::identity::replaces(c) == Some(name.as_str()))
             .map(|c| ObjectRef::from_obj(c.as_ref())),
     );
     out
