@@ -159,9 +159,9 @@ mod tests {
                 .map(|l| (l.to_string(), String::new()))
                 .collect(),
         );
-        ns.metadata.deletion_timestamp = deleting.then(|| {
-            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH)
-        });
+        ns.metadata.deletion_timestamp = deleting.then_some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
         ns
     }
 

@@ -47,21 +47,22 @@ fn namespace(name: &str, labels: &[(&str, &str)]) -> Arc<PartialObjectMeta<Names
 }
 
 fn account(labels: &[(&str, &str)]) -> PartialObjectMeta<ServiceAccount> {
-    let mut sa = PartialObjectMeta::<ServiceAccount>::default();
-    sa.metadata = ObjectMeta {
-        name: Some("scoped".into()),
-        namespace: Some("ops".into()),
-        uid: Some("sa-uid".into()),
-        resource_version: Some("3".into()),
-        labels: Some(
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ),
+    PartialObjectMeta::<ServiceAccount> {
+        metadata: ObjectMeta {
+            name: Some("scoped".into()),
+            namespace: Some("ops".into()),
+            uid: Some("sa-uid".into()),
+            resource_version: Some("3".into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..Default::default()
+        },
         ..Default::default()
-    };
-    sa
+    }
 }
 
 /// A CSV in `ops` at resourceVersion 7 owning the CRD `demos.example.com` when `owns_crd`.
@@ -498,7 +499,8 @@ fn a_deleted_group_loses_only_its_own_roles_as_observed() {
         .get_or_insert_with(BTreeMap::new)
         .insert("olm.owner".into(), "other".into());
     let roles: Vec<Arc<ClusterRole>> = mine.iter().cloned().chain([Arc::new(foreign)]).collect();
-    let cases: Vec<(&str, &[Arc<ClusterRole>], Vec<Write>)> = vec![
+    type Case<'a> = (&'a str, &'a [Arc<ClusterRole>], Vec<Write>);
+    let cases: Vec<Case> = vec![
         (
             "owned roles are deleted at the version seen, others stay",
             &roles,

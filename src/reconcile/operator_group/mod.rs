@@ -187,7 +187,7 @@ fn drive_feeds(shared: &Arc<Shared>, feeds: stores::Feeds) -> Vec<BoxFuture<'sta
 const OLM_CONFIG_WAIT: Duration = Duration::from_secs(5);
 
 async fn workers(shared: Arc<Shared>) {
-    // Nothing is decided on half-filled caches: a selector group evaluated before the
+    // Nothing is decided on half-filled stores: a selector group evaluated before the
     // namespaces are listed would drop its targets and restart its operators' pods.
     // A store whose watch ended (only at shutdown) is as ready as it will get.
     let c = &shared.stores;

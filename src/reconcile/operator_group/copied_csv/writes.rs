@@ -61,15 +61,15 @@ fn encode_error(
     move |e| ApiError::new(operation, key, kube::Error::SerdeError(e))
 }
 
-/// Sorts a failure into "plan again" / "namespace gone" / a real failure.
-fn classify(err: ApiError) -> Result<Outcome, ApiError> {
+/// What a failure means when it is no failure: "plan again" or "namespace gone".
+fn benign(err: &ApiError) -> Option<Outcome> {
     if err.is_conflict() {
-        Ok(Outcome::Raced)
+        Some(Outcome::Raced)
     } else if is_namespace_terminating(&err.source) {
         // A terminating namespace refuses new content.
-        Ok(Outcome::NamespaceGone)
+        Some(Outcome::NamespaceGone)
     } else {
-        Err(err)
+        None
     }
 }
 
@@ -106,7 +106,7 @@ impl CopyWriter {
         let created = match self.send(Operation::Create, &key, request).await {
             Ok(created) => created,
             Err(err) if err.is_not_found() => return Ok(Outcome::NamespaceGone),
-            Err(err) => return classify(err),
+            Err(err) => return benign(&err).ok_or(err),
         };
         let uid = created.metadata.uid.clone().unwrap_or_default();
         match self
@@ -144,7 +144,7 @@ impl CopyWriter {
                     uid = updated.metadata.uid.unwrap_or_default();
                 }
                 Err(err) if err.is_not_found() => return Ok(Outcome::Raced),
-                Err(err) => return classify(err),
+                Err(err) => return benign(&err).ok_or(err),
             }
         }
         if status {
@@ -186,7 +186,7 @@ impl CopyWriter {
                 uid: written.metadata.uid.unwrap_or_default(),
             }),
             Err(err) if err.is_not_found() => Ok(Outcome::Raced),
-            Err(err) => classify(err),
+            Err(err) => benign(&err).ok_or(err),
         }
     }
 }
@@ -211,6 +211,6 @@ pub async fn delete_copy(
     match write::send::<serde_json::Value>(client, Operation::Delete, &key, request).await {
         Ok(_) => Ok(Outcome::Deleted),
         Err(err) if err.is_not_found() => Ok(Outcome::Deleted),
-        Err(err) => classify(err),
+        Err(err) => benign(&err).ok_or(err),
     }
 }
