@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::api::ClusterServiceVersion;
 use crate::operator_group::copied_csv::{CopyRecord, copy_record};
 
-use super::NamespacedName;
+use super::namespaced_name::NamespacedName;
 
 /// Copies by original, reduced to [`CopyRecord`]s.
 #[derive(Clone)]

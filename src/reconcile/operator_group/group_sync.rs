@@ -16,8 +16,8 @@ use crate::operator_group::group_decision::{
 };
 use crate::operator_group::targets::TargetError;
 
+use super::shared::{NamespacedName, RACE_RETRY, Shared};
 use super::stores::CLUSTER;
-use super::{NamespacedName, RACE_RETRY, Shared};
 use crate::reconcile::work_queue::Next;
 
 /// Why a group sync failed; the group is retried with back-off.

@@ -11,10 +11,11 @@ pub mod copied_csv;
 pub mod copy_index;
 mod group_sync;
 mod namespace_sync;
+pub mod namespaced_name;
 pub mod routes;
+pub mod shared;
 pub mod stores;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,68 +28,8 @@ use crate::reconcile::work_queue;
 
 pub use copy_index::CopyIndex;
 pub use routes::Queues;
+pub use shared::{NamespacedName, OperatorGroupOptions, Shared};
 pub use stores::Stores;
-
-/// How soon a sync whose write met a newer object (409) or a gone one (404) looks again, on
-/// fresh data from the stores.
-const RACE_RETRY: Duration = Duration::from_millis(500);
-
-/// A namespaced object's namespace and name: the key of the queues.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NamespacedName {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl NamespacedName {
-    pub fn new(namespace: &str, name: &str) -> Self {
-        Self {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-}
-
-impl std::fmt::Display for NamespacedName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-/// Settings of the OperatorGroup side.
-#[derive(Debug, Clone)]
-pub struct OperatorGroupOptions {
-    /// Namespaces that keep their copied CSVs when copying is disabled (OLM's
-    /// `--protectedCopiedCSVNamespaces`).
-    pub protected_copied_csv_namespaces: BTreeSet<String>,
-    /// Concurrent writes of copies for one original; the API server's own limits
-    /// (max-requests-inflight, APF) are the real bound, so this only needs to keep it busy.
-    pub copy_write_concurrency: usize,
-    /// Workers per queue.
-    pub workers: usize,
-    /// Everything is queued again this often, catching events lost while a watch reconnected.
-    pub resync: Duration,
-}
-
-impl Default for OperatorGroupOptions {
-    fn default() -> Self {
-        Self {
-            protected_copied_csv_namespaces: BTreeSet::new(),
-            copy_write_concurrency: 32,
-            workers: 4,
-            resync: Duration::from_secs(300),
-        }
-    }
-}
-
-/// What every loop of this side shares.
-pub struct Shared {
-    pub ctx: Arc<Context>,
-    pub stores: Stores,
-    pub queues: Queues,
-    pub options: OperatorGroupOptions,
-    pub copy_state: copied_csv::CopyLoopState,
-}
 
 /// Runs the OperatorGroup side with default options until the process stops.
 pub async fn run(ctx: Arc<Context>) {
@@ -103,7 +44,6 @@ pub async fn run_with(ctx: Arc<Context>, options: OperatorGroupOptions) {
         stores,
         queues: Queues::default(),
         options,
-        copy_state: copied_csv::CopyLoopState::default(),
     });
     let mut tasks: Vec<BoxFuture<'static, ()>> = drive_feeds(&shared, feeds);
     tasks.push(Box::pin(workers(shared.clone())));
@@ -230,11 +170,14 @@ async fn workers(shared: Arc<Shared>) {
             async move { namespace_sync::sync(&s, &name).await }
         },
     );
+    let copy_state = Arc::new(copied_csv::CopyLoopState::default());
     let s = shared.clone();
+    let state = copy_state.clone();
     let copies =
         work_queue::run_workers("copied-csv", shared.queues.copies.clone(), n, move |key| {
             let s = s.clone();
-            async move { copied_csv::sync(&s, &key).await }
+            let state = state.clone();
+            async move { copied_csv::sync(&s, &state, &key).await }
         });
     let s = shared.clone();
     let config = work_queue::run_workers(
@@ -252,6 +195,9 @@ async fn workers(shared: Arc<Shared>) {
         tick.tick().await;
         loop {
             tick.tick().await;
+            // What was ensured is checked against the cluster again: RBAC someone removed
+            // since is put back.
+            copy_state.clear_memos();
             s.queues.resync(&s.stores);
         }
     };

@@ -5,8 +5,8 @@ use crate::k8s::effects::execute;
 use crate::k8s::write::ApiError;
 use crate::operator_group::namespace_labels::decide_namespace_labels;
 
+use super::shared::{RACE_RETRY, Shared};
 use super::stores::CLUSTER;
-use super::{RACE_RETRY, Shared};
 use crate::reconcile::work_queue::Next;
 
 #[derive(Debug, thiserror::Error)]

@@ -15,8 +15,8 @@ use crate::operator_group::label_selector;
 use crate::operator_group::namespace_labels::group_label_key;
 use crate::operator_group::targets::TargetNamespaces;
 
-use super::NamespacedName;
 use super::copy_index::CopyChange;
+use super::namespaced_name::NamespacedName;
 use super::stores::Stores;
 use crate::reconcile::work_queue::WorkQueue;
 

@@ -26,8 +26,8 @@ use crate::operator_group::cluster_roles::OPERATOR_GROUP_OWNER_KIND;
 use crate::operator_group::copied_csv::CopyHashes;
 use crate::operator_group::member_rbac::CSV_OWNER_KIND;
 
-use super::NamespacedName;
 use super::copy_index::CopyIndex;
+use super::namespaced_name::NamespacedName;
 
 /// Objects per page of an initial list: copies are whole CSVs on the wire, so big pages would
 /// make the start-up list the memory peak.

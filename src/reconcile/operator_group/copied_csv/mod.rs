@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 
-use super::{NamespacedName, RACE_RETRY, Shared};
+use super::shared::{NamespacedName, RACE_RETRY, Shared};
 use crate::api::ClusterServiceVersion;
 use crate::k8s::write::ApiError;
 use crate::operator_group::copied_csv::{CopyDelete, CopyPlan, CopySettings, CopyWrite};
@@ -27,7 +27,8 @@ use crate::reconcile::work_queue::Next;
 pub use olm_config::sync_olm_config;
 pub use writes::{CopyWriter, Outcome};
 
-/// What the copy loop remembers between runs (all of it rebuildable; cleared on resync).
+/// What the copy loop remembers between runs (all of it rebuildable; the RBAC memos are cleared
+/// on every resync, so RBAC someone removed is put back then).
 #[derive(Default)]
 pub struct CopyLoopState {
     /// Originals whose "copying disabled" warning event is published.
@@ -116,7 +117,11 @@ pub fn decide_for(
 }
 
 /// One run of the fan-out for the original `key`.
-pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, CopySyncError> {
+pub async fn sync(
+    shared: &Shared,
+    state: &CopyLoopState,
+    key: &NamespacedName,
+) -> Result<Next, CopySyncError> {
     let settings = copy_settings(shared);
     let original_csv = original(shared, key);
     let decision = decide_for(shared, key, original_csv.as_deref(), &settings);
@@ -136,14 +141,14 @@ pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, CopySyn
     match (&original_csv, decision.copies_disabled_warning) {
         (Some(csv), Some(warn)) => {
             if decision.member_rbac {
-                rbac::ensure_member_rbac(shared, key, csv).await?;
+                rbac::ensure_member_rbac(shared, state, key, csv).await?;
             }
-            olm_config::note_disabled(shared, key, csv, warn).await;
+            olm_config::note_disabled(shared, state, key, csv, warn).await;
         }
         _ => {
-            lock(&shared.copy_state.rbac).remove(key);
-            lock(&shared.copy_state.warned).remove(key);
-            lock(&shared.copy_state.events_cleared).remove(key);
+            lock(&state.rbac).remove(key);
+            lock(&state.warned).remove(key);
+            lock(&state.events_cleared).remove(key);
         }
     }
     shared.queues.olm_config.add(());

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
-use super::super::{NamespacedName, RACE_RETRY, Shared};
+use super::super::shared::{NamespacedName, RACE_RETRY, Shared};
 use crate::api::olm_config::CONDITION_DISABLED_COPIED_CSVS;
 use crate::api::{ClusterServiceVersion, OlmConfigStatus, find_condition, set_condition};
 use crate::k8s::effects::{Effects, Write, execute};
@@ -20,7 +20,7 @@ use crate::operator_group::olm_config::{
 };
 use crate::reconcile::work_queue::Next;
 
-use super::{CopySyncError, copy_settings, decide_for, lock};
+use super::{CopyLoopState, CopySyncError, copy_settings, decide_for, lock};
 
 /// Writes the `DisabledCopiedCSVs` condition of OLMConfig `cluster`, if that object exists.
 /// This loop alone writes that status; the write is guarded by the version it was computed
@@ -86,11 +86,11 @@ pub async fn sync_olm_config(shared: &Shared) -> Result<Next, CopySyncError> {
 /// is disabled (`warn`), and removes it once copying is back.
 pub async fn note_disabled(
     shared: &Shared,
+    state: &CopyLoopState,
     key: &NamespacedName,
     csv: &ClusterServiceVersion,
     warn: bool,
 ) {
-    let state = &shared.copy_state;
     let warned = lock(&state.warned).contains(key);
     if warn && !warned {
         shared

@@ -16,8 +16,8 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::super::shared::{NamespacedName, Shared};
 use super::super::stores::CLUSTER;
-use super::super::{NamespacedName, Shared};
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::{ClusterServiceVersion, CsvPhase};
 use crate::k8s::write::{self, Ownership};
@@ -27,7 +27,7 @@ use crate::operator_group::member_rbac::{
 };
 use crate::operator_group::targets::TargetNamespaces;
 
-use super::{CopySyncError, lock};
+use super::{CopyLoopState, CopySyncError, lock};
 
 /// What was last ensured for one original.
 #[derive(Debug, Default)]
@@ -66,6 +66,7 @@ where
 
 pub async fn ensure_member_rbac(
     shared: &Shared,
+    state: &CopyLoopState,
     key: &NamespacedName,
     csv: &ClusterServiceVersion,
 ) -> Result<(), CopySyncError> {
@@ -79,14 +80,14 @@ pub async fn ensure_member_rbac(
         uid: csv.metadata.uid.clone().unwrap_or_default(),
     };
     match targets {
-        Some(TargetNamespaces::All) => lift(shared, key, &owner).await?,
+        Some(TargetNamespaces::All) => lift(shared, state, key, &owner).await?,
         Some(t @ TargetNamespaces::Named(_)) if !t.is_only(&key.namespace) && !t.is_empty() => {
-            copy_to_targets(shared, key, &owner).await?
+            copy_to_targets(shared, state, key, &owner).await?
         }
         _ => {}
     }
     if csv.status.as_ref().map(|s| s.phase()) == Some(CsvPhase::Succeeded) {
-        ensure_api_roles(shared, key, csv).await?;
+        ensure_api_roles(shared, state, key, csv).await?;
     }
     Ok(())
 }
@@ -139,6 +140,7 @@ fn content_hash(roles: &[Role], bindings: &[RoleBinding]) -> u64 {
 /// docs/operator-groups.md §9.3: the CSV's Roles and RoleBindings as ClusterRoles and ClusterRoleBindings.
 async fn lift(
     shared: &Shared,
+    state: &CopyLoopState,
     key: &NamespacedName,
     owner: &CsvOwner,
 ) -> Result<(), CopySyncError> {
@@ -153,7 +155,7 @@ async fn lift(
         .collect();
     let hash = content_hash(&roles, &bindings);
     {
-        let memos = lock(&shared.copy_state.rbac);
+        let memos = lock(&state.rbac);
         if memos
             .get(key)
             .is_some_and(|m| m.lifted && m.sources == Some(hash))
@@ -174,7 +176,7 @@ async fn lift(
         )
         .await?;
     }
-    let mut memos = lock(&shared.copy_state.rbac);
+    let mut memos = lock(&state.rbac);
     let memo = memos.entry(key.clone()).or_default();
     memo.sources = Some(hash);
     memo.lifted = true;
@@ -184,6 +186,7 @@ async fn lift(
 /// docs/operator-groups.md §9.2: the CSV's Roles and RoleBindings next to each of its copies, owned by the copy.
 async fn copy_to_targets(
     shared: &Shared,
+    state: &CopyLoopState,
     key: &NamespacedName,
     owner: &CsvOwner,
 ) -> Result<(), CopySyncError> {
@@ -209,7 +212,7 @@ async fn copy_to_targets(
         .collect();
     let hash = content_hash(&roles, &bindings);
     let pending: Vec<(String, String)> = {
-        let mut memos = lock(&shared.copy_state.rbac);
+        let mut memos = lock(&state.rbac);
         let memo = memos.entry(key.clone()).or_default();
         if memo.sources != Some(hash) {
             memo.sources = Some(hash);
@@ -239,7 +242,7 @@ async fn copy_to_targets(
             )
             .await?;
         }
-        lock(&shared.copy_state.rbac)
+        lock(&state.rbac)
             .entry(key.clone())
             .or_default()
             .copied
@@ -251,6 +254,7 @@ async fn copy_to_targets(
 /// docs/operator-groups.md §9.1 second table: per-API ClusterRoles, owned by the CRD or APIService they grant.
 async fn ensure_api_roles(
     shared: &Shared,
+    state: &CopyLoopState,
     key: &NamespacedName,
     csv: &ClusterServiceVersion,
 ) -> Result<(), CopySyncError> {
@@ -267,7 +271,7 @@ async fn ensure_api_roles(
         .and_then(|d| d.owned.clone())
         .unwrap_or_default();
     let hash = hash_of(&(&crds, &services));
-    if lock(&shared.copy_state.rbac)
+    if lock(&state.rbac)
         .get(key)
         .is_some_and(|m| m.api_roles == Some(hash))
     {
@@ -305,10 +309,7 @@ async fn ensure_api_roles(
         }
     }
     if complete {
-        lock(&shared.copy_state.rbac)
-            .entry(key.clone())
-            .or_default()
-            .api_roles = Some(hash);
+        lock(&state.rbac).entry(key.clone()).or_default().api_roles = Some(hash);
     }
     Ok(())
 }
