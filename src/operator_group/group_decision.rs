@@ -50,12 +50,23 @@ pub struct GroupObserved<'a> {
     pub namespaces: &'a [Arc<PartialObjectMeta<Namespace>>],
     /// The ServiceAccount `spec.serviceAccountName` names, when the spec names one and it
     /// exists.
-    pub service_account: Option<&'a PartialObjectMeta<ServiceAccount>>,
+    pub service_account: Option<&'a ServiceAccountSeen>,
     /// The CSVs of the group's namespace.
     pub csvs: &'a [Arc<ClusterServiceVersion>],
     /// The group's ClusterRoles that exist (looked up by [`group_role_names`]).
     pub roles: &'a [Arc<ClusterRole>],
     pub now: &'a Time,
+}
+
+/// A ServiceAccount as a group sync needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceAccountSeen {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+    /// Carries `olm.managed: "true"`.
+    pub managed: bool,
 }
 
 /// Why a decided sync still failed; the group is retried with back-off.
@@ -109,7 +120,7 @@ pub fn decide_group_sync(seen: &GroupObserved<'_>) -> GroupDecision {
         None => ServiceAccountState::NotRequested,
         Some(wanted) => match seen.service_account {
             None => ServiceAccountState::Missing(wanted.to_owned()),
-            Some(sa) if !is_labelled(sa) => {
+            Some(sa) if !sa.managed => {
                 effects
                     .write(label_service_account(namespace, wanted))
                     .requeue_after(LOOK_AGAIN);
@@ -212,10 +223,6 @@ pub fn decide_group_sync(seen: &GroupObserved<'_>) -> GroupDecision {
     GroupDecision { effects, problem }
 }
 
-fn is_labelled(sa: &PartialObjectMeta<ServiceAccount>) -> bool {
-    sa.labels().get(MANAGED_LABEL).map(String::as_str) == Some(MANAGED_LABEL_VALUE)
-}
-
 fn label_service_account(namespace: &str, name: &str) -> Write {
     Write::MergePatch {
         key: ObjectKey::new::<ServiceAccount>(Some(namespace), name),
@@ -226,14 +233,15 @@ fn label_service_account(namespace: &str, name: &str) -> Write {
     }
 }
 
-fn account_reference(sa: &PartialObjectMeta<ServiceAccount>) -> ObjectReference {
+fn account_reference(sa: &ServiceAccountSeen) -> ObjectReference {
+    let known = |s: &str| (!s.is_empty()).then(|| s.to_owned());
     ObjectReference {
         kind: Some("ServiceAccount".to_owned()),
         api_version: Some("v1".to_owned()),
-        namespace: sa.metadata.namespace.clone(),
-        name: sa.metadata.name.clone(),
-        uid: sa.metadata.uid.clone(),
-        resource_version: sa.metadata.resource_version.clone(),
+        namespace: Some(sa.namespace.clone()),
+        name: Some(sa.name.clone()),
+        uid: known(&sa.uid),
+        resource_version: known(&sa.resource_version),
         ..Default::default()
     }
 }

@@ -6,7 +6,6 @@ use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::{ConditionStatus, OperatorGroupStatus, meta_condition};
 use crate::k8s::effects::EventOn;
 use k8s_openapi::api::rbac::v1::AggregationRule;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 fn now() -> Time {
     Time(jiff::Timestamp::from_second(1_000).unwrap())
@@ -46,22 +45,13 @@ fn namespace(name: &str, labels: &[(&str, &str)]) -> Arc<PartialObjectMeta<Names
     Arc::new(ns)
 }
 
-fn account(labels: &[(&str, &str)]) -> PartialObjectMeta<ServiceAccount> {
-    PartialObjectMeta::<ServiceAccount> {
-        metadata: ObjectMeta {
-            name: Some("scoped".into()),
-            namespace: Some("ops".into()),
-            uid: Some("sa-uid".into()),
-            resource_version: Some("3".into()),
-            labels: Some(
-                labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            ..Default::default()
-        },
-        ..Default::default()
+fn account(managed: bool) -> ServiceAccountSeen {
+    ServiceAccountSeen {
+        namespace: "ops".into(),
+        name: "scoped".into(),
+        uid: "sa-uid".into(),
+        resource_version: "3".into(),
+        managed,
     }
 }
 
@@ -134,7 +124,7 @@ fn existing_roles(apis: &str) -> Vec<Arc<ClusterRole>> {
 struct World {
     groups: Vec<String>,
     namespaces: Vec<Arc<PartialObjectMeta<Namespace>>>,
-    account: Option<PartialObjectMeta<ServiceAccount>>,
+    account: Option<ServiceAccountSeen>,
     csvs: Vec<Arc<ClusterServiceVersion>>,
     roles: Vec<Arc<ClusterRole>>,
 }
@@ -189,7 +179,7 @@ fn group_sync_decisions() {
     let selector = group(serde_json::json!({"selector": {"matchLabels": {"team": "a"}}}));
     let bad_targets = group(serde_json::json!({"targetNamespaces": ["team-a", ""]}));
     let with_account = group(serde_json::json!({"serviceAccountName": "scoped"}));
-    let labelled = account(&[(MANAGED_LABEL, MANAGED_LABEL_VALUE), ("team", "x")]);
+    let labelled = account(true);
     let mut pruned_group = settled(all.clone(), &[""]);
     pruned_group.metadata.annotations = Some(BTreeMap::from([(
         PROVIDED_APIS_ANNOTATION.to_owned(),
@@ -327,7 +317,7 @@ fn group_sync_decisions() {
             "an unlabelled service account is labelled first, the status waits for it",
             with_account.clone(),
             World {
-                account: Some(account(&[("team", "x")])),
+                account: Some(account(false)),
                 ..World::default()
             },
             ok(Effects {
@@ -352,7 +342,15 @@ fn group_sync_decisions() {
             ok(effects(vec![{
                 let mut status = OperatorGroupStatus::new(now());
                 status.namespaces = Some(vec![String::new()]);
-                status.service_account_ref = Some(account_reference(&labelled));
+                status.service_account_ref = Some(ObjectReference {
+                    kind: Some("ServiceAccount".into()),
+                    api_version: Some("v1".into()),
+                    namespace: Some("ops".into()),
+                    name: Some("scoped".into()),
+                    uid: Some("sa-uid".into()),
+                    resource_version: Some("3".into()),
+                    ..Default::default()
+                });
                 Write::status(&with_account, status).unwrap()
             }])),
         ),

@@ -66,7 +66,7 @@ pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, GroupSy
         group: &og,
         groups_in_namespace: &siblings,
         namespaces: &namespaces,
-        service_account: service_account.as_deref(),
+        service_account: service_account.as_ref(),
         csvs: &csvs,
         roles: &roles,
         now: &now,

@@ -7,6 +7,7 @@
 //! the stores, decide in `crate::operator_group` (pure), execute through `k8s::effects` or,
 //! for copies, the copy writer built on `k8s::write`.
 
+pub mod account_index;
 pub mod copied_csv;
 pub mod copy_index;
 mod group_sync;
@@ -80,8 +81,10 @@ fn drive_feeds(shared: &Arc<Shared>, feeds: stores::Feeds) -> Vec<BoxFuture<'sta
         async {}
     });
     let s = shared.clone();
-    let accounts = feeds.service_accounts.for_each(move |account| {
-        s.queues.on_service_account(&s.stores, &account);
+    let accounts = feeds.service_accounts.for_each(move |event| {
+        for account in s.stores.service_accounts.apply(event) {
+            s.queues.on_service_account(&s.stores, &account);
+        }
         async {}
     });
     let s = shared.clone();
@@ -134,7 +137,7 @@ async fn workers(shared: Arc<Shared>) {
     let _ = c.groups.wait_until_ready().await;
     let _ = c.csvs.wait_until_ready().await;
     let _ = c.namespaces.wait_until_ready().await;
-    let _ = c.service_accounts.wait_until_ready().await;
+    c.service_accounts.wait_until_ready().await;
     let _ = c.group_roles.wait_until_ready().await;
     let _ = c.csv_roles.wait_until_ready().await;
     let _ = c.csv_role_bindings.wait_until_ready().await;

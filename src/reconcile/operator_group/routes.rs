@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
@@ -151,12 +151,11 @@ impl Queues {
 
     /// A ServiceAccount changed or went away: the groups of its namespace that name it (it
     /// appeared, got its label, or went).
-    pub fn on_service_account(&self, stores: &Stores, account: &PartialObjectMeta<ServiceAccount>) {
-        let namespace = account.metadata.namespace.as_deref().unwrap_or_default();
-        let name = account.name_any();
+    pub fn on_service_account(&self, stores: &Stores, account: &NamespacedName) {
+        let name = &account.name;
         self.groups.add_all(
             stores
-                .groups_in(namespace)
+                .groups_in(&account.namespace)
                 .iter()
                 .filter(|og| og.spec.service_account_name.as_deref() == Some(name.as_str()))
                 .map(|og| key_of(og.as_ref())),

@@ -3,8 +3,8 @@
 //!
 //! Memory is the point here (docs/operator-groups.md, cost figures): CSVs are watched twice with
 //! opposite label selectors — originals in full, copies reduced on arrival to a record in the
-//! [`CopyIndex`] — and namespaces, ServiceAccounts, CRDs and APIServices as metadata only, without
-//! managed fields or annotations.
+//! [`CopyIndex`] — ServiceAccounts reduced to a record each ([`AccountIndex`]), and namespaces,
+//! CRDs and APIServices as metadata only, without managed fields or annotations.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -26,6 +26,7 @@ use crate::operator_group::cluster_roles::OPERATOR_GROUP_OWNER_KIND;
 use crate::operator_group::copied_csv::CopyHashes;
 use crate::operator_group::member_rbac::CSV_OWNER_KIND;
 
+use super::account_index::AccountIndex;
 use super::copy_index::CopyIndex;
 use super::namespaced_name::NamespacedName;
 
@@ -44,8 +45,8 @@ pub struct Stores {
     pub csvs: NamespacedStore<ClusterServiceVersion>,
     /// Namespaces (cluster-scoped: under [`CLUSTER`]), labels kept.
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
-    /// ServiceAccounts, labels kept (a group's `spec.serviceAccountName`).
-    pub service_accounts: NamespacedStore<PartialObjectMeta<ServiceAccount>>,
+    /// ServiceAccounts, reduced (a group's `spec.serviceAccountName`).
+    pub service_accounts: AccountIndex,
     /// ClusterRoles labelled `olm.owner.kind=OperatorGroup`.
     pub group_roles: NamespacedStore<ClusterRole>,
     /// Roles and RoleBindings a CSV owns in its own namespace (`olm.owner.kind=
@@ -90,7 +91,8 @@ pub struct Feeds {
     pub csvs: Changed<ClusterServiceVersion>,
     pub copies: futures::stream::BoxStream<'static, Event<ClusterServiceVersion>>,
     pub namespaces: Changed<PartialObjectMeta<Namespace>>,
-    pub service_accounts: Changed<PartialObjectMeta<ServiceAccount>>,
+    pub service_accounts:
+        futures::stream::BoxStream<'static, Event<PartialObjectMeta<ServiceAccount>>>,
     pub group_roles: Changed<ClusterRole>,
     pub csv_roles: Changed<Role>,
     pub csv_role_bindings: Changed<RoleBinding>,
@@ -126,11 +128,18 @@ pub fn watch_all(client: &Client) -> (Stores, Feeds) {
         paged(),
         slim_metadata,
     );
-    let (service_accounts, account_feed) = reflect_namespaced(
+    let account_feed = watcher::watcher(
         Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
         paged(),
-        slim_metadata,
-    );
+    )
+    .default_backoff()
+    .filter_map(|event| async move {
+        event
+            .inspect_err(
+                |err| tracing::warn!(error = %err, "ServiceAccount watch failed; retrying"),
+            )
+            .ok()
+    });
     let (group_roles, role_feed) = reflect_namespaced(
         Api::all(client.clone()),
         paged().labels(&format!("{OWNER_KIND_LABEL}={OPERATOR_GROUP_OWNER_KIND}")),
@@ -178,7 +187,7 @@ pub fn watch_all(client: &Client) -> (Stores, Feeds) {
         groups,
         csvs,
         namespaces,
-        service_accounts,
+        service_accounts: AccountIndex::default(),
         group_roles,
         csv_roles,
         csv_role_bindings,
@@ -193,7 +202,7 @@ pub fn watch_all(client: &Client) -> (Stores, Feeds) {
         csvs: csv_feed,
         copies: copy_feed.boxed(),
         namespaces: namespace_feed,
-        service_accounts: account_feed,
+        service_accounts: account_feed.boxed(),
         group_roles: role_feed,
         csv_roles: csv_role_feed,
         csv_role_bindings: csv_binding_feed,
