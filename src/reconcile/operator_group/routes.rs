@@ -205,3 +205,58 @@ impl Queues {
         self.olm_config.add(());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::OperatorGroupSpec;
+    use crate::api::keys::OWNER_KIND_LABEL;
+    use kube_runtime::watcher::Event;
+
+    fn group(name: &str, account: Option<&str>) -> OperatorGroup {
+        let mut og = OperatorGroup::new(
+            name,
+            OperatorGroupSpec {
+                service_account_name: account.map(str::to_owned),
+                ..OperatorGroupSpec::default()
+            },
+        );
+        og.metadata.namespace = Some("ops".into());
+        og
+    }
+
+    #[tokio::test]
+    async fn accounts_and_csv_rbac_queue_what_depends_on_them() {
+        let (stores, mut groups) = Stores::for_tests();
+        groups.apply(&Event::Init);
+        groups.apply(&Event::InitApply(group("og", Some("scoped"))));
+        groups.apply(&Event::InitApply(group("other", None)));
+        groups.apply(&Event::InitDone);
+        let queues = Queues::default();
+
+        queues.on_service_account(&stores, &NamespacedName::new("ops", "default"));
+        assert!(queues.groups.is_empty(), "no group names that account");
+        queues.on_service_account(&stores, &NamespacedName::new("ops", "scoped"));
+        assert_eq!(queues.groups.len(), 1);
+        assert_eq!(queues.groups.next().await, NamespacedName::new("ops", "og"));
+
+        let mut owned = ObjectMeta::default();
+        queues.on_csv_rbac(&owned);
+        assert!(queues.copies.is_empty(), "a Role without owner labels");
+        owned.labels = Some(
+            [
+                (OWNER_LABEL, "op.v1"),
+                (OWNER_NAMESPACE_LABEL, "ops"),
+                (OWNER_KIND_LABEL, "ClusterServiceVersion"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        );
+        queues.on_csv_rbac(&owned);
+        assert_eq!(
+            queues.copies.next().await,
+            NamespacedName::new("ops", "op.v1")
+        );
+    }
+}

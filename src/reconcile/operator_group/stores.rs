@@ -212,3 +212,27 @@ pub fn watch_all(client: &Client) -> (Stores, Feeds) {
     };
     (stores, feeds)
 }
+
+#[cfg(test)]
+impl Stores {
+    /// Empty stores that no watch fills, and the writer of the groups' store.
+    pub fn for_tests() -> (Self, crate::k8s::store::StoreWriter<OperatorGroup>) {
+        use crate::k8s::store::namespaced_store;
+        let (groups, writer) = namespaced_store();
+        let stores = Stores {
+            groups,
+            csvs: namespaced_store().0,
+            namespaces: namespaced_store().0,
+            service_accounts: AccountIndex::default(),
+            group_roles: namespaced_store().0,
+            csv_roles: namespaced_store().0,
+            csv_role_bindings: namespaced_store().0,
+            crds: namespaced_store().0,
+            api_services: namespaced_store().0,
+            olm_configs: namespaced_store().0,
+            copies: CopyIndex::default(),
+            desired_copies: Arc::default(),
+        };
+        (stores, writer)
+    }
+}
