@@ -14,6 +14,7 @@ pub mod install_modes;
 pub mod intersection;
 pub mod label_selector;
 pub mod member_rbac;
+pub mod member_rbac_decision;
 pub mod membership;
 pub mod namespace_labels;
 pub mod olm_config;
