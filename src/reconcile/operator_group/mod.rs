@@ -3,7 +3,9 @@
 //! CSVs, their RBAC and the OLMConfig switch (docs/operator-groups.md §10).
 //!
 //! One set of watches ([`stores`]) feeds four queues ([`routes`]); each queue has its own
-//! workers. Every sync has the one reconciler shape (docs/controller-startup.md): observe from
+//! workers, each sync timed and its failures counted by kind of error
+//! (`olm_rs_reconcile_duration_seconds`, `olm_rs_reconcile_errors_total`, kinds `OperatorGroup`,
+//! `Namespace`, `CopiedCSV`, `OLMConfig`). Every sync has the one reconciler shape (docs/controller-startup.md): observe from
 //! the stores, decide in `crate::operator_group` (pure), execute through `k8s::effects` or,
 //! for copies, the copy writer built on `k8s::write`.
 
@@ -160,7 +162,14 @@ async fn workers(shared: Arc<Shared>) {
         n,
         move |key| {
             let s = s.clone();
-            async move { group_sync::sync(&s, &key).await }
+            async move {
+                let object = key.to_string();
+                let sync = group_sync::sync(&s, &key);
+                s.ctx
+                    .metrics
+                    .timed_reconcile("OperatorGroup", &object, sync)
+                    .await
+            }
         },
     );
     let s = shared.clone();
@@ -170,7 +179,13 @@ async fn workers(shared: Arc<Shared>) {
         n,
         move |name| {
             let s = s.clone();
-            async move { namespace_sync::sync(&s, &name).await }
+            async move {
+                let sync = namespace_sync::sync(&s, &name);
+                s.ctx
+                    .metrics
+                    .timed_reconcile("Namespace", &name, sync)
+                    .await
+            }
         },
     );
     let copy_state = Arc::new(copied_csv::CopyLoopState::default());
@@ -180,7 +195,15 @@ async fn workers(shared: Arc<Shared>) {
         work_queue::run_workers("copied-csv", shared.queues.copies.clone(), n, move |key| {
             let s = s.clone();
             let state = state.clone();
-            async move { copied_csv::sync(&s, &state, &key).await }
+            async move {
+                let object = key.to_string();
+                let sync = copied_csv::sync(&s, &state, &key);
+                // Keyed by the original CSV; its own kind would mix with the CSV controller's.
+                s.ctx
+                    .metrics
+                    .timed_reconcile("CopiedCSV", &object, sync)
+                    .await
+            }
         });
     let s = shared.clone();
     let config = work_queue::run_workers(
@@ -189,7 +212,13 @@ async fn workers(shared: Arc<Shared>) {
         1,
         move |()| {
             let s = s.clone();
-            async move { copied_csv::sync_olm_config(&s).await }
+            async move {
+                let sync = copied_csv::sync_olm_config(&s);
+                s.ctx
+                    .metrics
+                    .timed_reconcile("OLMConfig", "cluster", sync)
+                    .await
+            }
         },
     );
     let s = shared.clone();
