@@ -11,6 +11,7 @@
 
 mod dependencies;
 mod deprecation;
+mod effects;
 mod health;
 mod plan_state;
 
@@ -18,6 +19,10 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub use dependencies::dependency_subscription_name;
+pub use effects::{
+    NamespaceDecision, NamespaceView, PlanChoice, RESOLUTION_FAILED_EVENT, RETRY_SOON,
+    SubscriptionEffects, decide_effects,
+};
 pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message};
 
 use crate::api::event::ObjectEvent;
