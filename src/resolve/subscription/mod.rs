@@ -5,6 +5,8 @@
 //! 2. resolve the Subscriptions not waiting on a plan (step C) with their observed status;
 //! 3. turn each decision into status and, for a new target, a plan to ensure (step D).
 //!
+//! `effects::decide_effects` turns that into the writes and events of one sync.
+//!
 //! Plans serve one Subscription each: a `Manual` plan only ever installs the operator of the
 //! Subscription that asked for manual approval (OLM's namespace-wide approval is a known pain),
 //! and one Subscription's broken bundle never holds up another's plan.
