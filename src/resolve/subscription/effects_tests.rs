@@ -608,16 +608,3 @@ fn the_namespace_hears_of_each_failure_once_and_a_subscription_never_read_is_not
     assert!(decision.subscriptions[0].effects.is_empty());
     assert_eq!(decision.subscriptions[0].plan, None);
 }
-
-#[test]
-fn an_approved_plan_is_not_deleted_by_a_supersede_decided_before_the_approval() {
-    let mut c = manual_switched_to_automatic();
-    let decision = c.decide();
-    let plan = &mut c.plans[0];
-    plan.spec.approved = true;
-    plan.metadata.resource_version = Some("99".into());
-    let Some(delete) = decision.subscriptions[0].effects.writes.first() else {
-        panic!("a delete");
-    };
-    assert!(!c.perform(delete), "deleted only as observed");
-}
