@@ -79,9 +79,9 @@ pub struct PlanRequest {
 /// A waiting plan replaced by a new answer (see [`SubscriptionUpdate::superseded`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupersededPlan {
+    /// A plan of the namespace's plans; `decide_effects` deletes it only at the version observed
+    /// (not once approved meanwhile).
     pub name: String,
-    /// The plan as observed: it is deleted only at this version (not once approved meanwhile).
-    pub resource_version: Option<String>,
 }
 
 /// An Event on the Subscription.
@@ -161,10 +161,7 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             update.notes.push(ObjectEvent::normal("InstallPlanSuperseded", format!(
                     "install plan {name} for {old} was awaiting approval when the subscription's answer changed; it is deleted and replaced"
                 )));
-            update.superseded = Some(SupersededPlan {
-                name,
-                resource_version: plan.metadata.resource_version.clone(),
-            });
+            update.superseded = Some(SupersededPlan { name });
         }
         if is_gated(&update.status) {
             // Waiting on its plan, the Subscription is not resolved again (step C) — except
