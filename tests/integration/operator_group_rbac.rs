@@ -232,3 +232,73 @@ async fn all_namespace_members_get_lifted_rbac_and_per_api_roles() {
             .unwrap_or_else(|e| panic!("{suffix} role: {e}"));
     }
 }
+
+#[tokio::test]
+async fn lifted_rbac_removed_by_hand_is_put_back_at_the_next_resync() {
+    // Nothing watches lifted ClusterRoles; the resync is what repairs them, so it must not
+    // trust its memory of what it wrote.
+    let cluster = Cluster::start_with(olm_rs::reconcile::operator_group::OperatorGroupOptions {
+        resync: std::time::Duration::from_secs(1),
+        ..og_support::test_options()
+    })
+    .await;
+    cluster.create_namespace("operators", &[]).await;
+    cluster
+        .create_group(
+            "operators",
+            "global-operators",
+            OperatorGroupSpec::default(),
+        )
+        .await;
+    let original = cluster
+        .create_csv(&csv("operators", "demo.v1", &["AllNamespaces"]))
+        .await;
+    let role = Role {
+        metadata: ObjectMeta {
+            name: Some("demo.v1-demo-sa-x1".into()),
+            namespace: Some("operators".into()),
+            labels: Some(BTreeMap::from([
+                ("olm.owner".to_string(), "demo.v1".to_string()),
+                ("olm.owner.namespace".to_string(), "operators".to_string()),
+                (
+                    "olm.owner.kind".to_string(),
+                    "ClusterServiceVersion".to_string(),
+                ),
+            ])),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "operators.coreos.com/v1alpha1".into(),
+                kind: "ClusterServiceVersion".into(),
+                name: "demo.v1".into(),
+                uid: original.uid().unwrap(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec!["example.com".into()]),
+            resources: Some(vec!["demos".into()]),
+            verbs: vec!["get".into()],
+            ..Default::default()
+        }]),
+    };
+    Api::<Role>::namespaced(cluster.client.clone(), "operators")
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+
+    let cluster_roles: Api<ClusterRole> = Api::all(cluster.client.clone());
+    let first = eventually("lifted ClusterRole", || async {
+        cluster_roles.get("demo.v1-demo-sa-x1").await.ok()
+    })
+    .await;
+    cluster_roles
+        .delete("demo.v1-demo-sa-x1", &Default::default())
+        .await
+        .unwrap();
+    let again = eventually("lifted ClusterRole put back", || async {
+        let role = cluster_roles.get("demo.v1-demo-sa-x1").await.ok()?;
+        (role.uid() != first.uid()).then_some(role)
+    })
+    .await;
+    assert_eq!(again.rules, first.rules);
+}
