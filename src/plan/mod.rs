@@ -5,13 +5,16 @@
 
 pub mod content;
 pub mod crd_safety;
+pub mod decision;
 pub mod draft;
 pub mod error;
+pub mod execution;
 pub mod gc;
 pub mod image_bundle;
 pub mod kinds;
 pub mod name;
 pub mod object;
+pub mod order;
 pub mod phase;
 pub mod prepare;
 pub mod rbac;
@@ -32,8 +35,8 @@ pub use image_bundle::{BundleReference, PulledObjects, bundle_lookup, image_bund
 pub use kinds::{Scope, StepKind};
 pub use name::install_plan_name;
 pub use object::StepObject;
+pub use order::{ExecutionOrder, StepAction, execution_order, order_plan, step_action};
 pub use rbac::rbac_manifests;
 pub use steps::{
     BundleContent, CatalogRef, PlannedStep, bundle_steps, catalog_source_names, csv_names,
-    order_plan,
 };

@@ -1,63 +1,40 @@
-//! The bundle lookups of a plan (shell): pull each bundle image whose time has come, append the
-//! steps of those pulled, record the failures (docs/install-plans.md §9, without Jobs).
+//! The bundle lookups of a plan (shell): pull each bundle image whose time has come and report
+//! the steps of those pulled and the failures (docs/install-plans.md §9, without Jobs); the
+//! plan's status is updated from the report by `plan::decision::PlanSync::lookups_worked`.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
+use crate::api::BundleLookup;
 use crate::api::install_plan::bundle_lookup_reason as reason;
-use crate::api::{InstallPlanStatus, OperatorGroup};
+use crate::plan::decision::{LookupFailure, LookupsWorked};
 use crate::plan::image_bundle::{image_bundle_steps, lookup_catalog, lookup_content};
 use crate::plan::unpack::{
     DEFAULT_FAILED_RETRY, NextAttempt, PullFailure, UnpackPolicy, lookup_failure, next_attempt,
-    record_failure, unpack_policy,
+    record_failure,
 };
 use crate::plan::wire_step;
 use crate::reconcile::Context;
-use crate::reconcile::catalog_source::spec_check::parse_go_duration;
 
-/// What working the lookups did.
-#[derive(Debug, Default)]
-pub struct LookupsWorked {
-    /// When to look again (a lookup still pending or failed).
-    pub requeue: Option<Duration>,
-    /// Failures newly recorded, for events: (bundle, reason, message).
-    pub failures: Vec<(String, &'static str, String)>,
-    /// Bundles whose steps were appended.
-    pub pulled: Vec<String>,
-}
-
-/// The unpack timing of the namespace: its OperatorGroup's annotations (when it has exactly
-/// one) over `--bundle-unpack-timeout`.
-pub fn namespace_policy(ctx: &Context, groups: &[OperatorGroup]) -> Result<UnpackPolicy, String> {
-    let annotations = match groups {
-        [one] => one.metadata.annotations.as_ref(),
-        _ => None,
-    };
-    unpack_policy(
-        annotations,
-        ctx.bundle_images.options.unpack_timeout,
-        parse_go_duration,
-    )
-}
-
-/// Works every lookup of `status` once. A lookup whose bundle was pulled is removed and the
-/// bundle's steps appended to `status.plan`; nothing from a bundle that did not pull completely
-/// (or whose content cannot be planned) reaches the plan.
+/// Works every lookup once, pulling the bundles whose time has come (the timing is
+/// `plan::unpack`'s). A lookup whose bundle was pulled is dropped and the bundle's steps
+/// reported; nothing from a bundle that did not pull completely (or whose content cannot be
+/// planned) is.
 pub async fn work_lookups(
     ctx: &Context,
     namespace: &str,
-    status: &mut InstallPlanStatus,
+    lookups: &[BundleLookup],
     policy: Result<UnpackPolicy, String>,
     now: Timestamp,
 ) -> LookupsWorked {
     let mut worked = LookupsWorked::default();
-    let mut lookups = status.bundle_lookups.take().unwrap_or_default();
     let mut remaining = Vec::with_capacity(lookups.len());
     let requeue = |d: Duration, w: &mut LookupsWorked| {
         w.requeue = Some(w.requeue.map_or(d, |r: Duration| r.min(d)));
     };
-    for mut lookup in lookups.drain(..) {
+    for lookup in lookups {
+        let mut lookup = lookup.clone();
         let policy = match &policy {
             Ok(policy) => *policy,
             Err(message) => {
@@ -72,11 +49,11 @@ pub async fn work_lookups(
                 };
                 let (after, changed) = record_failure(&mut lookup, &failure, &fallback, now);
                 if changed {
-                    worked.failures.push((
-                        lookup.identifier.clone(),
-                        failure.reason,
-                        failure.message,
-                    ));
+                    worked.failures.push(LookupFailure {
+                        bundle: lookup.identifier.clone(),
+                        reason: failure.reason,
+                        message: failure.message,
+                    });
                 }
                 requeue(after, &mut worked);
                 remaining.push(lookup);
@@ -88,11 +65,11 @@ pub async fn work_lookups(
             NextAttempt::Wait(after) => {
                 // Changed while waiting: it has just passed its deadline.
                 if changed && let Some((_, message)) = lookup_failure(&lookup) {
-                    worked.failures.push((
-                        lookup.identifier.clone(),
-                        reason::DEADLINE_EXCEEDED,
-                        message.to_owned(),
-                    ));
+                    worked.failures.push(LookupFailure {
+                        bundle: lookup.identifier.clone(),
+                        reason: reason::DEADLINE_EXCEEDED,
+                        message: message.to_owned(),
+                    });
                 }
                 requeue(after, &mut worked);
                 remaining.push(lookup);
@@ -121,10 +98,9 @@ pub async fn work_lookups(
                         if steps.first().map(|s| s.object.name.as_str())
                             == Some(lookup.identifier.as_str()) =>
                     {
-                        let plan = status.plan.get_or_insert_with(Vec::new);
-                        plan.extend(steps.iter().map(wire_step));
-                        if !status.catalog_sources.contains(&catalog.name) {
-                            status.catalog_sources.push(catalog.name.clone());
+                        worked.steps.extend(steps.iter().map(wire_step));
+                        if !worked.catalog_sources.contains(&catalog.name) {
+                            worked.catalog_sources.push(catalog.name.clone());
                         }
                         worked.pulled.push(lookup.identifier.clone());
                         continue;
@@ -153,13 +129,15 @@ pub async fn work_lookups(
         };
         let (after, changed) = record_failure(&mut lookup, &failure, &policy, now);
         if changed && !failure.transient {
-            worked
-                .failures
-                .push((lookup.identifier.clone(), failure.reason, failure.message));
+            worked.failures.push(LookupFailure {
+                bundle: lookup.identifier.clone(),
+                reason: failure.reason,
+                message: failure.message,
+            });
         }
         requeue(after, &mut worked);
         remaining.push(lookup);
     }
-    status.bundle_lookups = Some(remaining).filter(|l| !l.is_empty());
+    worked.remaining = remaining;
     worked
 }
