@@ -16,6 +16,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 
 use super::execution::PassReport;
+use super::lookups::LookupsWorked;
 use super::phase::{self, Gate, PassOutcome};
 use super::scope::{ExecuteAs, execution_identity};
 use super::unpack::{UnpackPolicy, unpack_policy};
@@ -34,33 +35,6 @@ pub mod reason {
     pub const INSTALL_COMPONENT_FAILED: &str = "InstallComponentFailed";
     pub const BUNDLE_UNPACKED: &str = "BundleUnpacked";
     pub const BUNDLE_UNPACK_FAILED: &str = "BundleUnpackFailed";
-}
-
-/// A lookup that newly failed while its bundle was worked on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LookupFailure {
-    /// The bundle (CSV) name.
-    pub bundle: String,
-    /// One of the `bundle_lookup_reason`s.
-    pub reason: &'static str,
-    pub message: String,
-}
-
-/// What the shell did with the bundle lookups of a plan.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LookupsWorked {
-    /// The lookups still to pull, with their conditions brought up to date.
-    pub remaining: Vec<BundleLookup>,
-    /// The steps of the bundles pulled, to append to the plan.
-    pub steps: Vec<Step>,
-    /// The catalogs those bundles came from.
-    pub catalog_sources: Vec<String>,
-    /// Lookups whose failure was just recorded.
-    pub failures: Vec<LookupFailure>,
-    /// Bundles whose steps were added.
-    pub pulled: Vec<String>,
-    /// When to look again (a lookup still pending or failed).
-    pub requeue: Option<Duration>,
 }
 
 /// One sync of one plan, decided step by step.

@@ -13,6 +13,7 @@ use crate::api::{
     StepResource, StepStatus,
 };
 use crate::plan::execution::{APPLIED_WITH_WARNINGS, PlanWarning};
+use crate::plan::lookups::LookupFailure;
 use crate::plan::unpack::DEFAULT_FAILED_RETRY;
 
 const NOW: i64 = 1_800_000_000;

@@ -12,6 +12,7 @@ pub mod execution;
 pub mod gc;
 pub mod image_bundle;
 pub mod kinds;
+pub mod lookups;
 pub mod name;
 pub mod object;
 pub mod order;
