@@ -49,12 +49,13 @@ pub enum InstallPlanError {
         #[source]
         source: ApiError,
     },
-    #[error("install plan {namespace}/{name}: cannot act as service account {account}: {reason}")]
+    #[error("install plan {namespace}/{name}: cannot act as service account {account}: {source}")]
     Identity {
         namespace: String,
         name: String,
         account: String,
-        reason: String,
+        #[source]
+        source: http::header::InvalidHeaderValue,
     },
 }
 
@@ -112,12 +113,12 @@ async fn run_pass(
         ExecuteAs::ServiceAccount {
             namespace: ns,
             name: sa,
-        } => identity::impersonating(&ctx.client, ns, sa).map_err(|e| {
+        } => identity::impersonating(&ctx.client, ns, sa).map_err(|source| {
             InstallPlanError::Identity {
                 namespace: namespace.to_owned(),
                 name: plan.name_any(),
                 account: sa.clone(),
-                reason: e.to_string(),
+                source,
             }
         })?,
     };
