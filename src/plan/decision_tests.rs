@@ -156,13 +156,14 @@ fn the_gate_and_the_operator_group_check() {
         s.service_account_ref = None;
     }
     let resync = Some(INSTALLING_RESYNC);
-    let cases: Vec<(
-        &str,
-        &InstallPlan,
-        &[OperatorGroup],
+    type Case<'a> = (
+        &'a str,
+        &'a InstallPlan,
+        &'a [OperatorGroup],
         Option<ExecuteAs>,
         Effects,
-    )> = vec![
+    );
+    let cases: Vec<Case> = vec![
         (
             "unapproved: nothing",
             &waiting,

@@ -47,7 +47,7 @@ pub enum InstallPlanError {
         namespace: String,
         name: String,
         #[source]
-        source: ApiError,
+        source: Box<ApiError>,
     },
     #[error("install plan {namespace}/{name}: cannot act as service account {account}: {source}")]
     Identity {
@@ -180,7 +180,7 @@ fn api_error(plan: &InstallPlan, source: ApiError) -> InstallPlanError {
     InstallPlanError::Api {
         namespace: plan.namespace().unwrap_or_default(),
         name: plan.name_any(),
-        source,
+        source: Box::new(source),
     }
 }
 
