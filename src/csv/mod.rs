@@ -33,6 +33,7 @@ pub mod replacement;
 pub mod requirements;
 pub mod strategy;
 pub mod sync;
+pub mod writes;
 
 #[cfg(test)]
 pub(crate) mod fixtures;

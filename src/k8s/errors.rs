@@ -102,11 +102,13 @@ pub fn is_namespace_terminating(err: &kube::Error) -> bool {
 
 /// A read or delete where "not there" is an answer, not an error.
 pub trait AbsentOk<T> {
+    type Error;
     /// `Ok(Some(value))`, `Ok(None)` on 404, other errors unchanged.
-    fn absent_ok(self) -> Result<Option<T>, kube::Error>;
+    fn absent_ok(self) -> Result<Option<T>, Self::Error>;
 }
 
 impl<T> AbsentOk<T> for Result<T, kube::Error> {
+    type Error = kube::Error;
     fn absent_ok(self) -> Result<Option<T>, kube::Error> {
         match self {
             Ok(value) => Ok(Some(value)),

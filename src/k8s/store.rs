@@ -90,6 +90,11 @@ impl<K> NamespacedStore<K> {
         self.len() == 0
     }
 
+    /// Whether the first list completed.
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
     /// Waits until the first list completed.
     pub async fn wait_until_ready(&self) -> Result<(), StoreStopped> {
         let mut ready = self.ready.clone();

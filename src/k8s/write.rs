@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::MANAGER;
-use super::errors::ApiFailure;
+use super::errors::{AbsentOk, ApiFailure};
 
 /// The API operation that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +122,35 @@ impl ApiError {
     /// 404.
     pub fn is_not_found(&self) -> bool {
         self.failure() == ApiFailure::NotFound
+    }
+}
+
+impl<T> AbsentOk<T> for Result<T, ApiError> {
+    type Error = ApiError;
+    fn absent_ok(self) -> Result<Option<T>, ApiError> {
+        match self {
+            Ok(value) => Ok(Some(value)),
+            Err(err) if err.is_not_found() => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Runs `attempt` again while it fails with a conflict (409), at most `attempts` times in all:
+/// for a read-modify-write whose read each attempt repeats, or a create whose name each attempt
+/// draws anew. The last conflict is returned when every attempt conflicted.
+pub async fn retry_on_conflict<T, F, Fut>(attempts: u32, mut attempt: F) -> Result<T, ApiError>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let mut tried = 0;
+    loop {
+        tried += 1;
+        match attempt(tried).await {
+            Err(err) if err.is_conflict() && tried < attempts.max(1) => {}
+            other => return other,
+        }
     }
 }
 
@@ -356,6 +385,40 @@ pub fn patch_params() -> PatchParams {
 mod tests {
     use super::*;
     use crate::api::Subscription;
+
+    fn failed(code: u16) -> ApiError {
+        ApiError::new(
+            Operation::Create,
+            ObjectKey::new::<Subscription>(Some("demo"), "etcd"),
+            kube::Error::Api(
+                kube::core::Status::failure("test", "Test")
+                    .with_code(code)
+                    .boxed(),
+            ),
+        )
+    }
+
+    #[tokio::test]
+    async fn conflicts_are_retried_up_to_the_limit_and_other_failures_are_not() {
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let result: Result<(), ApiError> = retry_on_conflict(3, |_| {
+            tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { Err(failed(409)) }
+        })
+        .await;
+        assert!(result.unwrap_err().is_conflict());
+        assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 3);
+        let second = retry_on_conflict(3, |n| async move {
+            if n < 2 { Err(failed(409)) } else { Ok(n) }
+        })
+        .await;
+        assert_eq!(second.unwrap(), 2);
+        let refused: Result<(), ApiError> =
+            retry_on_conflict(3, |_| async { Err(failed(403)) }).await;
+        assert_eq!(refused.unwrap_err().failure(), ApiFailure::Forbidden);
+        let gone: Result<u8, ApiError> = Err(failed(404));
+        assert_eq!(gone.absent_ok().unwrap(), None);
+    }
 
     #[test]
     fn errors_name_the_operation_kind_namespace_and_name_and_keep_the_cause() {

@@ -261,13 +261,19 @@ async fn an_intersecting_group_providing_the_api_fails_the_csv_naming_both() {
     let failed = h
         .wait_for("demo.v0.1.0", P::Failed, R::InterOperatorGroupOwnerConflict)
         .await;
-    let text = h.ctx().metrics.encode();
-    assert!(
-        text.lines().any(|l| l.starts_with("csv_abnormal{")
-            && l.contains("phase=\"Failed\"")
-            && l.contains("reason=\"InterOperatorGroupOwnerConflict\"")),
-        "{text}"
-    );
+    // The metric follows the status write within the same sync; the watch may show the status
+    // a moment before the sync records the metric.
+    eventually("csv_abnormal reports the conflict", || async {
+        let text = h.ctx().metrics.encode();
+        text.lines()
+            .any(|l| {
+                l.starts_with("csv_abnormal{")
+                    && l.contains("phase=\"Failed\"")
+                    && l.contains("reason=\"InterOperatorGroupOwnerConflict\"")
+            })
+            .then_some(())
+    })
+    .await;
     assert_eq!(
         message(&failed),
         "intersecting operatorgroups provide the same apis: Demo.v1.example.com also provided by operatorgroup(s) operators/global-operators"

@@ -7,15 +7,16 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams};
+use std::sync::Arc;
+
+use kube::api::{Api, PartialObjectMeta};
 use kube::{Resource, ResourceExt};
 
 use crate::api::CatalogSource;
-use crate::api::keys::{
-    CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, POD_SPEC_HASH_LABEL,
-};
-use crate::k8s::apply::apply;
-use crate::k8s::errors::is_not_found;
+use crate::api::keys::{CATALOG_SOURCE_LABEL, POD_SPEC_HASH_LABEL};
+use crate::k8s::effects::{Write, perform};
+use crate::k8s::store::{NamespacedStore, StoreStopped};
+use crate::k8s::write::{DeleteOptions, ObjectKey, Ownership};
 use crate::registry::image_digest::{RegistryCredentials, parse_docker_config};
 use crate::registry::pod::{
     self, CREATED_AT_ANNOTATION, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects,
@@ -52,6 +53,145 @@ pub(super) struct Poll {
     pub last: Option<jiff::Timestamp>,
 }
 
+/// The shared stores of registry objects (all labelled `olm.managed=true`) and namespace
+/// labels; a sync reads them instead of the API server.
+#[derive(Clone)]
+pub(super) struct RegistryStores {
+    pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
+    pub service_accounts: NamespacedStore<ServiceAccount>,
+    pub network_policies: NamespacedStore<NetworkPolicy>,
+    pub services: NamespacedStore<Service>,
+    pub pods: NamespacedStore<Pod>,
+}
+
+impl RegistryStores {
+    pub async fn ready(&self) -> Result<(), StoreStopped> {
+        self.namespaces.wait_until_ready().await?;
+        self.service_accounts.wait_until_ready().await?;
+        // Not the NetworkPolicies: a cluster may not serve their API, and then their store
+        // never fills. Until it has, the policy is applied on every sync (an idempotent apply).
+        self.services.wait_until_ready().await?;
+        self.pods.wait_until_ready().await
+    }
+
+    /// The registry ServiceAccount and pods of `cs` (the ServiceAccount's pull secrets shape the
+    /// desired objects, whose names then find the rest: [`Self::observe_named`]).
+    fn observe(&self, cs: &CatalogSource) -> RegistryObserved {
+        let ns = cs.namespace().unwrap_or_default();
+        let name = cs.name_any();
+        RegistryObserved {
+            service_account: self.service_accounts.get(&ns, &name),
+            network_policy: None,
+            service: None,
+            pods: self
+                .pods
+                .in_namespace(&ns)
+                .into_iter()
+                .filter(|p| p.labels().get(CATALOG_SOURCE_LABEL) == Some(&name))
+                .collect(),
+        }
+    }
+
+    /// The NetworkPolicy and Service named as `objects` names them.
+    fn observe_named(&self, seen: &mut RegistryObserved, objects: &RegistryObjects) {
+        let ns = objects.service.namespace().unwrap_or_default();
+        seen.network_policy = self
+            .network_policies
+            .is_ready()
+            .then(|| {
+                self.network_policies
+                    .get(&ns, &objects.network_policy.name_any())
+            })
+            .flatten();
+        seen.service = self.services.get(&ns, &objects.service.name_any());
+    }
+
+    fn namespace_labels(&self, ns: &str) -> std::collections::BTreeMap<String, String> {
+        self.namespaces
+            .get("", ns)
+            .map(|n| n.labels().clone())
+            .unwrap_or_default()
+    }
+}
+
+/// A catalog's registry objects as the stores hold them.
+pub(super) struct RegistryObserved {
+    pub service_account: Option<Arc<ServiceAccount>>,
+    pub network_policy: Option<Arc<NetworkPolicy>>,
+    pub service: Option<Arc<Service>>,
+    pub pods: Vec<Arc<Pod>>,
+}
+
+/// The writes that bring a catalog's registry objects to what its spec asks, in order.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct RegistryWrites {
+    /// ServiceAccount (created once) and Service, before any pod.
+    pub objects: Vec<Write>,
+    /// The NetworkPolicy, apart: a cluster that does not serve its API still runs the registry.
+    pub network_policy: Option<Write>,
+    /// Pod deletions, then the new pod.
+    pub pods: Vec<Write>,
+}
+
+/// Decides the registry writes from what is observed and the pod plan (pure).
+pub(super) fn decide_registry(
+    objects: &RegistryObjects,
+    seen: &RegistryObserved,
+    plan: &pod_plan::PodPlan,
+    now: jiff::Timestamp,
+) -> RegistryWrites {
+    let mut writes = RegistryWrites::default();
+    if seen.service_account.is_none() {
+        // Created once, as OLM does: the cluster may add pull secrets to it afterwards.
+        writes.objects.push(Write::apply(
+            objects.service_account.clone(),
+            Ownership::Shared,
+        ));
+    }
+    let service_current = seen.service.as_ref().is_some_and(|s| {
+        s.labels().get(crate::api::keys::SERVICE_SPEC_HASH_LABEL)
+            == Some(&objects.service_spec_hash)
+    });
+    if !service_current {
+        // In place (OLM deletes and recreates): ports and selector are mutable, no outage.
+        writes
+            .objects
+            .push(Write::apply(objects.service.clone(), Ownership::Shared));
+    }
+    if !network_policy_matches(seen.network_policy.as_deref(), &objects.network_policy) {
+        writes.network_policy = Some(Write::apply(
+            objects.network_policy.clone(),
+            Ownership::Shared,
+        ));
+    }
+    let ns = objects.pod.namespace();
+    let delete_pod = |name: &String, grace: u32| Write::Delete {
+        key: ObjectKey::new::<Pod>(ns.as_deref(), name),
+        options: DeleteOptions {
+            grace_period_seconds: Some(grace),
+            ..DeleteOptions::default()
+        },
+    };
+    writes
+        .pods
+        .extend(plan.force_delete.iter().map(|name| delete_pod(name, 0)));
+    writes
+        .pods
+        .extend(plan.delete.iter().map(|name| delete_pod(name, 1)));
+    if let Some(pod_digest) = &plan.create {
+        let mut new_pod = objects.pod.clone();
+        let annotations = new_pod.metadata.annotations.get_or_insert_default();
+        annotations.insert(CREATED_AT_ANNOTATION.to_owned(), now.to_string());
+        if let Some(d) = pod_digest {
+            annotations.insert(IMAGE_DIGEST_ANNOTATION.to_owned(), d.clone());
+        }
+        writes.pods.push(Write::create(new_pod));
+    }
+    writes
+}
+
+/// Stage 3 of an image catalog: observe its registry objects from the stores, check the image
+/// digest when a poll is due, decide, write.
 pub(super) async fn ensure(
     r: &Reconciler,
     cs: &CatalogSource,
@@ -59,79 +199,22 @@ pub(super) async fn ensure(
 ) -> Result<ImageOutcome, String> {
     let ns = cs.namespace().unwrap_or_default();
     let name = cs.name_any();
-    let client = r.ctx.client.clone();
+    let client = &r.ctx.client;
     let now = r.ctx.clock.now();
-    let err = |what: &str, e: kube::Error| format!("{what}: {e}");
-
-    let namespace_labels = Api::<Namespace>::all(client.clone())
-        .get_opt(&ns)
-        .await
-        .ok()
-        .flatten()
-        .map(|n| n.labels().clone())
-        .unwrap_or_default();
-
-    let sa_api: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
-    let live_sa = sa_api
-        .get_opt(&name)
-        .await
-        .map_err(|e| err("reading the registry service account", e))?;
+    let stores = &r.registry_stores;
+    let namespace_labels = stores.namespace_labels(&ns);
+    let mut seen = stores.observe(cs);
     let objects = pod::registry_objects(
         cs,
         &namespace_labels,
-        live_sa
+        seen.service_account
             .as_ref()
             .and_then(|sa| sa.image_pull_secrets.as_deref()),
         &r.ctx.options.catalog_sources.registry_pod,
     )
     .map_err(|e| e.to_string())?;
-    if live_sa.is_none() {
-        // Created once, as OLM does: the cluster may add pull secrets to it afterwards.
-        apply(&sa_api, &objects.service_account)
-            .await
-            .map_err(|e| err("creating the registry service account", e))?;
-    }
-
-    let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
-    let np_name = objects.network_policy.name_any();
-    // A failed read is treated as "absent": the apply below then reports the real problem.
-    let live_np = np_api.get_opt(&np_name).await.unwrap_or(None);
-    if !network_policy_matches(live_np.as_ref(), &objects.network_policy) {
-        match apply(&np_api, &objects.network_policy).await {
-            Ok(_) => {}
-            // A cluster that does not serve networking.k8s.io (some test API servers): the
-            // registry works without its policy; say so and carry on.
-            Err(err) if is_not_found(&err) => {
-                tracing::warn!(catalog = %name, namespace = %ns, "NetworkPolicy API not served; registry pod runs without its network policy");
-            }
-            Err(e) => return Err(err("applying the registry network policy", e)),
-        }
-    }
-
-    let svc_api: Api<Service> = Api::namespaced(client.clone(), &ns);
-    let svc_name = objects.service.name_any();
-    let live_svc = svc_api
-        .get_opt(&svc_name)
-        .await
-        .map_err(|e| err("reading the registry service", e))?;
-    let svc_current = live_svc.as_ref().is_some_and(|s| {
-        s.labels().get(crate::api::keys::SERVICE_SPEC_HASH_LABEL)
-            == Some(&objects.service_spec_hash)
-    });
-    if !svc_current {
-        // In place (OLM deletes and recreates): ports and selector are mutable, no outage.
-        apply(&svc_api, &objects.service)
-            .await
-            .map_err(|e| err("applying the registry service", e))?;
-    }
-
-    let pod_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let selector = format!("{CATALOG_SOURCE_LABEL}={name},{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
-    let pods = pod_api
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(|e| err("listing registry pods", e))?;
-    let views: Vec<PodView> = pods.items.iter().map(pod_view).collect();
+    stores.observe_named(&mut seen, &objects);
+    let views: Vec<PodView> = seen.pods.iter().map(|p| pod_view(p)).collect();
     let desired = desired_pod(&objects);
 
     let mut outcome = ImageOutcome::default();
@@ -164,27 +247,40 @@ pub(super) async fn ensure(
     }
 
     let plan = pod_plan::plan_pods(&views, &desired, digest.as_deref());
-    for victim in &plan.force_delete {
-        delete_pod(&pod_api, victim, 0).await?;
+    let writes = decide_registry(&objects, &seen, &plan, now);
+    for write in &writes.objects {
+        perform(client, write).await.map_err(|e| e.to_string())?;
     }
-    for victim in &plan.delete {
-        delete_pod(&pod_api, victim, 1).await?;
+    if let Some(write) = &writes.network_policy {
+        match perform(client, write).await {
+            Ok(_) => {}
+            // A cluster that does not serve networking.k8s.io (some test API servers): the
+            // registry works without its policy; say so and carry on.
+            Err(err) if err.is_not_found() => {
+                tracing::warn!(catalog = %name, namespace = %ns, "NetworkPolicy API not served; registry pod runs without its network policy");
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    // A pod this controller created may not be in the store yet; deciding pods again before
+    // it is would start a second one (pods are created from `generateName`, so a create never
+    // conflicts). Until the store shows it, or a short while passed, pods are left alone.
+    let key = super::key_of(cs);
+    if r.awaiting_pod(&key, &seen.pods) {
+        outcome.requeue = Some(Duration::from_secs(1));
+        return Ok(outcome);
+    }
+    for write in &writes.pods {
+        let written = perform(client, write).await.map_err(|e| e.to_string())?;
+        if let (Write::Create { .. }, Some(pod)) = (write, written) {
+            r.expect_pod(&key, pod.name_any());
+        }
     }
     outcome.switched = !plan.delete.is_empty() && !plan.recreating;
-    if let Some(pod_digest) = &plan.create {
-        let mut new_pod = objects.pod.clone();
-        let annotations = new_pod.metadata.annotations.get_or_insert_default();
-        annotations.insert(CREATED_AT_ANNOTATION.to_owned(), now.to_string());
-        if let Some(d) = pod_digest {
-            annotations.insert(IMAGE_DIGEST_ANNOTATION.to_owned(), d.clone());
-        }
-        pod_api
-            .create(&crate::k8s::post_params(), &new_pod)
-            .await
-            .map_err(|e| err("creating the registry pod", e))?;
-        if !plan.recreating {
-            outcome.rolled_to = pod_digest.clone();
-        }
+    if let Some(pod_digest) = &plan.create
+        && !plan.recreating
+    {
+        outcome.rolled_to = pod_digest.clone();
     }
     if plan.failed_update.is_some() {
         outcome.warning = plan.failed_update;
@@ -231,20 +327,10 @@ pub(super) fn registry_service(
     }
 }
 
-async fn delete_pod(api: &Api<Pod>, name: &str, grace: u32) -> Result<(), String> {
-    let params = DeleteParams {
-        grace_period_seconds: Some(grace),
-        ..DeleteParams::default()
-    };
-    match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(err) if is_not_found(&err) => Ok(()),
-        Err(e) => Err(format!("deleting registry pod {name}: {e}")),
-    }
-}
-
 /// Pull-secret credentials for the digest check: `kubernetes.io/dockerconfigjson` secrets
 /// named in `spec.secrets`. Unreadable secrets are skipped (anonymous access may still work).
+/// Read live, only when a poll is due: a store would hold every Secret of the cluster in memory
+/// and need the right to list and watch them all.
 async fn pull_credentials(r: &Reconciler, cs: &CatalogSource) -> RegistryCredentials {
     let mut out = RegistryCredentials::new();
     let Some(secrets) = cs.spec.secrets.as_ref() else {
@@ -338,4 +424,159 @@ fn network_policy_matches(live: Option<&NetworkPolicy>, desired: &NetworkPolicy)
         .all(|(k, v)| live.labels().get(k) == Some(v));
     let as_value = |np: &NetworkPolicy| serde_json::to_value(&np.spec).unwrap_or_default();
     labels_ok && as_value(live) == as_value(desired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::pod::{RegistryPodOptions, registry_objects};
+    use pod_plan::PodPlan;
+
+    fn objects() -> RegistryObjects {
+        let cs: CatalogSource = serde_json::from_value(serde_json::json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "CatalogSource",
+            "metadata": {"name": "ops", "namespace": "olm", "uid": "u1"},
+            "spec": {"sourceType": "grpc", "image": "quay.io/org/catalog:latest"},
+        }))
+        .unwrap();
+        registry_objects(
+            &cs,
+            &std::collections::BTreeMap::new(),
+            None,
+            &RegistryPodOptions::default(),
+        )
+        .unwrap()
+    }
+
+    fn nothing_seen() -> RegistryObserved {
+        RegistryObserved {
+            service_account: None,
+            network_policy: None,
+            service: None,
+            pods: Vec::new(),
+        }
+    }
+
+    fn all_seen(objects: &RegistryObjects) -> RegistryObserved {
+        RegistryObserved {
+            service_account: Some(Arc::new(objects.service_account.clone())),
+            network_policy: Some(Arc::new(objects.network_policy.clone())),
+            service: Some(Arc::new(objects.service.clone())),
+            pods: Vec::new(),
+        }
+    }
+
+    fn kinds(writes: &[Write]) -> Vec<String> {
+        writes
+            .iter()
+            .map(|w| {
+                let verb = match w {
+                    Write::Apply { .. } => "apply",
+                    Write::Create { .. } => "create",
+                    Write::Delete { .. } => "delete",
+                    Write::MergePatch { .. } => "patch",
+                    Write::Status { .. } => "status",
+                };
+                format!("{verb} {}", w.key())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn registry_writes_follow_what_the_stores_hold() {
+        let objects = objects();
+        let now = jiff::Timestamp::from_second(1_700_000_000).unwrap();
+        let create = PodPlan {
+            create: Some(Some("sha256:abc".into())),
+            recreating: true,
+            ..PodPlan::default()
+        };
+        let replace = PodPlan {
+            force_delete: vec!["ops-old1".into()],
+            delete: vec!["ops-old2".into()],
+            ..PodPlan::default()
+        };
+        let mut stale_service = all_seen(&objects);
+        let mut service = objects.service.clone();
+        service.metadata.labels.get_or_insert_default().insert(
+            crate::api::keys::SERVICE_SPEC_HASH_LABEL.to_owned(),
+            "older".to_owned(),
+        );
+        stale_service.service = Some(Arc::new(service));
+        let cases: Vec<(&str, RegistryObserved, PodPlan, Vec<&str>, bool, Vec<&str>)> = vec![
+            (
+                "a new catalog: every object, then its pod",
+                nothing_seen(),
+                create.clone(),
+                vec!["apply ServiceAccount olm/ops", "apply Service olm/ops"],
+                true,
+                vec!["create Pod olm/ops-"],
+            ),
+            (
+                "everything in place: nothing",
+                all_seen(&objects),
+                PodPlan::default(),
+                vec![],
+                false,
+                vec![],
+            ),
+            (
+                "a Service from an older spec is applied again; the account is never re-applied",
+                stale_service,
+                PodPlan::default(),
+                vec!["apply Service olm/ops"],
+                false,
+                vec![],
+            ),
+            (
+                "stale and disrupted pods go",
+                all_seen(&objects),
+                replace,
+                vec![],
+                false,
+                vec!["delete Pod olm/ops-old1", "delete Pod olm/ops-old2"],
+            ),
+        ];
+        for (what, seen, plan, objects_written, policy, pods) in cases {
+            let writes = decide_registry(&objects, &seen, &plan, now);
+            assert_eq!(kinds(&writes.objects), objects_written, "{what}");
+            assert_eq!(writes.network_policy.is_some(), policy, "{what}");
+            assert_eq!(kinds(&writes.pods), pods, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_new_pod_records_its_digest_and_creation_and_deletes_keep_their_grace() {
+        let objects = objects();
+        let now = jiff::Timestamp::from_second(1_700_000_000).unwrap();
+        let plan = PodPlan {
+            force_delete: vec!["a".into()],
+            delete: vec!["b".into()],
+            create: Some(Some("sha256:abc".into())),
+            ..PodPlan::default()
+        };
+        let writes = decide_registry(&objects, &all_seen(&objects), &plan, now);
+        let graces: Vec<Option<u32>> = writes
+            .pods
+            .iter()
+            .filter_map(|w| match w {
+                Write::Delete { options, .. } => Some(options.grace_period_seconds),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(graces, [Some(0), Some(1)]);
+        let Some(Write::Create { object, .. }) = writes.pods.last() else {
+            panic!("a create last");
+        };
+        let pod = object.to_json().unwrap();
+        assert_eq!(
+            pod["metadata"]["annotations"][IMAGE_DIGEST_ANNOTATION],
+            "sha256:abc"
+        );
+        assert_eq!(
+            pod["metadata"]["annotations"][CREATED_AT_ANNOTATION],
+            now.to_string()
+        );
+    }
 }

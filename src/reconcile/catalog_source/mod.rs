@@ -22,8 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
-use kube::api::Api;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, PartialObjectMeta};
 use kube::{Resource, ResourceExt};
 use kube_runtime::WatchStreamExt;
 use kube_runtime::controller::{Action, Controller};
@@ -32,6 +33,9 @@ use kube_runtime::watcher::{self, Event};
 
 use crate::api::CatalogSource;
 use crate::api::catalog_source::ConnectionState;
+use crate::k8s::effects::{Write, perform};
+use crate::k8s::store::{keep_all, reflect_namespaced};
+use crate::k8s::write::ApiError;
 use crate::registry::cache::CatalogRef;
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
@@ -71,22 +75,31 @@ impl CatalogSourceOptions {
     }
 }
 
+/// How long a created registry pod may take to appear in the store before pods are decided
+/// again regardless.
+const CREATED_POD_GRACE: Duration = Duration::from_secs(30);
+
 /// Requeue period when nothing else asks for one (OLM's informer resync).
 const RESYNC: Duration = Duration::from_secs(15 * 60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("CatalogSource {key}: writing status: {source}")]
+    #[error("CatalogSource {key}: {source}")]
     Status {
         key: CatalogRef,
         #[source]
-        source: kube::Error,
+        source: ApiError,
     },
+    #[error("the registry object stores stopped")]
+    StoresStopped,
 }
 
 /// The controller's own state next to the shared context.
 pub struct Reconciler {
     ctx: Arc<Context>,
+    registry_stores: image::RegistryStores,
+    /// Registry pods created and not yet seen in the store, per catalog.
+    created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
     connections: Connections,
     configmaps: Mutex<HashMap<CatalogRef, LoadedConfigMap>>,
 }
@@ -103,7 +116,33 @@ impl Reconciler {
             .catalog_source_deleted(&key.namespace, &key.name);
         self.connections.close(key);
         self.ctx.catalogs.remove(key);
+        self.created_pods
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
         self.loaded_configmaps().remove(key);
+    }
+
+    /// Records a registry pod just created for `key`.
+    fn expect_pod(&self, key: &CatalogRef, name: String) {
+        self.created_pods
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), (name, std::time::Instant::now()));
+    }
+
+    /// Whether a pod created for `key` is still missing from `seen` (for at most
+    /// [`CREATED_POD_GRACE`]; a pod deleted meanwhile must not hold the catalog up for ever).
+    fn awaiting_pod(&self, key: &CatalogRef, seen: &[Arc<Pod>]) -> bool {
+        let mut created = self.created_pods.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((name, at)) = created.get(key) else {
+            return false;
+        };
+        if at.elapsed() < CREATED_POD_GRACE && !seen.iter().any(|p| &p.name_any() == name) {
+            return true;
+        }
+        created.remove(key);
+        false
     }
 
     /// Dialled address for `address`, after overrides.
@@ -118,7 +157,26 @@ impl Reconciler {
     }
 }
 
-fn key_of(cs: &CatalogSource) -> CatalogRef {
+/// The CatalogSource a registry object belongs to (its controller owner reference).
+fn catalog_of(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<ObjectRef<CatalogSource>> {
+    let namespace = meta.namespace.as_deref()?;
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "CatalogSource")
+        .map(|o| ObjectRef::new(&o.name).within(namespace))
+}
+
+async fn perform_all(client: &kube::Client, write: Option<Write>) -> Result<(), ApiError> {
+    if let Some(write) = write {
+        perform(client, &write).await?;
+    }
+    Ok(())
+}
+
+pub(super) fn key_of(cs: &CatalogSource) -> CatalogRef {
     CatalogRef::new(cs.namespace().unwrap_or_default(), cs.name_any())
 }
 
@@ -129,12 +187,41 @@ pub async fn run(ctx: Arc<Context>) {
         Arc::clone(&ctx.clock),
         ctx.options.catalog_sources.connection,
     );
+    let client = ctx.client.clone();
+    let managed = || watcher::Config::default().labels("olm.managed=true");
+    let (namespaces, namespace_changes) = reflect_namespaced(
+        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+        watcher::Config::default(),
+        keep_all,
+    );
+    let (service_accounts, sa_changes) = reflect_namespaced(
+        Api::<ServiceAccount>::all(client.clone()),
+        managed(),
+        keep_all,
+    );
+    let (network_policies, np_changes) = reflect_namespaced(
+        Api::<NetworkPolicy>::all(client.clone()),
+        managed(),
+        keep_all,
+    );
+    let (services, service_changes) =
+        reflect_namespaced(Api::<Service>::all(client.clone()), managed(), keep_all);
+    let (pods, pod_changes) =
+        reflect_namespaced(Api::<Pod>::all(client.clone()), managed(), keep_all);
+    let registry_stores = image::RegistryStores {
+        namespaces,
+        service_accounts,
+        network_policies,
+        services,
+        pods,
+    };
     let reconciler = Arc::new(Reconciler {
         ctx: Arc::clone(&ctx),
+        registry_stores,
+        created_pods: Mutex::new(HashMap::new()),
         connections,
         configmaps: Mutex::new(HashMap::new()),
     });
-    let client = ctx.client.clone();
 
     // Deletions are seen on the watch itself (the controller only reconciles objects that
     // exist); after a relist, catalogs that vanished meanwhile are swept.
@@ -176,12 +263,18 @@ pub async fn run(ctx: Arc<Context>) {
     let connection_changes = tokio_stream::wrappers::UnboundedReceiverStream::new(changed)
         .map(|key| ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace));
     let config_map_reader = reader.clone();
-    let managed = watcher::Config::default().labels("olm.managed=true");
+    // The registry objects' stores also trigger their catalog (its owner reference).
+    let registry_changes = futures::stream::select_all([
+        pod_changes.map(|o| catalog_of(o.meta())).boxed(),
+        service_changes.map(|o| catalog_of(o.meta())).boxed(),
+        sa_changes.map(|o| catalog_of(o.meta())).boxed(),
+        np_changes.map(|o| catalog_of(o.meta())).boxed(),
+        // Keeps the namespace store current; a label change waits for the next sync.
+        namespace_changes.map(|_| None).boxed(),
+    ])
+    .filter_map(futures::future::ready);
     Controller::for_stream(catalogs, reader)
-        .owns(Api::<Pod>::all(client.clone()), managed.clone())
-        .owns(Api::<Service>::all(client.clone()), managed.clone())
-        // NetworkPolicy drift is repaired on the periodic resync; not worth a cluster-wide watch.
-        .owns(Api::<ServiceAccount>::all(client.clone()), managed)
+        .reconcile_on(registry_changes)
         .watches(
             Api::<ConfigMap>::all(client),
             watcher::Config::default(),
@@ -234,15 +327,23 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
         r.forget(&key);
         return Ok(Action::await_change());
     }
+    // Deciding on half-listed stores would see registry objects as missing.
+    r.registry_stores
+        .ready()
+        .await
+        .map_err(|_| Error::StoresStopped)?;
     let outcome = status::sync(&r, &cs, &key).await;
     let observed = cs.status.clone().unwrap_or_default();
     let mut notes = outcome.notes;
     if outcome.status != observed {
-        let api: Api<CatalogSource> = Api::namespaced(r.ctx.client.clone(), &key.namespace);
-        match crate::k8s::apply::apply_status(&api, &key.name, &outcome.status).await {
-            Ok(_) => {}
+        // Guarded by the version this sync read: a newer CatalogSource is synced again.
+        let write = Write::status(cs.as_ref(), outcome.status.clone());
+        match perform_all(&r.ctx.client, write).await {
+            Ok(()) => {}
             // Deleted while this sync ran: its deletion event cleans up.
-            Err(err) if crate::k8s::errors::is_not_found(&err) => return Ok(Action::await_change()),
+            Err(err) if err.is_not_found() => return Ok(Action::await_change()),
+            // Changed while this sync ran: the change brings it back; look again soon anyway.
+            Err(err) if err.is_conflict() => return Ok(Action::requeue(Duration::from_secs(1))),
             Err(source) => {
                 return Err(Error::Status {
                     key: key.clone(),
