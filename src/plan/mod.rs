@@ -1,7 +1,9 @@
 //! Plans (pure): a resolved bundle turned into the ordered steps of an InstallPlan, the RBAC
 //! OLM derives from a CSV (with OLM's names), the CRD update safety check, which old plans to
-//! delete, bundle lookups for image bundles, and the pure half of executing a plan. Nothing here talks to a cluster.
-//! docs/install-plans.md §5–§8, §11.
+//! delete, bundle lookups for image bundles, and everything the InstallPlan controller decides:
+//! one sync of a plan (`decision`), the refusals before any write and what a pass reports
+//! (`execution`), the order steps are listed and applied in (`order`), the bundle lookups
+//! (`lookups`, `unpack`). Nothing here talks to a cluster. docs/install-plans.md §5–§11.
 
 pub mod content;
 pub mod crd_safety;

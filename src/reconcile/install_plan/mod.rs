@@ -34,8 +34,7 @@ use crate::reconcile::Context;
 use crate::reconcile::catalog_source::spec_check::parse_go_duration;
 
 pub use crate::plan::decision::INSTALLING_RESYNC;
-pub use crate::plan::execution::{APPLIED_WITH_WARNINGS, PlanWarning};
-pub use execute::Pass;
+use execute::Pass;
 
 /// How soon a plan whose status write met a newer copy is synced again.
 const CONFLICT_RETRY: Duration = Duration::from_millis(200);
