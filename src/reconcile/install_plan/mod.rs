@@ -209,33 +209,38 @@ pub async fn run(ctx: Arc<Context>) {
         keep_all,
     );
     let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    tokio::spawn(group_changes.for_each(move |group| {
+    // Driven here, not spawned: the store and its watch stop with the controller.
+    let watch_groups = group_changes.for_each(move |group| {
         // The controller is gone when the receiver is: nothing left to tell.
         let _ = changed_tx.send(group.namespace().unwrap_or_default());
         futures::future::ready(())
-    }));
-    if operator_groups.wait_until_ready().await.is_err() {
-        tracing::error!(
-            "the OperatorGroup watch ended before its first list; no InstallPlan is synced"
-        );
-        return;
-    }
+    });
     let plans_of_namespace = plans_in(store.clone());
     let group_triggers = tokio_stream::wrappers::UnboundedReceiverStream::new(changed_rx)
         .flat_map(move |namespace| futures::stream::iter(plans_of_namespace(&namespace)));
     let observer = Arc::new(Observer {
         ctx,
-        operator_groups,
+        operator_groups: operator_groups.clone(),
     });
-    Controller::for_stream(events, store)
-        .reconcile_on(group_triggers)
-        .run(reconcile, error_policy, observer)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "install plan reconcile");
-            }
-        })
-        .await;
+    let controller = async move {
+        // A check on a half-listed cache would report "no operator group" where there is one.
+        if operator_groups.wait_until_ready().await.is_err() {
+            return;
+        }
+        Controller::for_stream(events, store)
+            .reconcile_on(group_triggers)
+            .run(reconcile, error_policy, observer)
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "install plan reconcile");
+                }
+            })
+            .await;
+    };
+    tokio::select! {
+        () = watch_groups => tracing::error!("the OperatorGroup watch of the InstallPlan controller ended"),
+        () = controller => {}
+    }
 }
 
 /// The plans of a namespace, from the controller's store.
