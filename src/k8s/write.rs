@@ -90,7 +90,8 @@ impl fmt::Display for ObjectKey {
 #[error("{operation} {object}: {source}")]
 pub struct ApiError {
     pub operation: Operation,
-    pub object: ObjectKey,
+    /// Boxed: errors travel in `Result`s everywhere, and the key is most of their size.
+    pub object: Box<ObjectKey>,
     #[source]
     pub source: kube::Error,
 }
@@ -99,7 +100,7 @@ impl ApiError {
     pub fn new(operation: Operation, object: ObjectKey, source: kube::Error) -> Self {
         Self {
             operation,
-            object,
+            object: Box::new(object),
             source,
         }
     }

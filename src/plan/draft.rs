@@ -1,11 +1,13 @@
 //! The InstallPlan object for a resolution, before it exists (docs/install-plans.md §5).
 //!
 //! Crash safety: a plan carries the label [`RESOLUTION_LABEL`], a hash of what it resolves (the
-//! Subscriptions by UID, and for each the bundle, the CSV it replaces and the catalog). Before
-//! creating a plan the shell lists the namespace's plans and reuses one with the same label, so
-//! a crash between creating a plan and recording it on the Subscription never yields a second
-//! plan for the same resolution, and a plan whose status write was lost is completed instead of
-//! being ignored forever (OLM's upstream #2795).
+//! Subscriptions by UID, and for each the bundle, the CSV it replaces and the catalog), and its
+//! name is drawn from that hash (`plan::name`). A decision adopts a plan of the namespace with
+//! the same label instead of creating one, and a create of a plan the store has not seen yet
+//! finds its name taken; so a crash between creating a plan and recording it on the
+//! Subscription never yields a second plan for the same resolution, and a plan whose status
+//! write was lost is completed instead of being ignored forever (OLM's upstream #2795)
+//! (docs/subscription-plans.md).
 
 use std::collections::BTreeMap;
 

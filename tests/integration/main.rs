@@ -71,6 +71,7 @@ mod subscription_image_bundle_failures;
 mod subscription_image_bundles;
 mod subscription_image_bundles_running;
 mod subscription_install;
+mod subscription_stale_store;
 mod subscription_upgrade;
 mod subscription_waiting_plan;
 mod write_path;

@@ -18,7 +18,9 @@ use olm_rs::catalog::model::{
 };
 use olm_rs::k8s::clock::ManualClock;
 use olm_rs::reconcile::install_plan::{Synced, sync_install_plan};
-use olm_rs::reconcile::subscription::{NamespaceSynced, StaticCatalogs, sync_namespace};
+use olm_rs::reconcile::subscription::{
+    NamespaceSynced, StaticCatalogs, SubscriptionStores, sync_namespace,
+};
 use olm_rs::reconcile::{Context, ControllerOptions};
 use olm_rs::resolve::CatalogRef;
 use olm_rs::sandbox::ApiServer;
@@ -30,6 +32,24 @@ pub struct Env {
     pub clock: ManualClock,
     pub ctx: Arc<Context>,
     pub catalogs: StaticCatalogs,
+    /// The Subscription controller's stores, kept current by `watches` (as `subscription::run`
+    /// keeps them); a restart starts new ones.
+    pub stores: SubscriptionStores,
+    watches: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.watches.abort();
+    }
+}
+
+/// Starts the Subscription controller's stores against `client`, their watches running until
+/// the handle is aborted.
+pub fn start_stores(client: &kube::Client) -> (SubscriptionStores, tokio::task::JoinHandle<()>) {
+    use futures::StreamExt;
+    let (stores, touched) = SubscriptionStores::start(client);
+    (stores, tokio::spawn(touched.for_each(|_| async {})))
 }
 
 impl Env {
@@ -57,12 +77,15 @@ impl Env {
             .await
             .expect("namespace");
         let clock = ManualClock::new(Timestamp::from_second(1_800_000_000).unwrap());
+        let (stores, watches) = start_stores(&client);
         let ctx = Arc::new(Context::new(client, Arc::new(clock.clone()), options));
         let env = Env {
             server,
             clock,
             ctx,
             catalogs: StaticCatalogs::default(),
+            stores,
+            watches,
         };
         env.operator_group("og").await;
         env
@@ -75,6 +98,8 @@ impl Env {
             Arc::new(self.clock.clone()),
             ControllerOptions::default(),
         ));
+        self.watches.abort();
+        (self.stores, self.watches) = start_stores(&self.ctx.client);
     }
 
     pub fn client(&self) -> kube::Client {
@@ -139,10 +164,66 @@ impl Env {
         self.subscribe("widget", "widget", "community", spec).await
     }
 
+    /// One sync of [`NS`] once the stores show what the API server has (each test step acts
+    /// on what the previous one wrote, as a controller does once the watches caught up).
     pub async fn sync_subscriptions(&self) -> NamespaceSynced {
-        sync_namespace(&self.ctx, &self.catalogs, NS)
+        self.stores_caught_up().await;
+        sync_namespace(&self.ctx, &self.stores, &self.catalogs, NS)
             .await
             .expect("subscription sync")
+    }
+
+    /// Waits until the stores hold every Subscription, InstallPlan, installed CSV and
+    /// OperatorGroup of [`NS`] at the version the API server has, and the Namespace.
+    pub async fn stores_caught_up(&self) {
+        use kube::ResourceExt;
+        fn versions<K: kube::Resource>(objects: &[K]) -> Vec<(String, String)> {
+            let mut v: Vec<(String, String)> = objects
+                .iter()
+                .map(|o| (o.name_any(), o.resource_version().unwrap_or_default()))
+                .collect();
+            v.sort();
+            v
+        }
+        fn stored<K: kube::Resource + Clone>(objects: Vec<Arc<K>>) -> Vec<(String, String)> {
+            let owned: Vec<K> = objects.iter().map(|o| K::clone(o)).collect();
+            versions(&owned)
+        }
+        let client = self.client();
+        let list = ListParams::default();
+        let not_copies = ListParams::default().labels("!olm.copiedFrom");
+        for _ in 0..500 {
+            let subs = Api::<Subscription>::namespaced(client.clone(), NS)
+                .list(&list)
+                .await
+                .expect("subscriptions")
+                .items;
+            let plans = Api::<InstallPlan>::namespaced(client.clone(), NS)
+                .list(&list)
+                .await
+                .expect("plans")
+                .items;
+            let csvs = Api::<olm_rs::api::ClusterServiceVersion>::namespaced(client.clone(), NS)
+                .list_metadata(&not_copies)
+                .await
+                .expect("csvs")
+                .items;
+            let groups = Api::<OperatorGroup>::namespaced(client.clone(), NS)
+                .list_metadata(&list)
+                .await
+                .expect("groups")
+                .items;
+            if versions(&subs) == stored(self.stores.subscriptions.in_namespace(NS))
+                && versions(&plans) == stored(self.stores.plans.in_namespace(NS))
+                && versions(&csvs) == stored(self.stores.csvs.in_namespace(NS))
+                && versions(&groups) == stored(self.stores.operator_groups.in_namespace(NS))
+                && self.stores.namespaces.get("", NS).is_some()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the Subscription controller's stores did not catch up with the API server");
     }
 
     /// One sync of plan `name`, observing the plan and the namespace's OperatorGroups as they

@@ -504,7 +504,16 @@ mod tests {
             "older".to_owned(),
         );
         stale_service.service = Some(Arc::new(service));
-        let cases: Vec<(&str, RegistryObserved, PodPlan, Vec<&str>, bool, Vec<&str>)> = vec![
+        // (what, observed, pod plan, object writes, network policy written, pod writes)
+        type Case = (
+            &'static str,
+            RegistryObserved,
+            PodPlan,
+            Vec<&'static str>,
+            bool,
+            Vec<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
             (
                 "a new catalog: every object, then its pod",
                 nothing_seen(),

@@ -1,39 +1,31 @@
 //! The Subscription reconciler (thin shell). Resolution is per namespace (docs/resolution.md §1), so
-//! the unit of work is a namespace: any event on a Subscription, InstallPlan, CSV or
+//! the unit of work is a namespace: any change to a Subscription, InstallPlan, installed CSV or
 //! OperatorGroup of a namespace with Subscriptions queues it, as does a catalog change or the
-//! periodic resync. Each sync reads the namespace, calls the pure core
-//! (`resolve::subscription`), and writes.
+//! periodic resync. Each sync reads the namespace from the shared stores, asks the pure core
+//! (`resolve::subscription::decide_effects`) what to do, and executes it.
 
 mod catalogs;
 mod observe;
+mod stores;
 mod sync;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use kube::ResourceExt;
-use kube::api::{Api, PartialObjectMeta};
-use kube_runtime::WatchStreamExt;
-use kube_runtime::reflector;
-use kube_runtime::watcher::{self, Event};
 
 pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
-pub use observe::csv_resource;
+pub use observe::Observed;
+pub use stores::{CsvSummary, SubscriptionStores, Touched};
 pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
 
-use crate::api::keys::COPIED_FROM_LABEL;
-use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::metrics::CountedKind;
 use crate::reconcile::Context;
-use crate::reconcile::work_queue::WorkQueue;
+use crate::reconcile::work_queue::{Next, WorkQueue, run_workers};
+use crate::resolve::subscription::RETRY_SOON;
 
 /// Every namespace with Subscriptions is synced at least this often (OLM resyncs too).
 pub const RESYNC: Duration = Duration::from_secs(300);
-/// Delay before looking again at a namespace whose resolution an error prevented or whose
-/// status write conflicted (a failed sync backs off instead: `WorkQueue::retry`).
-pub const RETRY: Duration = Duration::from_secs(5);
 /// Namespaces synced in parallel.
 pub const WORKERS: usize = 2;
 
@@ -44,187 +36,74 @@ pub async fn run(
     catalogs: Arc<dyn CatalogSnapshots>,
     catalog_changes: impl Stream<Item = ()> + Send + 'static,
 ) {
+    let (stores, touched) = SubscriptionStores::start(&ctx.client);
     let queue: WorkQueue<String> = WorkQueue::new();
-    let known = KnownNamespaces::default();
-    let client = ctx.client.clone();
 
-    let subscriptions = {
-        let (queue, known) = (queue.clone(), known.clone());
-        // The store only feeds `subscription_count`; syncs read the namespace afresh.
-        let (store, writer) = reflector::store::<Subscription>();
-        let metrics = ctx.metrics.clone();
-        namespaces_of(
-            watcher::watcher(
-                Api::<Subscription>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .reflect(writer),
-        )
-        .for_each(move |ns| {
-            metrics.set_count(CountedKind::Subscription, store.state().len());
-            known.insert(&ns);
-            queue.add(ns);
+    let changes = {
+        let (queue, stores, metrics) = (queue.clone(), stores.clone(), ctx.metrics.clone());
+        touched.for_each(move |touched| {
+            match touched {
+                // A Subscription's namespace is synced even when it was the last one (the sync
+                // then forgets its metrics).
+                Touched::Subscription(ns) => {
+                    metrics.set_count(CountedKind::Subscription, stores.subscriptions.len());
+                    queue.add(ns);
+                }
+                Touched::Other(ns) if stores.subscriptions.has_namespace(&ns) => queue.add(ns),
+                Touched::Other(_) => {}
+            }
             async {}
         })
     };
-    // The next three watches only say which namespace changed, so they carry metadata only.
-    // Copied CSVs are left out (the resolver never counts them, docs/resolution.md §3): an
-    // all-namespaces operator has one in every namespace, 35 kB each for a typical CSV, and
-    // watching them in full made this watch most of the controller's memory.
-    let plans = follow(
-        namespaces_of(watcher::watcher(
-            Api::<PartialObjectMeta<InstallPlan>>::all(client.clone()),
-            watcher::Config::default(),
-        )),
-        queue.clone(),
-        known.clone(),
-    );
-    let groups = follow(
-        namespaces_of(watcher::watcher(
-            Api::<PartialObjectMeta<OperatorGroup>>::all(client.clone()),
-            watcher::Config::default(),
-        )),
-        queue.clone(),
-        known.clone(),
-    );
-    let csvs = follow(
-        namespaces_of(watcher::watcher(
-            Api::<PartialObjectMeta<ClusterServiceVersion>>::all(client.clone()),
-            watcher::Config::default().labels(&format!("!{COPIED_FROM_LABEL}")),
-        )),
-        queue.clone(),
-        known.clone(),
-    );
     let catalog_events = {
-        let (queue, known) = (queue.clone(), known.clone());
+        let (queue, stores) = (queue.clone(), stores.clone());
         catalog_changes.for_each(move |()| {
-            queue.add_all(known.snapshot());
+            queue.add_all(stores.subscriptions.namespaces());
             async {}
         })
     };
     let resync = {
-        let (queue, known) = (queue.clone(), known.clone());
+        let (queue, stores) = (queue.clone(), stores.clone());
         async move {
             let mut tick = tokio::time::interval(RESYNC);
             loop {
                 tick.tick().await;
-                queue.add_all(known.snapshot());
+                queue.add_all(stores.subscriptions.namespaces());
             }
         }
     };
-    let workers = futures::future::join_all(
-        (0..WORKERS).map(|_| worker(ctx.clone(), catalogs.clone(), queue.clone(), known.clone())),
-    );
-    tokio::select! {
-        () = subscriptions => tracing::warn!("subscription watch ended"),
-        () = plans => tracing::warn!("install plan watch ended"),
-        () = groups => tracing::warn!("operator group watch ended"),
-        () = csvs => tracing::warn!("csv watch ended"),
-        () = catalog_events => tracing::warn!("catalog change stream ended"),
-        () = resync => {},
-        _ = workers => {},
-    }
-}
-
-async fn worker(
-    ctx: Arc<Context>,
-    catalogs: Arc<dyn CatalogSnapshots>,
-    queue: WorkQueue<String>,
-    known: KnownNamespaces,
-) {
-    loop {
-        let ns = queue.next().await;
-        let synced = ctx
-            .metrics
-            .timed_reconcile(
-                "Subscription",
-                &ns,
-                sync_namespace(&ctx, catalogs.as_ref(), &ns),
-            )
-            .await;
-        match synced {
-            Ok(report) => {
-                // The set shrinks when a sync finds no Subscription left, and a sync that finds
-                // some puts the namespace back (a Subscription created meanwhile).
-                if report.no_subscriptions {
-                    known.remove(&ns);
+    let workers = async {
+        // A sync on a half-listed store would take plans for deleted and CSVs for missing.
+        if let Err(error) = stores.ready().await {
+            tracing::warn!(%error, "subscription stores never filled; the controller stops");
+            return;
+        }
+        run_workers("Subscription", queue.clone(), WORKERS, move |ns: String| {
+            let (ctx, stores, catalogs) = (ctx.clone(), stores.clone(), catalogs.clone());
+            async move {
+                let synced = ctx
+                    .metrics
+                    .timed_reconcile(
+                        "Subscription",
+                        &ns,
+                        sync_namespace(&ctx, &stores, catalogs.as_ref(), &ns),
+                    )
+                    .await?;
+                // Rate-limited on failure (`run_workers`), as OLM retries a failed namespace
+                // sync (docs/resolution.md §9).
+                Ok::<_, SubscriptionSyncError>(if synced.retry_soon {
+                    Next::After(RETRY_SOON)
                 } else {
-                    known.insert(&ns);
-                }
-                queue.forget(&ns);
-                if report.retry_soon {
-                    queue.add_after(ns.clone(), RETRY);
-                }
+                    Next::Done
+                })
             }
-            Err(error) => {
-                // Rate-limited, as OLM retries a failed namespace sync (docs/resolution.md §9).
-                let after = queue.retry(ns.clone());
-                tracing::warn!(namespace = %ns, %error, ?after, "subscription sync failed; retrying");
-            }
-        }
-        queue.done(&ns);
-    }
-}
-
-/// Namespaces of the objects a watch reports (restarting the watch on errors).
-fn namespaces_of<K>(
-    events: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
-) -> impl Stream<Item = String> + Send
-where
-    K: kube::Resource + Clone + Send + 'static,
-{
-    events.default_backoff().filter_map(|event| async move {
-        match event {
-            Ok(Event::Apply(o) | Event::Delete(o) | Event::InitApply(o)) => o.namespace(),
-            Ok(_) => None,
-            Err(error) => {
-                tracing::debug!(%error, "watch error; the watch restarts");
-                None
-            }
-        }
-    })
-}
-
-/// Queues namespaces that have Subscriptions.
-async fn follow(
-    events: impl Stream<Item = String>,
-    queue: WorkQueue<String>,
-    known: KnownNamespaces,
-) {
-    events
-        .for_each(move |ns| {
-            if known.contains(&ns) {
-                queue.add(ns);
-            }
-            async {}
         })
         .await;
-}
-
-/// The namespaces that have Subscriptions, as far as the last event or sync knows.
-#[derive(Clone, Default)]
-struct KnownNamespaces(Arc<Mutex<HashSet<String>>>);
-
-impl KnownNamespaces {
-    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn insert(&self, ns: &str) {
-        if !self.contains(ns) {
-            self.set().insert(ns.to_owned());
-        }
-    }
-
-    fn remove(&self, ns: &str) {
-        self.set().remove(ns);
-    }
-
-    fn contains(&self, ns: &str) -> bool {
-        self.set().contains(ns)
-    }
-
-    fn snapshot(&self) -> Vec<String> {
-        self.set().iter().cloned().collect()
+    };
+    tokio::select! {
+        () = changes => tracing::warn!("subscription controller watches ended"),
+        () = catalog_events => tracing::warn!("catalog change stream ended"),
+        () = resync => {},
+        () = workers => {},
     }
 }

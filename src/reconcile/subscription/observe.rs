@@ -1,84 +1,139 @@
-//! Reading one namespace for the Subscription sync. Live lists, not caches: the sync decides
-//! whether to create InstallPlans, and a stale cache is how duplicate plans are born.
+//! Reading one namespace for the Subscription sync, from the shared stores.
+//!
+//! The one live read: a plan a Subscription references that the store does not hold. The store
+//! may simply not have seen it yet (each kind is watched on its own), and taking it for deleted
+//! would release the Subscription and plan again; so the API server is asked, and only a plan
+//! it does not have counts as gone.
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::Api;
 
-use crate::api::keys::COPIED_FROM_LABEL;
-use crate::api::{InstallPlan, OperatorGroup, Subscription};
+use super::stores::{EXCLUDE_GLOBAL, SubscriptionStores};
+use crate::api::{InstallPlan, Subscription};
+use crate::k8s::write::{self, ApiError};
 use crate::resolve::{InstalledCsv, OperatorGroups, installed_csv};
 
-const EXCLUDE_GLOBAL: &str = "olm.operatorframework.io/exclude-global-namespace-resolution";
-
-/// Everything the sync reads from the API server.
+/// One namespace as the stores (and, for referenced plans they miss, the API server) show it.
+#[derive(Debug, Clone, Default)]
 pub struct Observed {
     pub subscriptions: Vec<Subscription>,
     pub plans: Vec<InstallPlan>,
+    /// Plans referenced by a Subscription that the API server does not have.
+    pub gone_plans: Vec<String>,
     pub installed: Vec<InstalledCsv>,
     pub operator_groups: OperatorGroups,
+    pub namespace_uid: Option<String>,
 }
 
-pub fn csv_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("operators.coreos.com", "v1alpha1", "ClusterServiceVersion"),
-        "clusterserviceversions",
-    )
+impl Observed {
+    /// Puts `plan` in place of the plan of that name (or adds it): what a write returned is
+    /// newer than what the store holds.
+    pub fn put_plan(&mut self, plan: InstallPlan) {
+        self.plans.retain(|p| p.metadata.name != plan.metadata.name);
+        self.gone_plans
+            .retain(|g| Some(g) != plan.metadata.name.as_ref());
+        self.plans.push(plan);
+    }
+
+    /// Drops the plan `name` (just deleted).
+    pub fn remove_plan(&mut self, name: &str) {
+        self.plans
+            .retain(|p| p.metadata.name.as_deref() != Some(name));
+    }
+
+    /// Puts `sub` in place of the Subscription of that name.
+    pub fn put_subscription(&mut self, sub: Subscription) {
+        if let Some(old) = self
+            .subscriptions
+            .iter_mut()
+            .find(|s| s.metadata.name == sub.metadata.name)
+        {
+            *old = sub;
+        }
+    }
 }
 
-pub async fn observe(client: &Client, namespace: &str) -> Result<Observed, kube::Error> {
-    let lp = ListParams::default();
-    let subscriptions = Api::<Subscription>::namespaced(client.clone(), namespace)
-        .list(&lp)
-        .await?
-        .items;
+pub async fn observe(
+    client: &Client,
+    stores: &SubscriptionStores,
+    namespace: &str,
+) -> Result<Observed, ApiError> {
+    let subscriptions: Vec<Subscription> = stores
+        .subscriptions
+        .in_namespace(namespace)
+        .iter()
+        .map(|s| Subscription::clone(s))
+        .collect();
     if subscriptions.is_empty() {
         // Nothing to resolve: the last Subscription went (its deletion queued this sync).
-        return Ok(Observed {
-            subscriptions,
-            plans: Vec::new(),
-            installed: Vec::new(),
-            operator_groups: OperatorGroups::default(),
-        });
+        return Ok(Observed::default());
     }
-    let plans = Api::<InstallPlan>::namespaced(client.clone(), namespace)
-        .list(&lp)
-        .await?
-        .items;
-    // Copies are not installed here (docs/resolution.md §3); the selector spares their transfer and
-    // `installed_csv` still drops a copy that lost its label.
-    let not_copies = ListParams::default().labels(&format!("!{COPIED_FROM_LABEL}"));
-    let csvs = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &csv_resource())
-        .list(&not_copies)
-        .await?
-        .items;
-    let groups = Api::<OperatorGroup>::namespaced(client.clone(), namespace)
-        .list(&lp)
-        .await?
-        .items;
-    let installed = csvs
+    let mut plans: Vec<InstallPlan> = stores
+        .plans
+        .in_namespace(namespace)
         .iter()
-        .filter_map(|c| serde_json::to_value(c).ok())
+        .map(|p| InstallPlan::clone(p))
+        .collect();
+    let mut gone_plans = Vec::new();
+    let api: Api<InstallPlan> = Api::namespaced(client.clone(), namespace);
+    for name in referenced_plans(&subscriptions) {
+        if plans
+            .iter()
+            .any(|p| p.metadata.name.as_ref() == Some(&name))
+            || gone_plans.contains(&name)
+        {
+            continue;
+        }
+        match write::get(&api, &name).await? {
+            Some(plan) => plans.push(plan),
+            None => gone_plans.push(name),
+        }
+    }
+    let installed = stores
+        .csvs
+        .in_namespace(namespace)
+        .iter()
+        .filter_map(|c| serde_json::to_value(c.as_ref()).ok())
         .filter_map(|v| installed_csv(&v))
         .collect();
-    let mut names: Vec<String> = groups
+    let groups = stores.operator_groups.in_namespace(namespace);
+    // The store holds them ordered by name.
+    let names: Vec<String> = groups
         .iter()
         .filter_map(|g| g.metadata.name.clone())
         .collect();
-    names.sort();
     let exclude_global_catalogs = matches!(groups.as_slice(), [one] if one
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(EXCLUDE_GLOBAL))
         .is_some_and(|v| v == "true"));
+    let namespace_uid = stores
+        .namespaces
+        .get("", namespace)
+        .and_then(|n| n.metadata.uid.clone());
     Ok(Observed {
         subscriptions,
         plans,
+        gone_plans,
         installed,
         operator_groups: OperatorGroups {
             names,
             exclude_global_catalogs,
         },
+        namespace_uid,
     })
+}
+
+fn referenced_plans(subscriptions: &[Subscription]) -> Vec<String> {
+    subscriptions
+        .iter()
+        .filter_map(|s| s.status.as_ref())
+        .flat_map(|st| {
+            let by_ref = st.install_plan_ref.as_ref().and_then(|r| r.name.clone());
+            let by_name = st.install_plan.as_ref().map(|r| r.name.clone());
+            by_ref.into_iter().chain(by_name)
+        })
+        .filter(|n| !n.is_empty())
+        .collect()
 }

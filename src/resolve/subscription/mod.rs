@@ -5,12 +5,15 @@
 //! 2. resolve the Subscriptions not waiting on a plan (step C) with their observed status;
 //! 3. turn each decision into status and, for a new target, a plan to ensure (step D).
 //!
+//! `effects::decide_effects` turns that into the writes and events of one sync.
+//!
 //! Plans serve one Subscription each: a `Manual` plan only ever installs the operator of the
 //! Subscription that asked for manual approval (OLM's namespace-wide approval is a known pain),
 //! and one Subscription's broken bundle never holds up another's plan.
 
 mod dependencies;
 mod deprecation;
+mod effects;
 mod health;
 mod plan_state;
 
@@ -18,6 +21,10 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub use dependencies::dependency_subscription_name;
+pub use effects::{
+    NamespaceDecision, NamespaceView, PlanChoice, RESOLUTION_FAILED_EVENT, RETRY_SOON,
+    SubscriptionEffects, decide_effects,
+};
 pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message};
 
 use crate::api::event::ObjectEvent;
@@ -72,9 +79,9 @@ pub struct PlanRequest {
 /// A waiting plan replaced by a new answer (see [`SubscriptionUpdate::superseded`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupersededPlan {
+    /// A plan of the namespace's plans; `decide_effects` deletes it only at the version observed
+    /// (not once approved meanwhile).
     pub name: String,
-    /// The plan as observed: it is deleted only at this version (not once approved meanwhile).
-    pub resource_version: Option<String>,
 }
 
 /// An Event on the Subscription.
@@ -154,10 +161,7 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             update.notes.push(ObjectEvent::normal("InstallPlanSuperseded", format!(
                     "install plan {name} for {old} was awaiting approval when the subscription's answer changed; it is deleted and replaced"
                 )));
-            update.superseded = Some(SupersededPlan {
-                name,
-                resource_version: plan.metadata.resource_version.clone(),
-            });
+            update.superseded = Some(SupersededPlan { name });
         }
         if is_gated(&update.status) {
             // Waiting on its plan, the Subscription is not resolved again (step C) — except

@@ -38,7 +38,7 @@ fn bundle(name: &str, version: &str, inline: bool) -> Bundle {
     }
 }
 
-fn catalog(inline: bool) -> CatalogIndex {
+pub(super) fn catalog(inline: bool) -> CatalogIndex {
     let entry = |name: &str, replaces: Option<&str>| ChannelEntry {
         name: name.into(),
         replaces: replaces.map(Into::into),
@@ -69,7 +69,7 @@ fn catalog(inline: bool) -> CatalogIndex {
     })
 }
 
-fn sub(name: &str, approval: Option<Approval>, starting: Option<&str>) -> Subscription {
+pub(super) fn sub(name: &str, approval: Option<Approval>, starting: Option<&str>) -> Subscription {
     let mut s = Subscription::new(
         name,
         SubscriptionSpec {

@@ -1,0 +1,342 @@
+//! A namespace's Subscription sync as a value (docs/subscription-plans.md, "One sync"): from what
+//! the stores hold, the writes, events and requeue that bring the cluster to the decided
+//! statuses. Pure: the shell executes it.
+//!
+//! Each Subscription gets its own [`Effects`], executed on its own: one Subscription whose
+//! copy was stale (409) never holds up another's plan or events. Its writes come in this order:
+//! 1. the superseded plan's delete, only at the version that was judged;
+//! 2. an adopted plan's lost status (its steps);
+//! 3. the Subscription's status, guarded by the resourceVersion it was decided from — and
+//!    written whenever a plan is to be created, changed or not, so that a plan is only ever
+//!    created by a decision made on the Subscription as it is now;
+//! 4. the new plan, under a name derived from its resolution key: a create that finds the name
+//!    taken is a plan this namespace already has, not yet in the store (409, decide again).
+//!
+//! A plan created here is attached by the next decision, which sees it (adoption is also how a
+//! crash between the create and the attachment is repaired).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{NamespaceState, SubscriptionUpdate, attach_plan, decide_namespace};
+use crate::api::event::ObjectEvent;
+use crate::api::{
+    ConditionStatus, InstallPlan, InstallPlanPhase, Subscription, SubscriptionConditionType,
+    SubscriptionStatus,
+};
+use crate::k8s::effects::{Effects, EventOn, Write};
+use crate::k8s::write::ObjectKey;
+use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
+use crate::resolve::ERROR_PREVENTED_RESOLUTION;
+
+/// When to look again at a namespace where an error (an unreadable catalog, …) prevented a
+/// resolution, without waiting for an event.
+pub const RETRY_SOON: Duration = Duration::from_secs(5);
+
+/// The event reason OLM uses for a failed resolution, on the Namespace (and here also on the
+/// Subscription).
+pub const RESOLUTION_FAILED_EVENT: &str = "ResolutionFailed";
+
+/// What one sync of a namespace looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct NamespaceView<'a> {
+    pub state: NamespaceState<'a>,
+    /// Plans a Subscription references that the API server says no longer exist (the store
+    /// missed them and a read confirmed it): a new plan never takes such a name again.
+    pub gone_plans: &'a [String],
+    /// The Namespace's uid, so that `kubectl describe ns` finds its events.
+    pub namespace_uid: Option<&'a str>,
+}
+
+/// The plan a Subscription gets in this decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanChoice {
+    /// Created now, attached by the next decision.
+    Create(String),
+    /// An existing plan made for the same resolution, attached now.
+    Adopt(String),
+}
+
+/// What the sync does for one Subscription.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscriptionEffects {
+    /// The Subscription with the status decided for it (for metrics).
+    pub decided: Subscription,
+    pub plan: Option<PlanChoice>,
+    /// A plan awaiting approval that is deleted because the answer changed.
+    pub superseded: Option<String>,
+    pub effects: Effects,
+}
+
+/// The whole decision for a namespace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamespaceDecision {
+    /// One entry per Subscription, in input order.
+    pub subscriptions: Vec<SubscriptionEffects>,
+    /// Old plans to delete (docs/install-plans.md §11), after the Subscriptions.
+    pub garbage: Effects,
+    /// Some Subscription has `ResolutionFailed=True` (the resolution metric's outcome).
+    pub resolution_failed: bool,
+}
+
+impl NamespaceDecision {
+    /// The soonest requeue any part asks for.
+    pub fn requeue(&self) -> Option<Duration> {
+        self.subscriptions
+            .iter()
+            .map(|s| &s.effects)
+            .chain([&self.garbage])
+            .filter_map(|e| e.requeue)
+            .min()
+    }
+}
+
+/// Decides the sync of the namespace `view` shows.
+pub fn decide_effects(view: &NamespaceView<'_>) -> NamespaceDecision {
+    let state = &view.state;
+    let now = Time(state.now);
+    let updates = decide_namespace(state);
+    let resolution_failed = updates.iter().any(|u| failed(&u.status, None).is_some());
+    let mut kept: Vec<String> = Vec::new();
+    let mut namespace_messages: Vec<String> = Vec::new();
+    let subscriptions: Vec<SubscriptionEffects> = updates
+        .into_iter()
+        .zip(state.input.subscriptions)
+        .map(|(update, sub)| {
+            let one = subscription_effects(view, sub, update, &now, &mut namespace_messages);
+            kept.extend(referenced_plans(&one.decided));
+            kept.extend(one.superseded.clone());
+            if let Some(PlanChoice::Create(name) | PlanChoice::Adopt(name)) = &one.plan {
+                kept.push(name.clone());
+            }
+            one
+        })
+        .collect();
+    NamespaceDecision {
+        subscriptions,
+        garbage: garbage(state.plans, &kept),
+        resolution_failed,
+    }
+}
+
+fn subscription_effects(
+    view: &NamespaceView<'_>,
+    sub: &Subscription,
+    update: SubscriptionUpdate,
+    now: &Time,
+    namespace_messages: &mut Vec<String>,
+) -> SubscriptionEffects {
+    let plans = view.state.plans;
+    let mut status = update.status;
+    let mut write_status = update.changed;
+    let mut events = update.notes;
+    let mut writes = Vec::new();
+    let superseded = update.superseded.as_ref().and_then(|s| {
+        plans
+            .iter()
+            .find(|p| p.metadata.name.as_ref() == Some(&s.name))
+    });
+    if let Some(plan) = superseded {
+        writes.push(Write::delete_observed(plan));
+    }
+    let superseded_name = update.superseded.as_ref().map(|s| s.name.clone());
+    let mut create = None;
+    let mut choice = None;
+    if let Some(request) = &update.plan {
+        match adoptable(plans, &request.draft, superseded_name.as_deref()) {
+            Some(plan) => {
+                let name = plan.metadata.name.clone().unwrap_or_default();
+                let mut seen = plan.clone();
+                if status_lost(plan) {
+                    let initial = request.draft.initial_status_named(&name);
+                    writes.extend(Write::status(plan, initial.clone()));
+                    seen.status = Some(initial);
+                }
+                attach_plan(&mut status, &seen, &request.target.bundle, now);
+                status.last_updated = now.clone();
+                write_status = true;
+                choice = Some(PlanChoice::Adopt(name));
+            }
+            None => {
+                let name = free_name(&request.draft.resolution_key(), plans, view.gone_plans);
+                // The Subscription's main transition: an install or upgrade is planned.
+                let what = match &request.target.replaces {
+                    Some(old) => format!("upgrade from {old} to {}", request.target.bundle),
+                    None => format!("install of {}", request.target.bundle),
+                };
+                events.push(ObjectEvent::normal(
+                    "InstallPlanCreated",
+                    format!("created InstallPlan {name} for the {what}"),
+                ));
+                create = Some(request.draft.install_plan(&name));
+                write_status = true;
+                choice = Some(PlanChoice::Create(name));
+            }
+        }
+    }
+    let mut decided = sub.clone();
+    decided.status = Some(status.clone());
+    let retry_soon = failed(&status, Some(ERROR_PREVENTED_RESOLUTION)).is_some();
+    let mut effects = Effects::default();
+    if write_status {
+        match Write::status(sub, status) {
+            Some(write) => writes.push(write),
+            // Never read from a server: nothing it leads to can be written safely.
+            None => {
+                return SubscriptionEffects {
+                    decided,
+                    plan: None,
+                    superseded: None,
+                    effects,
+                };
+            }
+        }
+    }
+    writes.extend(create.map(Write::create));
+    effects.writes = writes;
+    // OLM reports a failed resolution on the Namespace (docs/resolution.md §9); tools that watch
+    // namespace events keep working. Once per message, with the first Subscription that has it.
+    let namespace_events: Vec<ObjectEvent> = events
+        .iter()
+        .filter(|e| e.reason == RESOLUTION_FAILED_EVENT)
+        .filter(|e| !namespace_messages.contains(&e.message))
+        .cloned()
+        .collect();
+    for event in events {
+        effects.event_on(sub, event);
+    }
+    for event in namespace_events {
+        namespace_messages.push(event.message.clone());
+        effects.events.push(EventOn {
+            regarding: namespace_reference(view),
+            event,
+        });
+    }
+    if retry_soon {
+        effects.requeue_after(RETRY_SOON);
+    }
+    SubscriptionEffects {
+        decided,
+        plan: choice,
+        superseded: superseded.and(superseded_name),
+        effects,
+    }
+}
+
+/// A plan made for the same resolution and approval that can serve the Subscription (not the
+/// one being superseded, not one being deleted).
+fn adoptable<'a>(
+    plans: &'a [InstallPlan],
+    draft: &PlanDraft,
+    superseded: Option<&str>,
+) -> Option<&'a InstallPlan> {
+    let key = draft.resolution_key();
+    plans.iter().find(|p| {
+        p.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(RESOLUTION_LABEL))
+            == Some(&key)
+            && p.spec.approval == draft.approval
+            && p.metadata.name.as_deref() != superseded
+            && p.metadata.deletion_timestamp.is_none()
+    })
+}
+
+/// The plan's first status was never written (a crash, or a write that failed, between the
+/// create and the status write): neither steps nor bundle lookups. The InstallPlan controller
+/// leaves such a plan alone.
+fn status_lost(plan: &InstallPlan) -> bool {
+    plan.status
+        .as_ref()
+        .is_none_or(|s| s.plan.is_none() && s.bundle_lookups.is_none())
+}
+
+/// The first name for `key` that no plan of the namespace holds and no deleted plan held.
+fn free_name(key: &str, plans: &[InstallPlan], gone: &[String]) -> String {
+    let taken = |name: &str| {
+        plans
+            .iter()
+            .any(|p| p.metadata.name.as_deref() == Some(name))
+            || gone.iter().any(|g| g == name)
+    };
+    (0..u32::MAX)
+        .map(|salt| install_plan_name(key, salt))
+        .find(|name| !taken(name))
+        // Unreachable: fewer names are taken than salts tried.
+        .unwrap_or_else(|| install_plan_name(key, 0))
+}
+
+/// Deletes of old plans: every plan counts except the ones a decided status references, the
+/// ones just created or adopted, and the superseded ones (already being deleted).
+fn garbage(plans: &[InstallPlan], kept: &[String]) -> Effects {
+    let view: Vec<PlanForGc> = plans
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            PlanForGc {
+                referenced: kept.contains(&name),
+                installing: p
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.phase == InstallPlanPhase::Installing),
+                generation: p.spec.generation.unwrap_or(0),
+                created: p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                name,
+            }
+        })
+        .collect();
+    let mut effects = Effects::default();
+    for name in plans_to_delete(&view) {
+        if let Some(plan) = plans
+            .iter()
+            .find(|p| p.metadata.name.as_ref() == Some(&name))
+        {
+            effects.write(Write::delete(ObjectKey::of(plan)));
+        }
+    }
+    effects
+}
+
+fn referenced_plans(sub: &Subscription) -> Vec<String> {
+    let Some(status) = &sub.status else {
+        return Vec::new();
+    };
+    let by_ref = status
+        .install_plan_ref
+        .as_ref()
+        .and_then(|r| r.name.clone());
+    let by_name = status.install_plan.as_ref().map(|r| r.name.clone());
+    by_ref.into_iter().chain(by_name).collect()
+}
+
+/// `ResolutionFailed=True` on `status`, with `reason` when given.
+fn failed<'a>(
+    status: &'a SubscriptionStatus,
+    reason: Option<&str>,
+) -> Option<&'a crate::api::SubscriptionCondition> {
+    status.conditions.iter().flatten().find(|c| {
+        c.type_ == SubscriptionConditionType::ResolutionFailed
+            && c.status == ConditionStatus::True
+            && reason.is_none_or(|r| c.reason.as_deref() == Some(r))
+    })
+}
+
+/// The Namespace as an event's subject. Like any cluster-scoped subject, the event itself lands
+/// in `default` (as OLM's do).
+fn namespace_reference(view: &NamespaceView<'_>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Namespace".to_owned()),
+        name: Some(view.state.input.namespace.to_owned()),
+        uid: view.namespace_uid.map(str::to_owned),
+        ..ObjectReference::default()
+    }
+}
+
+#[cfg(test)]
+#[path = "effects_tests.rs"]
+mod tests;

@@ -1,0 +1,610 @@
+//! `decide_effects` as a table: an observed namespace in, the writes, events and requeue out.
+//! A tiny in-memory "server" applies the writes the way the API server would (versions bump,
+//! creates get a uid), so a case can start from the state earlier decisions left.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::*;
+use crate::api::{Approval, InstallPlanStatus};
+use crate::k8s::write::DeleteOptions;
+use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
+use crate::resolve::subscription::tests::{catalog, sub};
+use crate::resolve::{CatalogRef, NamespaceInput};
+
+const NS_UID: &str = "ns-uid";
+
+/// The namespace as the stores show it, and a counter for resourceVersions.
+#[derive(Clone)]
+struct Cluster {
+    subs: Vec<Subscription>,
+    plans: Vec<InstallPlan>,
+    installed: Vec<InstalledCsv>,
+    catalog_readable: bool,
+    gone: Vec<String>,
+    version: u64,
+}
+
+impl Cluster {
+    fn new(subs: Vec<Subscription>) -> Self {
+        let mut c = Cluster {
+            subs: Vec::new(),
+            plans: Vec::new(),
+            installed: Vec::new(),
+            catalog_readable: true,
+            gone: Vec::new(),
+            version: 0,
+        };
+        for mut s in subs {
+            s.metadata.resource_version = Some(c.bump());
+            c.subs.push(s);
+        }
+        c
+    }
+
+    fn bump(&mut self) -> String {
+        self.version += 1;
+        self.version.to_string()
+    }
+
+    fn decide(&self) -> NamespaceDecision {
+        let catalogs = vec![CatalogInput {
+            key: CatalogRef::new("olm", "cat"),
+            priority: 0,
+            uid: Some("cat-uid".into()),
+            content: if self.catalog_readable {
+                CatalogContent::Ready(Arc::new(catalog(true)))
+            } else {
+                CatalogContent::Unavailable("connection refused".into())
+            },
+            healthy: self.catalog_readable,
+        }];
+        let groups = OperatorGroups {
+            names: vec!["og".into()],
+            exclude_global_catalogs: false,
+        };
+        decide_effects(&NamespaceView {
+            state: NamespaceState {
+                input: NamespaceInput {
+                    namespace: "ns",
+                    subscriptions: &self.subs,
+                    installed: &self.installed,
+                    catalogs: &catalogs,
+                    operator_groups: &groups,
+                    global_catalog_namespace: "olm",
+                },
+                plans: &self.plans,
+                now: Timestamp::from_second(1_000).unwrap(),
+            },
+            gone_plans: &self.gone,
+            namespace_uid: Some(NS_UID),
+        })
+    }
+
+    /// Applies every write of `decision` as the API server would (guards checked).
+    fn apply(&mut self, decision: &NamespaceDecision) {
+        let parts = decision.subscriptions.iter().map(|s| &s.effects);
+        for effects in parts.chain([&decision.garbage]) {
+            for write in &effects.writes {
+                assert!(self.perform(write), "refused: {write:?}");
+            }
+        }
+    }
+
+    fn perform(&mut self, write: &Write) -> bool {
+        let rv = self.bump();
+        match write {
+            Write::Status {
+                key,
+                resource_version,
+                status,
+            } => {
+                let json = status.to_json().unwrap();
+                let meta = match key.resource.kind.as_str() {
+                    "Subscription" => {
+                        let Some(s) = self
+                            .subs
+                            .iter_mut()
+                            .find(|s| s.metadata.name.as_ref() == Some(&key.name))
+                        else {
+                            return false;
+                        };
+                        s.status = Some(serde_json::from_value(json).unwrap());
+                        &mut s.metadata
+                    }
+                    _ => {
+                        let Some(p) = self
+                            .plans
+                            .iter_mut()
+                            .find(|p| p.metadata.name.as_ref() == Some(&key.name))
+                        else {
+                            return false;
+                        };
+                        p.status = Some(serde_json::from_value(json).unwrap());
+                        &mut p.metadata
+                    }
+                };
+                if meta.resource_version.as_ref() != Some(resource_version) {
+                    return false;
+                }
+                meta.resource_version = Some(rv);
+                true
+            }
+            Write::Create { key, object } => {
+                if self
+                    .plans
+                    .iter()
+                    .any(|p| p.metadata.name.as_ref() == Some(&key.name))
+                {
+                    return false;
+                }
+                let mut plan: InstallPlan =
+                    serde_json::from_value(object.to_json().unwrap()).unwrap();
+                plan.metadata.uid = Some(format!("uid-{}", key.name));
+                plan.metadata.resource_version = Some(rv);
+                plan.metadata.creation_timestamp =
+                    Some(Time(Timestamp::from_second(1_000).unwrap()));
+                self.plans.push(plan);
+                true
+            }
+            Write::Delete { key, options } => {
+                let found = self
+                    .plans
+                    .iter()
+                    .position(|p| p.metadata.name.as_ref() == Some(&key.name));
+                if let (Some(i), Some(want)) = (found, &options.resource_version)
+                    && self.plans[i].metadata.resource_version.as_ref() != Some(want)
+                {
+                    return false;
+                }
+                if let Some(i) = found {
+                    self.plans.remove(i);
+                }
+                true
+            }
+            Write::Apply { .. } | Write::MergePatch { .. } => false,
+        }
+    }
+
+    fn status(&self) -> &SubscriptionStatus {
+        self.subs[0].status.as_ref().unwrap()
+    }
+}
+
+/// One line per write: `verb Kind ns/name [@version]`.
+fn writes(effects: &Effects) -> Vec<String> {
+    effects
+        .writes
+        .iter()
+        .map(|w| match w {
+            Write::Status {
+                key,
+                resource_version,
+                ..
+            } => format!("status {key} @{resource_version}"),
+            Write::Create { key, .. } => format!("create {key}"),
+            Write::Delete {
+                key,
+                options: DeleteOptions {
+                    resource_version, ..
+                },
+            } => match resource_version {
+                Some(rv) => format!("delete {key} @{rv}"),
+                None => format!("delete {key}"),
+            },
+            Write::Apply { key, .. } => format!("apply {key}"),
+            Write::MergePatch { key, .. } => format!("patch {key}"),
+        })
+        .collect()
+}
+
+/// One line per event: `Type Reason on Kind/name`.
+fn events(effects: &Effects) -> Vec<String> {
+    effects
+        .events
+        .iter()
+        .map(|e| {
+            format!(
+                "{:?} {} on {}/{}",
+                e.event.type_,
+                e.event.reason,
+                e.regarding.kind.as_deref().unwrap_or_default(),
+                e.regarding.name.as_deref().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+fn key_of(decision: &NamespaceDecision) -> String {
+    match &decision.subscriptions[0].plan {
+        Some(PlanChoice::Create(name)) => name.clone(),
+        other => panic!("a plan is created: {other:?}"),
+    }
+}
+
+fn installed(name: &str, version: &str) -> InstalledCsv {
+    InstalledCsv {
+        name: name.into(),
+        version: crate::catalog::semver_range::parse_tolerant(version).ok(),
+        package: Some("etcd".into()),
+        provided: vec![],
+        phase: "Succeeded".into(),
+        properties: Vec::new(),
+    }
+}
+
+/// Decides and applies until nothing is left to do; returns the plans created, in order.
+fn settle(cluster: &mut Cluster) -> Vec<String> {
+    let mut created = Vec::new();
+    for _ in 0..10 {
+        let decision = cluster.decide();
+        if decision
+            .subscriptions
+            .iter()
+            .all(|s| s.effects.writes.is_empty())
+            && decision.garbage.writes.is_empty()
+        {
+            return created;
+        }
+        if let Some(PlanChoice::Create(name)) = &decision.subscriptions[0].plan {
+            created.push(name.clone());
+        }
+        cluster.apply(&decision);
+    }
+    panic!("the decisions did not settle");
+}
+
+/// Completes plan `name` and installs its CSV.
+fn complete(cluster: &mut Cluster, name: &str, csv: &str, version: &str) {
+    let plan = cluster
+        .plans
+        .iter_mut()
+        .find(|p| p.metadata.name.as_deref() == Some(name))
+        .unwrap();
+    plan.status.as_mut().unwrap().phase = InstallPlanPhase::Complete;
+    cluster.installed.push(installed(csv, version));
+}
+
+struct Case {
+    name: &'static str,
+    /// The namespace before the decision.
+    given: fn() -> Cluster,
+    /// Writes of the first Subscription's effects (`{plan}` is the name of the plan it creates).
+    writes: &'static [&'static str],
+    events: &'static [&'static str],
+    garbage: &'static [&'static str],
+    requeue: Option<Duration>,
+}
+
+fn fresh() -> Cluster {
+    Cluster::new(vec![sub("etcd", None, Some("etcd.v1"))])
+}
+
+fn fresh_manual() -> Cluster {
+    Cluster::new(vec![sub("etcd", Some(Approval::Manual), Some("etcd.v1"))])
+}
+
+/// etcd.v1 installed from its plan; the decision after sees the upgrade.
+fn installed_v1() -> Cluster {
+    let mut c = fresh();
+    let created = settle(&mut c);
+    complete(&mut c, &created[0], "etcd.v1", "1.0.0");
+    c
+}
+
+/// Manual: the first plan for etcd.v1 waits for approval.
+fn manual_waiting() -> Cluster {
+    let mut c = fresh_manual();
+    settle(&mut c);
+    c
+}
+
+/// The waiting Manual plan, and the Subscription switched to Automatic since.
+fn manual_switched_to_automatic() -> Cluster {
+    let mut c = manual_waiting();
+    c.subs[0].spec.install_plan_approval = Some(Approval::Automatic);
+    c
+}
+
+/// A plan created before a crash: the Subscription never recorded it, its status is lost.
+fn crashed_after_create() -> Cluster {
+    let mut c = fresh();
+    let decision = c.decide();
+    c.apply(&decision);
+    c.plans[0].status = None;
+    c
+}
+
+fn catalog_unreadable() -> Cluster {
+    let mut c = fresh();
+    c.catalog_readable = false;
+    c
+}
+
+/// At the head (etcd.v3 installed hop by hop, three plans), plus seven old plans of an older
+/// controller (no generation) nobody references.
+fn old_plans() -> Cluster {
+    let mut c = at_head();
+    for i in 0..7 {
+        let mut plan = InstallPlan::new(
+            &format!("install-old{i}"),
+            crate::api::InstallPlanSpec {
+                source: None,
+                source_namespace: None,
+                cluster_service_version_names: vec!["x".into()],
+                approval: Approval::Automatic,
+                approved: true,
+                generation: None,
+            },
+        );
+        plan.metadata.namespace = Some("ns".into());
+        plan.metadata.resource_version = Some(c.bump());
+        plan.status = Some(InstallPlanStatus {
+            phase: InstallPlanPhase::Complete,
+            ..InstallPlanStatus::default()
+        });
+        c.plans.push(plan);
+    }
+    c
+}
+
+/// etcd.v1, then v2, then v3 installed, each from its plan.
+fn at_head() -> Cluster {
+    let mut c = installed_v1();
+    for (csv, version) in [("etcd.v2", "2.0.0"), ("etcd.v3", "3.0.0")] {
+        let created = settle(&mut c);
+        assert_eq!(created.len(), 1);
+        complete(&mut c, &created[0], csv, version);
+    }
+    assert!(settle(&mut c).is_empty());
+    assert_eq!(c.status().installed_csv.as_deref(), Some("etcd.v3"));
+    c
+}
+
+#[test]
+fn decisions_table() {
+    let cases = [
+        Case {
+            name: "fresh install: the status (the fence), then the plan",
+            given: fresh,
+            writes: &[
+                "status Subscription ns/etcd @1",
+                "create InstallPlan ns/{plan}",
+            ],
+            events: &["Normal InstallPlanCreated on Subscription/etcd"],
+            garbage: &[],
+            requeue: None,
+        },
+        Case {
+            name: "the plan created before a crash is adopted: its lost status, then the reference",
+            given: crashed_after_create,
+            writes: &[
+                "status InstallPlan ns/{plan} @3",
+                "status Subscription ns/etcd @2",
+            ],
+            events: &[],
+            garbage: &[],
+            requeue: None,
+        },
+        Case {
+            name: "upgrade: installed etcd.v1, the plan for etcd.v2",
+            given: installed_v1,
+            writes: &[
+                "status Subscription ns/etcd @5",
+                "create InstallPlan ns/{plan}",
+            ],
+            events: &["Normal InstallPlanCreated on Subscription/etcd"],
+            garbage: &[],
+            requeue: None,
+        },
+        Case {
+            name: "manual approval pending: nothing to do",
+            given: manual_waiting,
+            writes: &[],
+            events: &[],
+            garbage: &[],
+            requeue: None,
+        },
+        Case {
+            name: "superseded: deleted as observed, released, replaced under the next name",
+            given: manual_switched_to_automatic,
+            writes: &[
+                "delete InstallPlan ns/{superseded} @4",
+                "status Subscription ns/etcd @5",
+                "create InstallPlan ns/{plan}",
+            ],
+            events: &[
+                "Normal InstallPlanSuperseded on Subscription/etcd",
+                "Normal InstallPlanCreated on Subscription/etcd",
+            ],
+            garbage: &[],
+            requeue: None,
+        },
+        Case {
+            name: "resolution failure: on the Subscription and the Namespace, look again soon",
+            given: catalog_unreadable,
+            writes: &["status Subscription ns/etcd @1"],
+            events: &[
+                "Warning ResolutionFailed on Subscription/etcd",
+                "Warning ResolutionFailed on Namespace/ns",
+            ],
+            garbage: &[],
+            requeue: Some(RETRY_SOON),
+        },
+        Case {
+            name: "GC: the oldest unreferenced plans beyond five",
+            given: old_plans,
+            writes: &[],
+            events: &[],
+            garbage: &[
+                "delete InstallPlan ns/install-old0",
+                "delete InstallPlan ns/install-old1",
+                "delete InstallPlan ns/install-old2",
+                "delete InstallPlan ns/install-old3",
+                "delete InstallPlan ns/install-old4",
+            ],
+            requeue: None,
+        },
+        Case {
+            name: "at the head: nothing to do",
+            given: at_head,
+            writes: &[],
+            events: &[],
+            garbage: &[],
+            requeue: None,
+        },
+    ];
+    for case in cases {
+        let cluster = (case.given)();
+        let decision = cluster.decide();
+        let one = &decision.subscriptions[0];
+        let plan = match &one.plan {
+            Some(PlanChoice::Create(n) | PlanChoice::Adopt(n)) => n.clone(),
+            None => String::new(),
+        };
+        let superseded = one.superseded.clone().unwrap_or_default();
+        let expand = |lines: &[&str]| -> Vec<String> {
+            lines
+                .iter()
+                .map(|l| {
+                    l.replace("{plan}", &plan)
+                        .replace("{superseded}", &superseded)
+                })
+                .collect()
+        };
+        assert_eq!(writes(&one.effects), expand(case.writes), "{}", case.name);
+        assert_eq!(events(&one.effects), expand(case.events), "{}", case.name);
+        assert_eq!(
+            writes(&decision.garbage),
+            expand(case.garbage),
+            "{}",
+            case.name
+        );
+        assert_eq!(decision.requeue(), case.requeue, "{}", case.name);
+    }
+}
+
+#[test]
+fn a_plan_is_named_after_its_resolution_and_attached_by_the_next_decision() {
+    let mut c = fresh();
+    let first = c.decide();
+    let name = key_of(&first);
+    let Some(Write::Create { object, .. }) = first.subscriptions[0].effects.writes.last() else {
+        panic!("a create");
+    };
+    let plan: InstallPlan = serde_json::from_value(object.to_json().unwrap()).unwrap();
+    let key = plan.metadata.labels.as_ref().unwrap()[RESOLUTION_LABEL].clone();
+    assert_eq!(name, install_plan_name(&key, 0));
+    assert_eq!(c.decide(), first, "the same observation, the same decision");
+
+    c.apply(&first);
+    let second = c.decide();
+    assert_eq!(
+        second.subscriptions[0].plan,
+        Some(PlanChoice::Adopt(name.clone()))
+    );
+    c.apply(&second);
+    let st = c.status();
+    assert_eq!(
+        st.install_plan_ref.as_ref().unwrap().name.as_deref(),
+        Some(name.as_str())
+    );
+    assert_eq!(
+        st.install_plan.as_ref().unwrap().uuid,
+        format!("uid-{name}")
+    );
+    assert_eq!(st.current_csv.as_deref(), Some("etcd.v1"));
+    assert!(
+        c.plans[0].status.as_ref().unwrap().plan.is_some(),
+        "the plan's steps are written"
+    );
+    assert!(
+        settle(&mut c).is_empty(),
+        "nothing more until the plan runs"
+    );
+}
+
+#[test]
+fn a_stale_store_never_makes_a_second_plan() {
+    let mut c = fresh();
+    let decision = c.decide();
+    let name = key_of(&decision);
+    let mut server = c.clone();
+    server.apply(&decision);
+    // The store has not seen the plan nor the status: the same decision again, whose create
+    // the server refuses (the name is the resolution's).
+    let again = c.decide();
+    assert_eq!(key_of(&again), name);
+    let refused = again.subscriptions[0]
+        .effects
+        .writes
+        .iter()
+        .any(|w| !server.clone().perform(w));
+    assert!(refused, "the stale copy's writes are refused");
+    // The store saw the status but not the plan: no new name either.
+    c.subs = server.subs.clone();
+    let create = c.decide().subscriptions[0]
+        .effects
+        .writes
+        .iter()
+        .find_map(|w| match w {
+            Write::Create { key, .. } => Some(key.name.clone()),
+            _ => None,
+        });
+    assert_eq!(create, Some(name));
+}
+
+#[test]
+fn a_deleted_plans_name_is_not_taken_again() {
+    let mut c = manual_waiting();
+    let first = c.plans[0].metadata.name.clone().unwrap();
+    c.plans.clear();
+    c.gone.push(first.clone());
+    let decision = c.decide();
+    let one = &decision.subscriptions[0];
+    let second = key_of(&decision);
+    assert_ne!(second, first);
+    assert_eq!(
+        events(&one.effects),
+        [
+            "Warning InstallPlanMissing on Subscription/etcd",
+            "Normal InstallPlanCreated on Subscription/etcd"
+        ]
+    );
+}
+
+#[test]
+fn the_namespace_hears_of_each_failure_once_and_a_subscription_never_read_is_not_written() {
+    let mut c = Cluster::new(vec![sub("a", None, None), sub("b", None, None)]);
+    c.catalog_readable = false;
+    let decision = c.decide();
+    let failures = |kind: &str| -> Vec<String> {
+        decision
+            .subscriptions
+            .iter()
+            .flat_map(|s| &s.effects.events)
+            .filter(|e| e.regarding.kind.as_deref() == Some(kind))
+            .filter(|e| e.event.reason == RESOLUTION_FAILED_EVENT)
+            .map(|e| e.event.message.clone())
+            .collect()
+    };
+    let mut distinct = failures("Subscription");
+    assert_eq!(distinct.len(), 2);
+    distinct.dedup();
+    assert_eq!(failures("Namespace"), distinct, "each message once");
+    let regarding = decision.subscriptions[0]
+        .effects
+        .events
+        .iter()
+        .find(|e| e.regarding.kind.as_deref() == Some("Namespace"))
+        .unwrap();
+    assert_eq!(regarding.regarding.uid.as_deref(), Some(NS_UID));
+
+    let mut unread = fresh();
+    unread.subs[0].metadata.resource_version = None;
+    let decision = unread.decide();
+    assert!(decision.subscriptions[0].effects.is_empty());
+    assert_eq!(decision.subscriptions[0].plan, None);
+}
