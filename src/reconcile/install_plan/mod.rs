@@ -282,3 +282,36 @@ fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, _: Arc<Observe
     tracing::warn!(plan = %plan.name_any(), %error, "install plan sync failed; retrying");
     Action::requeue(Duration::from_secs(5))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::errors::error_label;
+    use crate::k8s::write::{ObjectKey, Operation};
+
+    #[test]
+    fn a_failed_write_is_counted_by_its_kind_of_failure() {
+        let refused = ApiError::new(
+            Operation::WriteStatus,
+            ObjectKey::new::<InstallPlan>(Some("ns"), "install-abcde"),
+            kube::Error::Api(
+                kube::core::Status::failure("forbidden", "Forbidden")
+                    .with_code(403)
+                    .boxed(),
+            ),
+        );
+        let error = InstallPlanError::Api {
+            namespace: "ns".into(),
+            name: "install-abcde".into(),
+            source: Box::new(refused),
+        };
+        assert_eq!(error_label(&error), "forbidden");
+        let text = error.to_string();
+        assert!(
+            text.starts_with(
+                "install plan ns/install-abcde: write the status of InstallPlan ns/install-abcde: "
+            ),
+            "{text}"
+        );
+    }
+}
