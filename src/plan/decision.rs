@@ -165,9 +165,10 @@ impl<'a> PlanSync<'a> {
         }
     }
 
-    /// The steps a pass runs over.
-    pub fn steps(&self) -> Vec<Step> {
-        self.status.plan.clone().unwrap_or_default()
+    /// The steps a pass runs over, handed to it (not copied: a plan's manifests can be
+    /// megabytes); [`Self::pass_ran`] puts them back with their new statuses.
+    pub fn take_steps(&mut self) -> Vec<Step> {
+        self.status.plan.take().unwrap_or_default()
     }
 
     /// Records a pass: the steps' statuses, the phase it leads to, its warnings as events (on

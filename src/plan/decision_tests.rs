@@ -360,7 +360,7 @@ fn the_phase_and_events_after_a_pass() {
         }
         let mut sync = PlanSync::begin(&observed, at(NOW)).expect(case);
         assert_eq!(sync.gate(&[group(&[], None)]), Some(ExecuteAs::Controller));
-        let mut steps = sync.steps();
+        let mut steps = sync.take_steps();
         steps[0].status = StepStatus::Created;
         sync.pass_ran(PassReport {
             steps: steps.clone(),
@@ -480,7 +480,7 @@ fn bundle_lookups_hold_the_plan_until_every_bundle_is_pulled() {
         ..LookupsWorked::default()
     });
     assert_eq!(sync.gate(&groups), Some(ExecuteAs::Controller));
-    assert_eq!(sync.steps().len(), 2);
+    assert_eq!(sync.take_steps().len(), 2);
 
     // An annotation that does not parse fails every lookup in OLM's words.
     let bad = [group(

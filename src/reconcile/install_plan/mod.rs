@@ -88,7 +88,7 @@ where
         sync.lookups_worked(worked);
     }
     if let Some(identity) = sync.gate(operator_groups) {
-        let report = run_pass(ctx, plan, &namespace, &identity, sync.steps()).await?;
+        let report = run_pass(ctx, plan, &namespace, &identity, sync.take_steps()).await?;
         ctx.metrics.install_plan_warnings(
             u64::try_from(report.steps_with_api_warnings()).unwrap_or(u64::MAX),
         );
