@@ -1,6 +1,9 @@
-//! The one back-off rule of olm-rs: the wait before retry number `failures` (1-based) doubles
-//! from `initial` and is capped at `max`. The work queues, the CSV controller, catalog
+//! The back-off of olm-rs, in one place: the wait before retry number `failures` (1-based)
+//! doubles from `initial` and is capped at `max`. The work queues, the CSV controller, catalog
 //! connections and the start-up wait all use it, each with its own `initial` and `max`.
+//! Where no failure count survives between syncs (a bundle lookup keeps only when it started
+//! failing, in its status), [`after_elapsed`] grows the wait with the time already spent, which
+//! is the same doubling seen from the clock.
 
 use std::time::Duration;
 
@@ -10,9 +13,24 @@ pub fn delay(failures: u32, initial: Duration, max: Duration) -> Duration {
     initial.saturating_mul(factor).min(max)
 }
 
+/// The wait when failures are known only by how long they have lasted: a quarter of `elapsed`,
+/// between `min` and `max` (so each retry comes at most 25 % of the time spent later: the
+/// retries double their spacing like [`delay`]).
+pub fn after_elapsed(elapsed: Duration, min: Duration, max: Duration) -> Duration {
+    (elapsed / 4).clamp(min, max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn after_elapsed_grows_with_the_time_spent_and_caps() {
+        let s = Duration::from_secs;
+        assert_eq!(after_elapsed(s(0), s(1), s(60)), s(1));
+        assert_eq!(after_elapsed(s(40), s(1), s(60)), s(10));
+        assert_eq!(after_elapsed(s(3600), s(1), s(60)), s(60));
+    }
 
     #[test]
     fn doubles_from_the_first_retry_and_caps() {

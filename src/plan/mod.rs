@@ -1,17 +1,23 @@
 //! Plans (pure): a resolved bundle turned into the ordered steps of an InstallPlan, the RBAC
 //! OLM derives from a CSV (with OLM's names), the CRD update safety check, which old plans to
-//! delete, bundle lookups for image bundles, and the pure half of executing a plan. Nothing here talks to a cluster.
-//! docs/install-plans.md §5–§8, §11.
+//! delete, bundle lookups for image bundles, and everything the InstallPlan controller decides:
+//! one sync of a plan (`decision`), the refusals before any write and what a pass reports
+//! (`execution`), the order steps are listed and applied in (`order`), the bundle lookups
+//! (`lookups`, `unpack`). Nothing here talks to a cluster. docs/install-plans.md §5–§11.
 
 pub mod content;
 pub mod crd_safety;
+pub mod decision;
 pub mod draft;
 pub mod error;
+pub mod execution;
 pub mod gc;
 pub mod image_bundle;
 pub mod kinds;
+pub mod lookups;
 pub mod name;
 pub mod object;
+pub mod order;
 pub mod phase;
 pub mod prepare;
 pub mod rbac;
@@ -32,8 +38,8 @@ pub use image_bundle::{BundleReference, PulledObjects, bundle_lookup, image_bund
 pub use kinds::{Scope, StepKind};
 pub use name::install_plan_name;
 pub use object::StepObject;
+pub use order::{ExecutionOrder, StepAction, execution_order, order_plan, step_action};
 pub use rbac::rbac_manifests;
 pub use steps::{
     BundleContent, CatalogRef, PlannedStep, bundle_steps, catalog_source_names, csv_names,
-    order_plan,
 };

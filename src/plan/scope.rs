@@ -2,6 +2,8 @@
 //! must have exactly one OperatorGroup managing it; if that group names a service account,
 //! every step but CRDs runs as that account.
 
+use std::borrow::Borrow;
+
 use crate::api::OperatorGroup;
 
 /// The identity steps are applied with.
@@ -14,9 +16,13 @@ pub enum ExecuteAs {
 }
 
 /// The identity for a plan in `namespace`, or OLM's error text saying why it cannot run yet.
-pub fn execution_identity(namespace: &str, groups: &[OperatorGroup]) -> Result<ExecuteAs, String> {
+pub fn execution_identity<G: Borrow<OperatorGroup>>(
+    namespace: &str,
+    groups: &[G],
+) -> Result<ExecuteAs, String> {
     let managing: Vec<&OperatorGroup> = groups
         .iter()
+        .map(Borrow::borrow)
         .filter(|og| {
             og.status
                 .as_ref()
@@ -94,7 +100,7 @@ mod tests {
     #[test]
     fn identity_follows_olms_operator_group_rules() {
         assert_eq!(
-            execution_identity("ns", &[]),
+            execution_identity::<OperatorGroup>("ns", &[]),
             Err("no operator group found that is managing this namespace".into())
         );
         assert_eq!(

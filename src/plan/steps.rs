@@ -1,5 +1,5 @@
-//! A bundle turned into InstallPlan steps, and the order of a whole plan
-//! (docs/install-plans.md §7.1–§7.2).
+//! A bundle turned into InstallPlan steps (docs/install-plans.md §7.1); the order of a whole
+//! plan is `plan::order`.
 
 use serde_json::{Map, Value, json};
 
@@ -174,24 +174,6 @@ fn bad(bundle: &BundleContent, field: &str, reason: &str) -> PlanError {
     }
 }
 
-/// The order of a plan: every CSV, then every CRD, then the rest, each group keeping its
-/// relative order (docs/install-plans.md §7.2). The CSVs come first in the list OLM writes; execution waits for the
-/// CRDs before creating them (see `execute`).
-pub fn order_plan(steps: Vec<PlannedStep>) -> Vec<PlannedStep> {
-    let rank = |s: &PlannedStep| {
-        if s.object.is_csv() {
-            0
-        } else if s.object.is_crd() {
-            1
-        } else {
-            2
-        }
-    };
-    let mut steps = steps;
-    steps.sort_by_key(rank); // stable
-    steps
-}
-
 /// The CSV names of a plan in step order (`spec.clusterServiceVersionNames`).
 pub fn csv_names(steps: &[PlannedStep]) -> Vec<String> {
     steps
@@ -277,32 +259,6 @@ mod tests {
     fn fresh_install_drops_replaces() {
         let steps = bundle_steps(&bundle(), "ns", None).unwrap();
         assert!(steps[0].object.manifest["spec"].get("replaces").is_none());
-    }
-
-    #[test]
-    fn plan_order_is_csvs_crds_rest_stably() {
-        let mut a = bundle_steps(&bundle(), "ns", None).unwrap();
-        let mut b = bundle();
-        b.name = "other.v1".into();
-        b.manifests[1]["metadata"]["name"] = json!("other.v1");
-        a.extend(bundle_steps(&b, "ns", None).unwrap());
-        let ordered = order_plan(a);
-        let ids: Vec<String> = ordered
-            .iter()
-            .take(4)
-            .map(|s| format!("{}:{}", s.object.kind, s.resolving))
-            .collect();
-        assert_eq!(
-            ids,
-            [
-                "ClusterServiceVersion:op.v2",
-                "ClusterServiceVersion:other.v1",
-                "CustomResourceDefinition:op.v2",
-                "CustomResourceDefinition:other.v1",
-            ]
-        );
-        assert_eq!(csv_names(&ordered), ["op.v2", "other.v1"]);
-        assert_eq!(catalog_source_names(&ordered), ["cat"]);
     }
 
     #[test]

@@ -197,7 +197,10 @@ pub fn record_failure(
             &failure.message,
             &at,
         );
-        (backoff(elapsed), changed)
+        (
+            crate::backoff::after_elapsed(elapsed, MIN_BACKOFF, MAX_BACKOFF),
+            changed,
+        )
     } else {
         let changed = set_lookup_condition(
             lookup,
@@ -208,11 +211,6 @@ pub fn record_failure(
         );
         (policy.failed_retry, changed)
     }
-}
-
-/// A quarter of the time already spent, between 1 s and 1 min.
-fn backoff(elapsed: Duration) -> Duration {
-    (elapsed / 4).clamp(MIN_BACKOFF, MAX_BACKOFF)
 }
 
 /// The lookup's state condition (pending or failed).

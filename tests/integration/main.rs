@@ -48,6 +48,7 @@ mod csv_webhook_validation;
 mod csv_with_operator_groups;
 mod examples_catalog;
 mod fidelity;
+mod install_plan_controller;
 mod install_plan_crd_updates;
 mod install_plan_execution;
 mod leader_election;

@@ -226,8 +226,22 @@ impl Env {
         panic!("the Subscription controller's stores did not catch up with the API server");
     }
 
+    /// One sync of plan `name`, observing the plan and the namespace's OperatorGroups as they
+    /// are now (the controller reads them from its stores).
     pub async fn sync_plan(&self, name: &str) -> Synced {
-        sync_install_plan(&self.ctx, NS, name)
+        let Some(plan) = Api::<InstallPlan>::namespaced(self.client(), NS)
+            .get_opt(name)
+            .await
+            .expect("read plan")
+        else {
+            return Synced::Idle;
+        };
+        let groups = Api::<OperatorGroup>::namespaced(self.client(), NS)
+            .list(&ListParams::default())
+            .await
+            .expect("operator groups")
+            .items;
+        sync_install_plan(&self.ctx, &plan, &groups)
             .await
             .expect("install plan sync")
     }

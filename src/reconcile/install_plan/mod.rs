@@ -1,5 +1,8 @@
-//! The InstallPlan reconciler (thin shell): approval, the OperatorGroup check, one execution
-//! pass, the phase machine of `plan::phase`, one status write.
+//! The InstallPlan reconciler (thin shell, docs/controller-startup.md "One reconciler shape"):
+//! observe the plan and its namespace's OperatorGroups from stores; let
+//! `plan::decision::PlanSync` decide, doing for it only what it cannot (pull bundle images, run
+//! an execution pass); execute the resulting `Effects` (events, the status write guarded by the
+//! plan's resourceVersion, when to look again).
 
 mod apis;
 mod bundle_steps;
@@ -11,24 +14,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use kube_runtime::controller::{Action, Controller};
+use kube_runtime::reflector::{ObjectRef, Store};
 use kube_runtime::{WatchStreamExt, reflector, watcher};
 
-use crate::api::{InstallPlan, InstallPlanPhase, OperatorGroup};
-use crate::k8s::errors::is_conflict;
+use crate::api::{InstallPlan, OperatorGroup};
+use crate::k8s::effects::{Effects, execute};
+use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::warnings::{self, WarningLog};
+use crate::k8s::write::ApiError;
 use crate::metrics::CountedKind;
-use crate::plan::phase::{self, Gate, PassOutcome};
-use crate::plan::scope::{ExecuteAs, execution_identity};
+use crate::plan::decision::PlanSync;
+use crate::plan::execution::PassReport;
+use crate::plan::phase::PassOutcome;
+use crate::plan::scope::ExecuteAs;
 use crate::reconcile::Context;
+use crate::reconcile::catalog_source::spec_check::parse_go_duration;
 
-pub use execute::{APPLIED_WITH_WARNINGS, Pass, PlanWarning, Warnings};
+pub use crate::plan::decision::INSTALLING_RESYNC;
+use execute::Pass;
 
-/// How often an installing plan is looked at again (OLM: 5 s).
-pub const INSTALLING_RESYNC: Duration = Duration::from_secs(5);
+/// How soon a plan whose status write met a newer copy is synced again.
+const CONFLICT_RETRY: Duration = Duration::from_millis(200);
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallPlanError {
@@ -37,232 +46,147 @@ pub enum InstallPlanError {
         namespace: String,
         name: String,
         #[source]
-        source: kube::Error,
+        source: Box<ApiError>,
     },
-    #[error("install plan {namespace}/{name}: cannot act as service account {account}: {reason}")]
+    #[error("install plan {namespace}/{name}: cannot act as service account {account}: {source}")]
     Identity {
         namespace: String,
         name: String,
         account: String,
-        reason: String,
+        #[source]
+        source: http::header::InvalidHeaderValue,
     },
 }
 
 /// What one sync did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Synced {
-    /// The plan is gone, terminal, waiting for approval or not written yet.
+    /// The plan is terminal, waiting for approval or not written yet.
     Idle,
-    /// Its status moved; look again after the delay when given.
+    /// Its status moved, or it is to be looked at again after the delay when given.
     Progressed { requeue: Option<Duration> },
 }
 
-/// Syncs one plan: the whole InstallPlan state machine for one pass.
-pub async fn sync_install_plan(
+/// Syncs one plan: the whole InstallPlan state machine for one pass. `plan` and the
+/// OperatorGroups of its namespace are as observed (from the controller's stores).
+pub async fn sync_install_plan<G>(
     ctx: &Context,
-    namespace: &str,
-    name: &str,
-) -> Result<Synced, InstallPlanError> {
-    let err = |source| InstallPlanError::Api {
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-        source,
-    };
-    let plans: Api<InstallPlan> = Api::namespaced(ctx.client.clone(), namespace);
-    let Some(mut plan) = plans.get_opt(name).await.map_err(err)? else {
-        return Ok(Synced::Idle);
-    };
-    // A plan with neither steps nor bundle lookups is still being written by the Subscription
-    // sync, which also repairs one whose status write was lost.
-    let Some(mut status) = plan.status.clone() else {
-        return Ok(Synced::Idle);
-    };
-    if status.plan.is_none() && status.bundle_lookups.is_none() {
-        return Ok(Synced::Idle);
-    }
-    let before = status.clone();
+    plan: &InstallPlan,
+    operator_groups: &[G],
+) -> Result<Synced, InstallPlanError>
+where
+    G: std::borrow::Borrow<OperatorGroup>,
+{
+    let namespace = plan.namespace().unwrap_or_default();
     let now = ctx.clock.now();
-    let mut requeue = None;
-    if status
-        .bundle_lookups
-        .as_ref()
-        .is_some_and(|l| !l.is_empty())
-    {
-        let groups: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), namespace);
-        let groups = groups
-            .list(&ListParams::default())
-            .await
-            .map_err(err)?
-            .items;
-        let policy = lookups::namespace_policy(ctx, &groups);
-        let worked = lookups::work_lookups(ctx, namespace, &mut status, policy, now).await;
-        requeue = worked.requeue;
-        let reference = object_reference(&plan);
-        for (bundle, reason, message) in worked.failures {
-            ctx.events
-                .warning(
-                    &reference,
-                    "BundleUnpackFailed",
-                    format!("bundle {bundle}: {reason}: {message}"),
-                )
-                .await;
-        }
-        for bundle in worked.pulled {
-            ctx.events
-                .normal(
-                    &reference,
-                    "BundleUnpacked",
-                    format!("pulled the bundle image of {bundle} and added its steps to the plan"),
-                )
-                .await;
-        }
-    }
-    // Nothing runs until every bundle of the plan is here.
-    let gate = if status.bundle_lookups.is_some() {
-        Gate::Idle
-    } else {
-        phase::gate(&mut status, plan.spec.approved)
+    let Some(mut sync) = PlanSync::begin(plan, now) else {
+        return Ok(Synced::Idle);
     };
-    if gate == Gate::Execute {
-        phase::start(&mut status, now);
-        let groups: Api<OperatorGroup> = Api::namespaced(ctx.client.clone(), namespace);
-        let groups = groups
-            .list(&ListParams::default())
-            .await
-            .map_err(err)?
-            .items;
-        match execution_identity(namespace, &groups) {
-            Err(message) => {
-                phase::check_failed(&mut status, &message, now);
-                requeue = Some(INSTALLING_RESYNC);
+    let timeout = ctx.bundle_images.options.unpack_timeout;
+    if let Some((lookups, policy)) = sync.lookups(operator_groups, timeout, parse_go_duration) {
+        let worked = lookups::work_lookups(ctx, &namespace, lookups, policy, now).await;
+        sync.lookups_worked(worked);
+    }
+    if let Some(identity) = sync.gate(operator_groups) {
+        let report = run_pass(ctx, plan, &namespace, &identity, sync.take_steps()).await?;
+        ctx.metrics.install_plan_warnings(
+            u64::try_from(report.steps_with_api_warnings()).unwrap_or(u64::MAX),
+        );
+        sync.pass_ran(report);
+    }
+    let effects = sync.finish();
+    perform(ctx, plan, &effects).await
+}
+
+/// One execution pass as `identity`, over `steps` with every bundle reference replaced by the
+/// object it stands for.
+async fn run_pass(
+    ctx: &Context,
+    plan: &InstallPlan,
+    namespace: &str,
+    identity: &ExecuteAs,
+    steps: Vec<crate::api::Step>,
+) -> Result<PassReport, InstallPlanError> {
+    let steps_client = match identity {
+        ExecuteAs::Controller => ctx.client.clone(),
+        ExecuteAs::ServiceAccount {
+            namespace: ns,
+            name: sa,
+        } => identity::impersonating(&ctx.client, ns, sa).map_err(|source| {
+            InstallPlanError::Identity {
+                namespace: namespace.to_owned(),
+                name: plan.name_any(),
+                account: sa.clone(),
+                source,
             }
-            Ok(identity) => {
-                phase::check_passed(&mut status, now);
-                if let ExecuteAs::ServiceAccount {
-                    namespace: ns,
-                    name: sa,
-                } = &identity
-                {
-                    status.attenuated_service_account_ref = Some(ObjectReference {
-                        api_version: Some("v1".into()),
-                        kind: Some("ServiceAccount".into()),
-                        name: Some(sa.clone()),
-                        namespace: Some(ns.clone()),
-                        ..ObjectReference::default()
-                    });
+        })?,
+    };
+    // Both clients keep the API server's warnings, reported per step.
+    let api_warnings = WarningLog::default();
+    let admin = warnings::recording(&ctx.client, &api_warnings);
+    let steps_client = warnings::recording(&steps_client, &api_warnings);
+    let pass = Pass {
+        admin: &admin,
+        steps: &steps_client,
+        namespace,
+        api_warnings: &api_warnings,
+    };
+    Ok(
+        match bundle_steps::with_bundle_objects(ctx, namespace, &steps).await {
+            Err(message) => PassReport {
+                steps,
+                outcome: PassOutcome::StepFailed {
+                    message,
+                    permanent: false,
+                },
+                warnings: Vec::new(),
+            },
+            Ok(None) => pass.run(steps).await,
+            // The plan keeps its references; only the statuses of the pass are recorded.
+            Ok(Some(expanded)) => {
+                let mut report = pass.run(expanded).await;
+                let mut recorded = steps;
+                for (step, ran) in recorded.iter_mut().zip(&report.steps) {
+                    step.status = ran.status.clone();
                 }
-                let steps_client = match &identity {
-                    ExecuteAs::Controller => ctx.client.clone(),
-                    ExecuteAs::ServiceAccount {
-                        namespace: ns,
-                        name: sa,
-                    } => identity::impersonating(&ctx.client, ns, sa).map_err(|e| {
-                        InstallPlanError::Identity {
-                            namespace: namespace.to_owned(),
-                            name: name.to_owned(),
-                            account: sa.clone(),
-                            reason: e.to_string(),
-                        }
-                    })?,
-                };
-                // Both clients keep the API server's warnings, reported per step.
-                let api_warnings = WarningLog::default();
-                let admin = warnings::recording(&ctx.client, &api_warnings);
-                let steps_client = warnings::recording(&steps_client, &api_warnings);
-                let pass = Pass {
-                    admin: &admin,
-                    steps: &steps_client,
-                    namespace,
-                    api_warnings: &api_warnings,
-                };
-                let mut warnings = Vec::new();
-                let mut steps = status.plan.take().unwrap_or_default();
-                let outcome = match bundle_steps::with_bundle_objects(ctx, namespace, &steps).await
-                {
-                    Err(message) => PassOutcome::StepFailed {
-                        message,
-                        permanent: false,
-                    },
-                    Ok(None) => pass.run(&mut steps, &mut warnings).await,
-                    Ok(Some(mut expanded)) => {
-                        let outcome = pass.run(&mut expanded, &mut warnings).await;
-                        for (step, ran) in steps.iter_mut().zip(expanded) {
-                            step.status = ran.status;
-                        }
-                        outcome
-                    }
-                };
-                status.plan = Some(steps);
-                phase::after_pass(&mut status, &outcome, now);
-                if status.phase == InstallPlanPhase::Installing {
-                    requeue = Some(INSTALLING_RESYNC);
-                }
-                let reference = object_reference(&plan);
-                // OLM counts the steps that drew API-server warnings, not its own notes.
-                let drew_warnings = warnings
-                    .iter()
-                    .filter(|w| w.reason == APPLIED_WITH_WARNINGS)
-                    .count();
-                ctx.metrics
-                    .install_plan_warnings(u64::try_from(drew_warnings).unwrap_or(u64::MAX));
-                for warning in warnings {
-                    let about = ObjectReference {
-                        field_path: warning.step.map(|i| format!("status.plan[{i}]")),
-                        ..reference.clone()
-                    };
-                    ctx.events
-                        .warning(&about, warning.reason, warning.message)
-                        .await;
-                }
-                if let PassOutcome::StepFailed { message, .. } = &outcome
-                    && status.phase == InstallPlanPhase::Failed
-                {
-                    ctx.events
-                        .warning(&reference, "InstallComponentFailed", message.clone())
-                        .await;
-                }
+                report.steps = recorded;
+                report
             }
-        }
-    }
-    if status.phase == InstallPlanPhase::Complete && before.phase != InstallPlanPhase::Complete {
-        ctx.events
-            .normal(
-                &object_reference(&plan),
-                "InstallSucceeded",
-                "every step of the plan is applied",
-            )
-            .await;
-    }
-    if status == before {
-        return Ok(if requeue.is_some() {
-            Synced::Progressed { requeue }
-        } else {
-            Synced::Idle
-        });
-    }
-    plan.status = Some(status);
-    match plans
-        .replace_status(name, &crate::k8s::post_params(), &plan)
-        .await
-    {
-        Ok(_) => Ok(Synced::Progressed { requeue }),
-        // Someone else wrote the plan (e.g. a user approved it): run again on fresh data.
-        Err(err) if is_conflict(&err) => Ok(Synced::Progressed {
-            requeue: Some(Duration::from_millis(200)),
+        },
+    )
+}
+
+/// Executes the decided effects. A 409 on the status write means the plan changed since it was
+/// read (a user approved it, say): it is synced again soon, on fresh data.
+async fn perform(
+    ctx: &Context,
+    plan: &InstallPlan,
+    effects: &Effects,
+) -> Result<Synced, InstallPlanError> {
+    match execute(&ctx.client, &ctx.events, effects).await {
+        Ok(_) if effects.writes.is_empty() && effects.requeue.is_none() => Ok(Synced::Idle),
+        Ok(_) => Ok(Synced::Progressed {
+            requeue: effects.requeue,
         }),
-        Err(e) => Err(err(e)),
+        Err(err) if err.is_conflict() => Ok(Synced::Progressed {
+            requeue: Some(CONFLICT_RETRY),
+        }),
+        Err(source) => Err(api_error(plan, source)),
     }
 }
 
-fn object_reference(plan: &InstallPlan) -> ObjectReference {
-    ObjectReference {
-        api_version: Some(InstallPlan::api_version(&()).into_owned()),
-        kind: Some(InstallPlan::kind(&()).into_owned()),
-        name: plan.metadata.name.clone(),
-        namespace: plan.metadata.namespace.clone(),
-        uid: plan.metadata.uid.clone(),
-        ..ObjectReference::default()
+fn api_error(plan: &InstallPlan, source: ApiError) -> InstallPlanError {
+    InstallPlanError::Api {
+        namespace: plan.namespace().unwrap_or_default(),
+        name: plan.name_any(),
+        source: Box::new(source),
     }
+}
+
+/// What the reconciler reads besides the plan itself.
+struct Observer {
+    ctx: Arc<Context>,
+    operator_groups: NamespacedStore<OperatorGroup>,
 }
 
 /// Runs the InstallPlan controller until the process stops.
@@ -277,24 +201,73 @@ pub async fn run(ctx: Arc<Context>) {
         .reflect(writer)
         .inspect(move |_| metrics.set_count(CountedKind::InstallPlan, counted.state().len()))
         .applied_objects();
-    Controller::for_stream(events, store)
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "install plan reconcile");
-            }
-        })
-        .await;
+    // A change of an OperatorGroup (its status naming the namespace, its service account)
+    // syncs the plans of its namespace: one waiting on the OperatorGroup check goes on at once.
+    let (operator_groups, group_changes) = reflect_namespaced(
+        Api::<OperatorGroup>::all(ctx.client.clone()),
+        watcher::Config::default(),
+        keep_all,
+    );
+    let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // Driven here, not spawned: the store and its watch stop with the controller.
+    let watch_groups = group_changes.for_each(move |group| {
+        // The controller is gone when the receiver is: nothing left to tell.
+        let _ = changed_tx.send(group.namespace().unwrap_or_default());
+        futures::future::ready(())
+    });
+    let plans_of_namespace = plans_in(store.clone());
+    let group_triggers = tokio_stream::wrappers::UnboundedReceiverStream::new(changed_rx)
+        .flat_map(move |namespace| futures::stream::iter(plans_of_namespace(&namespace)));
+    let observer = Arc::new(Observer {
+        ctx,
+        operator_groups: operator_groups.clone(),
+    });
+    let controller = async move {
+        // A check on a half-listed cache would report "no operator group" where there is one.
+        if operator_groups.wait_until_ready().await.is_err() {
+            return;
+        }
+        Controller::for_stream(events, store)
+            .reconcile_on(group_triggers)
+            .run(reconcile, error_policy, observer)
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "install plan reconcile");
+                }
+            })
+            .await;
+    };
+    tokio::select! {
+        () = watch_groups => tracing::error!("the OperatorGroup watch of the InstallPlan controller ended"),
+        () = controller => {}
+    }
 }
 
-async fn reconcile(plan: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action, InstallPlanError> {
+/// The plans of a namespace, from the controller's store.
+fn plans_in(store: Store<InstallPlan>) -> impl Fn(&str) -> Vec<ObjectRef<InstallPlan>> {
+    move |namespace| {
+        store
+            .state()
+            .iter()
+            .filter(|p| p.meta().namespace.as_deref() == Some(namespace))
+            .map(|p| ObjectRef::from_obj(p.as_ref()))
+            .collect()
+    }
+}
+
+async fn reconcile(
+    plan: Arc<InstallPlan>,
+    observer: Arc<Observer>,
+) -> Result<Action, InstallPlanError> {
     let namespace = plan.namespace().unwrap_or_default();
+    let groups = observer.operator_groups.in_namespace(&namespace);
+    let ctx = &observer.ctx;
     let synced = ctx
         .metrics
         .timed_reconcile(
             "InstallPlan",
             &format!("{namespace}/{}", plan.name_any()),
-            sync_install_plan(&ctx, &namespace, &plan.name_any()),
+            sync_install_plan(ctx, &plan, &groups),
         )
         .await?;
     match synced {
@@ -305,7 +278,40 @@ async fn reconcile(plan: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action, 
     }
 }
 
-fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, _ctx: Arc<Context>) -> Action {
+fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, _: Arc<Observer>) -> Action {
     tracing::warn!(plan = %plan.name_any(), %error, "install plan sync failed; retrying");
     Action::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::errors::error_label;
+    use crate::k8s::write::{ObjectKey, Operation};
+
+    #[test]
+    fn a_failed_write_is_counted_by_its_kind_of_failure() {
+        let refused = ApiError::new(
+            Operation::WriteStatus,
+            ObjectKey::new::<InstallPlan>(Some("ns"), "install-abcde"),
+            kube::Error::Api(
+                kube::core::Status::failure("forbidden", "Forbidden")
+                    .with_code(403)
+                    .boxed(),
+            ),
+        );
+        let error = InstallPlanError::Api {
+            namespace: "ns".into(),
+            name: "install-abcde".into(),
+            source: Box::new(refused),
+        };
+        assert_eq!(error_label(&error), "forbidden");
+        let text = error.to_string();
+        assert!(
+            text.starts_with(
+                "install plan ns/install-abcde: write the status of InstallPlan ns/install-abcde: "
+            ),
+            "{text}"
+        );
+    }
 }

@@ -1,24 +1,29 @@
-//! The writes of a pass: CRDs (then wait until Established), CSVs, everything else; each
-//! idempotent so an interrupted pass can run again (docs/install-plans.md §7.3, §10).
+//! The writes of a pass, each through `k8s::write` (the `olm-rs` field manager, typed
+//! `ApiError`s) and each idempotent, so an interrupted pass can run again
+//! (docs/install-plans.md §7.3, §10). Which step is written when is `plan::order`'s.
 
 use std::collections::HashMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams};
 
 use super::super::apis::StepApi;
-use super::{Parsed, Pass, api_error, csv_resource, strip_status};
+use super::{Pass, csv_resource, step_error, strip_status};
 use crate::api::StepStatus;
-use crate::k8s::MANAGER;
-use crate::k8s::errors::is_conflict;
+use crate::k8s::effects::{Body, Write, perform};
+use crate::k8s::write::{self, ApiError, ObjectKey, Operation, Ownership};
+use crate::plan::execution::ParsedStep;
 use crate::plan::kinds::{Scope, StepKind};
 use crate::plan::prepare::{
     OwnerCsv, merge_installed_alongside, merge_owner_references, prepare_object,
 };
 
 impl Pass<'_> {
-    pub(super) async fn apply_crd(&self, p: &Parsed) -> Result<StepStatus, String> {
+    /// Creates a CRD (`WaitingForApi` until Established) or updates it, keeping the
+    /// installed-alongside annotations of the CSVs of this namespace that still exist.
+    pub(super) async fn apply_crd(&self, p: &ParsedStep) -> Result<StepStatus, String> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
+        let key = ObjectKey::new::<CustomResourceDefinition>(None, &p.object.name);
         let mut desired = prepare_object(
             p.kind,
             Scope::Cluster,
@@ -27,39 +32,35 @@ impl Pass<'_> {
             &p.resolving,
             None,
         );
-        match crds
-            .get_opt(&p.object.name)
+        let live = write::get(&crds, &p.object.name)
             .await
-            .map_err(|e| api_error("reading", p, &e))?
-        {
-            None => {
-                let crd: CustomResourceDefinition = serde_json::from_value(desired)
-                    .map_err(|e| format!("CustomResourceDefinition {}: {e}", p.object.name))?;
-                match crds.create(&crate::k8s::post_params(), &crd).await {
-                    Ok(_) => Ok(StepStatus::WaitingForApi),
-                    Err(err) if is_conflict(&err) => Ok(StepStatus::WaitingForApi),
-                    Err(e) => Err(api_error("creating", p, &e)),
-                }
-            }
-            Some(live) => {
-                let live = serde_json::to_value(&live).map_err(|e| e.to_string())?;
-                let csvs = self.csv_names().await?;
-                merge_installed_alongside(&live, &mut desired, |ns, name| {
-                    ns == self.namespace && csvs.iter().any(|c| c == name)
-                });
-                strip_status(&mut desired);
-                crds.patch(
-                    &p.object.name,
-                    &PatchParams::apply(MANAGER).force(),
-                    &Patch::Apply(&desired),
-                )
-                .await
-                .map_err(|e| api_error("updating", p, &e))?;
-                Ok(StepStatus::Present)
-            }
-        }
+            .map_err(|e| step_error("reading", p, &e))?;
+        let Some(live) = live else {
+            let create = Write::Create {
+                key,
+                object: Body::new(desired),
+            };
+            return match perform(self.admin, &create).await {
+                // Created by an earlier pass that did not record it: same outcome.
+                Ok(_) => Ok(StepStatus::WaitingForApi),
+                Err(e) if e.is_conflict() => Ok(StepStatus::WaitingForApi),
+                Err(e) => Err(step_error("creating", p, &e)),
+            };
+        };
+        let live = serde_json::to_value(&live).map_err(|e| e.to_string())?;
+        let csvs = self.csv_names().await?;
+        merge_installed_alongside(&live, &mut desired, |ns, name| {
+            ns == self.namespace && csvs.iter().any(|c| c == name)
+        });
+        strip_status(&mut desired);
+        write::apply_dynamic(self.admin, &key, &desired, Ownership::Force)
+            .await
+            .map_err(|e| step_error("updating", p, &e))?;
+        Ok(StepStatus::Present)
     }
 
+    /// The names of the CSVs of the plan's namespace, read live: a CSV this very pass created
+    /// counts.
     pub(super) async fn csv_names(&self) -> Result<Vec<String>, String> {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.admin.clone(), self.namespace, &csv_resource());
@@ -74,12 +75,12 @@ impl Pass<'_> {
             .collect())
     }
 
+    /// Whether the CRD `name` is Established with its names accepted.
     pub(super) async fn established(&self, name: &str) -> Result<bool, String> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let crd = crds
-            .get_opt(name)
+        let crd = write::get(&crds, name)
             .await
-            .map_err(|e| format!("reading CustomResourceDefinition {name}: {e}"))?;
+            .map_err(|e| format!("reading CustomResourceDefinition {name}: {}", e.source))?;
         let conditions = crd
             .and_then(|c| c.status)
             .and_then(|s| s.conditions)
@@ -92,18 +93,19 @@ impl Pass<'_> {
         Ok(is_true("Established") && is_true("NamesAccepted"))
     }
 
+    /// Writes any step but a CRD, as the pass's step identity: create-only kinds are created
+    /// when absent and left alone when present; the others are server-side applied.
     pub(super) async fn apply(
         &self,
-        p: &Parsed,
+        p: &ParsedStep,
         api: &StepApi,
         owners: &mut HashMap<String, OwnerCsv>,
     ) -> Result<StepStatus, String> {
         let resolving = p.resolving.as_str();
-        let resources: Api<DynamicObject> = match api.scope {
-            Scope::Namespaced => {
-                Api::namespaced_with(self.steps.clone(), self.namespace, &api.resource)
-            }
-            Scope::Cluster => Api::all_with(self.steps.clone(), &api.resource),
+        let key = ObjectKey {
+            resource: api.resource.clone(),
+            namespace: (api.scope == Scope::Namespaced).then(|| self.namespace.to_owned()),
+            name: p.object.name.clone(),
         };
         let needs_owner = api.scope == Scope::Namespaced && !p.kind.create_only();
         let owner = if needs_owner {
@@ -119,44 +121,35 @@ impl Pass<'_> {
             resolving,
             owner.as_ref(),
         );
-        let live = resources
-            .get_opt(&p.object.name)
+        let live = read(self.steps, &key)
             .await
-            .map_err(|e| api_error("reading", p, &e))?;
+            .map_err(|e| step_error("reading", p, &e))?;
         if p.kind.create_only() {
             if live.is_some() {
                 return Ok(StepStatus::Present);
             }
-            let object: DynamicObject = serde_json::from_value(desired)
-                .map_err(|e| format!("{} {}: {e}", p.object.kind, p.object.name))?;
-            return match resources.create(&crate::k8s::post_params(), &object).await {
+            let create = Write::Create {
+                key,
+                object: Body::new(desired),
+            };
+            return match perform(self.steps, &create).await {
                 Ok(_) => Ok(StepStatus::Created),
-                Err(err) if is_conflict(&err) => Ok(StepStatus::Present),
-                Err(e) => Err(api_error("creating", p, &e)),
+                Err(e) if e.is_conflict() => Ok(StepStatus::Present),
+                Err(e) => Err(step_error("creating", p, &e)),
             };
         }
         if p.kind == StepKind::ServiceAccount {
             let live_value = live.as_ref().and_then(|l| serde_json::to_value(l).ok());
             merge_owner_references(live_value.as_ref(), &mut desired);
         }
-        resources
-            .patch(
-                &p.object.name,
-                &PatchParams::apply(MANAGER).force(),
-                &Patch::Apply(&desired),
-            )
+        let action = if live.is_some() {
+            "updating"
+        } else {
+            "creating"
+        };
+        write::apply_dynamic(self.steps, &key, &desired, Ownership::Force)
             .await
-            .map_err(|e| {
-                api_error(
-                    if live.is_some() {
-                        "updating"
-                    } else {
-                        "creating"
-                    },
-                    p,
-                    &e,
-                )
-            })?;
+            .map_err(|e| step_error(action, p, &e))?;
         Ok(if live.is_some() {
             StepStatus::Present
         } else {
@@ -164,6 +157,8 @@ impl Pass<'_> {
         })
     }
 
+    /// The CSV `csv` of the plan's namespace, which namespaced objects are owned by: it must
+    /// exist already (CSVs are written before every other step but CRDs).
     async fn owner(
         &self,
         csv: &str,
@@ -187,4 +182,12 @@ impl Pass<'_> {
         owners.insert(csv.to_owned(), owner.clone());
         Ok(owner)
     }
+}
+
+/// The object at `key` as it is now, `None` when absent.
+async fn read(client: &kube::Client, key: &ObjectKey) -> Result<Option<DynamicObject>, ApiError> {
+    key.api(client)
+        .get_opt(&key.name)
+        .await
+        .map_err(|e| ApiError::new(Operation::Get, key.clone(), e))
 }

@@ -1,6 +1,7 @@
-//! Before anything is written: every step's API exists (or comes from a CRD of this plan) and
-//! every CRD update is safe for the custom resources already stored (docs/install-plans.md
-//! §7.3).
+//! Before anything is written, what needs the cluster: every step's API exists (or comes from a
+//! CRD of this plan) and every CRD update is safe for the custom resources already stored
+//! (docs/install-plans.md §7.3, §7.4). The refusals themselves are `plan::execution`'s and
+//! `plan::crd_safety`'s.
 
 use std::collections::HashMap;
 
@@ -10,51 +11,32 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
 use super::super::apis::{StepApi, step_api};
-use super::{Parsed, Pass, PlanWarning, Warnings, api_error, failed};
-use crate::api::{Step, StepStatus};
+use super::{Pass, failed, step_error};
+use crate::api::Step;
+use crate::k8s::write;
 use crate::plan::crd_safety::{CrdUpdateCheck, check_crd_update, versions_to_validate};
-use crate::plan::kinds::{Scope, StepKind};
+use crate::plan::execution::{
+    CRD_VALIDATION, ParsedStep, PlanWarning, planned_apis, served_by_plan,
+};
+use crate::plan::kinds::StepKind;
+use crate::plan::order::{StepAction, step_action};
 use crate::plan::phase::PassOutcome;
 
 impl Pass<'_> {
-    /// Everything that can be known before writing: APIs exist and CRD updates are safe.
+    /// What needs the cluster before anything is written: every step's API is served (or will
+    /// be, by a CRD of this plan) and every CRD update is safe. The resource of each step but
+    /// CRDs, by step index.
     pub(super) async fn check(
         &self,
         steps: &[Step],
-        parsed: &[Parsed],
-        apis: &mut HashMap<usize, StepApi>,
-        warnings: &mut Warnings,
-    ) -> Result<(), PassOutcome> {
-        // (group, kind, plural, namespaced) of the APIs this plan's own CRDs will serve.
-        let planned_crds: Vec<(String, String, String, bool)> = parsed
-            .iter()
-            .filter(|p| p.kind == StepKind::CustomResourceDefinition)
-            .filter_map(|p| {
-                let text = |path: &str| p.object.manifest.pointer(path).and_then(Value::as_str);
-                let scope = text("/spec/scope").unwrap_or("Namespaced");
-                Some((
-                    text("/spec/group")?.to_owned(),
-                    text("/spec/names/kind")?.to_owned(),
-                    text("/spec/names/plural")?.to_owned(),
-                    scope == "Namespaced",
-                ))
-            })
-            .collect();
+        parsed: &[ParsedStep],
+        warnings: &mut Vec<PlanWarning>,
+    ) -> Result<HashMap<usize, StepApi>, PassOutcome> {
+        let planned = planned_apis(parsed);
+        let mut apis = HashMap::new();
         for p in parsed {
             if p.kind == StepKind::CustomResourceDefinition {
-                if p.object.group == "apiextensions.k8s.io" && p.object.version == "v1beta1" {
-                    return Err(PassOutcome::StepFailed {
-                        message: format!(
-                            "CustomResourceDefinition {} is apiextensions.k8s.io/v1beta1, which Kubernetes has not served since 1.22; the bundle must ship a v1 CRD",
-                            p.object.name
-                        ),
-                        permanent: true,
-                    });
-                }
-                if matches!(
-                    steps[p.index].status,
-                    StepStatus::Unknown | StepStatus::NotPresent
-                ) {
+                if step_action(p.kind, &steps[p.index].status) == StepAction::Write {
                     self.check_crd(p, warnings).await.map_err(failed)?;
                 }
                 continue;
@@ -65,33 +47,25 @@ impl Pass<'_> {
                 }
                 // The API may come from a CRD of this very plan.
                 Err(e) => {
-                    let kind = StepKind::manifest_kind(&p.object.kind);
-                    let Some((_, _, plural, namespaced)) = planned_crds
-                        .iter()
-                        .find(|(g, k, _, _)| *g == p.object.group && k == kind)
-                    else {
+                    let Some((resource, scope)) = served_by_plan(&planned, &p.object) else {
                         return Err(failed(e.to_string()));
                     };
-                    let gvk = GroupVersionKind::gvk(&p.object.group, &p.object.version, kind);
-                    let scope = if *namespaced {
-                        Scope::Namespaced
-                    } else {
-                        Scope::Cluster
-                    };
-                    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
                     apis.insert(p.index, StepApi { resource, scope });
                 }
             }
         }
-        Ok(())
+        Ok(apis)
     }
 
-    async fn check_crd(&self, p: &Parsed, warnings: &mut Warnings) -> Result<(), String> {
+    async fn check_crd(
+        &self,
+        p: &ParsedStep,
+        warnings: &mut Vec<PlanWarning>,
+    ) -> Result<(), String> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let Some(existing) = crds
-            .get_opt(&p.object.name)
+        let Some(existing) = write::get(&crds, &p.object.name)
             .await
-            .map_err(|e| api_error("reading", p, &e))?
+            .map_err(|e| step_error("reading", p, &e))?
         else {
             return Ok(());
         };
@@ -110,7 +84,7 @@ impl Pass<'_> {
             Ok(CrdUpdateCheck::Safe) => Ok(()),
             Ok(CrdUpdateCheck::SafeWithWarning(message)) => {
                 warnings.push(PlanWarning {
-                    reason: "CRDValidation",
+                    reason: CRD_VALIDATION,
                     message,
                     step: Some(p.index),
                 });

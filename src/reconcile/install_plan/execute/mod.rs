@@ -1,10 +1,13 @@
-//! One execution pass over an InstallPlan's steps (docs/install-plans.md §7.3).
+//! One execution pass over an InstallPlan's steps (docs/install-plans.md §7.3): the shell that
+//! performs what `plan::execution` and `plan::order` decide.
 //!
-//! The whole plan is checked before anything is written (manifests readable, kinds supported,
-//! APIs served, CRD updates safe), then applied in this order: CRDs; wait until they are
-//! Established (`WaitingForApi`); CSVs; everything else in plan order. Every write is
-//! idempotent (create-if-absent or server-side apply of a fixed name), so a pass interrupted by
-//! a crash is simply run again: nothing is duplicated.
+//! The whole plan is checked before anything is written — `plan::execution::check_plan`
+//! (manifests readable, kinds supported, no v1beta1 CRD), then what needs the cluster (APIs
+//! served, CRD updates safe) — and applied in `plan::order::execution_order`: CRDs; wait until
+//! they are Established (`WaitingForApi`); CSVs; everything else in plan order, each step as
+//! `plan::order::step_action` says. Every write is idempotent (create-if-absent or server-side
+//! apply of a fixed name), so a pass interrupted by a crash is simply run again: nothing is
+//! duplicated.
 
 mod apply;
 mod check;
@@ -15,11 +18,14 @@ use kube::Client;
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
-use super::apis::StepApi;
-use crate::api::{Step, StepStatus};
+use crate::api::Step;
 use crate::k8s::warnings::WarningLog;
-use crate::plan::kinds::{StepKind, supported_kind_names};
-use crate::plan::object::StepObject;
+use crate::k8s::write::ApiError;
+use crate::plan::execution::{
+    ParsedStep, PassReport, PlanWarning, applied_with_warnings, check_plan,
+};
+use crate::plan::kinds::StepKind;
+use crate::plan::order::{StepAction, step_action};
 use crate::plan::phase::PassOutcome;
 use crate::plan::prepare::OwnerCsv;
 
@@ -34,94 +40,50 @@ pub struct Pass<'a> {
     pub api_warnings: &'a WarningLog,
 }
 
-/// A Warning event to publish on the plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanWarning {
-    /// `CRDValidation`, or `AppliedWithWarnings` for warnings the API server returned.
-    pub reason: &'static str,
-    pub message: String,
-    /// The step it concerns: the event's `fieldPath` is then `status.plan[<step>]`.
-    pub step: Option<usize>,
-}
-
-/// The event reason for API-server warnings drawn by a step (docs/install-plans.md §7.3).
-pub const APPLIED_WITH_WARNINGS: &str = "AppliedWithWarnings";
-
-pub type Warnings = Vec<PlanWarning>;
-
-/// OLM's words for the warnings one step drew.
-fn applied_with_warnings(p: &Parsed, texts: &[String]) -> PlanWarning {
-    let what = format!("({} {:?})", p.object.kind, p.object.name);
-    let message = if p.resolving.is_empty() {
-        format!(
-            "{} warning(s) generated during operator installation {what}: {}",
-            texts.len(),
-            texts.join(", ")
-        )
-    } else {
-        format!(
-            "{} warning(s) generated during installation of operator {:?} {what}: {}",
-            texts.len(),
-            p.resolving,
-            texts.join(", ")
-        )
-    };
-    PlanWarning {
-        reason: APPLIED_WITH_WARNINGS,
-        message,
-        step: Some(p.index),
-    }
-}
-
-struct Parsed {
-    index: usize,
-    kind: StepKind,
-    object: StepObject,
-    /// The CSV the step belongs to.
-    resolving: String,
-}
-
 impl Pass<'_> {
-    /// Runs one pass, updating each step's status in place.
-    pub async fn run(&self, steps: &mut [Step], warnings: &mut Warnings) -> PassOutcome {
-        let parsed = match parse(steps) {
-            Ok(parsed) => parsed,
-            Err(message) => {
-                return PassOutcome::StepFailed {
-                    message,
-                    permanent: true,
-                };
-            }
-        };
-        let mut apis: HashMap<usize, StepApi> = HashMap::new();
-        if let Err(outcome) = self.check(steps, &parsed, &mut apis, warnings).await {
-            return outcome;
+    /// Runs one pass over `steps`: their new statuses, how the pass ended, its warnings.
+    pub async fn run(&self, mut steps: Vec<Step>) -> PassReport {
+        let mut warnings = Vec::new();
+        let outcome = self.apply_steps(&mut steps, &mut warnings).await;
+        PassReport {
+            steps,
+            outcome,
+            warnings,
         }
+    }
+
+    async fn apply_steps(
+        &self,
+        steps: &mut [Step],
+        warnings: &mut Vec<PlanWarning>,
+    ) -> PassOutcome {
+        let plan = match check_plan(steps) {
+            Ok(plan) => plan,
+            Err(refusal) => return refusal.into(),
+        };
+        let apis = match self.check(steps, &plan.steps, warnings).await {
+            Ok(apis) => apis,
+            Err(outcome) => return outcome,
+        };
         // CRDs first, then wait for them to be served.
-        for p in parsed
-            .iter()
-            .filter(|p| p.kind == StepKind::CustomResourceDefinition)
-        {
-            if steps[p.index].status == StepStatus::Unknown
-                || steps[p.index].status == StepStatus::NotPresent
-            {
+        for &i in &plan.order.crds {
+            let p = &plan.steps[i];
+            if step_action(p.kind, &steps[i].status) == StepAction::Write {
                 self.api_warnings.take();
                 let applied = self.apply_crd(p).await;
                 self.note_api_warnings(p, warnings);
                 match applied {
-                    Ok(status) => steps[p.index].status = status,
+                    Ok(status) => steps[i].status = status,
                     Err(message) => return failed(message),
                 }
             }
         }
         let mut waiting = false;
-        for p in parsed
-            .iter()
-            .filter(|p| p.kind == StepKind::CustomResourceDefinition)
-        {
-            if steps[p.index].status == StepStatus::WaitingForApi {
+        for &i in &plan.order.crds {
+            let p = &plan.steps[i];
+            if step_action(p.kind, &steps[i].status) == StepAction::AwaitEstablished {
                 match self.established(&p.object.name).await {
-                    Ok(true) => steps[p.index].status = StepStatus::Created,
+                    Ok(true) => steps[i].status = crate::api::StepStatus::Created,
                     Ok(false) => waiting = true,
                     Err(message) => return failed(message),
                 }
@@ -131,31 +93,22 @@ impl Pass<'_> {
             return PassOutcome::WaitingForApi;
         }
         let mut owners: HashMap<String, OwnerCsv> = HashMap::new();
-        let order = parsed
-            .iter()
-            .filter(|p| p.kind == StepKind::ClusterServiceVersion)
-            .chain(parsed.iter().filter(|p| {
-                p.kind != StepKind::ClusterServiceVersion
-                    && p.kind != StepKind::CustomResourceDefinition
-            }));
-        for p in order {
-            if matches!(
-                steps[p.index].status,
-                StepStatus::Created | StepStatus::Present
-            ) {
+        for &i in &plan.order.after_crds {
+            let p = &plan.steps[i];
+            if step_action(p.kind, &steps[i].status) == StepAction::Done {
                 continue;
             }
-            let Some(api) = apis.get(&p.index) else {
+            let Some(api) = apis.get(&i) else {
                 return failed(format!(
-                    "no API resolved for step {} ({} {})",
-                    p.index, p.object.kind, p.object.name
+                    "no API resolved for step {i} ({} {})",
+                    p.object.kind, p.object.name
                 ));
             };
             self.api_warnings.take();
             let applied = self.apply(p, api, &mut owners).await;
             self.note_api_warnings(p, warnings);
             match applied {
-                Ok(status) => steps[p.index].status = status,
+                Ok(status) => steps[i].status = status,
                 Err(message) => return failed(message),
             }
         }
@@ -163,14 +116,9 @@ impl Pass<'_> {
     }
 
     /// Turns the warnings the API server returned while applying step `p` into an event.
-    fn note_api_warnings(&self, p: &Parsed, warnings: &mut Warnings) {
-        let mut texts = self.api_warnings.take();
-        // A step reads before it writes, and both draw the same warning: say it once.
-        let mut seen = std::collections::HashSet::new();
-        texts.retain(|t| seen.insert(t.clone()));
-        if !texts.is_empty() {
-            warnings.push(applied_with_warnings(p, &texts));
-        }
+    fn note_api_warnings(&self, p: &ParsedStep, warnings: &mut Vec<PlanWarning>) {
+        let texts = self.api_warnings.take();
+        warnings.extend(applied_with_warnings(p, &texts));
     }
 }
 
@@ -187,6 +135,7 @@ fn strip_status(object: &mut Value) {
     }
 }
 
+/// A step error: retried within the plan's retry window.
 fn failed(message: String) -> PassOutcome {
     PassOutcome::StepFailed {
         message,
@@ -194,8 +143,10 @@ fn failed(message: String) -> PassOutcome {
     }
 }
 
-fn api_error(action: &str, p: &Parsed, error: &kube::Error) -> String {
-    let detail = match error {
+/// The plan's words for a failed API call of step `p` (the server's own message when it gave
+/// one).
+fn step_error(action: &str, p: &ParsedStep, error: &ApiError) -> String {
+    let detail = match &error.source {
         kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
         other => other.to_string(),
     };
@@ -204,49 +155,4 @@ fn api_error(action: &str, p: &Parsed, error: &kube::Error) -> String {
         StepKind::manifest_kind(&p.object.kind),
         p.object.name
     )
-}
-
-/// Reads every step; an unsupported kind or unreadable manifest makes the plan unusable.
-fn parse(steps: &mut [Step]) -> Result<Vec<Parsed>, String> {
-    let mut out = Vec::with_capacity(steps.len());
-    for (index, step) in steps.iter_mut().enumerate() {
-        let r = &step.resource;
-        let Some(kind) = StepKind::of(&r.kind) else {
-            step.status = StepStatus::UnsupportedResource;
-            return Err(format!(
-                "the InstallPlan contains invalid data: step {index} ({} {} of {}) has a kind olm-rs does not install; supported kinds: {}",
-                r.kind,
-                r.name,
-                step.resolving,
-                supported_kind_names().join(", ")
-            ));
-        };
-        let manifest: Value = r
-            .manifest
-            .as_deref()
-            .ok_or_else(|| format!("the InstallPlan contains invalid data: step {index} ({} {}) has no manifest", r.kind, r.name))
-            .and_then(|m| serde_json::from_str(m).map_err(|e| format!("the InstallPlan contains invalid data: step {index} ({} {}): manifest is not JSON: {e}", r.kind, r.name)))?;
-        if manifest.get("catalogSourceName").is_some()
-            && manifest.get("kind").and_then(Value::as_str) == Some("ConfigMap")
-            && r.kind != "ConfigMap"
-        {
-            return Err(format!(
-                "step {index} ({} {}) refers to an unpacked bundle ConfigMap; olm-rs does not read unpacked bundle images yet",
-                r.kind, r.name
-            ));
-        }
-        out.push(Parsed {
-            index,
-            kind,
-            object: StepObject {
-                group: r.group.clone(),
-                version: r.version.clone(),
-                kind: r.kind.clone(),
-                name: r.name.clone(),
-                manifest,
-            },
-            resolving: step.resolving.clone(),
-        });
-    }
-    Ok(out)
 }
