@@ -259,9 +259,6 @@ pub async fn execute(
     Ok(executed)
 }
 
-// The error is as large as every `ApiError` (it carries the object's key); this runs once per
-// write, next to a network round trip.
-#[allow(clippy::result_large_err)]
 fn encoded(
     key: &ObjectKey,
     operation: Operation,

@@ -1,7 +1,6 @@
 //! The thin layer every reconciler writes through: one field manager, server-side apply,
 //! an injectable clock and best-effort events.
 
-pub mod apply;
 pub mod clock;
 pub mod effects;
 pub mod errors;

@@ -362,15 +362,18 @@ pub async fn apply_status<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
 {
-    super::apply::apply_status(api, name, status)
+    let key = || ObjectKey::new::<K>(api.namespace(), name);
+    let status = serde_json::to_value(status)
+        .map_err(|e| ApiError::new(Operation::WriteStatus, key(), kube::Error::SerdeError(e)))?;
+    // apiVersion and kind are mandatory in an apply.
+    let body = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api.patch_status(name, &params(Ownership::Force), &Patch::Apply(body))
         .await
-        .map_err(|e| {
-            ApiError::new(
-                Operation::WriteStatus,
-                ObjectKey::new::<K>(api.namespace(), name),
-                e,
-            )
-        })
+        .map_err(|e| ApiError::new(Operation::WriteStatus, key(), e))
 }
 
 /// Deletes every `K` `api` reaches that `selector` selects.

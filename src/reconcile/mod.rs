@@ -1,5 +1,6 @@
-//! The thin shell: one reconciler per kind, each in its own file, each shaped the same way —
-//! read observed state (reflector stores), call the pure core, write through `k8s::apply`.
+//! The thin shell: one reconciler per kind, each in its own module, each shaped the same way —
+//! read observed state (shared stores), call the pure core, hand its decision to the one
+//! executor (`k8s::effects`, `k8s::write`; docs/controller-startup.md, "One reconciler shape").
 //!
 //! Every reconciler module exposes `pub async fn run(ctx: Arc<Context>)`, which builds its
 //! `kube_runtime::Controller` (watches, owned objects, triggers) and runs it until the process

@@ -74,6 +74,83 @@ fn bypasses(root: &Path) -> Vec<String> {
     found
 }
 
+/// Every place under `src/reconcile/` that calls the API server to write without going through
+/// `k8s::write` or `k8s::effects` (docs/controller-startup.md, "One write path").
+fn direct_writes(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&root.join("src/reconcile"), &mut files);
+    let calls = [
+        ".create(&",
+        ".replace(&",
+        ".replace_status(",
+        ".patch(",
+        ".patch_status(",
+        ".delete(",
+        ".delete_collection(",
+        "k8s::apply::",
+    ];
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if rel.contains("/tests/") || name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in library_part(&text) {
+            let code = line.split("//").next().unwrap_or_default();
+            // A request built by hand (`kube::core::Request`) is sent through
+            // `k8s::write::send`, which reports it like every other write.
+            if code.contains("Request::new(") {
+                continue;
+            }
+            // `Api::create` takes its parameters first; another type's `create(&…)` is not a
+            // write to the API server.
+            let api_create = code.contains(".create(&")
+                && (code.contains("post_params") || code.contains("PostParams"));
+            let other = calls
+                .iter()
+                .filter(|c| **c != ".create(&")
+                .any(|c| code.contains(c));
+            if api_create || other {
+                found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn reconcilers_write_only_through_the_one_write_path() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = direct_writes(root);
+    assert!(
+        found.is_empty(),
+        "API writes in src/reconcile that bypass k8s::write / k8s::effects:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_direct_write_check_finds_one() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("src/reconcile");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("bad.rs"),
+        "fn f() {\n    // api.delete(name, &p) in a comment is fine\n    write::delete(client, &key, &o);\n    api.replace_status(n, &pp, &o);\n    api.create(&k8s::post_params(), &o);\n    writer.create(&namespace);\n    let r = Request::new(url).delete(name, &params);\n}\n#[cfg(test)]\nmod tests { fn t() { api.patch(n, &p, &b); } }\n",
+    )
+    .unwrap();
+    let found = direct_writes(root.path());
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("src/reconcile/bad.rs:4:"), "{found:?}");
+    assert!(found[1].starts_with("src/reconcile/bad.rs:5:"), "{found:?}");
+}
+
 #[test]
 fn every_write_in_library_code_carries_the_olm_rs_field_manager() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
