@@ -9,7 +9,7 @@
 //! (the watch's `Init` … `InitDone`) is buffered and swapped in whole, so readers never see a
 //! half-listed cluster, and the store is ready only after the first list completed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use futures::{Stream, StreamExt};
@@ -19,7 +19,45 @@ use kube_runtime::WatchStreamExt;
 use kube_runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 
-type Namespaces<K> = HashMap<String, BTreeMap<String, Arc<K>>>;
+type Namespaces<K> = HashMap<String, ByName<K>>;
+
+/// One namespace's objects, sorted by name. A sorted vector, not a map: most namespaces hold
+/// one or two objects of a kind (their `default` ServiceAccount), where a map's nodes and a
+/// second copy of every name would cost more than the objects' pointers.
+struct ByName<K>(Vec<Arc<K>>);
+
+impl<K> Default for ByName<K> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+fn name_of<K: Resource>(obj: &Arc<K>) -> &str {
+    obj.meta().name.as_deref().unwrap_or_default()
+}
+
+impl<K: Resource> ByName<K> {
+    fn position(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|o| name_of(o).cmp(name))
+    }
+
+    fn get(&self, name: &str) -> Option<&Arc<K>> {
+        self.position(name).ok().and_then(|i| self.0.get(i))
+    }
+
+    fn insert(&mut self, obj: Arc<K>) {
+        match self.position(name_of(&obj)) {
+            Ok(i) => self.0[i] = obj,
+            Err(i) => self.0.insert(i, obj),
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Ok(i) = self.position(name) {
+            self.0.remove(i);
+        }
+    }
+}
 
 /// A read-only, namespace-indexed view of one kind; cheap to clone and share.
 pub struct NamespacedStore<K> {
@@ -41,7 +79,7 @@ impl<K> Clone for NamespacedStore<K> {
 #[error("the store's watch ended before its first list completed")]
 pub struct StoreStopped;
 
-impl<K> NamespacedStore<K> {
+impl<K: Resource> NamespacedStore<K> {
     fn read(&self) -> RwLockReadGuard<'_, Namespaces<K>> {
         // A writer that panicked mid-update leaves a whole map behind (every update replaces
         // one entry or the whole map), so the poisoned value is still consistent.
@@ -52,7 +90,7 @@ impl<K> NamespacedStore<K> {
     pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
         self.read()
             .get(namespace)
-            .map(|objects| objects.values().cloned().collect())
+            .map(|objects| objects.0.clone())
             .unwrap_or_default()
     }
 
@@ -65,7 +103,7 @@ impl<K> NamespacedStore<K> {
 
     /// Whether `namespace` holds any object.
     pub fn has_namespace(&self, namespace: &str) -> bool {
-        self.read().get(namespace).is_some_and(|o| !o.is_empty())
+        self.read().get(namespace).is_some_and(|o| !o.0.is_empty())
     }
 
     /// The namespaces that hold objects.
@@ -77,13 +115,13 @@ impl<K> NamespacedStore<K> {
     pub fn all(&self) -> Vec<Arc<K>> {
         self.read()
             .values()
-            .flat_map(|objects| objects.values().cloned())
+            .flat_map(|objects| objects.0.iter().cloned())
             .collect()
     }
 
     /// How many objects the store holds.
     pub fn len(&self) -> usize {
-        self.read().values().map(BTreeMap::len).sum()
+        self.read().values().map(|o| o.0.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -133,10 +171,7 @@ pub fn namespaced_store<K>() -> (NamespacedStore<K>, StoreWriter<K>) {
 
 fn insert<K: Resource>(namespaces: &mut Namespaces<K>, obj: Arc<K>) {
     let namespace = obj.meta().namespace.clone().unwrap_or_default();
-    namespaces
-        .entry(namespace)
-        .or_default()
-        .insert(obj.name_any(), obj);
+    namespaces.entry(namespace).or_default().insert(obj);
 }
 
 impl<K: Resource + Clone> StoreWriter<K> {
@@ -162,7 +197,7 @@ impl<K: Resource + Clone> StoreWriter<K> {
                 let mut objects = self.objects.write().unwrap_or_else(|p| p.into_inner());
                 if let Some(in_namespace) = objects.get_mut(&namespace) {
                     in_namespace.remove(&obj.name_any());
-                    if in_namespace.is_empty() {
+                    if in_namespace.0.is_empty() {
                         objects.remove(&namespace);
                     }
                 }

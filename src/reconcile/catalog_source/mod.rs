@@ -157,6 +157,18 @@ impl Reconciler {
     }
 }
 
+/// Keeps of a Namespace what registry pods are shaped by (its labels: the pod security level)
+/// and what the store is keyed by; every namespace of the cluster is held.
+fn namespace_labels_only(namespace: &mut PartialObjectMeta<Namespace>) {
+    let meta = &mut namespace.metadata;
+    *meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        name: meta.name.take(),
+        labels: meta.labels.take(),
+        resource_version: meta.resource_version.take(),
+        ..Default::default()
+    };
+}
+
 /// The CatalogSource a registry object belongs to (its controller owner reference).
 fn catalog_of(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -192,7 +204,7 @@ pub async fn run(ctx: Arc<Context>) {
     let (namespaces, namespace_changes) = reflect_namespaced(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
         watcher::Config::default(),
-        keep_all,
+        namespace_labels_only,
     );
     let (service_accounts, sa_changes) = reflect_namespaced(
         Api::<ServiceAccount>::all(client.clone()),
