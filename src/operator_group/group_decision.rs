@@ -1,4 +1,4 @@
-//! What one OperatorGroup sync does (docs/operator-groups.md, "The group sync"), decided from
+//! What one OperatorGroup sync does (docs/operator-groups.md §2), decided from
 //! what the stores hold and returned as [`Effects`]: the status (guarded by the group's
 //! resourceVersion), the ServiceAccount label, the membership annotations of its CSVs (guarded by
 //! each CSV's resourceVersion; the CSV controller alone writes CSV status), the three group
