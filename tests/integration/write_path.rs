@@ -26,12 +26,13 @@ fn library_part(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
 }
 
-/// Every place in library code that would write without olm-rs's field manager.
-fn bypasses(root: &Path) -> Vec<String> {
-    let src = root.join("src");
+/// Each line of library code (before the first `#[cfg(test)]`) of the Rust
+/// files under `root/dir`, with its path relative to `root` and 1-based line number; test
+/// files and the directories `skip` names are left out.
+fn library_code_lines(root: &Path, dir: &str, skip: &[&str]) -> Vec<(String, usize, String)> {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let mut found = Vec::new();
+    rust_files(&root.join(dir), &mut files);
+    let mut lines = Vec::new();
     for file in files {
         let rel = file
             .strip_prefix(root)
@@ -39,8 +40,7 @@ fn bypasses(root: &Path) -> Vec<String> {
             .to_string_lossy()
             .into_owned();
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        if rel.starts_with("src/k8s/")
-            || rel.starts_with("src/sandbox/")
+        if skip.iter().any(|s| rel.starts_with(s))
             || rel.contains("/tests/")
             || name.ends_with("tests.rs")
         {
@@ -48,8 +48,18 @@ fn bypasses(root: &Path) -> Vec<String> {
         }
         let text = std::fs::read_to_string(&file).unwrap();
         for (i, line) in library_part(&text) {
-            let code = line.split("//").next().unwrap_or_default();
-            let own_params = [
+            lines.push((rel.clone(), i + 1, line.to_owned()));
+        }
+    }
+    lines
+}
+
+/// Every place in library code that would write without olm-rs's field manager.
+fn bypasses(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, number, line) in library_code_lines(root, "src", &["src/k8s/", "src/sandbox/"]) {
+        let code = line.split("//").next().unwrap_or_default();
+        let own_params = [
                 "PostParams::default()",
                 "PatchParams::default()",
                 "PostParams {",
@@ -59,16 +69,15 @@ fn bypasses(root: &Path) -> Vec<String> {
             .any(|p| code.contains(p))
                 // A signature naming the type builds nothing.
                 && !code.contains("fn ");
-            let foreign_apply = code.contains("PatchParams::apply(")
-                && !code.contains("PatchParams::apply(MANAGER)")
-                && !code.contains("PatchParams::apply(crate::k8s::MANAGER)");
-            // Status codes are told apart in one place (src/k8s/errors.rs).
-            let status_match = ["code == 404", "code == 409", "code == 403"]
-                .iter()
-                .any(|p| code.contains(p));
-            if own_params || foreign_apply || status_match {
-                found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
-            }
+        let foreign_apply = code.contains("PatchParams::apply(")
+            && !code.contains("PatchParams::apply(MANAGER)")
+            && !code.contains("PatchParams::apply(crate::k8s::MANAGER)");
+        // Status codes are told apart in one place (src/k8s/errors.rs).
+        let status_match = ["code == 404", "code == 409", "code == 403"]
+            .iter()
+            .any(|p| code.contains(p));
+        if own_params || foreign_apply || status_match {
+            found.push(format!("{rel}:{number}: {}", line.trim()));
         }
     }
     found
@@ -77,8 +86,6 @@ fn bypasses(root: &Path) -> Vec<String> {
 /// Every place under `src/reconcile/` that calls the API server to write without going through
 /// `k8s::write` or `k8s::effects` (docs/controller-startup.md, "One write path").
 fn direct_writes(root: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    rust_files(&root.join("src/reconcile"), &mut files);
     let calls = [
         ".create(&",
         ".replace(&",
@@ -90,35 +97,23 @@ fn direct_writes(root: &Path) -> Vec<String> {
         "k8s::apply::",
     ];
     let mut found = Vec::new();
-    for file in files {
-        let rel = file
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        if rel.contains("/tests/") || name.ends_with("tests.rs") {
+    for (rel, number, line) in library_code_lines(root, "src/reconcile", &[]) {
+        let code = line.split("//").next().unwrap_or_default();
+        // A request built by hand (`kube::core::Request`) is sent through
+        // `k8s::write::send`, which reports it like every other write.
+        if code.contains("Request::new(") {
             continue;
         }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (i, line) in library_part(&text) {
-            let code = line.split("//").next().unwrap_or_default();
-            // A request built by hand (`kube::core::Request`) is sent through
-            // `k8s::write::send`, which reports it like every other write.
-            if code.contains("Request::new(") {
-                continue;
-            }
-            // `Api::create` takes its parameters first; another type's `create(&…)` is not a
-            // write to the API server.
-            let api_create = code.contains(".create(&")
-                && (code.contains("post_params") || code.contains("PostParams"));
-            let other = calls
-                .iter()
-                .filter(|c| **c != ".create(&")
-                .any(|c| code.contains(c));
-            if api_create || other {
-                found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
-            }
+        // `Api::create` takes its parameters first; another type's `create(&…)` is not a
+        // write to the API server.
+        let api_create = code.contains(".create(&")
+            && (code.contains("post_params") || code.contains("PostParams"));
+        let other = calls
+            .iter()
+            .filter(|c| **c != ".create(&")
+            .any(|c| code.contains(c));
+        if api_create || other {
+            found.push(format!("{rel}:{number}: {}", line.trim()));
         }
     }
     found
