@@ -316,11 +316,6 @@ pub async fn perform(client: &Client, one: &Write) -> Result<Option<DynamicObjec
     }
 }
 
-/// The name of a written object, for reports.
-pub fn written_name(obj: &Option<DynamicObject>) -> Option<String> {
-    obj.as_ref().map(ResourceExt::name_any)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,24 +140,6 @@ impl<T> AbsentOk<T> for Result<T, ApiError> {
     }
 }
 
-/// Runs `attempt` again while it fails with a conflict (409), at most `attempts` times in all:
-/// for a read-modify-write whose read each attempt repeats, or a create whose name each attempt
-/// draws anew. The last conflict is returned when every attempt conflicted.
-pub async fn retry_on_conflict<T, F, Fut>(attempts: u32, mut attempt: F) -> Result<T, ApiError>
-where
-    F: FnMut(u32) -> Fut,
-    Fut: std::future::Future<Output = Result<T, ApiError>>,
-{
-    let mut tried = 0;
-    loop {
-        tried += 1;
-        match attempt(tried).await {
-            Err(err) if err.is_conflict() && tried < attempts.max(1) => {}
-            other => return other,
-        }
-    }
-}
-
 /// How an apply treats fields another manager set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ownership {
@@ -423,26 +405,15 @@ mod tests {
         )
     }
 
-    #[tokio::test]
-    async fn conflicts_are_retried_up_to_the_limit_and_other_failures_are_not() {
-        let tries = std::sync::atomic::AtomicU32::new(0);
-        let result: Result<(), ApiError> = retry_on_conflict(3, |_| {
-            tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            async { Err(failed(409)) }
-        })
-        .await;
-        assert!(result.unwrap_err().is_conflict());
-        assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 3);
-        let second = retry_on_conflict(3, |n| async move {
-            if n < 2 { Err(failed(409)) } else { Ok(n) }
-        })
-        .await;
-        assert_eq!(second.unwrap(), 2);
-        let refused: Result<(), ApiError> =
-            retry_on_conflict(3, |_| async { Err(failed(403)) }).await;
-        assert_eq!(refused.unwrap_err().failure(), ApiFailure::Forbidden);
+    #[test]
+    fn absent_is_an_answer_for_api_errors_too() {
         let gone: Result<u8, ApiError> = Err(failed(404));
         assert_eq!(gone.absent_ok().unwrap(), None);
+        let refused: Result<u8, ApiError> = Err(failed(403));
+        assert_eq!(
+            refused.absent_ok().unwrap_err().failure(),
+            ApiFailure::Forbidden
+        );
     }
 
     #[test]
