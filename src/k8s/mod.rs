@@ -5,6 +5,7 @@ pub mod clock;
 pub mod effects;
 pub mod errors;
 pub mod events;
+pub mod shared;
 pub mod store;
 pub mod warnings;
 pub mod write;

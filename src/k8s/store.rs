@@ -63,6 +63,9 @@ impl<K: Resource> ByName<K> {
 pub struct NamespacedStore<K> {
     objects: Arc<RwLock<Namespaces<K>>>,
     ready: tokio::sync::watch::Receiver<bool>,
+    /// The task keeping a shared store current (`k8s::shared`): it runs while any view of the
+    /// store exists, and stops with the last one.
+    watch: Option<Arc<WatchTask>>,
 }
 
 impl<K> Clone for NamespacedStore<K> {
@@ -70,7 +73,17 @@ impl<K> Clone for NamespacedStore<K> {
         Self {
             objects: Arc::clone(&self.objects),
             ready: self.ready.clone(),
+            watch: self.watch.clone(),
         }
+    }
+}
+
+/// A spawned watch task, aborted when dropped.
+pub(crate) struct WatchTask(pub(crate) tokio::task::AbortHandle);
+
+impl Drop for WatchTask {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -142,6 +155,12 @@ impl<K: Resource> NamespacedStore<K> {
             .map(|_| ())
             .map_err(|_| StoreStopped)
     }
+
+    /// This view, keeping `task` running for as long as it or a clone of it exists.
+    pub(crate) fn kept_by(mut self, task: Arc<WatchTask>) -> Self {
+        self.watch = Some(task);
+        self
+    }
 }
 
 /// Fills a [`NamespacedStore`] from watch events.
@@ -160,6 +179,7 @@ pub fn namespaced_store<K>() -> (NamespacedStore<K>, StoreWriter<K>) {
         NamespacedStore {
             objects: Arc::clone(&objects),
             ready: ready_rx,
+            watch: None,
         },
         StoreWriter {
             objects,
@@ -177,20 +197,33 @@ fn insert<K: Resource>(namespaces: &mut Namespaces<K>, obj: Arc<K>) {
 impl<K: Resource + Clone> StoreWriter<K> {
     /// Applies one watch event.
     pub fn apply(&mut self, event: &Event<K>) {
+        self.apply_owned(event.clone());
+    }
+
+    /// Applies one watch event and returns the object it reported (stored, or deleted).
+    pub fn apply_owned(&mut self, event: Event<K>) -> Option<Arc<K>> {
         match event {
-            Event::Init => self.relisting = Some(HashMap::new()),
+            Event::Init => {
+                self.relisting = Some(HashMap::new());
+                None
+            }
             Event::InitApply(obj) => {
+                let obj = Arc::new(obj);
                 let buffer = self.relisting.get_or_insert_with(HashMap::new);
-                insert(buffer, Arc::new(obj.clone()));
+                insert(buffer, Arc::clone(&obj));
+                Some(obj)
             }
             Event::InitDone => {
                 let listed = self.relisting.take().unwrap_or_default();
                 *self.objects.write().unwrap_or_else(|p| p.into_inner()) = listed;
                 self.ready.send_replace(true);
+                None
             }
             Event::Apply(obj) => {
+                let obj = Arc::new(obj);
                 let mut objects = self.objects.write().unwrap_or_else(|p| p.into_inner());
-                insert(&mut objects, Arc::new(obj.clone()));
+                insert(&mut objects, Arc::clone(&obj));
+                Some(obj)
             }
             Event::Delete(obj) => {
                 let namespace = obj.meta().namespace.clone().unwrap_or_default();
@@ -201,8 +234,21 @@ impl<K: Resource + Clone> StoreWriter<K> {
                         objects.remove(&namespace);
                     }
                 }
+                Some(Arc::new(obj))
             }
         }
+    }
+
+    /// Every object stored, and every object of a re-list in progress (some twice): what a
+    /// subscriber joining now must hear of to know everything the watch has reported.
+    pub fn snapshot(&self) -> Vec<Arc<K>> {
+        let stored = self.objects.read().unwrap_or_else(|p| p.into_inner());
+        let relisted = self.relisting.iter().flat_map(|n| n.values());
+        stored
+            .values()
+            .chain(relisted)
+            .flat_map(|objects| objects.0.iter().cloned())
+            .collect()
     }
 }
 

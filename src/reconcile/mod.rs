@@ -20,6 +20,7 @@ use kube::Client;
 
 use crate::k8s::clock::Clock;
 use crate::k8s::events::EventPublisher;
+use crate::k8s::shared::SharedWatches;
 use crate::metrics::Metrics;
 use crate::registry::cache::CatalogCache;
 use crate::registry::image_digest::{
@@ -68,6 +69,8 @@ pub struct Context {
     pub image_digests: Arc<dyn ImageDigestResolver>,
     /// Pulls bundle images (shared cache: every namespace and Subscription).
     pub bundle_images: Arc<bundle_images::BundleImages>,
+    /// The kinds several controllers read, each watched and kept once.
+    pub watches: Arc<SharedWatches>,
 }
 
 impl Context {
@@ -83,6 +86,7 @@ impl Context {
             options.bundle_images.clone(),
         ));
         Self {
+            watches: Arc::new(SharedWatches::new(client.clone())),
             client,
             clock,
             events,

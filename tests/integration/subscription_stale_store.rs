@@ -4,7 +4,7 @@
 
 use crate::subscription_support as support;
 
-use kube::api::{Api, ListParams, PartialObjectMeta};
+use kube::api::{Api, ListParams};
 use kube_runtime::watcher::Event;
 use serde_json::json;
 use support::*;
@@ -34,12 +34,11 @@ async fn stores_without_plans(env: &Env) -> SubscriptionStores {
         .await
         .unwrap()
         .items;
-    let groups: Vec<PartialObjectMeta<OperatorGroup>> =
-        Api::<OperatorGroup>::namespaced(client.clone(), NS)
-            .list_metadata(&lp)
-            .await
-            .unwrap()
-            .items;
+    let groups: Vec<OperatorGroup> = Api::<OperatorGroup>::namespaced(client.clone(), NS)
+        .list(&lp)
+        .await
+        .unwrap()
+        .items;
     let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
         .list_metadata(&lp)
         .await

@@ -48,7 +48,8 @@ impl Drop for Env {
 /// the handle is aborted.
 pub fn start_stores(client: &kube::Client) -> (SubscriptionStores, tokio::task::JoinHandle<()>) {
     use futures::StreamExt;
-    let (stores, touched) = SubscriptionStores::start(client);
+    let shared = olm_rs::k8s::shared::SharedWatches::new(client.clone());
+    let (stores, touched) = SubscriptionStores::start(client, &shared);
     (stores, tokio::spawn(touched.for_each(|_| async {})))
 }
 

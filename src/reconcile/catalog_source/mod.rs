@@ -22,9 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, PartialObjectMeta};
+use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use kube_runtime::WatchStreamExt;
 use kube_runtime::controller::{Action, Controller};
@@ -157,18 +157,6 @@ impl Reconciler {
     }
 }
 
-/// Keeps of a Namespace what registry pods are shaped by (its labels: the pod security level)
-/// and what the store is keyed by; every namespace of the cluster is held.
-fn namespace_labels_only(namespace: &mut PartialObjectMeta<Namespace>) {
-    let meta = &mut namespace.metadata;
-    *meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-        name: meta.name.take(),
-        labels: meta.labels.take(),
-        resource_version: meta.resource_version.take(),
-        ..Default::default()
-    };
-}
-
 /// The CatalogSource a registry object belongs to (its controller owner reference).
 fn catalog_of(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -201,11 +189,7 @@ pub async fn run(ctx: Arc<Context>) {
     );
     let client = ctx.client.clone();
     let managed = || watcher::Config::default().labels("olm.managed=true");
-    let (namespaces, namespace_changes) = reflect_namespaced(
-        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
-        watcher::Config::default(),
-        namespace_labels_only,
-    );
+    let (namespaces, namespace_changes) = ctx.watches.namespaces();
     let (service_accounts, sa_changes) = reflect_namespaced(
         Api::<ServiceAccount>::all(client.clone()),
         managed(),

@@ -94,8 +94,10 @@ pub async fn run(ctx: Arc<Context>) {
     };
     let controller = Controller::for_stream(csv_events, csvs.clone());
 
-    let (operator_groups, og_trigger) = reflect(&client, None, slim);
-    let (subscriptions, sub_trigger) = reflect(&client, None, slim);
+    let (operator_groups, og_changes) = ctx.watches.operator_groups();
+    let og_trigger = stores::trigger_of(og_changes);
+    let (subscriptions, sub_changes) = ctx.watches.subscriptions();
+    let sub_trigger = stores::trigger_of(sub_changes);
     let (crds, crd_trigger) = reflect(&client, None, slim_crd);
     let (api_services, api_trigger) = reflect(&client, None, slim);
     let (deployments, dep_trigger) = reflect(&client, Some(&managed()), slim);

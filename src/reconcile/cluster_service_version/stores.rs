@@ -29,6 +29,7 @@ use crate::api::{
     ClusterServiceVersion, CsvReason, OperatorCondition, OperatorGroup, Subscription,
 };
 use crate::csv::identity::CSV_KIND;
+use crate::k8s::shared::Changes;
 use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced};
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 
@@ -142,6 +143,11 @@ impl Stores {
 
 /// A trigger stream: watches `K`, keeps `store` current, yields every touched object.
 pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
+
+/// A trigger stream from a shared watch's changes (`k8s::shared`).
+pub fn trigger_of<K: Clone + Send + Sync + 'static>(changes: Changes<K>) -> Trigger<K> {
+    changes.map(|o| Ok(Arc::unwrap_or_clone(o))).boxed()
+}
 
 /// Objects per page of an initial list: a cluster's ServiceAccounts, Roles and bindings number
 /// in the thousands, and one unpaged list would be the start-up memory peak.

@@ -22,7 +22,7 @@ use kube_runtime::{WatchStreamExt, reflector, watcher};
 
 use crate::api::{InstallPlan, OperatorGroup};
 use crate::k8s::effects::{Effects, execute};
-use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
+use crate::k8s::store::NamespacedStore;
 use crate::k8s::warnings::{self, WarningLog};
 use crate::k8s::write::ApiError;
 use crate::metrics::CountedKind;
@@ -203,13 +203,9 @@ pub async fn run(ctx: Arc<Context>) {
         .applied_objects();
     // A change of an OperatorGroup (its status naming the namespace, its service account)
     // syncs the plans of its namespace: one waiting on the OperatorGroup check goes on at once.
-    let (operator_groups, group_changes) = reflect_namespaced(
-        Api::<OperatorGroup>::all(ctx.client.clone()),
-        watcher::Config::default(),
-        keep_all,
-    );
+    let (operator_groups, group_changes) = ctx.watches.operator_groups();
     let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    // Driven here, not spawned: the store and its watch stop with the controller.
+    // Driven here, not spawned: the subscription ends with the controller.
     let watch_groups = group_changes.for_each(move |group| {
         // The controller is gone when the receiver is: nothing left to tell.
         let _ = changed_tx.send(group.namespace().unwrap_or_default());

@@ -41,7 +41,7 @@ pub async fn run(ctx: Arc<Context>) {
 
 /// Runs the OperatorGroup side until the process stops.
 pub async fn run_with(ctx: Arc<Context>, options: OperatorGroupOptions) {
-    let (stores, feeds) = stores::watch_all(&ctx.client);
+    let (stores, feeds) = stores::watch_all(&ctx.client, &ctx.watches);
     let shared = Arc::new(Shared {
         ctx,
         stores,

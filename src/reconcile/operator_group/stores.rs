@@ -1,10 +1,11 @@
 //! What the OperatorGroup side observes: one watch per kind, each kept in a namespace-indexed
 //! store (`k8s::store`) shared by all its loops, so a sync reads its namespace and never lists.
 //!
-//! Memory is the point here (docs/operator-groups.md, cost figures): CSVs are watched twice with
+//! Memory is the point here (docs/operator-groups.md, cost figures): OperatorGroups and
+//! Namespaces are the process's shared stores (`k8s::shared`), CSVs are watched twice with
 //! opposite label selectors — originals in full, copies reduced on arrival to a record in the
-//! [`CopyIndex`] — ServiceAccounts reduced to a record each ([`AccountIndex`]), and namespaces,
-//! CRDs and APIServices as metadata only, without managed fields or annotations.
+//! [`CopyIndex`] — ServiceAccounts reduced to a record each ([`AccountIndex`]), and CRDs and
+//! APIServices as metadata only, without managed fields or annotations.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -21,6 +22,7 @@ use kube_runtime::watcher::{self, Event};
 
 use crate::api::keys::{COPIED_FROM_LABEL, OWNER_KIND_LABEL};
 use crate::api::{ClusterServiceVersion, OlmConfig, OperatorGroup};
+use crate::k8s::shared::{Changes, SharedWatches};
 use crate::k8s::store::{Changed, NamespacedStore, reflect_namespaced};
 use crate::operator_group::cluster_roles::OPERATOR_GROUP_OWNER_KIND;
 use crate::operator_group::copied_csv::CopyHashes;
@@ -87,10 +89,10 @@ impl Stores {
 
 /// The change streams feeding [`Stores`]; each must be driven for its store to fill.
 pub struct Feeds {
-    pub groups: Changed<OperatorGroup>,
+    pub groups: Changes<OperatorGroup>,
     pub csvs: Changed<ClusterServiceVersion>,
     pub copies: futures::stream::BoxStream<'static, Event<ClusterServiceVersion>>,
-    pub namespaces: Changed<PartialObjectMeta<Namespace>>,
+    pub namespaces: Changes<PartialObjectMeta<Namespace>>,
     pub service_accounts:
         futures::stream::BoxStream<'static, Event<PartialObjectMeta<ServiceAccount>>>,
     pub group_roles: Changed<ClusterRole>,
@@ -113,21 +115,16 @@ fn slim_metadata<K: Resource>(obj: &mut K) {
     meta.annotations = None;
 }
 
-/// Opens the watches.
-pub fn watch_all(client: &Client) -> (Stores, Feeds) {
+/// Opens the watches (OperatorGroups and Namespaces are the process's shared ones).
+pub fn watch_all(client: &Client, shared: &SharedWatches) -> (Stores, Feeds) {
     let paged = || watcher::Config::default().page_size(LIST_PAGE_SIZE);
-    let (groups, group_feed) =
-        reflect_namespaced(Api::all(client.clone()), paged(), strip_managed_fields);
+    let (groups, group_feed) = shared.operator_groups();
     let (csvs, csv_feed) = reflect_namespaced(
         Api::all(client.clone()),
         paged().labels(&format!("!{COPIED_FROM_LABEL}")),
         strip_managed_fields,
     );
-    let (namespaces, namespace_feed) = reflect_namespaced(
-        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
-        paged(),
-        slim_metadata,
-    );
+    let (namespaces, namespace_feed) = shared.namespaces();
     let account_feed = watcher::watcher(
         Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
         paged(),

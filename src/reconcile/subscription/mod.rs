@@ -36,7 +36,7 @@ pub async fn run(
     catalogs: Arc<dyn CatalogSnapshots>,
     catalog_changes: impl Stream<Item = ()> + Send + 'static,
 ) {
-    let (stores, touched) = SubscriptionStores::start(&ctx.client);
+    let (stores, touched) = SubscriptionStores::start(&ctx.client, &ctx.watches);
     let queue: WorkQueue<String> = WorkQueue::new();
 
     let changes = {

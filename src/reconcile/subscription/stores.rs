@@ -2,9 +2,10 @@
 //! namespace (docs/resolution.md §1): Subscriptions, InstallPlans, installed (not copied) CSVs,
 //! OperatorGroups, and Namespaces for the uid of the namespace's events.
 //!
-//! Each kind is slimmed to what a decision reads before it is stored: a plan's step manifests
-//! (most of its size) go, a CSV keeps only what `resolve::installed_csv` reads, an OperatorGroup
-//! and a Namespace only their metadata.
+//! Subscriptions, OperatorGroups and Namespaces are the process's shared stores (`k8s::shared`).
+//! The controller's own kinds are slimmed to what a decision reads before they are stored: a
+//! plan's step manifests (most of its size) go, a CSV keeps only what `resolve::installed_csv`
+//! reads.
 
 use std::borrow::Cow;
 
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::keys::{COPIED_FROM_LABEL, PROPERTIES_ANNOTATION};
 use crate::api::{InstallPlan, OperatorGroup, Subscription};
+use crate::k8s::shared::SharedWatches;
 use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced};
 
 /// The annotation of an OperatorGroup that keeps its namespace's resolution to local catalogs.
@@ -31,7 +33,7 @@ pub struct SubscriptionStores {
     pub subscriptions: NamespacedStore<Subscription>,
     pub plans: NamespacedStore<InstallPlan>,
     pub csvs: NamespacedStore<CsvSummary>,
-    pub operator_groups: NamespacedStore<PartialObjectMeta<OperatorGroup>>,
+    pub operator_groups: NamespacedStore<OperatorGroup>,
     /// Cluster-scoped: every Namespace under `""`.
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
 }
@@ -45,14 +47,14 @@ pub enum Touched {
 }
 
 impl SubscriptionStores {
-    /// Starts the watches. The stream yields a namespace for each change; it must be polled for
-    /// the stores to stay current.
-    pub fn start(client: &Client) -> (Self, impl Stream<Item = Touched> + Send + 'static) {
-        let (subscriptions, sub_changes) = reflect_namespaced(
-            Api::<Subscription>::all(client.clone()),
-            watcher::Config::default(),
-            slim_meta,
-        );
+    /// Starts the watches (Subscriptions, OperatorGroups and Namespaces are the process's shared
+    /// ones, `shared`). The stream yields a namespace for each change; it must be polled for the
+    /// plan and CSV stores to stay current.
+    pub fn start(
+        client: &Client,
+        shared: &SharedWatches,
+    ) -> (Self, impl Stream<Item = Touched> + Send + 'static) {
+        let (subscriptions, sub_changes) = shared.subscriptions();
         let (plans, plan_changes) = reflect_namespaced(
             Api::<InstallPlan>::all(client.clone()),
             watcher::Config::default(),
@@ -66,16 +68,8 @@ impl SubscriptionStores {
             watcher::Config::default().labels(&format!("!{COPIED_FROM_LABEL}")),
             slim_csv,
         );
-        let (operator_groups, group_changes) = reflect_namespaced(
-            Api::<PartialObjectMeta<OperatorGroup>>::all(client.clone()),
-            watcher::Config::default(),
-            slim_operator_group,
-        );
-        let (namespaces, namespace_changes) = reflect_namespaced(
-            Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
-            watcher::Config::default(),
-            slim_namespace,
-        );
+        let (operator_groups, group_changes) = shared.operator_groups();
+        let (namespaces, namespace_changes) = shared.namespaces();
         let touched = futures::stream::select_all([
             sub_changes
                 .filter_map(|s| async move { s.namespace().map(Touched::Subscription) })
@@ -193,24 +187,6 @@ fn slim_csv(csv: &mut CsvSummary) {
     if let Some(annotations) = csv.metadata.annotations.as_mut() {
         annotations.retain(|k, _| k == PROPERTIES_ANNOTATION);
     }
-}
-
-fn slim_operator_group(group: &mut PartialObjectMeta<OperatorGroup>) {
-    slim_meta(group);
-    if let Some(annotations) = group.metadata.annotations.as_mut() {
-        annotations.retain(|k, _| k == EXCLUDE_GLOBAL);
-    }
-    group.metadata.labels = None;
-}
-
-fn slim_namespace(namespace: &mut PartialObjectMeta<Namespace>) {
-    let meta = &mut namespace.metadata;
-    *meta = ObjectMeta {
-        name: meta.name.take(),
-        uid: meta.uid.take(),
-        resource_version: meta.resource_version.take(),
-        ..ObjectMeta::default()
-    };
 }
 
 #[cfg(test)]

@@ -1,0 +1,294 @@
+//! Watches shared by every controller of the process (docs/controller-startup.md, "Shared
+//! stores"). A kind that several controllers read — Namespaces, OperatorGroups, Subscriptions —
+//! is watched once and kept once; each controller subscribes to its changes.
+//!
+//! The first subscriber starts the watch in a task of its own. The task runs while any view of
+//! the store exists (the process's [`SharedWatches`] keeps one) and stops with the last.
+//! A subscriber joining late first hears of every object already reported, then of every
+//! change, so it misses nothing a watch of its own would have told it.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PartialObjectMeta};
+use kube::{Client, Resource};
+use kube_runtime::WatchStreamExt;
+use kube_runtime::watcher::{self, Event};
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::api::keys::LAST_APPLIED_ANNOTATION;
+use crate::api::{OperatorGroup, Subscription};
+use crate::k8s::store::{NamespacedStore, StoreWriter, WatchTask, namespaced_store};
+
+/// Every object a shared watch reported as changed or deleted, after it entered the store.
+pub type Changes<K> = std::pin::Pin<Box<dyn Stream<Item = Arc<K>> + Send>>;
+
+/// Objects per page of an initial list, so a cluster's thousands of namespaces never arrive in
+/// one response.
+const LIST_PAGE_SIZE: u32 = 100;
+
+/// The shared watches of one process (one per API server it talks to), started on first use.
+pub struct SharedWatches {
+    client: Client,
+    namespaces: OnceLock<SharedWatch<PartialObjectMeta<Namespace>>>,
+    operator_groups: OnceLock<SharedWatch<OperatorGroup>>,
+    subscriptions: OnceLock<SharedWatch<Subscription>>,
+}
+
+impl SharedWatches {
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            namespaces: OnceLock::new(),
+            operator_groups: OnceLock::new(),
+            subscriptions: OnceLock::new(),
+        }
+    }
+
+    /// Namespaces (cluster-scoped: under `""`), reduced to [`namespace_essentials`].
+    pub fn namespaces(
+        &self,
+    ) -> (
+        NamespacedStore<PartialObjectMeta<Namespace>>,
+        Changes<PartialObjectMeta<Namespace>>,
+    ) {
+        self.namespaces
+            .get_or_init(|| SharedWatch::start(Api::all(self.client.clone()), namespace_essentials))
+            .subscribe()
+    }
+
+    /// OperatorGroups in full but for managed fields and kubectl's last-applied copy.
+    pub fn operator_groups(&self) -> (NamespacedStore<OperatorGroup>, Changes<OperatorGroup>) {
+        self.operator_groups
+            .get_or_init(|| SharedWatch::start(Api::all(self.client.clone()), slim))
+            .subscribe()
+    }
+
+    /// Subscriptions in full but for managed fields and kubectl's last-applied copy.
+    pub fn subscriptions(&self) -> (NamespacedStore<Subscription>, Changes<Subscription>) {
+        self.subscriptions
+            .get_or_init(|| SharedWatch::start(Api::all(self.client.clone()), slim))
+            .subscribe()
+    }
+}
+
+/// What no controller reads of a shared object: the managed fields and kubectl's copy of the
+/// last applied manifest (often most of a small object). Stored objects are never written back,
+/// so nothing is lost by dropping them.
+fn slim<K: Resource>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+/// What the controllers read of a Namespace: its name and uid (events), labels (OperatorGroup
+/// selectors, the pod security level of catalog pods) and whether it is being deleted. Every
+/// namespace of the cluster is held, so the rest goes.
+fn namespace_essentials(namespace: &mut PartialObjectMeta<Namespace>) {
+    let meta = &mut namespace.metadata;
+    *meta = ObjectMeta {
+        name: meta.name.take(),
+        uid: meta.uid.take(),
+        resource_version: meta.resource_version.take(),
+        labels: meta.labels.take(),
+        deletion_timestamp: meta.deletion_timestamp.take(),
+        ..ObjectMeta::default()
+    };
+}
+
+/// One watch, its store, and the channels of its subscribers.
+struct SharedWatch<K> {
+    store: NamespacedStore<K>,
+    hub: Arc<Mutex<Hub<K>>>,
+}
+
+/// The store's writer and the subscribers, behind one lock: a subscriber joins between two
+/// events, so its snapshot and the changes it then hears fit together without a gap.
+struct Hub<K> {
+    writer: StoreWriter<K>,
+    subscribers: Vec<UnboundedSender<Arc<K>>>,
+}
+
+impl<K> Hub<K>
+where
+    K: Resource + Clone,
+{
+    fn publish(&mut self, event: Event<K>) {
+        if let Some(changed) = self.writer.apply_owned(event) {
+            self.subscribers
+                .retain(|subscriber| subscriber.send(Arc::clone(&changed)).is_ok());
+        }
+    }
+}
+
+fn lock<K>(hub: &Mutex<Hub<K>>) -> std::sync::MutexGuard<'_, Hub<K>> {
+    // Every update completes under the lock or not at all; a poisoned hub is still whole.
+    hub.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<K> SharedWatch<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    /// Starts the watch task; it must be called within a Tokio runtime.
+    fn start(api: Api<K>, slim: fn(&mut K)) -> Self {
+        let (store, writer) = namespaced_store();
+        let hub = Arc::new(Mutex::new(Hub {
+            writer,
+            subscribers: Vec::new(),
+        }));
+        let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+        let events = watcher::watcher(api, config).default_backoff();
+        let task = tokio::spawn({
+            let hub = Arc::clone(&hub);
+            async move {
+                futures::pin_mut!(events);
+                while let Some(event) = events.next().await {
+                    match event {
+                        Ok(mut event) => {
+                            match &mut event {
+                                Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => slim(o),
+                                Event::Init | Event::InitDone => {}
+                            }
+                            lock(&hub).publish(event);
+                        }
+                        Err(error) => {
+                            tracing::debug!(%error, kind = %K::kind(&K::DynamicType::default()), "shared watch error; the watch restarts");
+                        }
+                    }
+                }
+            }
+        });
+        let store = store.kept_by(Arc::new(WatchTask(task.abort_handle())));
+        Self { store, hub }
+    }
+
+    fn subscribe(&self) -> (NamespacedStore<K>, Changes<K>) {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let mut hub = lock(&self.hub);
+        for known in hub.writer.snapshot() {
+            // The receiver is in hand: the send cannot fail.
+            let _ = sender.send(known);
+        }
+        hub.subscribers.push(sender);
+        let changes = tokio_stream::wrappers::UnboundedReceiverStream::new(receiver);
+        (self.store.clone(), changes.boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn cm(ns: &str, name: &str) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some(ns.to_owned());
+        cm.metadata.name = Some(name.to_owned());
+        cm
+    }
+
+    fn names(objects: &[Arc<ConfigMap>]) -> Vec<String> {
+        let mut names: Vec<String> = objects
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap_or_default())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn drain(changes: &mut Changes<ConfigMap>) -> Vec<Arc<ConfigMap>> {
+        let mut out = Vec::new();
+        while let Some(Some(o)) = changes.next().now_or_never() {
+            out.push(o);
+        }
+        out
+    }
+
+    use futures::FutureExt;
+
+    fn watch_without_task() -> SharedWatch<ConfigMap> {
+        let (store, writer) = namespaced_store();
+        SharedWatch {
+            store,
+            hub: Arc::new(Mutex::new(Hub {
+                writer,
+                subscribers: Vec::new(),
+            })),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_late_subscriber_hears_of_everything_already_reported_then_of_changes() {
+        let watch = watch_without_task();
+        let (_, mut early) = watch.subscribe();
+        {
+            let mut hub = lock(&watch.hub);
+            hub.publish(Event::Init);
+            hub.publish(Event::InitApply(cm("a", "one")));
+        }
+        // Mid-list: "one" is not in the store yet, but was reported.
+        let (store, mut late) = watch.subscribe();
+        {
+            let mut hub = lock(&watch.hub);
+            hub.publish(Event::InitApply(cm("b", "two")));
+            hub.publish(Event::InitDone);
+            hub.publish(Event::Delete(cm("a", "one")));
+        }
+        assert_eq!(names(&drain(&mut early)), ["one", "one", "two"]);
+        assert_eq!(names(&drain(&mut late)), ["one", "one", "two"]);
+        assert!(store.is_ready());
+        assert_eq!(names(&store.all()), ["two"]);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_subscriber_is_forgotten() {
+        let watch = watch_without_task();
+        let (_, gone) = watch.subscribe();
+        let (_, mut kept) = watch.subscribe();
+        drop(gone);
+        lock(&watch.hub).publish(Event::Apply(cm("a", "one")));
+        assert_eq!(lock(&watch.hub).subscribers.len(), 1);
+        assert_eq!(names(&drain(&mut kept)), ["one"]);
+    }
+
+    #[test]
+    fn slimming_keeps_annotations_but_kubectls_copy() {
+        let mut obj = cm("a", "one");
+        obj.metadata.annotations = Some(
+            [
+                (LAST_APPLIED_ANNOTATION.to_owned(), "{}".to_owned()),
+                ("kept".to_owned(), "yes".to_owned()),
+            ]
+            .into(),
+        );
+        obj.metadata.managed_fields = Some(vec![Default::default()]);
+        slim(&mut obj);
+        assert_eq!(obj.metadata.managed_fields, None);
+        assert_eq!(
+            obj.metadata.annotations.unwrap().keys().collect::<Vec<_>>(),
+            ["kept"]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_watch_task_stops_with_the_last_view_of_its_store() {
+        let task = tokio::spawn(std::future::pending::<()>());
+        let abort = task.abort_handle();
+        let (store, _writer) = namespaced_store::<ConfigMap>();
+        let store = store.kept_by(Arc::new(WatchTask(abort)));
+        let view = store.clone();
+        drop(store);
+        tokio::task::yield_now().await;
+        assert!(!task.is_finished(), "a view is left");
+        drop(view);
+        let ended = task.await;
+        assert!(ended.is_err_and(|e| e.is_cancelled()));
+    }
+}
