@@ -1,6 +1,8 @@
-//! Watches shared by every controller of the process (docs/controller-startup.md, "Shared
-//! stores"). A kind that several controllers read — Namespaces, OperatorGroups, Subscriptions —
-//! is watched once and kept once; each controller subscribes to its changes.
+//! Watches shared by every controller of the process (docs/controller-startup.md, "One
+//! reconciler shape"). A kind that several controllers read — Namespaces, OperatorGroups,
+//! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services — is watched once and
+//! kept once, reduced to what all its readers need (`k8s::slim`); each controller subscribes to
+//! its changes.
 //!
 //! The first subscriber starts the watch in a task of its own. The task runs while any view of
 //! the store exists (the process's [`SharedWatches`] keeps one) and stops with the last.
@@ -10,8 +12,11 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::{Api, PartialObjectMeta};
 use kube::{Client, Resource};
 use kube_runtime::WatchStreamExt;
@@ -19,8 +24,9 @@ use kube_runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::api::keys::LAST_APPLIED_ANNOTATION;
+use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::api::{OperatorGroup, Subscription};
+use crate::k8s::slim::{slim, slim_crd};
 use crate::k8s::store::{NamespacedStore, StoreWriter, WatchTask, namespaced_store};
 
 /// Every object a shared watch reported as changed or deleted, after it entered the store.
@@ -36,7 +42,17 @@ pub struct SharedWatches {
     namespaces: OnceLock<SharedWatch<PartialObjectMeta<Namespace>>>,
     operator_groups: OnceLock<SharedWatch<OperatorGroup>>,
     subscriptions: OnceLock<SharedWatch<Subscription>>,
+    service_accounts: OnceLock<SharedWatch<ServiceAccount>>,
+    roles: OnceLock<SharedWatch<Role>>,
+    role_bindings: OnceLock<SharedWatch<RoleBinding>>,
+    cluster_roles: OnceLock<SharedWatch<ClusterRole>>,
+    crds: OnceLock<SharedWatch<CustomResourceDefinition>>,
+    api_services: OnceLock<SharedWatch<APIService>>,
+    managed_services: OnceLock<SharedWatch<Service>>,
 }
+
+/// A shared store and the changes of its kind.
+pub type Shared<K> = (NamespacedStore<K>, Changes<K>);
 
 impl SharedWatches {
     pub fn new(client: Client) -> Self {
@@ -45,44 +61,85 @@ impl SharedWatches {
             namespaces: OnceLock::new(),
             operator_groups: OnceLock::new(),
             subscriptions: OnceLock::new(),
+            service_accounts: OnceLock::new(),
+            roles: OnceLock::new(),
+            role_bindings: OnceLock::new(),
+            cluster_roles: OnceLock::new(),
+            crds: OnceLock::new(),
+            api_services: OnceLock::new(),
+            managed_services: OnceLock::new(),
         }
     }
 
-    /// Namespaces (cluster-scoped: under `""`), reduced to [`namespace_essentials`].
-    pub fn namespaces(
+    fn subscribe<K>(
         &self,
-    ) -> (
-        NamespacedStore<PartialObjectMeta<Namespace>>,
-        Changes<PartialObjectMeta<Namespace>>,
-    ) {
-        self.namespaces
-            .get_or_init(|| SharedWatch::start(Api::all(self.client.clone()), namespace_essentials))
+        watch: &OnceLock<SharedWatch<K>>,
+        labels: Option<&str>,
+        slim: fn(&mut K),
+    ) -> Shared<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        watch
+            .get_or_init(|| {
+                let mut config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+                if let Some(labels) = labels {
+                    config = config.labels(labels);
+                }
+                SharedWatch::start(Api::all(self.client.clone()), config, slim)
+            })
             .subscribe()
     }
 
-    /// OperatorGroups in full but for managed fields and kubectl's last-applied copy.
-    pub fn operator_groups(&self) -> (NamespacedStore<OperatorGroup>, Changes<OperatorGroup>) {
-        self.operator_groups
-            .get_or_init(|| SharedWatch::start(Api::all(self.client.clone()), slim))
-            .subscribe()
+    /// Namespaces (cluster-scoped: under `""`), reduced to [`namespace_essentials`].
+    pub fn namespaces(&self) -> Shared<PartialObjectMeta<Namespace>> {
+        self.subscribe(&self.namespaces, None, namespace_essentials)
     }
 
-    /// Subscriptions in full but for managed fields and kubectl's last-applied copy.
-    pub fn subscriptions(&self) -> (NamespacedStore<Subscription>, Changes<Subscription>) {
-        self.subscriptions
-            .get_or_init(|| SharedWatch::start(Api::all(self.client.clone()), slim))
-            .subscribe()
+    pub fn operator_groups(&self) -> Shared<OperatorGroup> {
+        self.subscribe(&self.operator_groups, None, slim)
     }
-}
 
-/// What no controller reads of a shared object: the managed fields and kubectl's copy of the
-/// last applied manifest (often most of a small object). Stored objects are never written back,
-/// so nothing is lost by dropping them.
-fn slim<K: Resource>(obj: &mut K) {
-    let meta = obj.meta_mut();
-    meta.managed_fields = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED_ANNOTATION);
+    pub fn subscriptions(&self) -> Shared<Subscription> {
+        self.subscribe(&self.subscriptions, None, slim)
+    }
+
+    /// Every ServiceAccount: operators', OperatorGroups' and catalog pods'.
+    pub fn service_accounts(&self) -> Shared<ServiceAccount> {
+        self.subscribe(&self.service_accounts, None, slim)
+    }
+
+    pub fn roles(&self) -> Shared<Role> {
+        self.subscribe(&self.roles, None, slim)
+    }
+
+    pub fn role_bindings(&self) -> Shared<RoleBinding> {
+        self.subscribe(&self.role_bindings, None, slim)
+    }
+
+    pub fn cluster_roles(&self) -> Shared<ClusterRole> {
+        self.subscribe(&self.cluster_roles, None, slim)
+    }
+
+    /// CRDs without their schemas ([`slim_crd`]).
+    pub fn crds(&self) -> Shared<CustomResourceDefinition> {
+        self.subscribe(&self.crds, None, slim_crd)
+    }
+
+    pub fn api_services(&self) -> Shared<APIService> {
+        self.subscribe(&self.api_services, None, slim)
+    }
+
+    /// Services labelled `olm.managed=true`: catalog pods' and webhook or APIService backends.
+    pub fn managed_services(&self) -> Shared<Service> {
+        let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
+        self.subscribe(&self.managed_services, Some(&labels), slim)
     }
 }
 
@@ -137,13 +194,12 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     /// Starts the watch task; it must be called within a Tokio runtime.
-    fn start(api: Api<K>, slim: fn(&mut K)) -> Self {
+    fn start(api: Api<K>, config: watcher::Config, slim: fn(&mut K)) -> Self {
         let (store, writer) = namespaced_store();
         let hub = Arc::new(Mutex::new(Hub {
             writer,
             subscribers: Vec::new(),
         }));
-        let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
         let events = watcher::watcher(api, config).default_backoff();
         let task = tokio::spawn({
             let hub = Arc::clone(&hub);
@@ -256,25 +312,6 @@ mod tests {
         lock(&watch.hub).publish(Event::Apply(cm("a", "one")));
         assert_eq!(lock(&watch.hub).subscribers.len(), 1);
         assert_eq!(names(&drain(&mut kept)), ["one"]);
-    }
-
-    #[test]
-    fn slimming_keeps_annotations_but_kubectls_copy() {
-        let mut obj = cm("a", "one");
-        obj.metadata.annotations = Some(
-            [
-                (LAST_APPLIED_ANNOTATION.to_owned(), "{}".to_owned()),
-                ("kept".to_owned(), "yes".to_owned()),
-            ]
-            .into(),
-        );
-        obj.metadata.managed_fields = Some(vec![Default::default()]);
-        slim(&mut obj);
-        assert_eq!(obj.metadata.managed_fields, None);
-        assert_eq!(
-            obj.metadata.annotations.unwrap().keys().collect::<Vec<_>>(),
-            ["kept"]
-        );
     }
 
     #[tokio::test]

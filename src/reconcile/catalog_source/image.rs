@@ -13,7 +13,9 @@ use kube::api::{Api, PartialObjectMeta};
 use kube::{Resource, ResourceExt};
 
 use crate::api::CatalogSource;
-use crate::api::keys::{CATALOG_SOURCE_LABEL, POD_SPEC_HASH_LABEL};
+use crate::api::keys::{
+    CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, POD_SPEC_HASH_LABEL,
+};
 use crate::k8s::effects::{Write, perform};
 use crate::k8s::store::{NamespacedStore, StoreStopped};
 use crate::k8s::write::{DeleteOptions, ObjectKey, Ownership};
@@ -53,8 +55,9 @@ pub(super) struct Poll {
     pub last: Option<jiff::Timestamp>,
 }
 
-/// The shared stores of registry objects (all labelled `olm.managed=true`) and namespace
-/// labels; a sync reads them instead of the API server.
+/// The stores of registry objects (labelled `olm.managed=true`; the ServiceAccounts are the
+/// process's shared store of all of them, read through that label) and namespace labels; a
+/// sync reads them instead of the API server.
 #[derive(Clone)]
 pub(super) struct RegistryStores {
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
@@ -80,7 +83,10 @@ impl RegistryStores {
         let ns = cs.namespace().unwrap_or_default();
         let name = cs.name_any();
         RegistryObserved {
-            service_account: self.service_accounts.get(&ns, &name),
+            // The shared store holds every ServiceAccount; the registry's is one olm-rs made.
+            service_account: self.service_accounts.get(&ns, &name).filter(|sa| {
+                sa.labels().get(MANAGED_LABEL).map(String::as_str) == Some(MANAGED_LABEL_VALUE)
+            }),
             network_policy: None,
             service: None,
             pods: self

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
@@ -190,18 +190,13 @@ pub async fn run(ctx: Arc<Context>) {
     let client = ctx.client.clone();
     let managed = || watcher::Config::default().labels("olm.managed=true");
     let (namespaces, namespace_changes) = ctx.watches.namespaces();
-    let (service_accounts, sa_changes) = reflect_namespaced(
-        Api::<ServiceAccount>::all(client.clone()),
-        managed(),
-        keep_all,
-    );
+    let (service_accounts, sa_changes) = ctx.watches.service_accounts();
     let (network_policies, np_changes) = reflect_namespaced(
         Api::<NetworkPolicy>::all(client.clone()),
         managed(),
         keep_all,
     );
-    let (services, service_changes) =
-        reflect_namespaced(Api::<Service>::all(client.clone()), managed(), keep_all);
+    let (services, service_changes) = ctx.watches.managed_services();
     let (pods, pod_changes) =
         reflect_namespaced(Api::<Pod>::all(client.clone()), managed(), keep_all);
     let registry_stores = image::RegistryStores {

@@ -41,8 +41,9 @@ use crate::metrics::{CountedKind, Metrics};
 use crate::operator_group::is_copied;
 
 use super::Context;
+use crate::k8s::slim::slim;
 use execute::Executor;
-use stores::{CsvNamespaces, Stores, managed, reflect, slim, slim_crd};
+use stores::{CsvNamespaces, Stores, managed, reflect};
 
 /// How often a CSV is re-synced without events (OLM: 5 minutes); the default of
 /// [`crate::reconcile::ControllerOptions::csv_resync`].
@@ -94,20 +95,20 @@ pub async fn run(ctx: Arc<Context>) {
     };
     let controller = Controller::for_stream(csv_events, csvs.clone());
 
-    let (operator_groups, og_changes) = ctx.watches.operator_groups();
-    let og_trigger = stores::trigger_of(og_changes);
-    let (subscriptions, sub_changes) = ctx.watches.subscriptions();
-    let sub_trigger = stores::trigger_of(sub_changes);
-    let (crds, crd_trigger) = reflect(&client, None, slim_crd);
-    let (api_services, api_trigger) = reflect(&client, None, slim);
+    // The kinds other controllers read too are the process's shared watches (`k8s::shared`).
+    let shared = &ctx.watches;
+    let (operator_groups, og_trigger) = stores::trigger_of(shared.operator_groups());
+    let (subscriptions, sub_trigger) = stores::trigger_of(shared.subscriptions());
+    let (crds, crd_trigger) = stores::trigger_of(shared.crds());
+    let (api_services, api_trigger) = stores::trigger_of(shared.api_services());
+    let (service_accounts, sa_trigger) = stores::trigger_of(shared.service_accounts());
+    let (roles, role_trigger) = stores::trigger_of(shared.roles());
+    let (role_bindings, rb_trigger) = stores::trigger_of(shared.role_bindings());
+    let (cluster_roles, cr_trigger) = stores::trigger_of(shared.cluster_roles());
+    let (services, service_trigger) = stores::trigger_of(shared.managed_services());
     let (deployments, dep_trigger) = reflect(&client, Some(&managed()), slim);
-    let (service_accounts, sa_trigger) = reflect(&client, None, slim);
-    let (roles, role_trigger) = reflect(&client, None, slim);
-    let (role_bindings, rb_trigger) = reflect(&client, None, slim);
-    let (cluster_roles, cr_trigger) = reflect(&client, None, slim);
     let (cluster_role_bindings, crb_trigger) = reflect(&client, None, slim);
     let (secrets, secret_trigger) = reflect::<Secret>(&client, Some(&managed()), slim);
-    let (services, service_trigger) = reflect::<Service>(&client, Some(&managed()), slim);
     let (validating_webhooks, vwc_trigger) =
         reflect::<ValidatingWebhookConfiguration>(&client, Some(&managed()), slim);
     let (mutating_webhooks, mwc_trigger) =

@@ -13,7 +13,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
@@ -22,14 +21,13 @@ use kube_runtime::watcher;
 use serde::de::DeserializeOwned;
 
 use crate::api::keys::{
-    LAST_APPLIED_ANNOTATION, MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL,
-    PROVIDED_APIS_ANNOTATION,
+    MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PROVIDED_APIS_ANNOTATION,
 };
 use crate::api::{
     ClusterServiceVersion, CsvReason, OperatorCondition, OperatorGroup, Subscription,
 };
 use crate::csv::identity::CSV_KIND;
-use crate::k8s::shared::Changes;
+use crate::k8s::shared::Shared;
 use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced};
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 
@@ -144,57 +142,16 @@ impl Stores {
 /// A trigger stream: watches `K`, keeps `store` current, yields every touched object.
 pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
-/// A trigger stream from a shared watch's changes (`k8s::shared`).
-pub fn trigger_of<K: Clone + Send + Sync + 'static>(changes: Changes<K>) -> Trigger<K> {
-    changes.map(|o| Ok(Arc::unwrap_or_clone(o))).boxed()
+/// A shared store, and its changes as a trigger stream (`k8s::shared`).
+pub fn trigger_of<K: Clone + Send + Sync + 'static>(
+    (store, changes): Shared<K>,
+) -> (NamespacedStore<K>, Trigger<K>) {
+    (store, changes.map(|o| Ok(Arc::unwrap_or_clone(o))).boxed())
 }
 
 /// Objects per page of an initial list: a cluster's ServiceAccounts, Roles and bindings number
 /// in the thousands, and one unpaged list would be the start-up memory peak.
 const LIST_PAGE_SIZE: u32 = 100;
-
-/// Drops what no decision of the CSV reconciler reads before an object enters its store:
-/// kubectl's last-applied copy and the managed fields' field sets, often most of a small
-/// object's size. Of the managed fields one entry stays, without its fields: the newest change
-/// by another manager than olm-rs (else one of olm-rs's), which the NoRetry trigger reads
-/// (docs/csv-phases.md §1.1).
-pub fn slim<K: Resource>(obj: &mut K) {
-    let meta = obj.meta_mut();
-    meta.managed_fields = meta.managed_fields.take().map(newest_change);
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED_ANNOTATION);
-    }
-}
-
-/// The one managed-fields entry [`slim`] keeps: manager and time only.
-fn newest_change(fields: Vec<ManagedFieldsEntry>) -> Vec<ManagedFieldsEntry> {
-    let ours = |f: &&ManagedFieldsEntry| f.manager.as_deref() == Some(crate::k8s::MANAGER);
-    let newest = fields
-        .iter()
-        .filter(|f| !ours(f))
-        .max_by_key(|f| f.time.as_ref().map(|t| t.0))
-        .or_else(|| fields.iter().find(ours));
-    newest
-        .map(|f| ManagedFieldsEntry {
-            manager: f.manager.clone(),
-            time: f.time.clone(),
-            ..ManagedFieldsEntry::default()
-        })
-        .into_iter()
-        .collect()
-}
-
-/// [`slim`], and a CRD's OpenAPI schemas: the requirement checks read its names, versions,
-/// conditions, conversion and annotations (docs/csv-phases.md §6), while the schemas of OLM's own CRDs alone
-/// are megabytes once decoded. The reconciler only merge-patches `spec.conversion`, so the
-/// stored copy is never written back.
-pub fn slim_crd(crd: &mut CustomResourceDefinition) {
-    slim(crd);
-    crd.metadata.managed_fields = None;
-    for version in &mut crd.spec.versions {
-        version.schema = None;
-    }
-}
 
 /// Starts the namespace-indexed store of `K` (all namespaces, optional label selector),
 /// passing every object through `slim` before it is stored.
@@ -380,81 +337,4 @@ pub fn csv_of_subscription(sub: &Subscription) -> Vec<ObjectRef<ClusterServiceVe
         .and_then(|s| s.installed_csv.as_deref())
         .map(|name| vec![csv_ref(name, &ns)])
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-        CustomResourceValidation, JSONSchemaProps,
-    };
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-
-    use super::*;
-    use crate::csv::fixtures::crd;
-
-    #[test]
-    fn slim_keeps_only_the_newest_change_by_another_manager() {
-        let entry = |manager: &str, second: i64| ManagedFieldsEntry {
-            manager: Some(manager.into()),
-            time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                jiff::Timestamp::from_second(second).unwrap(),
-            )),
-            fields_v1: Some(Default::default()),
-            ..Default::default()
-        };
-        let mut role = Role::default();
-        role.metadata.managed_fields = Some(vec![
-            entry("kubectl", 10),
-            entry(crate::k8s::MANAGER, 30),
-            entry("helm", 20),
-        ]);
-        slim(&mut role);
-        let kept = role.metadata.managed_fields.unwrap();
-        assert_eq!(kept.len(), 1);
-        assert_eq!(kept[0].manager.as_deref(), Some("helm"));
-        assert!(kept[0].fields_v1.is_none(), "field sets are dropped");
-
-        let mut ours = Role::default();
-        ours.metadata.managed_fields = Some(vec![entry(crate::k8s::MANAGER, 30)]);
-        slim(&mut ours);
-        assert_eq!(
-            ours.metadata.managed_fields.unwrap()[0].manager.as_deref(),
-            Some(crate::k8s::MANAGER)
-        );
-    }
-
-    #[test]
-    fn slim_crd_keeps_what_requirement_checks_read_and_drops_the_rest() {
-        let alongside = "operatorframework.io/installed-alongside-0a1b2c";
-        let mut expected = crd("demos.example.com", "v1");
-        expected.metadata.annotations =
-            Some([(alongside.to_owned(), "ns/demo.v1".to_owned())].into());
-
-        let mut stored = expected.clone();
-        stored.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
-            manager: Some("kubectl".into()),
-            ..Default::default()
-        }]);
-        stored.metadata.annotations.get_or_insert_default().insert(
-            LAST_APPLIED_ANNOTATION.to_owned(),
-            "{\"big\": true}".to_owned(),
-        );
-        stored.spec.versions[0].schema = Some(CustomResourceValidation {
-            open_api_v3_schema: Some(JSONSchemaProps {
-                type_: Some("object".into()),
-                ..Default::default()
-            }),
-        });
-
-        slim_crd(&mut stored);
-        assert_eq!(stored, expected);
-    }
-
-    #[test]
-    fn slim_leaves_an_object_without_bookkeeping_unchanged() {
-        let plain = crd("demos.example.com", "v1");
-        let mut slimmed = plain.clone();
-        slim(&mut slimmed);
-        assert_eq!(slimmed, plain);
-    }
 }

@@ -17,7 +17,6 @@ use crate::operator_group::group_decision::{
 use crate::operator_group::targets::TargetError;
 
 use super::shared::{NamespacedName, RACE_RETRY, Shared};
-use super::stores::CLUSTER;
 use crate::reconcile::work_queue::Next;
 
 /// Why a group sync failed; the group is retried with back-off.
@@ -58,7 +57,7 @@ pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, GroupSy
         .service_account_name
         .as_deref()
         .filter(|n| !n.is_empty())
-        .and_then(|name| stores.service_accounts.get(&key.namespace, name));
+        .and_then(|name| stores.service_account(&key.namespace, name));
     let csvs = stores.csvs_in(&key.namespace);
     let roles = existing_roles(shared, key);
     let now = Time(shared.ctx.clock.now());
@@ -93,7 +92,7 @@ pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, GroupSy
 fn existing_roles(shared: &Shared, key: &NamespacedName) -> Vec<Arc<ClusterRole>> {
     group_role_names(&key.namespace, &key.name)
         .iter()
-        .filter_map(|name| shared.stores.group_roles.get(CLUSTER, name))
+        .filter_map(|name| shared.stores.group_role(name))
         .collect()
 }
 
@@ -123,7 +122,7 @@ async fn carry_out(
 async fn clean_up_deleted(shared: &Shared, key: &NamespacedName) -> Result<Next, GroupSyncError> {
     // Every group role, not only the names of today's scheme: roles an older OLM named
     // differently carry the same owner labels.
-    let roles = shared.stores.group_roles.in_namespace(CLUSTER);
+    let roles = shared.stores.group_roles();
     let effects = decide_deleted_group(&key.namespace, &key.name, &roles);
     if effects.is_empty() {
         return Ok(Next::Done);

@@ -9,7 +9,6 @@
 //! the stores, decide in `crate::operator_group` (pure), execute through `k8s::effects` or,
 //! for copies, the copy writer built on `k8s::write`.
 
-pub mod account_index;
 pub mod copied_csv;
 pub mod copy_index;
 mod group_sync;
@@ -83,24 +82,26 @@ fn drive_feeds(shared: &Arc<Shared>, feeds: stores::Feeds) -> Vec<BoxFuture<'sta
         async {}
     });
     let s = shared.clone();
-    let accounts = feeds.service_accounts.for_each(move |event| {
-        for account in s.stores.service_accounts.apply(event) {
-            s.queues.on_service_account(&s.stores, &account);
-        }
+    let accounts = feeds.service_accounts.for_each(move |account| {
+        let key = NamespacedName::new(
+            account.metadata.namespace.as_deref().unwrap_or_default(),
+            &account.name_any(),
+        );
+        s.queues.on_service_account(&s.stores, &key);
         async {}
     });
     let s = shared.clone();
-    let roles = feeds.group_roles.for_each(move |role| {
+    let roles = feeds.cluster_roles.for_each(move |role| {
         s.queues.on_group_role(&role);
         async {}
     });
     let s = shared.clone();
-    let csv_roles = feeds.csv_roles.for_each(move |role| {
+    let csv_roles = feeds.roles.for_each(move |role| {
         s.queues.on_csv_rbac(&role.metadata);
         async {}
     });
     let s = shared.clone();
-    let csv_bindings = feeds.csv_role_bindings.for_each(move |binding| {
+    let csv_bindings = feeds.role_bindings.for_each(move |binding| {
         s.queues.on_csv_rbac(&binding.metadata);
         async {}
     });
@@ -139,10 +140,10 @@ async fn workers(shared: Arc<Shared>) {
     let _ = c.groups.wait_until_ready().await;
     let _ = c.csvs.wait_until_ready().await;
     let _ = c.namespaces.wait_until_ready().await;
-    c.service_accounts.wait_until_ready().await;
-    let _ = c.group_roles.wait_until_ready().await;
-    let _ = c.csv_roles.wait_until_ready().await;
-    let _ = c.csv_role_bindings.wait_until_ready().await;
+    let _ = c.service_accounts.wait_until_ready().await;
+    let _ = c.cluster_roles.wait_until_ready().await;
+    let _ = c.roles.wait_until_ready().await;
+    let _ = c.role_bindings.wait_until_ready().await;
     let _ = c.crds.wait_until_ready().await;
     let _ = c.api_services.wait_until_ready().await;
     c.copies.wait_until_ready().await;

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::api::PartialObjectMeta;
 
+use super::stores::{is_csv_source_rbac, is_group_role};
 use crate::api::keys::{OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::api::{ClusterServiceVersion, OperatorGroup};
 use crate::operator_group::label_selector;
@@ -172,6 +173,9 @@ impl Queues {
     /// A group ClusterRole changed or went away: its group (recreate, or clean up after a
     /// deleted group).
     pub fn on_group_role(&self, role: &ClusterRole) {
+        if !is_group_role(&role.metadata) {
+            return;
+        }
         let labels = role.labels();
         if let (Some(name), Some(namespace)) =
             (labels.get(OWNER_LABEL), labels.get(OWNER_NAMESPACE_LABEL))
@@ -183,6 +187,9 @@ impl Queues {
     /// A Role or RoleBinding a CSV owns changed or went: that CSV's copy run (its RBAC
     /// outside its namespace follows its sources).
     pub fn on_csv_rbac(&self, meta: &ObjectMeta) {
+        if !is_csv_source_rbac(meta) {
+            return;
+        }
         let labels = meta.labels.as_ref();
         let get = |key: &str| labels.and_then(|l| l.get(key));
         if let (Some(name), Some(namespace)) = (get(OWNER_LABEL), get(OWNER_NAMESPACE_LABEL)) {
@@ -194,7 +201,7 @@ impl Queues {
     pub fn resync(&self, stores: &Stores) {
         self.groups
             .add_all(stores.groups.all().iter().map(|g| key_of(g.as_ref())));
-        for role in stores.group_roles.all() {
+        for role in stores.group_roles() {
             self.on_group_role(&role);
         }
         self.namespaces

@@ -1,11 +1,11 @@
 //! What the OperatorGroup side observes: one watch per kind, each kept in a namespace-indexed
 //! store (`k8s::store`) shared by all its loops, so a sync reads its namespace and never lists.
 //!
-//! Memory is the point here (docs/operator-groups.md, cost figures): OperatorGroups and
-//! Namespaces are the process's shared stores (`k8s::shared`), CSVs are watched twice with
-//! opposite label selectors — originals in full, copies reduced on arrival to a record in the
-//! [`CopyIndex`] — ServiceAccounts reduced to a record each ([`AccountIndex`]), and CRDs and
-//! APIServices as metadata only, without managed fields or annotations.
+//! Memory is the point here (docs/operator-groups.md, cost figures): OperatorGroups,
+//! Namespaces, ServiceAccounts, RBAC, CRDs and APIServices are the process's shared stores
+//! (`k8s::shared`), which the CSV controller reads too; CSVs are watched twice with opposite
+//! label selectors — originals in full, copies reduced on arrival to a record in the
+//! [`CopyIndex`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -14,21 +14,22 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::{Api, PartialObjectMeta};
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 use kube_runtime::WatchStreamExt;
 use kube_runtime::watcher::{self, Event};
 
-use crate::api::keys::{COPIED_FROM_LABEL, OWNER_KIND_LABEL};
+use crate::api::keys::{COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_KIND_LABEL};
 use crate::api::{ClusterServiceVersion, OlmConfig, OperatorGroup};
 use crate::k8s::shared::{Changes, SharedWatches};
 use crate::k8s::store::{Changed, NamespacedStore, reflect_namespaced};
 use crate::operator_group::cluster_roles::OPERATOR_GROUP_OWNER_KIND;
 use crate::operator_group::copied_csv::CopyHashes;
+use crate::operator_group::group_decision::ServiceAccountSeen;
 use crate::operator_group::member_rbac::CSV_OWNER_KIND;
 
-use super::account_index::AccountIndex;
 use super::copy_index::CopyIndex;
 use super::namespaced_name::NamespacedName;
 
@@ -47,17 +48,17 @@ pub struct Stores {
     pub csvs: NamespacedStore<ClusterServiceVersion>,
     /// Namespaces (cluster-scoped: under [`CLUSTER`]), labels kept.
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
-    /// ServiceAccounts, reduced (a group's `spec.serviceAccountName`).
-    pub service_accounts: AccountIndex,
-    /// ClusterRoles labelled `olm.owner.kind=OperatorGroup`.
-    pub group_roles: NamespacedStore<ClusterRole>,
-    /// Roles and RoleBindings a CSV owns in its own namespace (`olm.owner.kind=
-    /// ClusterServiceVersion`, not copies): the sources of its RBAC outside that namespace.
-    pub csv_roles: NamespacedStore<Role>,
-    pub csv_role_bindings: NamespacedStore<RoleBinding>,
-    /// CRDs and APIServices, name and uid (the owners of per-API ClusterRoles).
-    pub crds: NamespacedStore<PartialObjectMeta<CustomResourceDefinition>>,
-    pub api_services: NamespacedStore<PartialObjectMeta<APIService>>,
+    /// ServiceAccounts (a group's `spec.serviceAccountName`).
+    pub service_accounts: NamespacedStore<ServiceAccount>,
+    /// Every ClusterRole; [`Stores::group_roles`] are the OperatorGroups' own.
+    pub cluster_roles: NamespacedStore<ClusterRole>,
+    /// Every Role and RoleBinding; [`Stores::csv_roles_in`] and [`Stores::csv_bindings_in`] are
+    /// the sources of a CSV's RBAC outside its namespace.
+    pub roles: NamespacedStore<Role>,
+    pub role_bindings: NamespacedStore<RoleBinding>,
+    /// CRDs and APIServices (the owners of per-API ClusterRoles).
+    pub crds: NamespacedStore<CustomResourceDefinition>,
+    pub api_services: NamespacedStore<APIService>,
     pub olm_configs: NamespacedStore<OlmConfig>,
     pub copies: CopyIndex,
     /// The hashes each original's copies should have, as last decided by the copy loop; lets
@@ -85,6 +86,67 @@ impl Stores {
         self.olm_configs
             .get(CLUSTER, crate::api::olm_config::OLM_CONFIG_NAME)
     }
+
+    /// The ServiceAccount `namespace/name`, as a group sync reads it.
+    pub fn service_account(&self, namespace: &str, name: &str) -> Option<ServiceAccountSeen> {
+        let account = self.service_accounts.get(namespace, name)?;
+        Some(ServiceAccountSeen {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            uid: account.metadata.uid.clone().unwrap_or_default(),
+            resource_version: account
+                .metadata
+                .resource_version
+                .clone()
+                .unwrap_or_default(),
+            managed: account.labels().get(MANAGED_LABEL).map(String::as_str)
+                == Some(MANAGED_LABEL_VALUE),
+        })
+    }
+
+    /// Every ClusterRole labelled `olm.owner.kind=OperatorGroup`.
+    pub fn group_roles(&self) -> Vec<Arc<ClusterRole>> {
+        let mut roles = self.cluster_roles.in_namespace(CLUSTER);
+        roles.retain(|role| is_group_role(role.meta()));
+        roles
+    }
+
+    /// The OperatorGroup ClusterRole `name`.
+    pub fn group_role(&self, name: &str) -> Option<Arc<ClusterRole>> {
+        self.cluster_roles
+            .get(CLUSTER, name)
+            .filter(|role| is_group_role(role.meta()))
+    }
+
+    /// The Roles CSVs of `namespace` own there (not those of copies).
+    pub fn csv_roles_in(&self, namespace: &str) -> Vec<Arc<Role>> {
+        let mut roles = self.roles.in_namespace(namespace);
+        roles.retain(|role| is_csv_source_rbac(role.meta()));
+        roles
+    }
+
+    /// The RoleBindings CSVs of `namespace` own there (not those of copies).
+    pub fn csv_bindings_in(&self, namespace: &str) -> Vec<Arc<RoleBinding>> {
+        let mut bindings = self.role_bindings.in_namespace(namespace);
+        bindings.retain(|binding| is_csv_source_rbac(binding.meta()));
+        bindings
+    }
+}
+
+fn label<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+/// A ClusterRole an OperatorGroup owns.
+pub fn is_group_role(meta: &ObjectMeta) -> bool {
+    label(meta, OWNER_KIND_LABEL) == Some(OPERATOR_GROUP_OWNER_KIND)
+}
+
+/// A Role or RoleBinding a CSV owns in its own namespace: `olm.owner.kind=
+/// ClusterServiceVersion`, and not made for a copy (`olm.copiedFrom`).
+pub fn is_csv_source_rbac(meta: &ObjectMeta) -> bool {
+    label(meta, OWNER_KIND_LABEL) == Some(CSV_OWNER_KIND)
+        && label(meta, COPIED_FROM_LABEL).is_none()
 }
 
 /// The change streams feeding [`Stores`]; each must be driven for its store to fill.
@@ -93,13 +155,12 @@ pub struct Feeds {
     pub csvs: Changed<ClusterServiceVersion>,
     pub copies: futures::stream::BoxStream<'static, Event<ClusterServiceVersion>>,
     pub namespaces: Changes<PartialObjectMeta<Namespace>>,
-    pub service_accounts:
-        futures::stream::BoxStream<'static, Event<PartialObjectMeta<ServiceAccount>>>,
-    pub group_roles: Changed<ClusterRole>,
-    pub csv_roles: Changed<Role>,
-    pub csv_role_bindings: Changed<RoleBinding>,
-    pub crds: Changed<PartialObjectMeta<CustomResourceDefinition>>,
-    pub api_services: Changed<PartialObjectMeta<APIService>>,
+    pub service_accounts: Changes<ServiceAccount>,
+    pub cluster_roles: Changes<ClusterRole>,
+    pub roles: Changes<Role>,
+    pub role_bindings: Changes<RoleBinding>,
+    pub crds: Changes<CustomResourceDefinition>,
+    pub api_services: Changes<APIService>,
     pub olm_configs: Changed<OlmConfig>,
 }
 
@@ -107,15 +168,7 @@ fn strip_managed_fields<K: Resource>(obj: &mut K) {
     obj.meta_mut().managed_fields = None;
 }
 
-/// Keeps name, namespace, uid, resourceVersion, labels, owners and the deletion mark (the
-/// watches through `Api<PartialObjectMeta<_>>` receive nothing else).
-fn slim_metadata<K: Resource>(obj: &mut K) {
-    let meta = obj.meta_mut();
-    meta.managed_fields = None;
-    meta.annotations = None;
-}
-
-/// Opens the watches (OperatorGroups and Namespaces are the process's shared ones).
+/// Opens the watches (all but the CSVs' and the OLMConfig's are the process's shared ones).
 pub fn watch_all(client: &Client, shared: &SharedWatches) -> (Stores, Feeds) {
     let paged = || watcher::Config::default().page_size(LIST_PAGE_SIZE);
     let (groups, group_feed) = shared.operator_groups();
@@ -125,48 +178,12 @@ pub fn watch_all(client: &Client, shared: &SharedWatches) -> (Stores, Feeds) {
         strip_managed_fields,
     );
     let (namespaces, namespace_feed) = shared.namespaces();
-    let account_feed = watcher::watcher(
-        Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
-        paged(),
-    )
-    .default_backoff()
-    .filter_map(|event| async move {
-        event
-            .inspect_err(
-                |err| tracing::warn!(error = %err, "ServiceAccount watch failed; retrying"),
-            )
-            .ok()
-    });
-    let (group_roles, role_feed) = reflect_namespaced(
-        Api::all(client.clone()),
-        paged().labels(&format!("{OWNER_KIND_LABEL}={OPERATOR_GROUP_OWNER_KIND}")),
-        strip_managed_fields,
-    );
-    let owned_by_csvs = || {
-        paged().labels(&format!(
-            "{OWNER_KIND_LABEL}={CSV_OWNER_KIND},!{COPIED_FROM_LABEL}"
-        ))
-    };
-    let (csv_roles, csv_role_feed) = reflect_namespaced(
-        Api::all(client.clone()),
-        owned_by_csvs(),
-        strip_managed_fields,
-    );
-    let (csv_role_bindings, csv_binding_feed) = reflect_namespaced(
-        Api::all(client.clone()),
-        owned_by_csvs(),
-        strip_managed_fields,
-    );
-    let (crds, crd_feed) = reflect_namespaced(
-        Api::<PartialObjectMeta<CustomResourceDefinition>>::all(client.clone()),
-        paged(),
-        slim_metadata,
-    );
-    let (api_services, api_service_feed) = reflect_namespaced(
-        Api::<PartialObjectMeta<APIService>>::all(client.clone()),
-        paged(),
-        slim_metadata,
-    );
+    let (service_accounts, account_feed) = shared.service_accounts();
+    let (cluster_roles, cluster_role_feed) = shared.cluster_roles();
+    let (roles, role_feed) = shared.roles();
+    let (role_bindings, binding_feed) = shared.role_bindings();
+    let (crds, crd_feed) = shared.crds();
+    let (api_services, api_service_feed) = shared.api_services();
     let (olm_configs, olm_config_feed) =
         reflect_namespaced(Api::all(client.clone()), paged(), strip_managed_fields);
     let copy_feed = watcher::watcher(
@@ -184,10 +201,10 @@ pub fn watch_all(client: &Client, shared: &SharedWatches) -> (Stores, Feeds) {
         groups,
         csvs,
         namespaces,
-        service_accounts: AccountIndex::default(),
-        group_roles,
-        csv_roles,
-        csv_role_bindings,
+        service_accounts,
+        cluster_roles,
+        roles,
+        role_bindings,
         crds,
         api_services,
         olm_configs,
@@ -199,10 +216,10 @@ pub fn watch_all(client: &Client, shared: &SharedWatches) -> (Stores, Feeds) {
         csvs: csv_feed,
         copies: copy_feed.boxed(),
         namespaces: namespace_feed,
-        service_accounts: account_feed.boxed(),
-        group_roles: role_feed,
-        csv_roles: csv_role_feed,
-        csv_role_bindings: csv_binding_feed,
+        service_accounts: account_feed,
+        cluster_roles: cluster_role_feed,
+        roles: role_feed,
+        role_bindings: binding_feed,
         crds: crd_feed,
         api_services: api_service_feed,
         olm_configs: olm_config_feed,
@@ -220,10 +237,10 @@ impl Stores {
             groups,
             csvs: namespaced_store().0,
             namespaces: namespaced_store().0,
-            service_accounts: AccountIndex::default(),
-            group_roles: namespaced_store().0,
-            csv_roles: namespaced_store().0,
-            csv_role_bindings: namespaced_store().0,
+            service_accounts: namespaced_store().0,
+            cluster_roles: namespaced_store().0,
+            roles: namespaced_store().0,
+            role_bindings: namespaced_store().0,
             crds: namespaced_store().0,
             api_services: namespaced_store().0,
             olm_configs: namespaced_store().0,

@@ -59,8 +59,8 @@ pub async fn ensure_member_rbac(
     csv: &ClusterServiceVersion,
 ) -> Result<(), CopySyncError> {
     let stores = &shared.stores;
-    let roles = stores.csv_roles.in_namespace(&key.namespace);
-    let bindings = stores.csv_role_bindings.in_namespace(&key.namespace);
+    let roles = stores.csv_roles_in(&key.namespace);
+    let bindings = stores.csv_bindings_in(&key.namespace);
     let copies = stores.copies.of(key);
     let crd_uid = |name: &str| {
         stores
