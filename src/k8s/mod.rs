@@ -5,6 +5,7 @@ pub mod clock;
 pub mod effects;
 pub mod errors;
 pub mod events;
+pub mod indexed_store;
 pub mod shared;
 pub mod slim;
 pub mod store;

@@ -24,8 +24,10 @@ use kube_runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::api::keys::COPIED_FROM_LABEL;
 use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
-use crate::api::{OperatorGroup, Subscription};
+use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use crate::k8s::indexed_store::{IndexedStore, IndexedWriter, indexed_store};
 use crate::k8s::slim::{slim, slim_crd};
 use crate::k8s::store::{NamespacedStore, StoreWriter, WatchTask, namespaced_store};
 
@@ -39,17 +41,24 @@ const LIST_PAGE_SIZE: u32 = 100;
 /// The shared watches of one process (one per API server it talks to), started on first use.
 pub struct SharedWatches {
     client: Client,
-    namespaces: OnceLock<SharedWatch<PartialObjectMeta<Namespace>>>,
-    operator_groups: OnceLock<SharedWatch<OperatorGroup>>,
-    subscriptions: OnceLock<SharedWatch<Subscription>>,
-    service_accounts: OnceLock<SharedWatch<ServiceAccount>>,
-    roles: OnceLock<SharedWatch<Role>>,
-    role_bindings: OnceLock<SharedWatch<RoleBinding>>,
-    cluster_roles: OnceLock<SharedWatch<ClusterRole>>,
-    crds: OnceLock<SharedWatch<CustomResourceDefinition>>,
-    api_services: OnceLock<SharedWatch<APIService>>,
-    managed_services: OnceLock<SharedWatch<Service>>,
+    namespaces: OnceLock<Kept<PartialObjectMeta<Namespace>>>,
+    operator_groups: OnceLock<Kept<OperatorGroup>>,
+    subscriptions: OnceLock<Kept<Subscription>>,
+    service_accounts: OnceLock<Kept<ServiceAccount>>,
+    roles: OnceLock<Kept<Role>>,
+    role_bindings: OnceLock<Kept<RoleBinding>>,
+    cluster_roles: OnceLock<Kept<ClusterRole>>,
+    crds: OnceLock<Kept<CustomResourceDefinition>>,
+    api_services: OnceLock<Kept<APIService>>,
+    managed_services: OnceLock<Kept<Service>>,
+    csvs: OnceLock<Driven<ClusterServiceVersion>>,
+    install_plans: OnceLock<Driven<InstallPlan>>,
 }
+
+/// A shared kind kept in a namespace-indexed store.
+type Kept<K> = SharedWatch<K, StoreWriter<K>>;
+/// A shared kind a kube `Controller` drives, kept in kube's store with a namespace index.
+type Driven<K> = SharedWatch<K, IndexedWriter<K>>;
 
 /// A shared store and the changes of its kind.
 pub type Shared<K> = (NamespacedStore<K>, Changes<K>);
@@ -68,16 +77,20 @@ impl SharedWatches {
             crds: OnceLock::new(),
             api_services: OnceLock::new(),
             managed_services: OnceLock::new(),
+            csvs: OnceLock::new(),
+            install_plans: OnceLock::new(),
         }
     }
 
-    fn subscribe<K>(
+    fn subscribe<K, W>(
         &self,
-        watch: &OnceLock<SharedWatch<K>>,
+        watch: &OnceLock<SharedWatch<K, W>>,
         labels: Option<&str>,
         slim: fn(&mut K),
-    ) -> Shared<K>
+        keeper: fn() -> W,
+    ) -> (W::View, Changes<K>)
     where
+        W: Keeper<K>,
         K: Resource<DynamicType = ()>
             + Clone
             + DeserializeOwned
@@ -92,55 +105,86 @@ impl SharedWatches {
                 if let Some(labels) = labels {
                     config = config.labels(labels);
                 }
-                SharedWatch::start(Api::all(self.client.clone()), config, slim)
+                SharedWatch::start(Api::all(self.client.clone()), config, slim, keeper())
             })
             .subscribe()
     }
 
     /// Namespaces (cluster-scoped: under `""`), reduced to [`namespace_essentials`].
     pub fn namespaces(&self) -> Shared<PartialObjectMeta<Namespace>> {
-        self.subscribe(&self.namespaces, None, namespace_essentials)
+        self.subscribe(&self.namespaces, None, namespace_essentials, kept)
     }
 
     pub fn operator_groups(&self) -> Shared<OperatorGroup> {
-        self.subscribe(&self.operator_groups, None, slim)
+        self.subscribe(&self.operator_groups, None, slim, kept)
     }
 
     pub fn subscriptions(&self) -> Shared<Subscription> {
-        self.subscribe(&self.subscriptions, None, slim)
+        self.subscribe(&self.subscriptions, None, slim, kept)
     }
 
     /// Every ServiceAccount: operators', OperatorGroups' and catalog pods'.
     pub fn service_accounts(&self) -> Shared<ServiceAccount> {
-        self.subscribe(&self.service_accounts, None, slim)
+        self.subscribe(&self.service_accounts, None, slim, kept)
     }
 
     pub fn roles(&self) -> Shared<Role> {
-        self.subscribe(&self.roles, None, slim)
+        self.subscribe(&self.roles, None, slim, kept)
     }
 
     pub fn role_bindings(&self) -> Shared<RoleBinding> {
-        self.subscribe(&self.role_bindings, None, slim)
+        self.subscribe(&self.role_bindings, None, slim, kept)
     }
 
     pub fn cluster_roles(&self) -> Shared<ClusterRole> {
-        self.subscribe(&self.cluster_roles, None, slim)
+        self.subscribe(&self.cluster_roles, None, slim, kept)
     }
 
     /// CRDs without their schemas ([`slim_crd`]).
     pub fn crds(&self) -> Shared<CustomResourceDefinition> {
-        self.subscribe(&self.crds, None, slim_crd)
+        self.subscribe(&self.crds, None, slim_crd, kept)
     }
 
     pub fn api_services(&self) -> Shared<APIService> {
-        self.subscribe(&self.api_services, None, slim)
+        self.subscribe(&self.api_services, None, slim, kept)
+    }
+
+    /// CSVs that are not copies, in full but for their managed fields (all their annotations
+    /// reach the Deployments' pod templates): the CSV controller drives them, the OperatorGroup
+    /// side copies them and resolution reads what is installed.
+    pub fn csvs(
+        &self,
+    ) -> (
+        IndexedStore<ClusterServiceVersion>,
+        Changes<ClusterServiceVersion>,
+    ) {
+        let originals = format!("!{COPIED_FROM_LABEL}");
+        self.subscribe(&self.csvs, Some(&originals), without_managed_fields, driven)
+    }
+
+    /// InstallPlans in full but for their managed fields: the InstallPlan controller drives
+    /// them, the Subscription controller reads them.
+    pub fn install_plans(&self) -> (IndexedStore<InstallPlan>, Changes<InstallPlan>) {
+        self.subscribe(&self.install_plans, None, without_managed_fields, driven)
     }
 
     /// Services labelled `olm.managed=true`: catalog pods' and webhook or APIService backends.
     pub fn managed_services(&self) -> Shared<Service> {
         let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
-        self.subscribe(&self.managed_services, Some(&labels), slim)
+        self.subscribe(&self.managed_services, Some(&labels), slim, kept)
     }
+}
+
+fn kept<K: Resource + Clone>() -> StoreWriter<K> {
+    namespaced_store().1
+}
+
+fn driven<K: Resource<DynamicType = ()> + Clone>() -> IndexedWriter<K> {
+    indexed_store().1
+}
+
+fn without_managed_fields<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
 }
 
 /// What the controllers read of a Namespace: its name and uid (events), labels (OperatorGroup
@@ -158,46 +202,82 @@ fn namespace_essentials(namespace: &mut PartialObjectMeta<Namespace>) {
     };
 }
 
+/// What keeps a shared kind current: applies each watch event, reporting the object it
+/// concerned, and says what a subscriber joining now must hear of.
+trait Keeper<K>: Send + 'static {
+    /// The read-only view handed to subscribers.
+    type View: Clone;
+    fn view(&self, task: Arc<WatchTask>) -> Self::View;
+    fn apply(&mut self, event: Event<K>) -> Option<Arc<K>>;
+    fn snapshot(&self) -> Vec<Arc<K>>;
+}
+
+impl<K: Resource + Clone + Send + Sync + 'static> Keeper<K> for StoreWriter<K> {
+    type View = NamespacedStore<K>;
+    fn view(&self, task: Arc<WatchTask>) -> NamespacedStore<K> {
+        self.reader().kept_by(task)
+    }
+    fn apply(&mut self, event: Event<K>) -> Option<Arc<K>> {
+        self.apply_owned(event)
+    }
+    fn snapshot(&self) -> Vec<Arc<K>> {
+        StoreWriter::snapshot(self)
+    }
+}
+
+impl<K> Keeper<K> for IndexedWriter<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    type View = IndexedStore<K>;
+    fn view(&self, task: Arc<WatchTask>) -> IndexedStore<K> {
+        self.reader().kept_by(task)
+    }
+    fn apply(&mut self, event: Event<K>) -> Option<Arc<K>> {
+        self.apply_owned(event)
+    }
+    fn snapshot(&self) -> Vec<Arc<K>> {
+        IndexedWriter::snapshot(self)
+    }
+}
+
 /// One watch, its store, and the channels of its subscribers.
-struct SharedWatch<K> {
-    store: NamespacedStore<K>,
-    hub: Arc<Mutex<Hub<K>>>,
+struct SharedWatch<K, W: Keeper<K>> {
+    view: W::View,
+    hub: Arc<Mutex<Hub<K, W>>>,
 }
 
 /// The store's writer and the subscribers, behind one lock: a subscriber joins between two
 /// events, so its snapshot and the changes it then hears fit together without a gap.
-struct Hub<K> {
-    writer: StoreWriter<K>,
+struct Hub<K, W> {
+    keeper: W,
     subscribers: Vec<UnboundedSender<Arc<K>>>,
 }
 
-impl<K> Hub<K>
-where
-    K: Resource + Clone,
-{
+impl<K, W: Keeper<K>> Hub<K, W> {
     fn publish(&mut self, event: Event<K>) {
-        if let Some(changed) = self.writer.apply_owned(event) {
+        if let Some(changed) = self.keeper.apply(event) {
             self.subscribers
                 .retain(|subscriber| subscriber.send(Arc::clone(&changed)).is_ok());
         }
     }
 }
 
-fn lock<K>(hub: &Mutex<Hub<K>>) -> std::sync::MutexGuard<'_, Hub<K>> {
+fn lock<K, W>(hub: &Mutex<Hub<K, W>>) -> std::sync::MutexGuard<'_, Hub<K, W>> {
     // Every update completes under the lock or not at all; a poisoned hub is still whole.
     hub.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl<K> SharedWatch<K>
+impl<K, W> SharedWatch<K, W>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+    W: Keeper<K>,
 {
     /// Starts the watch task; it must be called within a Tokio runtime.
-    fn start(api: Api<K>, config: watcher::Config, slim: fn(&mut K)) -> Self {
-        let (store, writer) = namespaced_store();
+    fn start(api: Api<K>, config: watcher::Config, slim: fn(&mut K), keeper: W) -> Self {
         let hub = Arc::new(Mutex::new(Hub {
-            writer,
+            keeper,
             subscribers: Vec::new(),
         }));
         let events = watcher::watcher(api, config).default_backoff();
@@ -221,20 +301,22 @@ where
                 }
             }
         });
-        let store = store.kept_by(Arc::new(WatchTask(task.abort_handle())));
-        Self { store, hub }
+        let view = lock(&hub)
+            .keeper
+            .view(Arc::new(WatchTask(task.abort_handle())));
+        Self { view, hub }
     }
 
-    fn subscribe(&self) -> (NamespacedStore<K>, Changes<K>) {
+    fn subscribe(&self) -> (W::View, Changes<K>) {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         let mut hub = lock(&self.hub);
-        for known in hub.writer.snapshot() {
+        for known in hub.keeper.snapshot() {
             // The receiver is in hand: the send cannot fail.
             let _ = sender.send(known);
         }
         hub.subscribers.push(sender);
         let changes = tokio_stream::wrappers::UnboundedReceiverStream::new(receiver);
-        (self.store.clone(), changes.boxed())
+        (self.view.clone(), changes.boxed())
     }
 }
 
@@ -269,12 +351,12 @@ mod tests {
 
     use futures::FutureExt;
 
-    fn watch_without_task() -> SharedWatch<ConfigMap> {
-        let (store, writer) = namespaced_store();
+    fn watch_without_task() -> Kept<ConfigMap> {
+        let (store, keeper) = namespaced_store();
         SharedWatch {
-            store,
+            view: store,
             hub: Arc::new(Mutex::new(Hub {
-                writer,
+                keeper,
                 subscribers: Vec::new(),
             })),
         }

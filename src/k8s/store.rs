@@ -195,6 +195,15 @@ fn insert<K: Resource>(namespaces: &mut Namespaces<K>, obj: Arc<K>) {
 }
 
 impl<K: Resource + Clone> StoreWriter<K> {
+    /// A view of the store this writer fills.
+    pub fn reader(&self) -> NamespacedStore<K> {
+        NamespacedStore {
+            objects: Arc::clone(&self.objects),
+            ready: self.ready.subscribe(),
+            watch: None,
+        }
+    }
+
     /// Applies one watch event.
     pub fn apply(&mut self, event: &Event<K>) {
         self.apply_owned(event.clone());

@@ -64,6 +64,7 @@ mod resolve_dependencies_real;
 mod run_preflight;
 mod samples;
 mod sandbox_cli;
+mod shared_watches;
 mod subscription_controller;
 mod subscription_dependencies;
 mod subscription_failures;

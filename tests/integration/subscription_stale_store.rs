@@ -10,6 +10,7 @@ use serde_json::json;
 use support::*;
 
 use olm_rs::api::{InstallPlan, OperatorGroup, Subscription};
+use olm_rs::k8s::indexed_store::{IndexedStore, indexed_store};
 use olm_rs::k8s::store::{NamespacedStore, namespaced_store};
 use olm_rs::reconcile::subscription::{SubscriptionStores, sync_namespace};
 
@@ -21,6 +22,20 @@ fn frozen<K: kube::Resource + Clone>(objects: Vec<K>) -> NamespacedStore<K> {
         writer.apply(&Event::InitApply(o));
     }
     writer.apply(&Event::InitDone);
+    store
+}
+
+/// An indexed store (kube's, as a `Controller` reads it) holding exactly `objects`.
+fn frozen_indexed<K>(objects: Vec<K>) -> IndexedStore<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone,
+{
+    let (store, mut writer) = indexed_store();
+    writer.apply_owned(Event::Init);
+    for o in objects {
+        writer.apply_owned(Event::InitApply(o));
+    }
+    writer.apply_owned(Event::InitDone);
     store
 }
 
@@ -46,8 +61,8 @@ async fn stores_without_plans(env: &Env) -> SubscriptionStores {
         .items;
     SubscriptionStores {
         subscriptions: frozen(subs),
-        plans: frozen(Vec::<InstallPlan>::new()),
-        csvs: frozen(Vec::new()),
+        plans: frozen_indexed(Vec::<InstallPlan>::new()),
+        csvs: frozen_indexed(Vec::new()),
         operator_groups: frozen(groups),
         namespaces: frozen(namespaces),
     }

@@ -49,7 +49,7 @@ impl Drop for Env {
 pub fn start_stores(client: &kube::Client) -> (SubscriptionStores, tokio::task::JoinHandle<()>) {
     use futures::StreamExt;
     let shared = olm_rs::k8s::shared::SharedWatches::new(client.clone());
-    let (stores, touched) = SubscriptionStores::start(client, &shared);
+    let (stores, touched) = SubscriptionStores::start(&shared);
     (stores, tokio::spawn(touched.for_each(|_| async {})))
 }
 

@@ -23,14 +23,12 @@ use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::Api;
 use kube::{Client, ResourceExt};
 use kube_runtime::controller::{Action as ControllerAction, Controller};
-use kube_runtime::reflector::{self, ObjectRef, Store};
-use kube_runtime::{WatchStreamExt, watcher};
+use kube_runtime::reflector::ObjectRef;
+use kube_runtime::watcher;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-use crate::api::keys::COPIED_FROM_LABEL;
 use crate::api::{ClusterServiceVersion, CsvPhase, OperatorCondition, OperatorGroup, Subscription};
 use crate::csv::cleanup::{cleanup, has_finalizer};
 use crate::csv::identity::name;
@@ -41,9 +39,10 @@ use crate::metrics::{CountedKind, Metrics};
 use crate::operator_group::is_copied;
 
 use super::Context;
+use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::slim::slim;
 use execute::Executor;
-use stores::{CsvNamespaces, Stores, managed, reflect};
+use stores::{Stores, managed, reflect};
 
 /// How often a CSV is re-synced without events (OLM: 5 minutes); the default of
 /// [`crate::reconcile::ControllerOptions::csv_resync`].
@@ -74,26 +73,15 @@ struct Shared {
 /// Runs the CSV controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
     let client = ctx.client.clone();
-    let csv_api: Api<ClusterServiceVersion> = Api::all(client.clone());
-    // Copies are never driven (docs/csv-phases.md §1); not watching them keeps the cache small.
-    let not_copies = format!("!{COPIED_FROM_LABEL}");
-    let (csvs, writer) = reflector::store();
-    let csv_namespaces = CsvNamespaces::default();
-    let csv_events = {
-        let index = csv_namespaces.clone();
-        reflector::reflector(
-            writer,
-            watcher::watcher(csv_api, watcher::Config::default().labels(&not_copies))
-                .default_backoff(),
-        )
-        .inspect(move |event| {
-            if let Ok(event) = event {
-                index.record(event);
-            }
-        })
-        .applied_objects()
-    };
-    let controller = Controller::for_stream(csv_events, csvs.clone());
+    // The CSVs are the process's shared store (the OperatorGroup side and resolution read them
+    // too): copies are never driven (docs/csv-phases.md §1) and not in it. Each change of one
+    // schedules its sync; the controller reads the object from the store when it runs.
+    let (csvs, csv_changes) = ctx.watches.csvs();
+    let controller = Controller::for_stream(
+        futures::stream::pending::<Result<ClusterServiceVersion, watcher::Error>>(),
+        csvs.reader().clone(),
+    )
+    .reconcile_on(csv_changes.map(|csv| ObjectRef::from_obj(csv.as_ref())));
 
     // The kinds other controllers read too are the process's shared watches (`k8s::shared`).
     let shared = &ctx.watches;
@@ -116,7 +104,6 @@ pub async fn run(ctx: Arc<Context>) {
     let (operator_conditions, oc_trigger) = reflect::<OperatorCondition>(&client, None, slim);
     let stores = Stores {
         csvs: csvs.clone(),
-        csv_namespaces: csv_namespaces.clone(),
         operator_groups,
         subscriptions,
         crds,
@@ -157,24 +144,13 @@ pub async fn run(ctx: Arc<Context>) {
             move |api: APIService| stores::csvs_using_api_service(&csvs, &api)
         })
         .watches_stream(dep_trigger, |dep: Deployment| stores::owners(&dep))
-        .watches_stream(
-            sa_trigger,
-            by_namespace::<ServiceAccount>(csvs.clone(), csv_namespaces.clone()),
-        )
-        .watches_stream(
-            role_trigger,
-            by_namespace::<Role>(csvs.clone(), csv_namespaces.clone()),
-        )
-        .watches_stream(
-            rb_trigger,
-            by_namespace::<RoleBinding>(csvs.clone(), csv_namespaces.clone()),
-        )
+        .watches_stream(sa_trigger, by_namespace::<ServiceAccount>(csvs.clone()))
+        .watches_stream(role_trigger, by_namespace::<Role>(csvs.clone()))
+        .watches_stream(rb_trigger, by_namespace::<RoleBinding>(csvs.clone()))
         .watches_stream(cr_trigger, |role: ClusterRole| stores::owners(&role))
         .watches_stream(crb_trigger, {
-            let (csvs, index) = (csvs.clone(), csv_namespaces.clone());
-            move |binding: ClusterRoleBinding| {
-                stores::csvs_for_cluster_binding(&csvs, &index, &binding)
-            }
+            let csvs = csvs.clone();
+            move |binding: ClusterRoleBinding| stores::csvs_for_cluster_binding(&csvs, &binding)
         })
         .watches_stream(secret_trigger, |s: Secret| stores::owners(&s))
         .watches_stream(service_trigger, |s: Service| stores::owners(&s))
@@ -185,8 +161,8 @@ pub async fn run(ctx: Arc<Context>) {
             stores::owners(&w)
         })
         .watches_stream(oc_trigger, {
-            let (csvs, index) = (csvs.clone(), csv_namespaces.clone());
-            move |oc: OperatorCondition| stores::csvs_of_operator_condition(&csvs, &index, &oc)
+            let csvs = csvs.clone();
+            move |oc: OperatorCondition| stores::csvs_of_operator_condition(&csvs, &oc)
         });
 
     let shared = Arc::new(Shared {
@@ -215,16 +191,9 @@ fn forget_discovery<T>(cache: &Arc<observe::DiscoveryCache>) -> impl FnMut(&T) +
 
 /// Maps an object to every CSV of its namespace (RBAC, ServiceAccounts, OperatorGroups).
 fn by_namespace<K: kube::Resource>(
-    csvs: Store<ClusterServiceVersion>,
-    index: CsvNamespaces,
+    csvs: IndexedStore<ClusterServiceVersion>,
 ) -> impl Fn(K) -> Vec<ObjectRef<ClusterServiceVersion>> + Send + Sync + 'static {
-    move |obj| {
-        stores::csvs_in(
-            &csvs,
-            &index,
-            obj.meta().namespace.as_deref().unwrap_or_default(),
-        )
-    }
+    move |obj| stores::csvs_in(&csvs, obj.meta().namespace.as_deref().unwrap_or_default())
 }
 
 async fn reconcile(

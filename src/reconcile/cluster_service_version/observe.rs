@@ -68,7 +68,7 @@ pub async fn observe(
 ) -> Observed {
     let ns = namespace(csv);
     Observed {
-        csvs: stores.csv_namespaces.in_namespace(&stores.csvs, ns),
+        csvs: stores.csvs.in_namespace(ns),
         operator_groups: stores.operator_groups.in_namespace(ns),
         all_operator_groups: stores.operator_groups.all(),
         crds: stores.crds.all(),

@@ -2,8 +2,7 @@
 //! watched kind is watched once, its stream both updates the store and requeues the CSVs it
 //! concerns (docs/csv-phases.md §1.1).
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::{
@@ -16,7 +15,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
-use kube_runtime::reflector::{ObjectRef, Store};
+use kube_runtime::reflector::ObjectRef;
 use kube_runtime::watcher;
 use serde::de::DeserializeOwned;
 
@@ -27,6 +26,7 @@ use crate::api::{
     ClusterServiceVersion, CsvReason, OperatorCondition, OperatorGroup, Subscription,
 };
 use crate::csv::identity::CSV_KIND;
+use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::Shared;
 use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced};
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
@@ -34,11 +34,10 @@ use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 /// Read-only views of the cluster, shared by every reconcile. Every kind but the CSVs is kept
 /// per namespace (cluster-scoped kinds under `""`), so observing one CSV reads its namespace,
 /// not the cluster (docs/controller-startup.md, "One reconciler shape"). The CSVs themselves
-/// are the controller's own store, with [`CsvNamespaces`] as its namespace index.
+/// are kube's store the controller reads, with a namespace index (`k8s::indexed_store`).
 #[derive(Clone)]
 pub struct Stores {
-    pub csvs: Store<ClusterServiceVersion>,
-    pub csv_namespaces: CsvNamespaces,
+    pub csvs: IndexedStore<ClusterServiceVersion>,
     pub operator_groups: NamespacedStore<OperatorGroup>,
     pub subscriptions: NamespacedStore<Subscription>,
     pub crds: NamespacedStore<CustomResourceDefinition>,
@@ -57,69 +56,11 @@ pub struct Stores {
     pub operator_conditions: NamespacedStore<OperatorCondition>,
 }
 
-/// Which CSVs each namespace holds: the namespace index of the controller's CSV store, kept
-/// from the same watch (a second copy of every CSV would double the largest store).
-#[derive(Clone, Default)]
-pub struct CsvNamespaces(Arc<RwLock<HashMap<String, BTreeSet<String>>>>);
-
-impl CsvNamespaces {
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, BTreeSet<String>>> {
-        self.0.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Records one watch event of a CSV.
-    pub fn record(&self, event: &watcher::Event<ClusterServiceVersion>) {
-        use watcher::Event;
-        let key =
-            |csv: &ClusterServiceVersion| (csv.namespace().unwrap_or_default(), csv.name_any());
-        match event {
-            Event::Init => self.write().clear(),
-            Event::InitApply(csv) | Event::Apply(csv) => {
-                let (ns, name) = key(csv);
-                self.write().entry(ns).or_default().insert(name);
-            }
-            Event::Delete(csv) => {
-                let (ns, name) = key(csv);
-                let mut index = self.write();
-                if let Some(names) = index.get_mut(&ns) {
-                    names.remove(&name);
-                    if names.is_empty() {
-                        index.remove(&ns);
-                    }
-                }
-            }
-            Event::InitDone => {}
-        }
-    }
-
-    /// The CSVs of `namespace` in `store`, by name.
-    pub fn in_namespace(
-        &self,
-        store: &Store<ClusterServiceVersion>,
-        namespace: &str,
-    ) -> Vec<Arc<ClusterServiceVersion>> {
-        let names: Vec<String> = self
-            .0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(namespace)
-            .map(|names| names.iter().cloned().collect())
-            .unwrap_or_default();
-        names
-            .iter()
-            .filter_map(|name| store.get(&csv_ref(name, namespace)))
-            .collect()
-    }
-}
-
 impl Stores {
     /// Waits until every store has listed once (reconciling on a half-filled cache would see
     /// requirements as missing).
     pub async fn ready(&self) -> Result<(), StoreStopped> {
-        self.csvs
-            .wait_until_ready()
-            .await
-            .map_err(|_| StoreStopped)?;
+        self.csvs.wait_until_ready().await?;
         self.operator_groups.wait_until_ready().await?;
         self.subscriptions.wait_until_ready().await?;
         self.crds.wait_until_ready().await?;
@@ -210,7 +151,7 @@ pub fn owners<K: Resource>(obj: &K) -> Vec<ObjectRef<ClusterServiceVersion>> {
 /// API lets providers in intersecting groups re-evaluate; a deleted group is seen with its last
 /// annotations).
 pub fn csvs_concerned_by_group(
-    store: &Store<ClusterServiceVersion>,
+    store: &IndexedStore<ClusterServiceVersion>,
     group: &OperatorGroup,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let namespace = group.namespace().unwrap_or_default();
@@ -220,7 +161,7 @@ pub fn csvs_concerned_by_group(
         .map(|v| parse_provided_apis(v))
         .unwrap_or_default();
     store
-        .state()
+        .all()
         .iter()
         .filter(|c| !is_copied(c))
         .filter(|c| {
@@ -235,12 +176,11 @@ pub fn csvs_concerned_by_group(
 
 /// Every non-copied CSV in `namespace`.
 pub fn csvs_in(
-    store: &Store<ClusterServiceVersion>,
-    index: &CsvNamespaces,
+    store: &IndexedStore<ClusterServiceVersion>,
     namespace: &str,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
-    index
-        .in_namespace(store, namespace)
+    store
+        .in_namespace(namespace)
         .iter()
         .filter(|c| !is_copied(c))
         .map(|c| ObjectRef::from_obj(c.as_ref()))
@@ -250,11 +190,11 @@ pub fn csvs_in(
 /// CSVs that own or require the CRD `name` (an in-memory index instead of the `olm.api.*`
 /// labels OLM never stores, docs/csv-phases.md §1.1).
 pub fn csvs_using_crd(
-    store: &Store<ClusterServiceVersion>,
+    store: &IndexedStore<ClusterServiceVersion>,
     name: &str,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     store
-        .state()
+        .all()
         .iter()
         .filter(|c| {
             let crds = c.spec.custom_resource_definitions.as_ref();
@@ -269,12 +209,12 @@ pub fn csvs_using_crd(
 
 /// CSVs that own or require the APIService `name` (`<version>.<group>`), plus its owner.
 pub fn csvs_using_api_service(
-    store: &Store<ClusterServiceVersion>,
+    store: &IndexedStore<ClusterServiceVersion>,
     api: &APIService,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let name = api.name_any();
     let mut out: Vec<_> = store
-        .state()
+        .all()
         .iter()
         .filter(|c| {
             c.spec.api_service_definitions.as_ref().is_some_and(|d| {
@@ -294,8 +234,7 @@ pub fn csvs_using_api_service(
 /// CSVs a ClusterRoleBinding may concern: its owner, and the CSVs of the namespaces of its
 /// ServiceAccount subjects.
 pub fn csvs_for_cluster_binding(
-    store: &Store<ClusterServiceVersion>,
-    index: &CsvNamespaces,
+    store: &IndexedStore<ClusterServiceVersion>,
     binding: &ClusterRoleBinding,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let mut out = owners(binding);
@@ -303,7 +242,7 @@ pub fn csvs_for_cluster_binding(
         if subject.kind == "ServiceAccount"
             && let Some(ns) = &subject.namespace
         {
-            out.extend(csvs_in(store, index, ns));
+            out.extend(csvs_in(store, ns));
         }
     }
     out
@@ -312,16 +251,15 @@ pub fn csvs_for_cluster_binding(
 /// The CSVs an OperatorCondition concerns: the CSV of the same name (it keeps the object, its
 /// RBAC and status) and the CSVs replacing that one (its `Upgradeable` condition gates them).
 pub fn csvs_of_operator_condition(
-    store: &Store<ClusterServiceVersion>,
-    index: &CsvNamespaces,
+    store: &IndexedStore<ClusterServiceVersion>,
     condition: &OperatorCondition,
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     let ns = condition.namespace().unwrap_or_default();
     let name = condition.name_any();
     let mut out = vec![csv_ref(&name, &ns)];
     out.extend(
-        index
-            .in_namespace(store, &ns)
+        store
+            .in_namespace(&ns)
             .iter()
             .filter(|c| !is_copied(c) && crate::csv::identity::replaces(c) == Some(name.as_str()))
             .map(|c| ObjectRef::from_obj(c.as_ref())),

@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::Api;
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
 use kube_runtime::controller::{Action, Controller};
-use kube_runtime::reflector::{ObjectRef, Store};
-use kube_runtime::{WatchStreamExt, reflector, watcher};
+use kube_runtime::reflector::ObjectRef;
+use kube_runtime::watcher;
 
 use crate::api::{InstallPlan, OperatorGroup};
 use crate::k8s::effects::{Effects, execute};
+use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::store::NamespacedStore;
 use crate::k8s::warnings::{self, WarningLog};
 use crate::k8s::write::ApiError;
@@ -191,16 +191,15 @@ struct Observer {
 
 /// Runs the InstallPlan controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
-    let plans: Api<InstallPlan> = Api::all(ctx.client.clone());
-    // The reflector feeds both the controller and `install_plan_count` (kept exact on deletes,
-    // which the controller itself does not reconcile).
-    let (store, writer) = reflector::store::<InstallPlan>();
+    // The plans are the process's shared store (the Subscription controller reads them too).
+    // Each change of one schedules its sync and keeps `install_plan_count` exact (deletes
+    // included, which the controller itself does not reconcile).
+    let (store, plan_changes) = ctx.watches.install_plans();
     let (metrics, counted) = (ctx.metrics.clone(), store.clone());
-    let events = watcher::watcher(plans, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .inspect(move |_| metrics.set_count(CountedKind::InstallPlan, counted.state().len()))
-        .applied_objects();
+    let plan_triggers = plan_changes.map(move |plan| {
+        metrics.set_count(CountedKind::InstallPlan, counted.len());
+        ObjectRef::from_obj(plan.as_ref())
+    });
     // A change of an OperatorGroup (its status naming the namespace, its service account)
     // syncs the plans of its namespace: one waiting on the OperatorGroup check goes on at once.
     let (operator_groups, group_changes) = ctx.watches.operator_groups();
@@ -223,15 +222,19 @@ pub async fn run(ctx: Arc<Context>) {
         if operator_groups.wait_until_ready().await.is_err() {
             return;
         }
-        Controller::for_stream(events, store)
-            .reconcile_on(group_triggers)
-            .run(reconcile, error_policy, observer)
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "install plan reconcile");
-                }
-            })
-            .await;
+        Controller::for_stream(
+            futures::stream::pending::<Result<InstallPlan, watcher::Error>>(),
+            store.reader().clone(),
+        )
+        .reconcile_on(plan_triggers)
+        .reconcile_on(group_triggers)
+        .run(reconcile, error_policy, observer)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "install plan reconcile");
+            }
+        })
+        .await;
     };
     tokio::select! {
         () = watch_groups => tracing::error!("the OperatorGroup watch of the InstallPlan controller ended"),
@@ -240,12 +243,11 @@ pub async fn run(ctx: Arc<Context>) {
 }
 
 /// The plans of a namespace, from the controller's store.
-fn plans_in(store: Store<InstallPlan>) -> impl Fn(&str) -> Vec<ObjectRef<InstallPlan>> {
+fn plans_in(store: IndexedStore<InstallPlan>) -> impl Fn(&str) -> Vec<ObjectRef<InstallPlan>> {
     move |namespace| {
         store
-            .state()
+            .in_namespace(namespace)
             .iter()
-            .filter(|p| p.meta().namespace.as_deref() == Some(namespace))
             .map(|p| ObjectRef::from_obj(p.as_ref()))
             .collect()
     }

@@ -3,9 +3,8 @@
 //!
 //! Memory is the point here (docs/operator-groups.md, cost figures): OperatorGroups,
 //! Namespaces, ServiceAccounts, RBAC, CRDs and APIServices are the process's shared stores
-//! (`k8s::shared`), which the CSV controller reads too; CSVs are watched twice with opposite
-//! label selectors — originals in full, copies reduced on arrival to a record in the
-//! [`CopyIndex`].
+//! (`k8s::shared`), which the CSV controller reads too, and so are the original CSVs; copies
+//! are watched on their own, reduced on arrival to a record in the [`CopyIndex`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -23,6 +22,7 @@ use kube_runtime::watcher::{self, Event};
 
 use crate::api::keys::{COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_KIND_LABEL};
 use crate::api::{ClusterServiceVersion, OlmConfig, OperatorGroup};
+use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::{Changes, SharedWatches};
 use crate::k8s::store::{Changed, NamespacedStore, reflect_namespaced};
 use crate::operator_group::cluster_roles::OPERATOR_GROUP_OWNER_KIND;
@@ -44,8 +44,9 @@ pub const CLUSTER: &str = "";
 #[derive(Clone)]
 pub struct Stores {
     pub groups: NamespacedStore<OperatorGroup>,
-    /// CSVs without `olm.copiedFrom`.
-    pub csvs: NamespacedStore<ClusterServiceVersion>,
+    /// CSVs without `olm.copiedFrom` (the process's shared store, which the CSV controller
+    /// drives).
+    pub csvs: IndexedStore<ClusterServiceVersion>,
     /// Namespaces (cluster-scoped: under [`CLUSTER`]), labels kept.
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
     /// ServiceAccounts (a group's `spec.serviceAccountName`).
@@ -152,7 +153,7 @@ pub fn is_csv_source_rbac(meta: &ObjectMeta) -> bool {
 /// The change streams feeding [`Stores`]; each must be driven for its store to fill.
 pub struct Feeds {
     pub groups: Changes<OperatorGroup>,
-    pub csvs: Changed<ClusterServiceVersion>,
+    pub csvs: Changes<ClusterServiceVersion>,
     pub copies: futures::stream::BoxStream<'static, Event<ClusterServiceVersion>>,
     pub namespaces: Changes<PartialObjectMeta<Namespace>>,
     pub service_accounts: Changes<ServiceAccount>,
@@ -172,11 +173,7 @@ fn strip_managed_fields<K: Resource>(obj: &mut K) {
 pub fn watch_all(client: &Client, shared: &SharedWatches) -> (Stores, Feeds) {
     let paged = || watcher::Config::default().page_size(LIST_PAGE_SIZE);
     let (groups, group_feed) = shared.operator_groups();
-    let (csvs, csv_feed) = reflect_namespaced(
-        Api::all(client.clone()),
-        paged().labels(&format!("!{COPIED_FROM_LABEL}")),
-        strip_managed_fields,
-    );
+    let (csvs, csv_feed) = shared.csvs();
     let (namespaces, namespace_feed) = shared.namespaces();
     let (service_accounts, account_feed) = shared.service_accounts();
     let (cluster_roles, cluster_role_feed) = shared.cluster_roles();
@@ -235,7 +232,7 @@ impl Stores {
         let (groups, writer) = namespaced_store();
         let stores = Stores {
             groups,
-            csvs: namespaced_store().0,
+            csvs: crate::k8s::indexed_store::indexed_store().0,
             namespaces: namespaced_store().0,
             service_accounts: namespaced_store().0,
             cluster_roles: namespaced_store().0,

@@ -16,7 +16,7 @@ use futures::{Stream, StreamExt};
 
 pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
 pub use observe::Observed;
-pub use stores::{CsvSummary, SubscriptionStores, Touched};
+pub use stores::{SubscriptionStores, Touched, installed_view};
 pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
 
 use crate::metrics::CountedKind;
@@ -36,7 +36,7 @@ pub async fn run(
     catalogs: Arc<dyn CatalogSnapshots>,
     catalog_changes: impl Stream<Item = ()> + Send + 'static,
 ) {
-    let (stores, touched) = SubscriptionStores::start(&ctx.client, &ctx.watches);
+    let (stores, touched) = SubscriptionStores::start(&ctx.watches);
     let queue: WorkQueue<String> = WorkQueue::new();
 
     let changes = {

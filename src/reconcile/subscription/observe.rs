@@ -8,8 +8,8 @@
 use kube::Client;
 use kube::api::Api;
 
-use super::stores::{EXCLUDE_GLOBAL, SubscriptionStores};
-use crate::api::{InstallPlan, Subscription};
+use super::stores::{EXCLUDE_GLOBAL, SubscriptionStores, installed_view};
+use crate::api::{InstallPlan, InstallPlanStatus, Step, StepResource, Subscription};
 use crate::k8s::write::{self, ApiError};
 use crate::resolve::{InstalledCsv, OperatorGroups, installed_csv};
 
@@ -72,7 +72,7 @@ pub async fn observe(
         .plans
         .in_namespace(namespace)
         .iter()
-        .map(|p| InstallPlan::clone(p))
+        .map(|p| without_manifests(p))
         .collect();
     let mut gone_plans = Vec::new();
     let api: Api<InstallPlan> = Api::namespaced(client.clone(), namespace);
@@ -85,7 +85,7 @@ pub async fn observe(
             continue;
         }
         match write::get(&api, &name).await? {
-            Some(plan) => plans.push(plan),
+            Some(plan) => plans.push(without_manifests(&plan)),
             None => gone_plans.push(name),
         }
     }
@@ -93,8 +93,7 @@ pub async fn observe(
         .csvs
         .in_namespace(namespace)
         .iter()
-        .filter_map(|c| serde_json::to_value(c.as_ref()).ok())
-        .filter_map(|v| installed_csv(&v))
+        .filter_map(|c| installed_csv(&installed_view(c)))
         .collect();
     let groups = stores.operator_groups.in_namespace(namespace);
     // The store holds them ordered by name.
@@ -123,6 +122,44 @@ pub async fn observe(
         },
         namespace_uid,
     })
+}
+
+/// A plan as a Subscription decision reads it: everything but its steps' manifests, most of
+/// a plan's size (the decision reads which steps there are, never what they create).
+fn without_manifests(plan: &InstallPlan) -> InstallPlan {
+    let status = plan.status.as_ref().map(|status| InstallPlanStatus {
+        phase: status.phase.clone(),
+        conditions: status.conditions.clone(),
+        catalog_sources: status.catalog_sources.clone(),
+        plan: status.plan.as_ref().map(|steps| {
+            steps
+                .iter()
+                .map(|step| Step {
+                    resolving: step.resolving.clone(),
+                    resource: StepResource {
+                        source_name: step.resource.source_name.clone(),
+                        source_namespace: step.resource.source_namespace.clone(),
+                        group: step.resource.group.clone(),
+                        version: step.resource.version.clone(),
+                        kind: step.resource.kind.clone(),
+                        name: step.resource.name.clone(),
+                        manifest: None,
+                    },
+                    optional: step.optional,
+                    status: step.status.clone(),
+                })
+                .collect()
+        }),
+        bundle_lookups: status.bundle_lookups.clone(),
+        attenuated_service_account_ref: status.attenuated_service_account_ref.clone(),
+        start_time: status.start_time.clone(),
+        message: status.message.clone(),
+    });
+    InstallPlan {
+        metadata: plan.metadata.clone(),
+        spec: plan.spec.clone(),
+        status,
+    }
 }
 
 fn referenced_plans(subscriptions: &[Subscription]) -> Vec<String> {

@@ -1,27 +1,22 @@
-//! The stores the Subscription sync reads, each filled by one watch whose changes queue the
-//! namespace (docs/resolution.md §1): Subscriptions, InstallPlans, installed (not copied) CSVs,
-//! OperatorGroups, and Namespaces for the uid of the namespace's events.
-//!
-//! Subscriptions, OperatorGroups and Namespaces are the process's shared stores (`k8s::shared`).
-//! The controller's own kinds are slimmed to what a decision reads before they are stored: a
-//! plan's step manifests (most of its size) go, a CSV keeps only what `resolve::installed_csv`
-//! reads.
+//! The stores the Subscription sync reads, each of whose changes queue the namespace
+//! (docs/resolution.md §1): Subscriptions, InstallPlans, installed (not copied) CSVs,
+//! OperatorGroups, and Namespaces for the uid of the namespace's events. All are the process's
+//! shared stores (`k8s::shared`): the plans are the InstallPlan controller's, the CSVs the CSV
+//! controller's, so nothing is kept twice.
 
-use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PartialObjectMeta};
-use kube::core::NamespaceResourceScope;
-use kube::{Client, Resource, ResourceExt};
-use kube_runtime::watcher;
-use serde::{Deserialize, Serialize};
+use kube::ResourceExt;
+use kube::api::PartialObjectMeta;
+use serde_json::{Value, json};
 
-use crate::api::keys::{COPIED_FROM_LABEL, PROPERTIES_ANNOTATION};
-use crate::api::{InstallPlan, OperatorGroup, Subscription};
+use crate::api::keys::PROPERTIES_ANNOTATION;
+use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::SharedWatches;
-use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced};
+use crate::k8s::store::{NamespacedStore, StoreStopped};
 
 /// The annotation of an OperatorGroup that keeps its namespace's resolution to local catalogs.
 pub const EXCLUDE_GLOBAL: &str = "olm.operatorframework.io/exclude-global-namespace-resolution";
@@ -31,8 +26,8 @@ pub const EXCLUDE_GLOBAL: &str = "olm.operatorframework.io/exclude-global-namesp
 pub struct SubscriptionStores {
     /// Also the set of namespaces the controller follows (`has_namespace`).
     pub subscriptions: NamespacedStore<Subscription>,
-    pub plans: NamespacedStore<InstallPlan>,
-    pub csvs: NamespacedStore<CsvSummary>,
+    pub plans: IndexedStore<InstallPlan>,
+    pub csvs: IndexedStore<ClusterServiceVersion>,
     pub operator_groups: NamespacedStore<OperatorGroup>,
     /// Cluster-scoped: every Namespace under `""`.
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
@@ -47,27 +42,11 @@ pub enum Touched {
 }
 
 impl SubscriptionStores {
-    /// Starts the watches (Subscriptions, OperatorGroups and Namespaces are the process's shared
-    /// ones, `shared`). The stream yields a namespace for each change; it must be polled for the
-    /// plan and CSV stores to stay current.
-    pub fn start(
-        client: &Client,
-        shared: &SharedWatches,
-    ) -> (Self, impl Stream<Item = Touched> + Send + 'static) {
+    /// Subscribes to the shared stores. The stream yields a namespace for each change.
+    pub fn start(shared: &SharedWatches) -> (Self, impl Stream<Item = Touched> + Send + 'static) {
         let (subscriptions, sub_changes) = shared.subscriptions();
-        let (plans, plan_changes) = reflect_namespaced(
-            Api::<InstallPlan>::all(client.clone()),
-            watcher::Config::default(),
-            slim_plan,
-        );
-        // Copies are not installed here (docs/resolution.md §3): an all-namespaces operator has
-        // one in every namespace, and the selector spares their transfer and their memory
-        // (`installed_csv` still drops a copy that lost its label).
-        let (csvs, csv_changes) = reflect_namespaced(
-            Api::<CsvSummary>::all(client.clone()),
-            watcher::Config::default().labels(&format!("!{COPIED_FROM_LABEL}")),
-            slim_csv,
-        );
+        let (plans, plan_changes) = shared.install_plans();
+        let (csvs, csv_changes) = shared.csvs();
         let (operator_groups, group_changes) = shared.operator_groups();
         let (namespaces, namespace_changes) = shared.namespaces();
         let touched = futures::stream::select_all([
@@ -107,116 +86,68 @@ impl SubscriptionStores {
     }
 }
 
-/// What resolution reads of a CSV (`resolve::installed_csv`): name, labels, the properties
-/// annotation, `spec.version`, the owned and required APIs and `status.phase`/`reason`. Read
-/// leniently (any JSON in those fields), so a CSV someone else wrote never stops the watch.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct CsvSummary {
-    pub metadata: ObjectMeta,
-    #[serde(default)]
-    pub spec: CsvSummarySpec,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<CsvSummaryStatus>,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct CsvSummarySpec {
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub version: serde_json::Value,
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub customresourcedefinitions: serde_json::Value,
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub apiservicedefinitions: serde_json::Value,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct CsvSummaryStatus {
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub phase: serde_json::Value,
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub reason: serde_json::Value,
-}
-
-impl Resource for CsvSummary {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        "ClusterServiceVersion".into()
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        "operators.coreos.com".into()
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        "v1alpha1".into()
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        crate::api::V1ALPHA1.into()
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        "clusterserviceversions".into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-fn slim_meta<K: Resource>(obj: &mut K) {
-    obj.meta_mut().managed_fields = None;
-}
-
-/// Step manifests go (a plan carries its bundle's whole objects): a decision reads the steps'
-/// presence, never their content, and never writes a stored plan back.
-fn slim_plan(plan: &mut InstallPlan) {
-    slim_meta(plan);
-    plan.metadata.annotations = None;
-    for step in plan
-        .status
-        .iter_mut()
-        .flat_map(|s| s.plan.iter_mut().flatten())
-    {
-        step.resource.manifest = None;
-    }
-}
-
-fn slim_csv(csv: &mut CsvSummary) {
-    slim_meta(csv);
-    if let Some(annotations) = csv.metadata.annotations.as_mut() {
-        annotations.retain(|k, _| k == PROPERTIES_ANNOTATION);
-    }
+/// What resolution reads of an installed CSV (`resolve::installed_csv`), as JSON: name,
+/// labels, the properties annotation, `spec.version`, the owned and required APIs and
+/// `status.phase`/`reason` — not the CSV's whole text (icons, examples), which a sync would
+/// otherwise encode for every CSV of its namespace.
+pub fn installed_view(csv: &ClusterServiceVersion) -> Value {
+    let meta = &csv.metadata;
+    let annotations: BTreeMap<&str, &str> = meta
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() == PROPERTIES_ANNOTATION)
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let status = csv.status.as_ref();
+    json!({
+        "metadata": {
+            "name": meta.name,
+            "namespace": meta.namespace,
+            "labels": meta.labels,
+            "annotations": annotations,
+        },
+        "spec": {
+            "version": csv.spec.version,
+            "customresourcedefinitions": csv.spec.custom_resource_definitions,
+            "apiservicedefinitions": csv.spec.api_service_definitions,
+        },
+        "status": {
+            "phase": status.and_then(|s| s.phase.as_ref()),
+            "reason": status.and_then(|s| s.reason.as_ref()),
+        },
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::resolve::installed_csv;
-    use serde_json::json;
 
     #[test]
-    fn a_csv_summary_keeps_what_resolution_reads_and_tolerates_odd_fields() {
+    fn the_installed_view_keeps_what_resolution_reads() {
         let whole = json!({
             "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
             "metadata": {"name": "etcd.v1", "namespace": "ns", "annotations": {
-                PROPERTIES_ANNOTATION: r#"{"properties":[{"type":"olm.package","value":{"packageName":"etcd","version":"1.0.0"}}]}"#,
+                PROPERTIES_ANNOTATION: r#"{"properties":[{"type":"olm.package","value":{"packageName":"etcd","version":"1.0.0"}},{"type":"olm.gvk","value":{"group":"etcd.io","kind":"EtcdCluster","version":"v1"}}]}"#,
                 "alm-examples": "[... a large text ...]"}},
-            "spec": {"version": "1.0.0", "displayName": "etcd", "icon": [{"base64data": "AAAA"}],
+            "spec": {"version": "1.0.0", "displayName": "etcd", "icon": [{"base64data": "AAAA", "mediatype": "image/png"}],
                      "customresourcedefinitions": {"owned": [{"name": "etcdclusters.etcd.io", "kind": "EtcdCluster", "version": "v1"}]},
                      "install": {"strategy": "deployment", "spec": {"deployments": []}}},
             "status": {"phase": "Succeeded", "reason": "InstallSucceeded", "conditions": []}
         });
-        let mut summary: CsvSummary = serde_json::from_value(whole.clone()).unwrap();
-        slim_csv(&mut summary);
+        let csv: ClusterServiceVersion = serde_json::from_value(whole.clone()).unwrap();
+        let view = installed_view(&csv);
+        assert!(installed_csv(&whole).is_some());
         assert_eq!(
-            installed_csv(&serde_json::to_value(&summary).unwrap()),
+            installed_csv(&view),
             installed_csv(&whole),
             "resolution sees the same installed CSV"
         );
-        assert_eq!(summary.metadata.annotations.as_ref().unwrap().len(), 1);
-        let odd = json!({"metadata": {"name": "x"}, "spec": {"version": 3, "customresourcedefinitions": "none"},
-                         "status": {"phase": 7}});
-        assert!(serde_json::from_value::<CsvSummary>(odd).is_ok());
+        assert_eq!(
+            view["metadata"]["annotations"].as_object().unwrap().len(),
+            1
+        );
+        assert!(view["spec"].get("icon").is_none());
     }
 }
