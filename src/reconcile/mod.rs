@@ -71,6 +71,9 @@ pub struct Context {
     pub bundle_images: Arc<bundle_images::BundleImages>,
     /// The kinds several controllers read, each watched and kept once.
     pub watches: Arc<SharedWatches>,
+    /// Resources of InstallPlan step kinds olm-rs does not know, as discovery found them
+    /// (the InstallPlan controller forgets them when a CRD or APIService changes).
+    pub discovered_kinds: Arc<install_plan::apis::DiscoveredKinds>,
 }
 
 impl Context {
@@ -87,6 +90,7 @@ impl Context {
         ));
         Self {
             watches: Arc::new(SharedWatches::new(client.clone())),
+            discovered_kinds: Arc::default(),
             client,
             clock,
             events,

@@ -4,7 +4,7 @@
 //! an execution pass); execute the resulting `Effects` (events, the status write guarded by the
 //! plan's resourceVersion, when to look again).
 
-mod apis;
+pub mod apis;
 mod bundle_steps;
 mod execute;
 mod identity;
@@ -130,6 +130,7 @@ async fn run_pass(
         steps: &steps_client,
         namespace,
         api_warnings: &api_warnings,
+        discovered: &ctx.discovered_kinds,
     };
     Ok(
         match bundle_steps::with_bundle_objects(ctx, namespace, &steps).await {
@@ -213,6 +214,17 @@ pub async fn run(ctx: Arc<Context>) {
     let plans_of_namespace = plans_in(store.clone());
     let group_triggers = tokio_stream::wrappers::UnboundedReceiverStream::new(changed_rx)
         .flat_map(move |namespace| futures::stream::iter(plans_of_namespace(&namespace)));
+    // What the server serves changes with CRDs and APIServices: then discovery is asked again.
+    let (_, crd_changes) = ctx.watches.crds();
+    let (_, api_service_changes) = ctx.watches.api_services();
+    let discovered = Arc::clone(&ctx.discovered_kinds);
+    let forget_kinds =
+        futures::stream::select(crd_changes.map(|_| ()), api_service_changes.map(|_| ())).for_each(
+            move |()| {
+                discovered.invalidate();
+                futures::future::ready(())
+            },
+        );
     let observer = Arc::new(Observer {
         ctx,
         operator_groups: operator_groups.clone(),
@@ -238,6 +250,7 @@ pub async fn run(ctx: Arc<Context>) {
     };
     tokio::select! {
         () = watch_groups => tracing::error!("the OperatorGroup watch of the InstallPlan controller ended"),
+        () = forget_kinds => tracing::error!("the CRD and APIService watches of the InstallPlan controller ended"),
         () = controller => {}
     }
 }

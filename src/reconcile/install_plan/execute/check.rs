@@ -41,7 +41,7 @@ impl Pass<'_> {
                 }
                 continue;
             }
-            match step_api(self.steps, p.kind, &p.object).await {
+            match step_api(self.steps, self.discovered, p.kind, &p.object).await {
                 Ok(api) => {
                     apis.insert(p.index, api);
                 }

@@ -38,6 +38,8 @@ pub struct Pass<'a> {
     pub namespace: &'a str,
     /// Where both clients record the API server's warnings (`k8s::warnings::recording`).
     pub api_warnings: &'a WarningLog,
+    /// Resources of step kinds olm-rs does not know, as discovery last found them.
+    pub discovered: &'a super::apis::DiscoveredKinds,
 }
 
 impl Pass<'_> {
