@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::certs::{CertSecretData, OLM_CA_HASH_ANNOTATION};
 use crate::csv::certs::resources::KUBE_SYSTEM;
 use crate::csv::certs::{CertObjects, SeenSecret};
+use crate::k8s::errors::AbsentOk;
 use crate::k8s::write::{self, ObjectKey};
 
 use super::ReconcileError;
@@ -54,11 +55,10 @@ pub async fn reset_conversions(client: &Client, crds: &[String]) -> Result<(), R
     let patch = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
     for crd in crds {
         let key = ObjectKey::new::<CustomResourceDefinition>(None, crd);
-        match write::merge_patch(client, &key, &patch, None).await {
-            Ok(_) => {}
-            Err(err) if err.is_not_found() => {}
-            Err(err) => return Err(err.into()),
-        }
+        // A CRD already gone has nothing left to convert.
+        write::merge_patch(client, &key, &patch, None)
+            .await
+            .absent_ok()?;
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion};
 use crate::csv::cleanup::Cleanup;
 use crate::csv::identity::{name, namespace};
+use crate::k8s::errors::AbsentOk;
 use crate::k8s::write::{self, DeleteOptions, ObjectKey};
 
 use super::ReconcileError;
@@ -58,9 +59,9 @@ pub async fn finalize(
         .collect();
     let patch = json!({"metadata": {"finalizers": finalizers}});
     let key = ObjectKey::new::<ClusterServiceVersion>(Some(namespace(csv)), name(csv));
-    match write::merge_patch(client, &key, &patch, csv.resource_version().as_deref()).await {
-        Ok(_) => Ok(true),
-        Err(err) if err.is_not_found() => Ok(true),
-        Err(err) => Err(err.into()),
-    }
+    // A CSV already gone is finalized.
+    write::merge_patch(client, &key, &patch, csv.resource_version().as_deref())
+        .await
+        .absent_ok()?;
+    Ok(true)
 }
