@@ -1,8 +1,8 @@
 //! Watches shared by every controller of the process (docs/controller-startup.md, "One
 //! reconciler shape"). A kind that several controllers read — Namespaces, OperatorGroups,
-//! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services — is watched once and
-//! kept once, reduced to what all its readers need (`k8s::slim`); each controller subscribes to
-//! its changes.
+//! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services, CSVs and
+//! InstallPlans — is watched once and kept once, reduced to what all its readers need
+//! (`k8s::slim`); each controller subscribes to its changes.
 //!
 //! The first subscriber starts the watch in a task of its own. The task runs while any view of
 //! the store exists (the process's [`SharedWatches`] keeps one) and stops with the last.
@@ -24,8 +24,7 @@ use kube_runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::api::keys::COPIED_FROM_LABEL;
-use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
+use crate::api::keys::{COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::k8s::indexed_store::{IndexedStore, IndexedWriter, indexed_store};
 use crate::k8s::slim::{slim, slim_crd};
@@ -34,9 +33,14 @@ use crate::k8s::store::{NamespacedStore, StoreWriter, WatchTask, namespaced_stor
 /// Every object a shared watch reported as changed or deleted, after it entered the store.
 pub type Changes<K> = std::pin::Pin<Box<dyn Stream<Item = Arc<K>> + Send>>;
 
-/// Objects per page of an initial list, so a cluster's thousands of namespaces never arrive in
-/// one response.
+/// Objects per page of an initial list, so a cluster's thousands of namespaces or
+/// ServiceAccounts never arrive in one response.
 const LIST_PAGE_SIZE: u32 = 100;
+
+/// Objects per page for CSVs, InstallPlans and CRDs, which can be hundreds of kilobytes each
+/// (icons, examples, a bundle's manifests, OpenAPI schemas on the wire): big pages would make
+/// the start-up list the memory peak.
+const LARGE_OBJECTS_PAGE_SIZE: u32 = 25;
 
 /// The shared watches of one process (one per API server it talks to), started on first use.
 pub struct SharedWatches {
@@ -85,7 +89,7 @@ impl SharedWatches {
     fn subscribe<K, W>(
         &self,
         watch: &OnceLock<SharedWatch<K, W>>,
-        labels: Option<&str>,
+        (labels, page_size): (Option<&str>, u32),
         slim: fn(&mut K),
         keeper: fn() -> W,
     ) -> (W::View, Changes<K>)
@@ -101,7 +105,7 @@ impl SharedWatches {
     {
         watch
             .get_or_init(|| {
-                let mut config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+                let mut config = watcher::Config::default().page_size(page_size);
                 if let Some(labels) = labels {
                     config = config.labels(labels);
                 }
@@ -112,41 +116,46 @@ impl SharedWatches {
 
     /// Namespaces (cluster-scoped: under `""`), reduced to [`namespace_essentials`].
     pub fn namespaces(&self) -> Shared<PartialObjectMeta<Namespace>> {
-        self.subscribe(&self.namespaces, None, namespace_essentials, kept)
+        self.subscribe(
+            &self.namespaces,
+            (None, LIST_PAGE_SIZE),
+            namespace_essentials,
+            kept,
+        )
     }
 
     pub fn operator_groups(&self) -> Shared<OperatorGroup> {
-        self.subscribe(&self.operator_groups, None, slim, kept)
+        self.subscribe(&self.operator_groups, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     pub fn subscriptions(&self) -> Shared<Subscription> {
-        self.subscribe(&self.subscriptions, None, slim, kept)
+        self.subscribe(&self.subscriptions, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     /// Every ServiceAccount: operators', OperatorGroups' and catalog pods'.
     pub fn service_accounts(&self) -> Shared<ServiceAccount> {
-        self.subscribe(&self.service_accounts, None, slim, kept)
+        self.subscribe(&self.service_accounts, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     pub fn roles(&self) -> Shared<Role> {
-        self.subscribe(&self.roles, None, slim, kept)
+        self.subscribe(&self.roles, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     pub fn role_bindings(&self) -> Shared<RoleBinding> {
-        self.subscribe(&self.role_bindings, None, slim, kept)
+        self.subscribe(&self.role_bindings, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     pub fn cluster_roles(&self) -> Shared<ClusterRole> {
-        self.subscribe(&self.cluster_roles, None, slim, kept)
+        self.subscribe(&self.cluster_roles, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     /// CRDs without their schemas ([`slim_crd`]).
     pub fn crds(&self) -> Shared<CustomResourceDefinition> {
-        self.subscribe(&self.crds, None, slim_crd, kept)
+        self.subscribe(&self.crds, (None, LARGE_OBJECTS_PAGE_SIZE), slim_crd, kept)
     }
 
     pub fn api_services(&self) -> Shared<APIService> {
-        self.subscribe(&self.api_services, None, slim, kept)
+        self.subscribe(&self.api_services, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     /// CSVs that are not copies, in full but for their managed fields (all their annotations
@@ -159,19 +168,34 @@ impl SharedWatches {
         Changes<ClusterServiceVersion>,
     ) {
         let originals = format!("!{COPIED_FROM_LABEL}");
-        self.subscribe(&self.csvs, Some(&originals), without_managed_fields, driven)
+        self.subscribe(
+            &self.csvs,
+            (Some(&originals), LARGE_OBJECTS_PAGE_SIZE),
+            without_managed_fields,
+            driven,
+        )
     }
 
     /// InstallPlans in full but for their managed fields: the InstallPlan controller drives
     /// them, the Subscription controller reads them.
     pub fn install_plans(&self) -> (IndexedStore<InstallPlan>, Changes<InstallPlan>) {
-        self.subscribe(&self.install_plans, None, without_managed_fields, driven)
+        self.subscribe(
+            &self.install_plans,
+            (None, LARGE_OBJECTS_PAGE_SIZE),
+            without_managed_fields,
+            driven,
+        )
     }
 
     /// Services labelled `olm.managed=true`: catalog pods' and webhook or APIService backends.
     pub fn managed_services(&self) -> Shared<Service> {
         let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
-        self.subscribe(&self.managed_services, Some(&labels), slim, kept)
+        self.subscribe(
+            &self.managed_services,
+            (Some(&labels), LIST_PAGE_SIZE),
+            slim,
+            kept,
+        )
     }
 }
 
