@@ -75,7 +75,8 @@ pub async fn run(ctx: Arc<Context>) {
     let client = ctx.client.clone();
     // The CSVs are the process's shared store (the OperatorGroup side and resolution read them
     // too): copies are never driven (docs/csv-phases.md §1) and not in it. Each change of one
-    // schedules its sync; the controller reads the object from the store when it runs.
+    // schedules its sync; the controller reads the object from the store when it runs (not
+    // before the first list is in it), and skips a deleted one.
     let (csvs, csv_changes) = ctx.watches.csvs();
     let controller = Controller::for_stream(
         futures::stream::pending::<Result<ClusterServiceVersion, watcher::Error>>(),
