@@ -150,13 +150,17 @@ where
         self.index.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Applies one watch event and returns the object it reported (stored, or deleted).
-    pub fn apply_owned(&mut self, event: Event<K>) -> Option<Arc<K>> {
+    /// Applies one watch event and returns the objects it reported: the one it stored or
+    /// deleted, or, at the end of a re-list, every object that vanished while the watch was
+    /// away (a watch reports no deletion for those).
+    pub fn apply_owned(&mut self, event: Event<K>) -> Vec<Arc<K>> {
+        let before_relist =
+            matches!(event, Event::InitDone).then(|| self.writer.as_reader().state());
         self.writer.apply_watcher_event(&event);
         match event {
             Event::Init => {
                 self.relisting = Some(Default::default());
-                None
+                Vec::new()
             }
             Event::InitApply(obj) => {
                 let (namespace, name) = key(&obj);
@@ -164,12 +168,24 @@ where
                 let (objects, names) = self.relisting.get_or_insert_with(Default::default);
                 names.entry(namespace).or_default().insert(name);
                 objects.push(Arc::clone(&obj));
-                Some(obj)
+                vec![obj]
             }
             Event::InitDone => {
-                let names = self.relisting.take().map(|(_, names)| names);
-                *self.write_index() = names.unwrap_or_default();
-                None
+                let names = self
+                    .relisting
+                    .take()
+                    .map(|(_, names)| names)
+                    .unwrap_or_default();
+                let vanished = before_relist
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|o| {
+                        let (namespace, name) = key(o.as_ref());
+                        !names.get(&namespace).is_some_and(|n| n.contains(&name))
+                    })
+                    .collect();
+                *self.write_index() = names;
+                vanished
             }
             Event::Apply(obj) => {
                 let (namespace, name) = key(&obj);
@@ -182,7 +198,7 @@ where
                     .writer
                     .as_reader()
                     .get(&ObjectRef::new(&name).within(&namespace));
-                Some(stored.unwrap_or_else(|| Arc::new(obj)))
+                vec![stored.unwrap_or_else(|| Arc::new(obj))]
             }
             Event::Delete(obj) => {
                 let (namespace, name) = key(&obj);
@@ -194,7 +210,7 @@ where
                     }
                 }
                 drop(index);
-                Some(Arc::new(obj))
+                vec![Arc::new(obj)]
             }
         }
     }
@@ -230,11 +246,8 @@ mod tests {
         let (store, mut writer) = indexed_store::<ConfigMap>();
         writer.apply_owned(Event::Init);
         for (ns, name) in [("b", "z"), ("a", "y"), ("b", "x")] {
-            assert!(
-                writer
-                    .apply_owned(Event::InitApply(object(ns, name)))
-                    .is_some()
-            );
+            let reported = writer.apply_owned(Event::InitApply(object(ns, name)));
+            assert_eq!(reported.len(), 1);
         }
         assert!(
             store.in_namespace("b").is_empty(),
@@ -250,7 +263,7 @@ mod tests {
         assert_eq!(names(&store.in_namespace("b")), ["x", "z"]);
         assert!(store.has_namespace("a"));
 
-        let applied = writer.apply_owned(Event::Apply(object("a", "w"))).unwrap();
+        let applied = writer.apply_owned(Event::Apply(object("a", "w"))).remove(0);
         assert!(
             Arc::ptr_eq(&applied, &store.get("a", "w").unwrap()),
             "a change is reported with the stored object, not a copy"
@@ -265,7 +278,13 @@ mod tests {
             ["w"],
             "the old view stays until InitDone"
         );
-        writer.apply_owned(Event::InitDone);
+        let vanished = writer.apply_owned(Event::InitDone);
+        assert_eq!(
+            names(&vanished).len(),
+            3,
+            "what went while the watch was away is reported: {:?}",
+            names(&vanished)
+        );
         assert!(store.in_namespace("a").is_empty());
         assert_eq!(names(&store.all()), ["v"]);
         assert_eq!(store.len(), 1);

@@ -226,13 +226,14 @@ fn namespace_essentials(namespace: &mut PartialObjectMeta<Namespace>) {
     };
 }
 
-/// What keeps a shared kind current: applies each watch event, reporting the object it
-/// concerned, and says what a subscriber joining now must hear of.
+/// What keeps a shared kind current: applies each watch event, reporting the objects it
+/// concerned (at the end of a re-list, those that vanished meanwhile), and says what a
+/// subscriber joining now must hear of.
 trait Keeper<K>: Send + 'static {
     /// The read-only view handed to subscribers.
     type View: Clone;
     fn view(&self, task: Arc<WatchTask>) -> Self::View;
-    fn apply(&mut self, event: Event<K>) -> Option<Arc<K>>;
+    fn apply(&mut self, event: Event<K>) -> Vec<Arc<K>>;
     fn snapshot(&self) -> Vec<Arc<K>>;
 }
 
@@ -241,7 +242,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> Keeper<K> for StoreWriter<K> {
     fn view(&self, task: Arc<WatchTask>) -> NamespacedStore<K> {
         self.reader().kept_by(task)
     }
-    fn apply(&mut self, event: Event<K>) -> Option<Arc<K>> {
+    fn apply(&mut self, event: Event<K>) -> Vec<Arc<K>> {
         self.apply_owned(event)
     }
     fn snapshot(&self) -> Vec<Arc<K>> {
@@ -257,7 +258,7 @@ where
     fn view(&self, task: Arc<WatchTask>) -> IndexedStore<K> {
         self.reader().kept_by(task)
     }
-    fn apply(&mut self, event: Event<K>) -> Option<Arc<K>> {
+    fn apply(&mut self, event: Event<K>) -> Vec<Arc<K>> {
         self.apply_owned(event)
     }
     fn snapshot(&self) -> Vec<Arc<K>> {
@@ -280,7 +281,7 @@ struct Hub<K, W> {
 
 impl<K, W: Keeper<K>> Hub<K, W> {
     fn publish(&mut self, event: Event<K>) {
-        if let Some(changed) = self.keeper.apply(event) {
+        for changed in self.keeper.apply(event) {
             self.subscribers
                 .retain(|subscriber| subscriber.send(Arc::clone(&changed)).is_ok());
         }

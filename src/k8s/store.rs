@@ -209,30 +209,44 @@ impl<K: Resource + Clone> StoreWriter<K> {
         self.apply_owned(event.clone());
     }
 
-    /// Applies one watch event and returns the object it reported (stored, or deleted).
-    pub fn apply_owned(&mut self, event: Event<K>) -> Option<Arc<K>> {
+    /// Applies one watch event and returns the objects it reported: the one it stored or
+    /// deleted, or, at the end of a re-list, every object that vanished while the watch was
+    /// away (a watch reports no deletion for those).
+    pub fn apply_owned(&mut self, event: Event<K>) -> Vec<Arc<K>> {
         match event {
             Event::Init => {
                 self.relisting = Some(HashMap::new());
-                None
+                Vec::new()
             }
             Event::InitApply(obj) => {
                 let obj = Arc::new(obj);
                 let buffer = self.relisting.get_or_insert_with(HashMap::new);
                 insert(buffer, Arc::clone(&obj));
-                Some(obj)
+                vec![obj]
             }
             Event::InitDone => {
                 let listed = self.relisting.take().unwrap_or_default();
-                *self.objects.write().unwrap_or_else(|p| p.into_inner()) = listed;
+                let old = std::mem::replace(
+                    &mut *self.objects.write().unwrap_or_else(|p| p.into_inner()),
+                    listed,
+                );
                 self.ready.send_replace(true);
-                None
+                let current = self.objects.read().unwrap_or_else(|p| p.into_inner());
+                old.into_iter()
+                    .flat_map(|(namespace, objects)| {
+                        let kept = current.get(&namespace);
+                        objects
+                            .0
+                            .into_iter()
+                            .filter(move |o| kept.and_then(|k| k.get(name_of(o))).is_none())
+                    })
+                    .collect()
             }
             Event::Apply(obj) => {
                 let obj = Arc::new(obj);
                 let mut objects = self.objects.write().unwrap_or_else(|p| p.into_inner());
                 insert(&mut objects, Arc::clone(&obj));
-                Some(obj)
+                vec![obj]
             }
             Event::Delete(obj) => {
                 let namespace = obj.meta().namespace.clone().unwrap_or_default();
@@ -243,7 +257,7 @@ impl<K: Resource + Clone> StoreWriter<K> {
                         objects.remove(&namespace);
                     }
                 }
-                Some(Arc::new(obj))
+                vec![Arc::new(obj)]
             }
         }
     }
@@ -353,8 +367,13 @@ mod tests {
             ["b"],
             "the old view stays until InitDone"
         );
-        writer.apply(&Event::InitDone);
+        let vanished = writer.apply_owned(Event::InitDone);
         assert_eq!(store.namespaces(), ["c"]);
+        assert_eq!(
+            vanished.iter().map(|o| o.name_any()).collect::<Vec<_>>(),
+            ["two"],
+            "what went while the watch was away is reported"
+        );
     }
 
     #[tokio::test]
