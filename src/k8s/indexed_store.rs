@@ -92,7 +92,7 @@ where
         self.reader
             .wait_until_ready()
             .await
-            .map_err(|_| StoreStopped)
+            .map_err(|_| StoreStopped::of::<K>())
     }
 
     pub(crate) fn kept_by(mut self, task: Arc<WatchTask>) -> Self {
@@ -228,14 +228,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::store::config_map as object;
     use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn object(ns: &str, name: &str) -> ConfigMap {
-        let mut object = ConfigMap::default();
-        object.metadata.namespace = Some(ns.to_owned());
-        object.metadata.name = Some(name.to_owned());
-        object
-    }
 
     fn names(objects: &[Arc<ConfigMap>]) -> Vec<String> {
         objects.iter().map(|o| o.name_any()).collect()

@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -28,10 +28,11 @@ use crate::api::keys::{COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::k8s::indexed_store::{IndexedStore, IndexedWriter, indexed_store};
 use crate::k8s::slim::{slim, slim_crd};
-use crate::k8s::store::{NamespacedStore, StoreWriter, WatchTask, namespaced_store};
+use crate::k8s::store::{
+    NamespacedStore, StoreWriter, WatchTask, namespaced_store, slim_event, watch_config,
+};
 
-/// Every object a shared watch reported as changed or deleted, after it entered the store.
-pub type Changes<K> = std::pin::Pin<Box<dyn Stream<Item = Arc<K>> + Send>>;
+pub use crate::k8s::store::Changes;
 
 /// Objects per page of an initial list, so a cluster's thousands of namespaces or
 /// ServiceAccounts never arrive in one response.
@@ -64,8 +65,8 @@ type Kept<K> = SharedWatch<K, StoreWriter<K>>;
 /// A shared kind a kube `Controller` drives, kept in kube's store with a namespace index.
 type Driven<K> = SharedWatch<K, IndexedWriter<K>>;
 
-/// A shared store and the changes of its kind.
-pub type Shared<K> = (NamespacedStore<K>, Changes<K>);
+/// A subscription to a shared kind: its store and its changes.
+pub type Subscribed<K> = (NamespacedStore<K>, Changes<K>);
 
 impl SharedWatches {
     pub fn new(client: Client) -> Self {
@@ -105,17 +106,14 @@ impl SharedWatches {
     {
         watch
             .get_or_init(|| {
-                let mut config = watcher::Config::default().page_size(page_size);
-                if let Some(labels) = labels {
-                    config = config.labels(labels);
-                }
+                let config = watch_config(labels, page_size);
                 SharedWatch::start(Api::all(self.client.clone()), config, slim, keeper())
             })
             .subscribe()
     }
 
     /// Namespaces (cluster-scoped: under `""`), reduced to [`namespace_essentials`].
-    pub fn namespaces(&self) -> Shared<PartialObjectMeta<Namespace>> {
+    pub fn namespaces(&self) -> Subscribed<PartialObjectMeta<Namespace>> {
         self.subscribe(
             &self.namespaces,
             (None, LIST_PAGE_SIZE),
@@ -124,37 +122,37 @@ impl SharedWatches {
         )
     }
 
-    pub fn operator_groups(&self) -> Shared<OperatorGroup> {
+    pub fn operator_groups(&self) -> Subscribed<OperatorGroup> {
         self.subscribe(&self.operator_groups, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
-    pub fn subscriptions(&self) -> Shared<Subscription> {
+    pub fn subscriptions(&self) -> Subscribed<Subscription> {
         self.subscribe(&self.subscriptions, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     /// Every ServiceAccount: operators', OperatorGroups' and catalog pods'.
-    pub fn service_accounts(&self) -> Shared<ServiceAccount> {
+    pub fn service_accounts(&self) -> Subscribed<ServiceAccount> {
         self.subscribe(&self.service_accounts, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
-    pub fn roles(&self) -> Shared<Role> {
+    pub fn roles(&self) -> Subscribed<Role> {
         self.subscribe(&self.roles, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
-    pub fn role_bindings(&self) -> Shared<RoleBinding> {
+    pub fn role_bindings(&self) -> Subscribed<RoleBinding> {
         self.subscribe(&self.role_bindings, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
-    pub fn cluster_roles(&self) -> Shared<ClusterRole> {
+    pub fn cluster_roles(&self) -> Subscribed<ClusterRole> {
         self.subscribe(&self.cluster_roles, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     /// CRDs without their schemas ([`slim_crd`]).
-    pub fn crds(&self) -> Shared<CustomResourceDefinition> {
+    pub fn crds(&self) -> Subscribed<CustomResourceDefinition> {
         self.subscribe(&self.crds, (None, LARGE_OBJECTS_PAGE_SIZE), slim_crd, kept)
     }
 
-    pub fn api_services(&self) -> Shared<APIService> {
+    pub fn api_services(&self) -> Subscribed<APIService> {
         self.subscribe(&self.api_services, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
@@ -188,7 +186,7 @@ impl SharedWatches {
     }
 
     /// Services labelled `olm.managed=true`: catalog pods' and webhook or APIService backends.
-    pub fn managed_services(&self) -> Shared<Service> {
+    pub fn managed_services(&self) -> Subscribed<Service> {
         let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
         self.subscribe(
             &self.managed_services,
@@ -313,10 +311,7 @@ where
                 while let Some(event) = events.next().await {
                     match event {
                         Ok(mut event) => {
-                            match &mut event {
-                                Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => slim(o),
-                                Event::Init | Event::InitDone => {}
-                            }
+                            slim_event(&mut event, slim);
                             lock(&hub).publish(event);
                         }
                         Err(error) => {
@@ -348,14 +343,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::store::config_map as cm;
     use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn cm(ns: &str, name: &str) -> ConfigMap {
-        let mut cm = ConfigMap::default();
-        cm.metadata.namespace = Some(ns.to_owned());
-        cm.metadata.name = Some(name.to_owned());
-        cm
-    }
 
     fn names(objects: &[Arc<ConfigMap>]) -> Vec<String> {
         let mut names: Vec<String> = objects

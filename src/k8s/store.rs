@@ -87,10 +87,25 @@ impl Drop for WatchTask {
     }
 }
 
-/// The store stopped before its first list completed (its watch ended).
+/// A store stopped before its first list completed (its watch ended, which happens only at
+/// shutdown).
 #[derive(Debug, thiserror::Error)]
-#[error("the store's watch ended before its first list completed")]
-pub struct StoreStopped;
+#[error("the watch of {kind} ended before its first list completed")]
+pub struct StoreStopped {
+    /// The kind the store holds.
+    pub kind: String,
+}
+
+impl StoreStopped {
+    pub(crate) fn of<K: Resource>() -> Self
+    where
+        K::DynamicType: Default,
+    {
+        Self {
+            kind: K::kind(&K::DynamicType::default()).into_owned(),
+        }
+    }
+}
 
 impl<K: Resource> NamespacedStore<K> {
     fn read(&self) -> RwLockReadGuard<'_, Namespaces<K>> {
@@ -147,13 +162,16 @@ impl<K: Resource> NamespacedStore<K> {
     }
 
     /// Waits until the first list completed.
-    pub async fn wait_until_ready(&self) -> Result<(), StoreStopped> {
+    pub async fn wait_until_ready(&self) -> Result<(), StoreStopped>
+    where
+        K::DynamicType: Default,
+    {
         let mut ready = self.ready.clone();
         ready
             .wait_for(|ready| *ready)
             .await
             .map(|_| ())
-            .map_err(|_| StoreStopped)
+            .map_err(|_| StoreStopped::of::<K>())
     }
 
     /// This view, keeping `task` running for as long as it or a clone of it exists.
@@ -202,11 +220,6 @@ impl<K: Resource + Clone> StoreWriter<K> {
             ready: self.ready.subscribe(),
             watch: None,
         }
-    }
-
-    /// Applies one watch event.
-    pub fn apply(&mut self, event: &Event<K>) {
-        self.apply_owned(event.clone());
     }
 
     /// Applies one watch event and returns the objects it reported: the one it stored or
@@ -275,16 +288,37 @@ impl<K: Resource + Clone> StoreWriter<K> {
     }
 }
 
-/// An object a watch reported as changed or deleted, after it entered the store.
-pub type Changed<K> = std::pin::Pin<Box<dyn Stream<Item = K> + Send>>;
+/// Every object a watch reported as changed or deleted (or, at the end of a re-list, as
+/// vanished), after its store took the change in: the stored object itself, not a copy.
+pub type Changes<K> = std::pin::Pin<Box<dyn Stream<Item = Arc<K>> + Send>>;
+
+/// A watch's parameters: all namespaces, `labels` if given, initial lists in pages of
+/// `page_size` objects (one unpaged list of a big cluster would be the start-up memory peak).
+pub fn watch_config(labels: Option<&str>, page_size: u32) -> watcher::Config {
+    let config = watcher::Config::default().page_size(page_size);
+    match labels {
+        Some(labels) => config.labels(labels),
+        None => config,
+    }
+}
+
+/// Passes the object of a watch event through `slim`.
+pub(crate) fn slim_event<K>(event: &mut Event<K>, slim: fn(&mut K)) {
+    match event {
+        Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => slim(o),
+        Event::Init | Event::InitDone => {}
+    }
+}
 
 /// Watches `api` (restarting on errors with back-off), passes each object through `slim`, keeps
-/// a [`NamespacedStore`] current and yields every object that changed or went.
+/// a [`NamespacedStore`] current and yields every object that changed or went. The watch runs
+/// as the returned stream is polled: for a kind one controller alone reads (several read a
+/// shared one, `k8s::shared`).
 pub fn reflect_namespaced<K>(
     api: Api<K>,
     config: watcher::Config,
     slim: fn(&mut K),
-) -> (NamespacedStore<K>, Changed<K>)
+) -> (NamespacedStore<K>, Changes<K>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
@@ -292,25 +326,18 @@ where
     let (store, mut writer) = namespaced_store();
     let changes = watcher::watcher(api, config)
         .default_backoff()
-        .filter_map(move |event| {
+        .flat_map(move |event| {
             let changed = match event {
                 Ok(mut event) => {
-                    match &mut event {
-                        Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => slim(o),
-                        Event::Init | Event::InitDone => {}
-                    }
-                    writer.apply(&event);
-                    match event {
-                        Event::Apply(o) | Event::Delete(o) | Event::InitApply(o) => Some(o),
-                        Event::Init | Event::InitDone => None,
-                    }
+                    slim_event(&mut event, slim);
+                    writer.apply_owned(event)
                 }
                 Err(error) => {
-                    tracing::debug!(%error, "watch error; the watch restarts");
-                    None
+                    tracing::debug!(%error, kind = %K::kind(&K::DynamicType::default()), "watch error; the watch restarts");
+                    Vec::new()
                 }
             };
-            futures::future::ready(changed)
+            futures::stream::iter(changed)
         });
     (store, Box::pin(changes))
 }
@@ -318,27 +345,30 @@ where
 /// Keeps every field (for [`reflect_namespaced`] callers that slim nothing).
 pub fn keep_all<K>(_: &mut K) {}
 
+/// A ConfigMap `namespace/name`: the object the stores' tests keep.
+#[cfg(test)]
+pub(crate) fn config_map(namespace: &str, name: &str) -> k8s_openapi::api::core::v1::ConfigMap {
+    let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+    cm.metadata.namespace = Some(namespace.to_owned());
+    cm.metadata.name = Some(name.to_owned());
+    cm
+}
+
 #[cfg(test)]
 mod tests {
+    use super::config_map as cm;
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn cm(ns: &str, name: &str) -> ConfigMap {
-        let mut cm = ConfigMap::default();
-        cm.metadata.namespace = Some(ns.to_owned());
-        cm.metadata.name = Some(name.to_owned());
-        cm
-    }
 
     #[test]
     fn objects_are_kept_per_namespace_in_name_order() {
         let (store, mut writer) = namespaced_store::<ConfigMap>();
-        writer.apply(&Event::Init);
+        writer.apply_owned(Event::Init);
         for (ns, name) in [("b", "z"), ("a", "y"), ("b", "x")] {
-            writer.apply(&Event::InitApply(cm(ns, name)));
+            writer.apply_owned(Event::InitApply(cm(ns, name)));
         }
         assert!(store.is_empty(), "a list in progress is not visible");
-        writer.apply(&Event::InitDone);
+        writer.apply_owned(Event::InitDone);
         let names: Vec<String> = store
             .in_namespace("b")
             .iter()
@@ -353,15 +383,15 @@ mod tests {
     #[test]
     fn a_delete_empties_its_namespace_and_a_relist_replaces_everything() {
         let (store, mut writer) = namespaced_store::<ConfigMap>();
-        writer.apply(&Event::Init);
-        writer.apply(&Event::InitDone);
-        writer.apply(&Event::Apply(cm("a", "one")));
-        writer.apply(&Event::Apply(cm("b", "two")));
-        writer.apply(&Event::Delete(cm("a", "one")));
+        writer.apply_owned(Event::Init);
+        writer.apply_owned(Event::InitDone);
+        writer.apply_owned(Event::Apply(cm("a", "one")));
+        writer.apply_owned(Event::Apply(cm("b", "two")));
+        writer.apply_owned(Event::Delete(cm("a", "one")));
         assert!(!store.has_namespace("a"));
         assert_eq!(store.namespaces(), ["b"]);
-        writer.apply(&Event::Init);
-        writer.apply(&Event::InitApply(cm("c", "three")));
+        writer.apply_owned(Event::Init);
+        writer.apply_owned(Event::InitApply(cm("c", "three")));
         assert_eq!(
             store.namespaces(),
             ["b"],
@@ -383,8 +413,8 @@ mod tests {
             let store = store.clone();
             async move { store.wait_until_ready().await.is_ok() }
         });
-        writer.apply(&Event::Init);
-        writer.apply(&Event::InitDone);
+        writer.apply_owned(Event::Init);
+        writer.apply_owned(Event::InitDone);
         assert!(waiting.await.unwrap());
         drop(writer);
         assert!(store.wait_until_ready().await.is_ok(), "ready stays ready");

@@ -17,11 +17,11 @@ use olm_rs::reconcile::subscription::{SubscriptionStores, sync_namespace};
 /// A store holding exactly `objects`, as a watch that listed them and heard nothing since.
 fn frozen<K: kube::Resource + Clone>(objects: Vec<K>) -> NamespacedStore<K> {
     let (store, mut writer) = namespaced_store();
-    writer.apply(&Event::Init);
+    writer.apply_owned(Event::Init);
     for o in objects {
-        writer.apply(&Event::InitApply(o));
+        writer.apply_owned(Event::InitApply(o));
     }
-    writer.apply(&Event::InitDone);
+    writer.apply_owned(Event::InitDone);
     store
 }
 

@@ -90,8 +90,8 @@ pub enum Error {
         #[source]
         source: ApiError,
     },
-    #[error("the registry object stores stopped")]
-    StoresStopped,
+    #[error(transparent)]
+    StoresStopped(#[from] crate::k8s::store::StoreStopped),
 }
 
 /// The controller's own state next to the shared context.
@@ -319,10 +319,7 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
         return Ok(Action::await_change());
     }
     // Deciding on half-listed stores would see registry objects as missing.
-    r.registry_stores
-        .ready()
-        .await
-        .map_err(|_| Error::StoresStopped)?;
+    r.registry_stores.ready().await?;
     let outcome = status::sync(&r, &cs, &key).await;
     let observed = cs.status.clone().unwrap_or_default();
     let mut notes = outcome.notes;

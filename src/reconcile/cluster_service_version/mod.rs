@@ -55,8 +55,8 @@ pub enum ReconcileError {
     Api(#[from] ApiError),
     #[error("CSV {csv}: {reason}")]
     Backoff { csv: String, reason: String },
-    #[error("the reflector stores stopped")]
-    StoresStopped,
+    #[error(transparent)]
+    StoresStopped(#[from] crate::k8s::store::StoreStopped),
 }
 
 /// What each reconcile shares.
@@ -218,11 +218,7 @@ async fn sync_one(
     csv: Arc<ClusterServiceVersion>,
     shared: Arc<Shared>,
 ) -> Result<ControllerAction, ReconcileError> {
-    shared
-        .stores
-        .ready()
-        .await
-        .map_err(|_| ReconcileError::StoresStopped)?;
+    shared.stores.ready().await?;
     let key = ObjectRef::from_obj(csv.as_ref());
     let seen = observe::observe(&shared.client, &shared.stores, &shared.discovery, &csv).await;
     let executor = Executor {

@@ -27,8 +27,8 @@ use crate::api::{
 };
 use crate::csv::identity::CSV_KIND;
 use crate::k8s::indexed_store::IndexedStore;
-use crate::k8s::shared::Shared;
-use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced};
+use crate::k8s::shared::Subscribed;
+use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced, watch_config};
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 
 /// Read-only views of the cluster, shared by every reconcile. Every kind but the CSVs is kept
@@ -83,9 +83,9 @@ impl Stores {
 /// A trigger stream: watches `K`, keeps `store` current, yields every touched object.
 pub type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
-/// A shared store, and its changes as a trigger stream (`k8s::shared`).
+/// A store, and its changes as a trigger stream.
 pub fn trigger_of<K: Clone + Send + Sync + 'static>(
-    (store, changes): Shared<K>,
+    (store, changes): Subscribed<K>,
 ) -> (NamespacedStore<K>, Trigger<K>) {
     (store, changes.map(|o| Ok(Arc::unwrap_or_clone(o))).boxed())
 }
@@ -111,12 +111,11 @@ where
         + 'static,
 {
     let api: Api<K> = Api::all(client.clone());
-    let mut config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-    if let Some(labels) = labels {
-        config = config.labels(labels);
-    }
-    let (store, changed) = reflect_namespaced(api, config, slim);
-    (store, changed.map(Ok).boxed())
+    trigger_of(reflect_namespaced(
+        api,
+        watch_config(labels, LIST_PAGE_SIZE),
+        slim,
+    ))
 }
 
 /// Label selector for objects OLM manages.

@@ -235,10 +235,10 @@ mod tests {
     #[tokio::test]
     async fn accounts_and_csv_rbac_queue_what_depends_on_them() {
         let (stores, mut groups) = Stores::for_tests();
-        groups.apply(&Event::Init);
-        groups.apply(&Event::InitApply(group("og", Some("scoped"))));
-        groups.apply(&Event::InitApply(group("other", None)));
-        groups.apply(&Event::InitDone);
+        groups.apply_owned(Event::Init);
+        groups.apply_owned(Event::InitApply(group("og", Some("scoped"))));
+        groups.apply_owned(Event::InitApply(group("other", None)));
+        groups.apply_owned(Event::InitDone);
         let queues = Queues::default();
 
         queues.on_service_account(&stores, &NamespacedName::new("ops", "default"));
@@ -265,5 +265,63 @@ mod tests {
             queues.copies.next().await,
             NamespacedName::new("ops", "op.v1")
         );
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> Option<std::collections::BTreeMap<String, String>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    /// The RBAC stores are the process's shared ones, holding everyone's objects: only an
+    /// OperatorGroup's ClusterRoles route to groups, and only the Roles a CSV owns in its
+    /// namespace (not a copy's) to its copy run.
+    #[tokio::test]
+    async fn only_owned_rbac_routes_from_the_shared_stores() {
+        let queues = Queues::default();
+        let owner = [(OWNER_LABEL, "op.v1"), (OWNER_NAMESPACE_LABEL, "ops")];
+
+        let mut csv_role = ClusterRole::default();
+        csv_role.metadata.labels = labels(&[
+            owner[0],
+            owner[1],
+            (OWNER_KIND_LABEL, "ClusterServiceVersion"),
+        ]);
+        queues.on_group_role(&csv_role);
+        assert!(
+            queues.groups.is_empty(),
+            "a CSV's ClusterRole is not a group's"
+        );
+        let mut group_role = ClusterRole::default();
+        group_role.metadata.labels = labels(&[
+            (OWNER_LABEL, "og"),
+            (OWNER_NAMESPACE_LABEL, "ops"),
+            (OWNER_KIND_LABEL, "OperatorGroup"),
+        ]);
+        queues.on_group_role(&group_role);
+        assert_eq!(queues.groups.next().await, NamespacedName::new("ops", "og"));
+
+        let copied = ObjectMeta {
+            labels: labels(&[
+                owner[0],
+                owner[1],
+                (OWNER_KIND_LABEL, "ClusterServiceVersion"),
+                (crate::api::keys::COPIED_FROM_LABEL, "ops"),
+            ]),
+            ..ObjectMeta::default()
+        };
+        queues.on_csv_rbac(&copied);
+        assert!(queues.copies.is_empty(), "a copy's Role is not a source");
+        let by_group = ObjectMeta {
+            labels: labels(&[owner[0], owner[1], (OWNER_KIND_LABEL, "OperatorGroup")]),
+            ..ObjectMeta::default()
+        };
+        queues.on_csv_rbac(&by_group);
+        assert!(queues.copies.is_empty(), "not a CSV's Role");
+        assert!(!is_csv_source_rbac(&copied) && !is_csv_source_rbac(&by_group));
+        assert!(is_group_role(&group_role.metadata) && !is_group_role(&csv_role.metadata));
     }
 }

@@ -24,7 +24,7 @@ use crate::api::keys::{COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE, OW
 use crate::api::{ClusterServiceVersion, OlmConfig, OperatorGroup};
 use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::{Changes, SharedWatches};
-use crate::k8s::store::{Changed, NamespacedStore, reflect_namespaced};
+use crate::k8s::store::{NamespacedStore, reflect_namespaced};
 use crate::operator_group::cluster_roles::OPERATOR_GROUP_OWNER_KIND;
 use crate::operator_group::copied_csv::CopyHashes;
 use crate::operator_group::group_decision::ServiceAccountSeen;
@@ -162,7 +162,7 @@ pub struct Feeds {
     pub role_bindings: Changes<RoleBinding>,
     pub crds: Changes<CustomResourceDefinition>,
     pub api_services: Changes<APIService>,
-    pub olm_configs: Changed<OlmConfig>,
+    pub olm_configs: Changes<OlmConfig>,
 }
 
 fn strip_managed_fields<K: Resource>(obj: &mut K) {
