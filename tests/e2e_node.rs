@@ -8,6 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a panic is the report
 
+#[path = "e2e_node/chart_install.rs"]
+mod chart_install;
 #[path = "e2e_node/checks.rs"]
 mod checks;
 #[allow(dead_code)]
@@ -19,14 +21,16 @@ mod configmap_catalog;
 #[allow(dead_code)]
 #[path = "../e2e/fixtures.rs"]
 mod fixtures;
+#[path = "e2e_node/install_checks.rs"]
+mod install_checks;
 #[allow(dead_code)]
 #[path = "../e2e/journeys/mod.rs"]
 mod journeys;
+#[path = "integration/registry_support/mod.rs"]
+mod registry_support;
 #[allow(dead_code)]
 #[path = "../e2e/suite.rs"]
 mod suite;
-#[path = "integration/registry_support/mod.rs"]
-mod registry_support;
 
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
 #[allow(dead_code)]

@@ -7,11 +7,22 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
+use crate::chart_install::{self, NAMESPACE};
+use crate::cluster::{Cluster, ControllerAccess, Settings};
+use crate::install_checks;
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::real_node::{PAUSE_IMAGE, RealNode};
+use crate::suite;
 
 /// The checks, in the order they run (`--list` prints them).
-pub const CHECKS: &[&str] = &["node::pods_run"];
+pub const CHECKS: &[&str] = &[
+    "node::pods_run",
+    "chart::install",
+    "plan::scoped_account_bounds_every_step",
+    "chart::journeys",
+    "plan::crd_update_with_stored_objects",
+    "chart::leader_failover",
+];
 
 /// The longest any one wait takes (a busy 2-core machine pulls and starts slowly).
 const WAIT: Duration = Duration::from_secs(120);
@@ -39,8 +50,112 @@ pub async fn run(plane: &ControlPlane, node: &RealNode) -> usize {
     let mut report = Report::default();
     let started = Instant::now();
     report.check("node::pods_run", started, pods_run(plane).await);
-    let _ = node;
+
+    let started = Instant::now();
+    let catalog_image = match install(plane, node).await {
+        Ok(image) => {
+            report.check("chart::install", started, Ok(()));
+            image
+        }
+        Err(err) => {
+            report.check("chart::install", started, Err(err));
+            return report.failures;
+        }
+    };
+    let settings = Settings {
+        controller_namespace: NAMESPACE.to_owned(),
+        operators_namespace: "operators".to_owned(),
+        catalog_image,
+        timeout: WAIT,
+        keep: std::env::var_os("OLM_RS_E2E_KEEP").is_some(),
+        controller: ControllerAccess::InCluster,
+        no_pods: false,
+    };
+    let cluster = match Cluster::connect_with(plane.admin_config.clone(), settings).await {
+        Ok(cluster) => cluster,
+        Err(err) => {
+            report.check("chart::journeys", Instant::now(), Err(err));
+            return report.failures;
+        }
+    };
+    let started = Instant::now();
+    report.check(
+        "plan::scoped_account_bounds_every_step",
+        started,
+        install_checks::scoped_account_bounds_every_step(&cluster).await,
+    );
+    let started = Instant::now();
+    report.check("chart::journeys", started, journeys(&cluster).await);
+    let started = Instant::now();
+    report.check(
+        "plan::crd_update_with_stored_objects",
+        started,
+        install_checks::crd_update_with_objects(&cluster, node).await,
+    );
+    let started = Instant::now();
+    report.check(
+        "chart::leader_failover",
+        started,
+        leader_failover(plane, &cluster).await,
+    );
     report.failures
+}
+
+/// `helm install` with two replicas: both pods Ready through their probes, one leads (the
+/// Lease names a pod).
+async fn install(plane: &ControlPlane, node: &RealNode) -> anyhow::Result<String> {
+    let catalog_image = chart_install::push_images(node).await?;
+    chart_install::helm_install(plane, node, &["replicas=2".to_owned()])?;
+    let started = Instant::now();
+    let pods = chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
+    let ready = started.elapsed();
+    let leader = chart_install::wait_leader(&plane.client, &pods, WAIT).await?;
+    println!(
+        "e2e-node:   controller pods {pods:?} Ready {:.1}s after helm install; {leader} leads",
+        ready.as_secs_f64()
+    );
+    Ok(catalog_image)
+}
+
+/// Every journey of e2e/journeys against the chart-deployed controller, with real pods.
+async fn journeys(cluster: &Cluster) -> anyhow::Result<()> {
+    let summary = suite::run_journeys(cluster, |_| true).await;
+    if !summary.failed.is_empty() {
+        bail!("journeys failed: {:?}", summary.failed);
+    }
+    if !summary.skipped.is_empty() {
+        bail!(
+            "journeys skipped on a node that runs pods: {:?}",
+            summary.skipped
+        );
+    }
+    Ok(())
+}
+
+/// `kubectl delete pod` of the leader: another replica takes the Lease (whichever it is) and
+/// work continues — a journey runs to its end under the new leader.
+async fn leader_failover(plane: &ControlPlane, cluster: &Cluster) -> anyhow::Result<()> {
+    let pods = chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
+    let leader = chart_install::wait_leader(&plane.client, &pods, WAIT).await?;
+    let api: Api<Pod> = Api::namespaced(plane.client.clone(), NAMESPACE);
+    api.delete(&leader, &DeleteParams::default())
+        .await
+        .with_context(|| format!("deleting the leader pod {leader}"))?;
+    // Whichever takes over — the standby, or the pod that replaces the deleted one — is fine.
+    let started = Instant::now();
+    let next =
+        chart_install::wait_leader_other_than(&plane.client, &[], Some(&leader), WAIT).await?;
+    println!(
+        "e2e-node:   {next} took the Lease {:.1}s after {leader} was deleted",
+        started.elapsed().as_secs_f64()
+    );
+    let summary = suite::run_journeys(cluster, |name| name == "automatic").await;
+    if !summary.failed.is_empty() || summary.passed.is_empty() {
+        bail!("after the failover: {:?}", summary.failed);
+    }
+    // The Deployment replaces the deleted pod; both are Ready again.
+    chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
+    Ok(())
 }
 
 /// A pod really runs: it resolves the `kubernetes` Service through CoreDNS and reaches the API

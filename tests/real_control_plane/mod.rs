@@ -6,8 +6,8 @@
 pub mod binaries;
 pub mod chart;
 pub mod node;
+pub mod node_images;
 pub mod pki;
-pub mod pause_image;
 pub mod process;
 pub mod real_node;
 
@@ -149,8 +149,15 @@ impl ControlPlane {
                 "--service-account-signing-key-file={}",
                 path(&pki.service_account_key)
             ))
-            .arg(format!("--service-cluster-ip-range={}", network.service_range))
-            .args(["--authorization-mode=Node,RBAC", "--profiling=false", "--v=1"]);
+            .arg(format!(
+                "--service-cluster-ip-range={}",
+                network.service_range
+            ))
+            .args([
+                "--authorization-mode=Node,RBAC",
+                "--profiling=false",
+                "--v=1",
+            ]);
         if network.pods_run {
             apiserver
                 .args([
@@ -188,7 +195,10 @@ impl ControlPlane {
                 path(&pki.ca_cert)
             ))
             .arg(format!("--cluster-signing-key-file={}", path(&pki.ca_key)))
-            .arg(format!("--service-cluster-ip-range={}", network.service_range))
+            .arg(format!(
+                "--service-cluster-ip-range={}",
+                network.service_range
+            ))
             .args(["--cluster-name=olm-rs-e2e", "--profiling=false", "--v=1"]);
         processes.push(Process::spawn("kube-controller-manager", kcm, &root)?);
 

@@ -98,7 +98,10 @@ impl Bridge {
         let _ = run_quiet("ip", &["link", "del", BRIDGE]);
         run("ip", &["link", "add", BRIDGE, "type", "bridge"])?;
         let bridge = Self(());
-        run("ip", &["addr", "add", &format!("{NODE_IP}/24"), "dev", BRIDGE])?;
+        run(
+            "ip",
+            &["addr", "add", &format!("{NODE_IP}/24"), "dev", BRIDGE],
+        )?;
         run("ip", &["link", "set", BRIDGE, "up"])?;
         // Pods talk to each other, to the node and through Services; nothing of theirs is
         // forwarded anywhere else (the CNI bridge plugin turns IP forwarding on).
@@ -149,9 +152,11 @@ impl RealNode {
             "the control plane must run on real_node::NETWORK"
         );
         let started = Instant::now();
-        let registry = TestRegistry::start(Kind::Plain)
+        let registry = TestRegistry::start_on(Kind::Plain, NODE_IP)
             .context("docker-registry is not installed (apt-get install docker-registry)")?;
-        super::pause_image::push_pause(&registry, "pause", "3.10").await?;
+        super::node_images::pause()?
+            .push(&registry, "pause", "3.10")
+            .await?;
 
         let dir = plane.dir.join("node");
         std::fs::create_dir_all(&dir)?;
@@ -172,13 +177,13 @@ impl RealNode {
         let logs = &plane.dir;
 
         let mut containerd = Command::new("containerd");
-        containerd.arg("--config").arg(dir.join("containerd/config.toml"));
+        containerd
+            .arg("--config")
+            .arg(dir.join("containerd/config.toml"));
         node.containerd = Some(Process::spawn("containerd", containerd, logs)?);
-        wait_for(
-            "containerd's socket",
-            Duration::from_secs(20),
-            || Ok(node.socket.exists()),
-        )
+        wait_for("containerd's socket", Duration::from_secs(20), || {
+            Ok(node.socket.exists())
+        })
         .await?;
 
         let program = |name: &str| bin.program(name).with_context(|| name.to_owned());
@@ -384,7 +389,9 @@ evictionHard: {{memory.available: "1Mi", nodefs.available: "1%", imagefs.availab
             };
             if ready {
                 match endpoints.get_opt("kubernetes").await {
-                    Ok(Some(e)) if e.subsets.as_ref().is_some_and(|s| !s.is_empty()) => return Ok(()),
+                    Ok(Some(e)) if e.subsets.as_ref().is_some_and(|s| !s.is_empty()) => {
+                        return Ok(());
+                    }
                     Ok(_) => last = "the kubernetes Service has no endpoint yet".to_owned(),
                     Err(err) => last = format!("reading the kubernetes endpoints: {err}"),
                 }
@@ -515,9 +522,7 @@ impl Drop for RealNode {
 
 /// `FORWARD`: drop what comes from the pod network and would leave by another interface.
 fn forward_rule() -> [&'static str; 8] {
-    [
-        "FORWARD", "-s", POD_CIDR, "!", "-o", BRIDGE, "-j", "DROP",
-    ]
+    ["FORWARD", "-s", POD_CIDR, "!", "-o", BRIDGE, "-j", "DROP"]
 }
 
 /// containerd's shims of containers that outlived it (a killed test): killed by their
@@ -528,7 +533,11 @@ fn kill_shims(socket: &Path) {
         return;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();

@@ -84,8 +84,8 @@ impl Pass<'_> {
             let Some(api) = apis.get(&p.index) else {
                 continue;
             };
-            let namespace = (api.scope == crate::plan::kinds::Scope::Namespaced)
-                .then_some(self.namespace);
+            let namespace =
+                (api.scope == crate::plan::kinds::Scope::Namespaced).then_some(self.namespace);
             let verbs: &[&str] = if p.kind.create_only() {
                 &["create"]
             } else {
@@ -110,6 +110,16 @@ impl Pass<'_> {
                     // An API server without SelfSubjectAccessReview: the writes themselves
                     // will be refused or allowed.
                     Err(e) if ApiFailure::of(&e) == ApiFailure::NotFound => return Ok(()),
+                    // olm-rs itself may not act as the account (its ClusterRole lacks
+                    // `impersonate` on `serviceaccounts`): a permission to grant, as above.
+                    Err(e) if is_forbidden(&e) => {
+                        return Err(PassOutcome::Forbidden {
+                            message: format!(
+                                "olm-rs may not act as service account {account} (the \
+                                 OperatorGroup's serviceAccountName): {e}"
+                            ),
+                        });
+                    }
                     Err(e) => {
                         return Err(failed(format!(
                             "asking whether service account {account} may {verb} {plural}: {e}"

@@ -1,0 +1,272 @@
+//! Two checks of what the chart's least privilege means on a real API server:
+//!
+//! - an OperatorGroup's `serviceAccountName` bounds **every** step of a plan: with an account
+//!   that may do nothing, nothing is written — not even the CRD, which olm-rs applies with its
+//!   own rights — and the plan says why in its message and an `Installed` condition; once the
+//!   account is granted its rights, the same plan goes on and the operator installs;
+//! - the first upgrade whose CRD changes its schema while objects of it are stored: olm-rs lists
+//!   them (under the reader role it grants itself, docs/install-plans.md §7.5) and the upgrade
+//!   completes.
+
+use std::path::Path;
+
+use anyhow::{Context as _, bail, ensure};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::cluster::{self, Cluster, Progress, field, text};
+use crate::fixtures;
+use crate::journeys::{configmap_catalog_only, wait_catalog_ready, wait_installed};
+use crate::real_control_plane::node_images;
+use crate::real_control_plane::real_node::RealNode;
+
+const CRD: &str = "widgets.e2e.olm-rs.dev";
+
+/// The scoped install. Runs before any journey, while the demo CRD does not exist yet.
+pub async fn scoped_account_bounds_every_step(c: &Cluster) -> anyhow::Result<()> {
+    ensure!(
+        c.get_cluster_scoped(&crds(), CRD).await?.is_none(),
+        "{CRD} exists already: this check must run before the journeys"
+    );
+    let ns = c.create_namespace("olm-rs-e2e-scoped-").await?;
+    let result = scoped(c, &ns).await;
+    c.delete_namespace(&ns).await;
+    result
+}
+
+async fn scoped(c: &Cluster, ns: &str) -> anyhow::Result<()> {
+    c.create(
+        &cluster::core("", "v1", "ServiceAccount", "serviceaccounts"),
+        ns,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "installer"}}),
+    )
+    .await?;
+    let mut group = fixtures::operator_group(ns);
+    group["spec"]["serviceAccountName"] = json!("installer");
+    c.create(&cluster::operator_groups(), ns, group).await?;
+    configmap_catalog_only(c, ns, "e2e-scoped").await?;
+    c.create(
+        &cluster::subscriptions(),
+        ns,
+        fixtures::subscription(ns, "e2e-scoped", "stable", "Automatic", None),
+    )
+    .await?;
+    // The plan is refused before any write, and says so.
+    let (plan, message) = c
+        .wait_for(
+            "the scoped InstallPlan to report the missing rights",
+            || async {
+                let plans = c
+                    .api(&cluster::install_plans(), ns)
+                    .list(&Default::default())
+                    .await?;
+                let seen: Vec<Value> = plans
+                    .items
+                    .iter()
+                    .map(|p| p.data.get("status").cloned().unwrap_or(Value::Null))
+                    .collect();
+                for plan in plans.items {
+                    let message = text(&plan, "/status/message").to_owned();
+                    let condition = field(&plan, "/status/conditions")
+                        .and_then(Value::as_array)
+                        .and_then(|all| all.iter().find(|c| c["type"] == "Installed"))
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    if message.contains("service account")
+                        && condition["reason"] == "InstallCheckFailed"
+                    {
+                        return Ok(Progress::Done((
+                            plan.metadata.name.clone().unwrap_or_default(),
+                            message,
+                        )));
+                    }
+                }
+                Ok(Progress::Pending(format!(
+                    "no plan reports the account yet: {}",
+                    Value::from(seen)
+                )))
+            },
+        )
+        .await?;
+    println!("e2e-node:   InstallPlan {plan}: {message}");
+    ensure!(
+        message.contains(&format!("{ns}/installer")) && message.contains("may not create"),
+        "the message does not name the account and what it may not do: {message}"
+    );
+    // Held for a while: still nothing written (the CRD first of all).
+    tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+    ensure!(
+        c.get_cluster_scoped(&crds(), CRD).await?.is_none(),
+        "the CRD {CRD} was created although the plan's account may not install anything"
+    );
+    ensure!(
+        c.api(&cluster::csvs(), ns)
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty(),
+        "a CSV was created although the plan's account may not create it"
+    );
+    let phase = c
+        .get(&cluster::install_plans(), ns, &plan)
+        .await?
+        .map(|p| text(&p, "/status/phase").to_owned());
+    ensure!(
+        phase.as_deref() == Some("Installing"),
+        "the plan is {phase:?}: permission errors must not fail it"
+    );
+    // Granted: everything in the namespace. The same plan goes on.
+    c.create(
+        &cluster::core(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+        ),
+        ns,
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "installer-admin"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "installer", "namespace": ns}],
+        }),
+    )
+    .await?;
+    wait_installed(c, ns, "demo", fixtures::V020).await?;
+    println!(
+        "e2e-node:   granted: the same plan installed {}",
+        fixtures::V020
+    );
+    Ok(())
+}
+
+/// The upgrade with a changed CRD schema and a stored object, from a catalog image whose
+/// v0.3.0 CRD gains a property.
+pub async fn crd_update_with_objects(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    changed_schema_catalog(&fixtures::e2e_dir().join("catalog"), dir.path())?;
+    let image = node_images::catalog(
+        node_images::olm_rs(Path::new(env!("CARGO_BIN_EXE_olm-rs")))?,
+        dir.path(),
+    )?
+    .push(&node.registry, "olm-rs-e2e-catalog-crd-change", "v1")
+    .await?;
+    let ns = c.create_namespace("olm-rs-e2e-crd-update-").await?;
+    let result = crd_update(c, &ns, &image).await;
+    c.delete_namespace(&ns).await;
+    result
+}
+
+async fn crd_update(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
+    c.create(
+        &cluster::operator_groups(),
+        ns,
+        fixtures::operator_group(ns),
+    )
+    .await?;
+    c.create(
+        &cluster::catalog_sources(),
+        ns,
+        fixtures::image_catalog(ns, "crd-change", image),
+    )
+    .await?;
+    wait_catalog_ready(c, ns, "crd-change").await?;
+    c.create(
+        &cluster::subscriptions(),
+        ns,
+        fixtures::subscription(ns, "crd-change", "stable", "Automatic", None),
+    )
+    .await?;
+    wait_installed(c, ns, "demo", fixtures::V020).await?;
+    let widgets = cluster::core("e2e.olm-rs.dev", "v1", "Widget", "widgets");
+    c.create(
+        &widgets,
+        ns,
+        json!({"apiVersion": "e2e.olm-rs.dev/v1", "kind": "Widget",
+               "metadata": {"name": "kept"}, "spec": {}}),
+    )
+    .await
+    .context("creating a Widget before the upgrade")?;
+    c.merge_patch(
+        &cluster::subscriptions(),
+        ns,
+        "demo",
+        json!({"spec": {"channel": "fast"}}),
+    )
+    .await?;
+    wait_installed(c, ns, "demo", fixtures::V030).await?;
+    let crd = c
+        .get_cluster_scoped(&crds(), CRD)
+        .await?
+        .context("the CRD is gone")?;
+    ensure!(
+        crd.data.to_string().contains("olmRsE2eAdded"),
+        "the CRD was not updated to v0.3.0's schema"
+    );
+    ensure!(
+        c.get(&widgets, ns, "kept").await?.is_some(),
+        "the stored Widget is gone"
+    );
+    println!(
+        "e2e-node:   upgraded to {} with a stored Widget and a changed CRD schema",
+        fixtures::V030
+    );
+    Ok(())
+}
+
+/// The demo catalog with v0.3.0's CRD given one more (optional) property, so that its update
+/// must be checked against the stored objects.
+fn changed_schema_catalog(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let package = from.join("olm-rs-e2e-demo");
+    let out = to.join("olm-rs-e2e-demo");
+    std::fs::create_dir_all(&out)?;
+    std::fs::copy(package.join("package.yaml"), out.join("package.yaml"))?;
+    let text = std::fs::read_to_string(package.join("bundles.yaml"))?;
+    let mut documents = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let mut doc: Value = serde::Deserialize::deserialize(document)?;
+        if doc["name"] == fixtures::V030 {
+            let mut changed = false;
+            for property in doc["properties"].as_array_mut().into_iter().flatten() {
+                if property["type"] != "olm.bundle.object" {
+                    continue;
+                }
+                let b64 = base64::engine::general_purpose::STANDARD;
+                let data = property["value"]["data"].as_str().unwrap_or_default();
+                let mut object: Value = serde_json::from_slice(&b64.decode(data)?)?;
+                if object["kind"] != "CustomResourceDefinition" {
+                    continue;
+                }
+                for version in object["spec"]["versions"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                {
+                    let schema = &mut version["schema"]["openAPIV3Schema"];
+                    if schema.is_object() {
+                        schema["properties"]["olmRsE2eAdded"] = json!({"type": "string"});
+                        changed = true;
+                    }
+                }
+                property["value"]["data"] = json!(b64.encode(serde_json::to_vec(&object)?));
+            }
+            if !changed {
+                bail!("no CRD schema found in {} to change", fixtures::V030);
+            }
+        }
+        documents.push(serde_yaml_ng::to_string(&doc)?);
+    }
+    std::fs::write(out.join("bundles.yaml"), documents.join("---\n"))?;
+    Ok(())
+}
+
+fn crds() -> kube::core::ApiResource {
+    cluster::core(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+    )
+}
