@@ -120,7 +120,7 @@ fn main() -> ExitCode {
                 return 1;
             }
         };
-        let failures = checks::run(&plane, &node).await;
+        let failures = checks::run(&plane, &node, filter.as_deref()).await;
         drop(node);
         drop(plane);
         failures

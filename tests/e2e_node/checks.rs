@@ -21,6 +21,7 @@ pub const CHECKS: &[&str] = &[
     "plan::scoped_account_bounds_every_step",
     "chart::journeys",
     "plan::crd_update_with_stored_objects",
+    "catalog::registry_poll_upgrades",
     "chart::leader_failover",
 ];
 
@@ -46,8 +47,11 @@ impl Report {
     }
 }
 
-pub async fn run(plane: &ControlPlane, node: &RealNode) -> usize {
+/// Runs the checks whose names contain `filter` (all without one); the node and the chart's
+/// install always run, since every other check builds on them.
+pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) -> usize {
     let mut report = Report::default();
+    let selected = |name: &str| filter.is_none_or(|f| name.contains(f));
     let started = Instant::now();
     report.check("node::pods_run", started, pods_run(plane).await);
 
@@ -78,26 +82,42 @@ pub async fn run(plane: &ControlPlane, node: &RealNode) -> usize {
             return report.failures;
         }
     };
-    let started = Instant::now();
-    report.check(
-        "plan::scoped_account_bounds_every_step",
-        started,
-        install_checks::scoped_account_bounds_every_step(&cluster).await,
-    );
-    let started = Instant::now();
-    report.check("chart::journeys", started, journeys(&cluster).await);
-    let started = Instant::now();
-    report.check(
-        "plan::crd_update_with_stored_objects",
-        started,
-        install_checks::crd_update_with_objects(&cluster, node).await,
-    );
-    let started = Instant::now();
-    report.check(
-        "chart::leader_failover",
-        started,
-        leader_failover(plane, &cluster).await,
-    );
+    if selected("plan::scoped_account_bounds_every_step") {
+        let started = Instant::now();
+        report.check(
+            "plan::scoped_account_bounds_every_step",
+            started,
+            install_checks::scoped_account_bounds_every_step(&cluster).await,
+        );
+    }
+    if selected("chart::journeys") {
+        let started = Instant::now();
+        report.check("chart::journeys", started, journeys(&cluster).await);
+    }
+    if selected("plan::crd_update_with_stored_objects") {
+        let started = Instant::now();
+        report.check(
+            "plan::crd_update_with_stored_objects",
+            started,
+            install_checks::crd_update_with_objects(&cluster, node).await,
+        );
+    }
+    if selected("catalog::registry_poll_upgrades") {
+        let started = Instant::now();
+        report.check(
+            "catalog::registry_poll_upgrades",
+            started,
+            install_checks::registry_poll_upgrades(&cluster, node).await,
+        );
+    }
+    if selected("chart::leader_failover") {
+        let started = Instant::now();
+        report.check(
+            "chart::leader_failover",
+            started,
+            leader_failover(plane, &cluster).await,
+        );
+    }
     report.failures
 }
 

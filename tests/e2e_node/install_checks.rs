@@ -270,3 +270,99 @@ fn crds() -> kube::core::ApiResource {
         "customresourcedefinitions",
     )
 }
+
+/// A catalog from an image by tag, polled (`registryPoll`): its registry pod really serves the
+/// first content; a new digest pushed under the same tag is picked up and the Subscription
+/// upgrades.
+pub async fn registry_poll_upgrades(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
+    let binary = Path::new(env!("CARGO_BIN_EXE_olm-rs"));
+    let first = tempfile::tempdir()?;
+    stable_up_to(&fixtures::e2e_dir().join("catalog"), first.path(), 1)?;
+    let repo = "olm-rs-e2e-catalog-polled";
+    node_images::catalog(node_images::olm_rs(binary)?, first.path())?
+        .push(&node.registry, repo, "latest")
+        .await?;
+    let ns = c.create_namespace("olm-rs-e2e-poll-").await?;
+    let image = format!("{}/{repo}:latest", node.registry.host());
+    let result = registry_poll(c, &ns, &image, node, binary).await;
+    c.delete_namespace(&ns).await;
+    result
+}
+
+async fn registry_poll(
+    c: &Cluster,
+    ns: &str,
+    image: &str,
+    node: &RealNode,
+    binary: &Path,
+) -> anyhow::Result<()> {
+    c.create(
+        &cluster::operator_groups(),
+        ns,
+        fixtures::operator_group(ns),
+    )
+    .await?;
+    let mut catalog = fixtures::image_catalog(ns, "polled", image);
+    catalog["spec"]["updateStrategy"] = json!({"registryPoll": {"interval": "10s"}});
+    c.create(&cluster::catalog_sources(), ns, catalog).await?;
+    wait_catalog_ready(c, ns, "polled").await?;
+    c.create(
+        &cluster::subscriptions(),
+        ns,
+        fixtures::subscription(ns, "polled", "stable", "Automatic", None),
+    )
+    .await?;
+    wait_installed(c, ns, "demo", fixtures::V010).await?;
+    // The same tag, new content: stable now reaches v0.2.0.
+    let second = tempfile::tempdir()?;
+    stable_up_to(&fixtures::e2e_dir().join("catalog"), second.path(), 2)?;
+    let pushed = node_images::catalog(node_images::olm_rs(binary)?, second.path())?
+        .push(&node.registry, "olm-rs-e2e-catalog-polled", "latest")
+        .await?;
+    let started = std::time::Instant::now();
+    if let Err(err) = wait_installed(c, ns, "demo", fixtures::V020).await {
+        let status = c
+            .get(&cluster::catalog_sources(), ns, "polled")
+            .await?
+            .and_then(|cs| cs.data.get("status").cloned())
+            .unwrap_or(Value::Null);
+        bail!("{err:#}; the CatalogSource's status: {status}");
+    }
+    println!(
+        "e2e-node:   new digest {} picked up and v0.2.0 installed {:.1}s after the push",
+        pushed.rsplit('@').next().unwrap_or_default(),
+        started.elapsed().as_secs_f64()
+    );
+    let catalog = c
+        .get(&cluster::catalog_sources(), ns, "polled")
+        .await?
+        .context("the CatalogSource is gone")?;
+    ensure!(
+        field(&catalog, "/status/latestImageRegistryPoll").is_some(),
+        "status.latestImageRegistryPoll is not set: {}",
+        catalog.data.get("status").unwrap_or(&Value::Null)
+    );
+    Ok(())
+}
+
+/// The demo catalog with its `stable` channel cut to its first `entries` bundles.
+fn stable_up_to(from: &Path, to: &Path, entries: usize) -> anyhow::Result<()> {
+    let package = from.join("olm-rs-e2e-demo");
+    let out = to.join("olm-rs-e2e-demo");
+    std::fs::create_dir_all(&out)?;
+    std::fs::copy(package.join("bundles.yaml"), out.join("bundles.yaml"))?;
+    let text = std::fs::read_to_string(package.join("package.yaml"))?;
+    let mut documents = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let mut doc: Value = serde::Deserialize::deserialize(document)?;
+        if doc["schema"] == "olm.channel"
+            && doc["name"] == "stable"
+            && let Some(list) = doc["entries"].as_array_mut()
+        {
+            list.truncate(entries);
+        }
+        documents.push(serde_yaml_ng::to_string(&doc)?);
+    }
+    std::fs::write(out.join("package.yaml"), documents.join("---\n"))?;
+    Ok(())
+}
