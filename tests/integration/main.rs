@@ -75,4 +75,5 @@ mod subscription_install;
 mod subscription_stale_store;
 mod subscription_upgrade;
 mod subscription_waiting_plan;
+mod testop_operator;
 mod write_path;
