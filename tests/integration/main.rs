@@ -79,6 +79,7 @@ mod subscription_install;
 mod subscription_stale_store;
 mod subscription_upgrade;
 mod subscription_waiting_plan;
+mod testop_catalog;
 mod testop_images;
 mod testop_operator;
 mod write_path;

@@ -20,8 +20,14 @@ use tokio_rustls::TlsAcceptor;
 pub struct ReloadingCert {
     crt: PathBuf,
     key: PathBuf,
-    /// The files' bytes and the configuration built from them.
-    current: Mutex<Option<(Vec<u8>, Vec<u8>, Arc<ServerConfig>)>>,
+    current: Mutex<Option<Loaded>>,
+}
+
+/// The files' bytes and the configuration built from them.
+struct Loaded {
+    crt: Vec<u8>,
+    key: Vec<u8>,
+    config: Arc<ServerConfig>,
 }
 
 impl ReloadingCert {
@@ -43,15 +49,19 @@ impl ReloadingCert {
             .current
             .lock()
             .map_err(|_| anyhow::anyhow!("a connection panicked while loading the certificate"))?;
-        if let Some((c, k, config)) = current.as_ref()
-            && *c == crt
-            && *k == key
+        if let Some(loaded) = current.as_ref()
+            && loaded.crt == crt
+            && loaded.key == key
         {
-            return Ok(config.clone());
+            return Ok(loaded.config.clone());
         }
         let config = Arc::new(self.build(&crt, &key)?);
         println!("loaded the serving certificate {}", self.crt.display());
-        *current = Some((crt, key, config.clone()));
+        *current = Some(Loaded {
+            crt,
+            key,
+            config: config.clone(),
+        });
         Ok(config)
     }
 
