@@ -81,5 +81,6 @@ mod subscription_upgrade;
 mod subscription_waiting_plan;
 mod testop_catalog;
 mod testop_images;
+mod testop_install;
 mod testop_operator;
 mod write_path;
