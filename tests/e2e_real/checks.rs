@@ -1,8 +1,9 @@
 //! The checks run against one control plane, in order, each building on the one before: the
-//! plane runs workloads; the test operator's webhooks answer the API server; the chart's CRDs
-//! and the first replica start in the same instant; the user journeys with two replicas; the
-//! leader's Lease passes to the standby; a registry pod passes PodSecurity admission; a
-//! ClusterRole missing a rule is reported; bundle images from a real registry install.
+//! plane runs workloads; the test operator's webhooks and aggregated API answer the API server;
+//! the chart's CRDs and the first replica start in the same instant; the user journeys with two
+//! replicas; the leader's Lease passes to the standby; a registry pod passes PodSecurity
+//! admission; a ClusterRole missing a rule is reported; bundle images from a real registry
+//! install.
 
 use std::time::{Duration, Instant};
 
@@ -68,9 +69,9 @@ async fn run_checks(plane: &ControlPlane, report: &mut Report) {
     );
     let started = Instant::now();
     report.check(
-        "plane::testop_webhooks",
+        "plane::test_operator",
         started,
-        crate::testop_webhooks::run(plane).await,
+        crate::test_operator::run(plane).await,
     );
 
     let helm = match chart::helm() {

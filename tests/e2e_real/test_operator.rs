@@ -1,12 +1,16 @@
 //! The test operator (tests/test_operator/) called by the real kube-apiserver: its validating
 //! webhook admits and denies `Gadget`s, its conversion webhook converts them between the CRD's
-//! two served versions on writes and reads — both over TLS with a CA the API server is given,
-//! and again after the certificate files are replaced by ones from a new CA (a rotation).
+//! two served versions on writes and reads, and its aggregated API answers through the API
+//! server's aggregator (`kubectl get --raw /apis/api.testop.olm-rs.dev/v1`) — all over TLS with
+//! a CA the API server is given, and again after the certificate files are replaced by ones from
+//! a new CA (a rotation) without a restart.
 //!
-//! Without a node the API server reaches the operator process by URL (`https://127.0.0.1:…`):
-//! what this proves is the wire — AdmissionReview and ConversionReview as the API server sends
-//! and expects them, HTTP/2 over TLS, a certificate re-read without a restart. The journeys with
-//! real pods reach it through OLM's Service instead.
+//! Without a node the API server reaches the operator process on loopback: the webhooks by URL,
+//! the APIService through an `ExternalName` Service naming `localhost` (the aggregator checks no
+//! endpoints for those, and dials the name on the APIService's port). What this proves is the
+//! wire — AdmissionReview, ConversionReview and discovery as the API server sends and expects
+//! them, HTTP/2 over TLS, a certificate re-read. The journeys with real pods reach it through
+//! OLM's Service instead.
 
 use std::path::Path;
 use std::process::Command;
@@ -28,6 +32,11 @@ const CRD: &str =
 const GROUP: &str = "testop.olm-rs.dev";
 const NS: &str = "e2e-real-testop";
 const WEBHOOK: &str = "vgadget.testop.olm-rs.dev";
+const API_GROUP: &str = "api.testop.olm-rs.dev";
+const API_SERVICE: &str = "v1.api.testop.olm-rs.dev";
+/// The Service the APIService names; the serving certificate is for its DNS name, which the
+/// aggregator verifies.
+const SERVICE: &str = "testop-api";
 
 pub async fn run(plane: &ControlPlane) -> anyhow::Result<()> {
     let certs = plane.dir.join("testop-certs");
@@ -47,7 +56,7 @@ pub async fn run(plane: &ControlPlane) -> anyhow::Result<()> {
     let mut operator = Process::spawn("olm-rs-test-operator", command, &plane.dir)?;
     let base = format!("https://127.0.0.1:{webhook}");
 
-    let result = exercise(plane, &mut operator, &base, &certs, &ca).await;
+    let result = exercise(plane, &mut operator, (&base, apiserver), &certs, &ca).await;
     cleanup(plane).await;
     result.with_context(|| {
         format!(
@@ -60,7 +69,7 @@ pub async fn run(plane: &ControlPlane) -> anyhow::Result<()> {
 async fn exercise(
     plane: &ControlPlane,
     operator: &mut Process,
-    base: &str,
+    (base, api_port): (&str, u16),
     certs: &Path,
     ca: &str,
 ) -> anyhow::Result<()> {
@@ -110,6 +119,30 @@ async fn exercise(
                                            "metadata": {"name": NS}}))?,
         )
         .await?;
+    let services: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NS,
+        &cluster::core("", "v1", "Service", "services"),
+    );
+    services
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": SERVICE, "namespace": NS},
+                "spec": {"type": "ExternalName", "externalName": "localhost",
+                         "ports": [{"port": api_port}]},
+            }))?,
+        )
+        .await
+        .context("creating the APIService's Service")?;
+    api_services(plane)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(api_service(api_port, ca))?,
+        )
+        .await
+        .context("creating the APIService")?;
     let v1 = gadgets(plane, "v1");
     let v1alpha1 = gadgets(plane, "v1alpha1");
 
@@ -150,6 +183,9 @@ async fn exercise(
         seen.data["spec"]
     );
 
+    aggregated_api_answers(plane).await?;
+    println!("e2e-real:   GET /apis/{API_GROUP}/v1/reports answered through the aggregator");
+
     // Rotation: new CA and certificate files, the new CA given to the API server; the operator
     // serves the new certificate without a restart and both webhooks keep answering.
     let (ca2, cert2, key2) = ca_and_cert("testop webhooks CA 2")?;
@@ -163,6 +199,13 @@ async fn exercise(
         ),
     )
     .await?;
+    api_services(plane)
+        .patch(
+            API_SERVICE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"caBundle": bundle}})),
+        )
+        .await?;
     let mut config = configs.get(WEBHOOK).await?;
     config.data["webhooks"][0]["clientConfig"]["caBundle"] = json!(bundle);
     configs
@@ -187,10 +230,24 @@ async fn exercise(
         },
     )
     .await?;
+    aggregated_api_answers(plane).await?;
     ensure!(operator.exited().is_none(), "the operator restarted");
+    // The API server made new connections, and the operator loaded the new files for them
+    // (it logs each certificate it loads): both servers served both certificates.
+    let log = std::fs::read_to_string(&operator.log)?;
+    for file in ["tls.crt", "apiserver.crt"] {
+        let loaded = format!(
+            "loaded the serving certificate {}",
+            certs.join(file).display()
+        );
+        let times = log.matches(&loaded).count();
+        ensure!(
+            times == 2,
+            "{file} loaded {times} times, not 2 (before and after the rotation)"
+        );
+    }
     println!(
-        "e2e-real:   Gadgets converted v1 ⇄ v1alpha1 by the webhook, before and after a \
-         certificate rotation"
+        "e2e-real:   after a certificate rotation: Gadgets converted, the aggregated API answers"
     );
     Ok(())
 }
@@ -204,6 +261,13 @@ async fn cleanup(plane: &ControlPlane) {
             let _ = api.delete(name, &DeleteParams::default()).await;
         }
     };
+    // First the APIService: an unavailable aggregated API stalls discovery, and with it the
+    // namespace deletions of later checks.
+    delete(
+        cluster::core("apiregistration.k8s.io", "v1", "APIService", "apiservices"),
+        API_SERVICE,
+    )
+    .await;
     delete(
         cluster::core(
             "admissionregistration.k8s.io",
@@ -225,6 +289,65 @@ async fn cleanup(plane: &ControlPlane) {
         "gadgets.testop.olm-rs.dev",
     )
     .await;
+}
+
+fn api_services(plane: &ControlPlane) -> Api<DynamicObject> {
+    Api::all_with(
+        plane.client.clone(),
+        &cluster::core("apiregistration.k8s.io", "v1", "APIService", "apiservices"),
+    )
+}
+
+fn api_service(port: u16, ca: &str) -> Value {
+    json!({
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": API_SERVICE},
+        "spec": {
+            "group": API_GROUP,
+            "version": "v1",
+            "service": {"namespace": NS, "name": SERVICE, "port": port},
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca),
+            "groupPriorityMinimum": 2000,
+            "versionPriority": 15,
+        },
+    })
+}
+
+/// `kubectl get --raw` of the group-version's discovery and of its `reports`, through the
+/// aggregator, until they answer (the aggregator picks an APIService up within seconds).
+async fn aggregated_api_answers(plane: &ControlPlane) -> anyhow::Result<()> {
+    let get = |path: String| async move {
+        let request = http::Request::get(&path).body(Vec::new())?;
+        let text = plane
+            .client
+            .request_text(request)
+            .await
+            .with_context(|| format!("GET {path}"))?;
+        anyhow::Ok(serde_json::from_str::<Value>(&text)?)
+    };
+    wait(
+        format!("the aggregator to serve {API_GROUP}/v1"),
+        || async {
+            let list = match get(format!("/apis/{API_GROUP}/v1")).await {
+                Ok(list) => list,
+                Err(e) => return Ok(Err(format!("{e:#}"))),
+            };
+            Ok(
+                (list["kind"] == "APIResourceList" && list["resources"][0]["name"] == "reports")
+                    .then_some(())
+                    .ok_or(format!("discovery: {list}")),
+            )
+        },
+    )
+    .await?;
+    let reports = get(format!("/apis/{API_GROUP}/v1/reports")).await?;
+    ensure!(
+        reports["kind"] == "ReportList"
+            && reports["items"][0]["spec"]["operatorVersion"] == "0.1.0",
+        "reports: {reports}"
+    );
+    Ok(())
 }
 
 fn gadgets(plane: &ControlPlane, version: &str) -> Api<DynamicObject> {
@@ -300,7 +423,8 @@ fn webhook_configuration(base: &str, ca: &str) -> Value {
     })
 }
 
-/// A CA (PEM) and a serving certificate and key for 127.0.0.1 signed by it.
+/// A CA (PEM) and a serving certificate and key signed by it, for 127.0.0.1 (the webhook URLs)
+/// and the APIService's Service (as OLM's certificate names its Service).
 fn ca_and_cert(name: &str) -> anyhow::Result<(String, String, String)> {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate()?;
@@ -312,7 +436,8 @@ fn ca_and_cert(name: &str) -> anyhow::Result<(String, String, String)> {
     let ca = ca_params.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca_params, ca_key);
     let key = KeyPair::generate()?;
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])?.signed_by(&key, &issuer)?;
+    let names = vec!["127.0.0.1".to_string(), format!("{SERVICE}.{NS}.svc")];
+    let cert = CertificateParams::new(names)?.signed_by(&key, &issuer)?;
     Ok((ca.pem(), cert.pem(), key.serialize_pem()))
 }
 
