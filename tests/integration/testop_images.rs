@@ -366,7 +366,7 @@ fn the_pause_image_sleeps_as_65535_and_stops_at_sigterm() {
 }
 
 #[test]
-fn a_program_runs_from_the_image_files_alone() {
+fn programs_run_from_the_image_files_alone() {
     if !may_chroot() {
         eprintln!("SKIPPED: not root, cannot chroot into the image's files");
         return;
@@ -388,6 +388,28 @@ fn a_program_runs_from_the_image_files_alone() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("--webhook-cert-dir"));
+
+    // The catalog image: its olm-rs reads the catalog under /configs (what `catalog serve`
+    // loads before it listens).
+    let base = images::olm_rs_image(Path::new(OLM_RS)).unwrap();
+    let catalog = images::catalog_image(&base, &repo_file("e2e/testop/catalog")).unwrap();
+    let root = unpack(&catalog);
+    let out = Command::new(CHROOT)
+        .arg(root.path())
+        .args([images::OLM_RS_PATH, "catalog", "validate", "/configs"])
+        .env_clear()
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 packages, 3 channels, 4 bundles"),
+        "{stdout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
