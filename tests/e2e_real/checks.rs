@@ -1,8 +1,9 @@
 //! The checks run against one control plane, in order, each building on the one before: the
-//! plane runs workloads; the chart's CRDs and the first replica start in the same instant; the
-//! user journeys with two replicas; the leader's Lease passes to the standby; a registry pod
-//! passes PodSecurity admission; a ClusterRole missing a rule is reported; bundle images from a
-//! real registry install.
+//! plane runs workloads; the test operator's webhooks and aggregated API answer the API server;
+//! the chart's CRDs and the first replica start in the same instant; the user journeys with two
+//! replicas; the leader's Lease passes to the standby; a registry pod passes PodSecurity
+//! admission; a ClusterRole missing a rule is reported; bundle images from a real registry
+//! install.
 
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,12 @@ async fn run_checks(plane: &ControlPlane, report: &mut Report) {
         "plane::workloads_run",
         started,
         workloads_run(&plane.client).await,
+    );
+    let started = Instant::now();
+    report.check(
+        "plane::test_operator",
+        started,
+        crate::test_operator::run(plane).await,
     );
 
     let helm = match chart::helm() {

@@ -5,6 +5,7 @@
 
 pub mod binaries;
 pub mod chart;
+pub mod images;
 pub mod node;
 pub mod node_images;
 pub mod pki;
