@@ -23,6 +23,8 @@ mod configmap_catalog;
 mod fixtures;
 #[path = "e2e_node/install_checks.rs"]
 mod install_checks;
+#[path = "e2e_node/operator_checks.rs"]
+mod operator_checks;
 #[allow(dead_code)]
 #[path = "../e2e/journeys/mod.rs"]
 mod journeys;

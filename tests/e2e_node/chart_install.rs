@@ -13,7 +13,7 @@ use kube::api::{Api, ListParams};
 
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::chart;
-use crate::real_control_plane::node_images;
+use crate::real_control_plane::images;
 use crate::real_control_plane::real_node::RealNode;
 
 pub const NAMESPACE: &str = "olm";
@@ -25,11 +25,11 @@ const SELECTOR: &str = "app.kubernetes.io/name=olm-rs";
 pub async fn push_images(node: &RealNode) -> anyhow::Result<String> {
     let binary = Path::new(env!("CARGO_BIN_EXE_olm-rs"));
     let started = Instant::now();
-    node_images::olm_rs(binary)?
+    images::olm_rs_image(binary)?
         .push(&node.registry, "olm-rs", "dev")
         .await?;
     let catalog_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/catalog");
-    node_images::catalog(node_images::olm_rs(binary)?, &catalog_dir)?
+    images::catalog_image(&images::olm_rs_image(binary)?, &catalog_dir)?
         .push(&node.registry, "olm-rs-e2e-catalog", "dev")
         .await?;
     println!(

@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::chart_install::{self, NAMESPACE};
 use crate::cluster::{Cluster, ControllerAccess, Settings};
 use crate::install_checks;
+use crate::operator_checks;
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::real_node::{PAUSE_IMAGE, RealNode};
 use crate::suite;
@@ -22,6 +23,7 @@ pub const CHECKS: &[&str] = &[
     "chart::journeys",
     "plan::crd_update_with_stored_objects",
     "catalog::registry_poll_upgrades",
+    "operator::phases_webhooks_apiservice",
     "chart::leader_failover",
 ];
 
@@ -108,6 +110,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             "catalog::registry_poll_upgrades",
             started,
             install_checks::registry_poll_upgrades(&cluster, node).await,
+        );
+    }
+    if selected("operator::phases_webhooks_apiservice") {
+        let started = Instant::now();
+        report.check(
+            "operator::phases_webhooks_apiservice",
+            started,
+            operator_checks::run(&cluster, node).await,
         );
     }
     if selected("chart::leader_failover") {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::cluster::{self, Cluster, Progress, field, text};
 use crate::fixtures;
 use crate::journeys::{configmap_catalog_only, wait_catalog_ready, wait_installed};
-use crate::real_control_plane::node_images;
+use crate::real_control_plane::images;
 use crate::real_control_plane::real_node::RealNode;
 
 const CRD: &str = "widgets.e2e.olm-rs.dev";
@@ -147,8 +147,8 @@ async fn scoped(c: &Cluster, ns: &str) -> anyhow::Result<()> {
 pub async fn crd_update_with_objects(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     changed_schema_catalog(&fixtures::e2e_dir().join("catalog"), dir.path())?;
-    let image = node_images::catalog(
-        node_images::olm_rs(Path::new(env!("CARGO_BIN_EXE_olm-rs")))?,
+    let image = images::catalog_image(
+        &images::olm_rs_image(Path::new(env!("CARGO_BIN_EXE_olm-rs")))?,
         dir.path(),
     )?
     .push(&node.registry, "olm-rs-e2e-catalog-crd-change", "v1")
@@ -279,7 +279,7 @@ pub async fn registry_poll_upgrades(c: &Cluster, node: &RealNode) -> anyhow::Res
     let first = tempfile::tempdir()?;
     stable_up_to(&fixtures::e2e_dir().join("catalog"), first.path(), 1)?;
     let repo = "olm-rs-e2e-catalog-polled";
-    node_images::catalog(node_images::olm_rs(binary)?, first.path())?
+    images::catalog_image(&images::olm_rs_image(binary)?, first.path())?
         .push(&node.registry, repo, "latest")
         .await?;
     let ns = c.create_namespace("olm-rs-e2e-poll-").await?;
@@ -316,7 +316,7 @@ async fn registry_poll(
     // The same tag, new content: stable now reaches v0.2.0.
     let second = tempfile::tempdir()?;
     stable_up_to(&fixtures::e2e_dir().join("catalog"), second.path(), 2)?;
-    let pushed = node_images::catalog(node_images::olm_rs(binary)?, second.path())?
+    let pushed = images::catalog_image(&images::olm_rs_image(binary)?, second.path())?
         .push(&node.registry, "olm-rs-e2e-catalog-polled", "latest")
         .await?;
     let started = std::time::Instant::now();

@@ -7,7 +7,6 @@ pub mod binaries;
 pub mod chart;
 pub mod images;
 pub mod node;
-pub mod node_images;
 pub mod pki;
 pub mod process;
 pub mod real_node;

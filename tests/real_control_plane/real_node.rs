@@ -154,7 +154,7 @@ impl RealNode {
         let started = Instant::now();
         let registry = TestRegistry::start_on(Kind::Plain, NODE_IP)
             .context("docker-registry is not installed (apt-get install docker-registry)")?;
-        super::node_images::pause()?
+        super::images::pause_image()?
             .push(&registry, "pause", "3.10")
             .await?;
 
