@@ -512,3 +512,67 @@ async fn pushed_images_read_back_from_a_real_registry() {
         assert_eq!(seen, digest);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_test_operator_package_is_pushed_under_the_names_its_csvs_use() {
+    let Some(registry) = TestRegistry::start(Kind::Plain) else {
+        return;
+    };
+    let olm_rs = images::olm_rs_image(Path::new(OLM_RS)).unwrap();
+    let package = images::push_test_operator_package(&registry, &olm_rs, Path::new(TEST_OPERATOR))
+        .await
+        .unwrap();
+    let versions: Vec<&str> = package.operator.keys().map(String::as_str).collect();
+    assert_eq!(versions, ["0.1.0", "0.2.0", "0.3.0", "0.4.0"]);
+    let client = registry.push_client();
+    let auth = registry.push_auth();
+    let digests: std::collections::BTreeSet<&str> = package
+        .operator
+        .values()
+        .map(|r| r.rsplit_once('@').unwrap().1)
+        .collect();
+    assert_eq!(digests.len(), 1, "one image under every tag: {package:?}");
+    for version in versions {
+        // The tag a CSV names (example.com/olm-rs-test-operator:<version>, mirrored here).
+        let csv = std::fs::read_to_string(repo_file(&format!(
+            "e2e/testop/bundles/olm-rs-testop/{version}/manifests/olm-rs-testop.clusterserviceversion.yaml"
+        )))
+        .unwrap();
+        let image = format!("example.com/{}:{version}", images::TEST_OPERATOR_REPO);
+        assert!(csv.contains(&format!("image: {image}")), "{version}");
+        let tagged: Reference = format!(
+            "{}/{}:{version}",
+            registry.host(),
+            images::TEST_OPERATOR_REPO
+        )
+        .parse()
+        .unwrap();
+        let digest = client.fetch_manifest_digest(&tagged, &auth).await.unwrap();
+        assert!(package.operator[version].ends_with(&digest));
+        // Its bundle image carries the package's labels.
+        let bundle: Reference = package.bundles[version].parse().unwrap();
+        let (_, _, config) = client
+            .pull_manifest_and_config(&bundle, &auth)
+            .await
+            .unwrap();
+        let config: Value = serde_json::from_str(&config).unwrap();
+        assert_eq!(
+            config["config"]["Labels"]["operators.operatorframework.io.bundle.package.v1"],
+            "olm-rs-testop"
+        );
+    }
+    let catalog: Reference = package.catalog.parse().unwrap();
+    let (_, _, config) = client
+        .pull_manifest_and_config(&catalog, &auth)
+        .await
+        .unwrap();
+    let config: Value = serde_json::from_str(&config).unwrap();
+    assert_eq!(
+        config["config"]["Labels"][images::CONFIGS_LABEL],
+        "/configs"
+    );
+    assert_eq!(
+        config["config"]["Cmd"],
+        json!(["catalog", "serve", "/configs"])
+    );
+}

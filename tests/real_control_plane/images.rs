@@ -504,3 +504,64 @@ pub fn operator_image(binary: &Path) -> anyhow::Result<Image> {
         &["8081/tcp", "8443/tcp", "9443/tcp"],
     )
 }
+
+/// The test operator's package (e2e/testop/README.md): its image under the repository and tags
+/// its CSVs name, relative to the registry (`example.com/olm-rs-test-operator:<version>`, the
+/// node mirroring `example.com` to the test registry).
+pub const TEST_OPERATOR_REPO: &str = "olm-rs-test-operator";
+pub const TEST_OPERATOR_PACKAGE: &str = "e2e/testop";
+
+/// What [`push_test_operator_package`] pushed, each as `host/repo@sha256:…`.
+#[derive(Debug, Clone)]
+pub struct TestOperatorPackage {
+    /// Version → the test operator image tagged with it.
+    pub operator: BTreeMap<String, String>,
+    /// Version → its bundle image (`olm-rs-testop-bundle:<version>`).
+    pub bundles: BTreeMap<String, String>,
+    /// The catalog image serving `e2e/testop/catalog` (`olm-rs-testop-catalog:latest`).
+    pub catalog: String,
+}
+
+/// Pushes everything the journeys with the test operator pull: the operator image of
+/// `operator_binary` under each version's tag, a bundle image per version, and a catalog image
+/// of `olm_rs` (the [`olm_rs_image`]) serving the package's catalog.
+pub async fn push_test_operator_package(
+    registry: &TestRegistry,
+    olm_rs: &Image,
+    operator_binary: &Path,
+) -> anyhow::Result<TestOperatorPackage> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(TEST_OPERATOR_PACKAGE);
+    let bundles_dir = root.join("bundles/olm-rs-testop");
+    let mut versions: Vec<(String, PathBuf)> = std::fs::read_dir(&bundles_dir)
+        .with_context(|| format!("reading {}", bundles_dir.display()))?
+        .map(|e| {
+            let path = e?.path();
+            let version = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok((version, path))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    versions.sort();
+    let operator = operator_image(operator_binary)?;
+    let mut package = TestOperatorPackage {
+        operator: BTreeMap::new(),
+        bundles: BTreeMap::new(),
+        catalog: String::new(),
+    };
+    for (version, dir) in versions {
+        let pushed = operator
+            .push(registry, TEST_OPERATOR_REPO, &version)
+            .await?;
+        package.operator.insert(version.clone(), pushed);
+        let bundle = bundle_image(&dir)?
+            .push(registry, "olm-rs-testop-bundle", &version)
+            .await?;
+        package.bundles.insert(version, bundle);
+    }
+    package.catalog = catalog_image(olm_rs, &root.join("catalog"))?
+        .push(registry, "olm-rs-testop-catalog", "latest")
+        .await?;
+    Ok(package)
+}

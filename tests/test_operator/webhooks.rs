@@ -5,7 +5,7 @@
 use axum::Router;
 use axum::routing::post;
 use axum::{Json, http::StatusCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 pub fn routes() -> Router {
     Router::new()
@@ -119,7 +119,5 @@ fn convert_object(mut object: Value, desired: &str) -> Result<Value, String> {
 }
 
 fn bad_request(message: &str) -> (StatusCode, Json<Value>) {
-    let mut body = Map::new();
-    body.insert("message".into(), Value::String(message.to_string()));
-    (StatusCode::BAD_REQUEST, Json(Value::Object(body)))
+    (StatusCode::BAD_REQUEST, Json(json!({"message": message})))
 }
