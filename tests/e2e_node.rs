@@ -23,11 +23,11 @@ mod configmap_catalog;
 mod fixtures;
 #[path = "e2e_node/install_checks.rs"]
 mod install_checks;
-#[path = "e2e_node/operator_checks.rs"]
-mod operator_checks;
 #[allow(dead_code)]
 #[path = "../e2e/journeys/mod.rs"]
 mod journeys;
+#[path = "e2e_node/operator_checks.rs"]
+mod operator_checks;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
 #[allow(dead_code)]

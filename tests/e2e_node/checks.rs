@@ -23,6 +23,7 @@ pub const CHECKS: &[&str] = &[
     "chart::journeys",
     "plan::crd_update_with_stored_objects",
     "catalog::registry_poll_upgrades",
+    "bundle::images_pulled_by_the_controller_pod",
     "operator::phases_webhooks_apiservice",
     "chart::leader_failover",
 ];
@@ -110,6 +111,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             "catalog::registry_poll_upgrades",
             started,
             install_checks::registry_poll_upgrades(&cluster, node).await,
+        );
+    }
+    if selected("bundle::images_pulled_by_the_controller_pod") {
+        let started = Instant::now();
+        report.check(
+            "bundle::images_pulled_by_the_controller_pod",
+            started,
+            install_checks::bundle_images_install(&cluster, node).await,
         );
     }
     if selected("operator::phases_webhooks_apiservice") {

@@ -366,3 +366,62 @@ fn stable_up_to(from: &Path, to: &Path, entries: usize) -> anyhow::Result<()> {
     std::fs::write(out.join("package.yaml"), documents.join("---\n"))?;
     Ok(())
 }
+
+/// Bundles only as images (as in production catalogs): the demo bundles pushed as bundle images,
+/// a catalog image whose bundles carry nothing but their image, and the controller pod pulls
+/// them itself (through the chart's `registries.conf`) and installs.
+pub async fn bundle_images_install(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
+    let repo = "olm-rs-e2e-demo-bundle";
+    for version in ["0.1.0", "0.2.0", "0.3.0"] {
+        let dir = fixtures::e2e_dir()
+            .join("bundles/olm-rs-e2e-demo")
+            .join(version);
+        images::bundle_image(&dir)?
+            .push(&node.registry, repo, &format!("v{version}"))
+            .await?;
+    }
+    let dir = tempfile::tempdir()?;
+    let package = dir.path().join("olm-rs-e2e-demo");
+    std::fs::create_dir_all(&package)?;
+    std::fs::write(
+        package.join("catalog.yaml"),
+        fixtures::image_only_catalog(&node.registry.host(), repo)?,
+    )?;
+    let image = images::catalog_image(
+        &images::olm_rs_image(Path::new(env!("CARGO_BIN_EXE_olm-rs")))?,
+        dir.path(),
+    )?
+    .push(&node.registry, "olm-rs-e2e-catalog-image-bundles", "v1")
+    .await?;
+    let ns = c.create_namespace("olm-rs-e2e-bundle-images-").await?;
+    let result = async {
+        c.create(
+            &cluster::operator_groups(),
+            &ns,
+            fixtures::operator_group(&ns),
+        )
+        .await?;
+        c.create(
+            &cluster::catalog_sources(),
+            &ns,
+            fixtures::image_catalog(&ns, "bundle-images", &image),
+        )
+        .await?;
+        wait_catalog_ready(c, &ns, "bundle-images").await?;
+        c.create(
+            &cluster::subscriptions(),
+            &ns,
+            fixtures::subscription(&ns, "bundle-images", "fast", "Automatic", None),
+        )
+        .await?;
+        wait_installed(c, &ns, "demo", fixtures::V030).await?;
+        println!(
+            "e2e-node:   {} installed from its bundle image",
+            fixtures::V030
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    c.delete_namespace(&ns).await;
+    result
+}

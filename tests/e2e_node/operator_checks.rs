@@ -32,9 +32,7 @@ const VERSIONS: [&str; 4] = ["0.1.0", "0.2.0", "0.3.0", "0.4.0"];
 /// Pushes the test operator's image under each version's tag (`example.com/…` is mirrored to
 /// the node's registry) and its catalog image; returns the catalog image.
 pub async fn push_images(node: &RealNode) -> anyhow::Result<String> {
-    let operator = images::operator_image(Path::new(env!(
-        "CARGO_BIN_EXE_olm-rs-test-operator"
-    )))?;
+    let operator = images::operator_image(Path::new(env!("CARGO_BIN_EXE_olm-rs-test-operator")))?;
     for version in VERSIONS {
         operator
             .push(&node.registry, "olm-rs-test-operator", version)
@@ -85,14 +83,26 @@ pub async fn bad_version_fails_then_recovers(
     c.create(&cluster::subscriptions(), ns, subscription(ns, channel))
         .await?;
     let started = Instant::now();
-    let waiting = wait_phase(c, ns, csv, "Installing", Duration::from_secs(120)).await?;
+    // First `Installing / InstallSucceeded` (applied), then `InstallWaiting` naming the
+    // Deployment that is not available.
+    let waiting = c
+        .wait_for(format!("{csv} to wait for its Deployment"), || async {
+            let Some(csv) = c.get(&cluster::csvs(), ns, csv).await? else {
+                return Ok(Progress::Pending("absent".to_owned()));
+            };
+            let (phase, reason) = (text(&csv, "/status/phase"), text(&csv, "/status/reason"));
+            if phase == "Installing" && reason == "InstallWaiting" {
+                Ok(Progress::Done(text(&csv, "/status/message").to_owned()))
+            } else {
+                Ok(Progress::Pending(format!("{phase} / {reason}")))
+            }
+        })
+        .await?;
     ensure!(
-        text(&waiting, "/status/reason") == "InstallWaiting"
-            && text(&waiting, "/status/message").contains(DEPLOYMENT),
-        "while its pod is not ready, {csv} says {} / {}",
-        text(&waiting, "/status/reason"),
-        text(&waiting, "/status/message")
+        waiting.contains(DEPLOYMENT),
+        "while its pod is not ready, {csv} says InstallWaiting / {waiting}, not naming {DEPLOYMENT}"
     );
+    println!("e2e-node:   {csv}: Installing / InstallWaiting / {waiting}");
     // progressDeadlineSeconds is 60: the Deployment gives up, the CSV fails.
     let failed = wait_phase(c, ns, csv, "Failed", Duration::from_secs(180)).await?;
     let (reason, message) = (
@@ -116,8 +126,41 @@ pub async fn bad_version_fails_then_recovers(
         json!({"spec": {"channel": "stable"}}),
     )
     .await?;
+    // As in OLM, a Failed CSV is not replaced under the Default upgrade strategy: the fixed
+    // version waits in Pending. The OperatorGroup's `TechPreviewUnsafeFailForward` lets it
+    // replace the failed one (docs/operator-groups.md).
+    let pending = wait_phase(c, ns, FIXED, "Pending", Duration::from_secs(120)).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let still = c.get(&cluster::csvs(), ns, FIXED).await?;
+    ensure!(
+        still
+            .as_ref()
+            .is_some_and(|s| text(s, "/status/phase") == "Pending"),
+        "under the Default upgrade strategy {FIXED} should wait while {csv} is Failed: {:?}",
+        still.map(|s| s.data["status"].clone())
+    );
+    println!(
+        "e2e-node:   Default strategy: {FIXED} waits: {} / {}",
+        text(&pending, "/status/reason"),
+        text(&pending, "/status/message")
+    );
+    c.merge_patch(
+        &cluster::operator_groups(),
+        ns,
+        "all",
+        json!({"spec": {"upgradeStrategy": "TechPreviewUnsafeFailForward"}}),
+    )
+    .await?;
     wait_installed(c, ns, "testop", FIXED).await?;
-    println!("e2e-node:   switched to stable: {FIXED} Succeeded, replacing {csv}");
+    println!("e2e-node:   fail forward: {FIXED} Succeeded, replacing {csv}");
+    // Back to Default for what follows.
+    c.merge_patch(
+        &cluster::operator_groups(),
+        ns,
+        "all",
+        json!({"spec": {"upgradeStrategy": "Default"}}),
+    )
+    .await?;
     Ok(())
 }
 
@@ -125,10 +168,7 @@ pub async fn bad_version_fails_then_recovers(
 /// forced rotation.
 pub async fn certificates_proven_by_the_api_server(c: &Cluster, ns: &str) -> anyhow::Result<()> {
     calls_succeed(c, ns, "before").await?;
-    let secrets = c.api(
-        &cluster::core("", "v1", "Secret", "secrets"),
-        ns,
-    );
+    let secrets = c.api(&cluster::core("", "v1", "Secret", "secrets"), ns);
     let secret = format!("{DEPLOYMENT}-service-cert");
     let before = ca_hash(c, ns).await?;
     secrets
@@ -143,7 +183,9 @@ pub async fn certificates_proven_by_the_api_server(c: &Cluster, ns: &str) -> any
             if hash != before && !hash.is_empty() && rolled {
                 Ok(Progress::Done(hash))
             } else {
-                Ok(Progress::Pending(format!("olmcahash {hash}, rolled out {rolled}")))
+                Ok(Progress::Pending(format!(
+                    "olmcahash {hash}, rolled out {rolled}"
+                )))
             }
         })
         .await?;
@@ -156,12 +198,15 @@ pub async fn certificates_proven_by_the_api_server(c: &Cluster, ns: &str) -> any
     );
     // Cut-over (docs/certificates.md §10.2): calls may fail while old pods still serve the
     // old certificate; once the rollout is done they succeed again.
-    c.wait_for("webhook and APIService calls after the rotation", || async {
-        match calls_succeed(c, ns, "after").await {
-            Ok(()) => Ok(Progress::Done(())),
-            Err(err) => Ok(Progress::Pending(format!("{err:#}"))),
-        }
-    })
+    c.wait_for(
+        "webhook and APIService calls after the rotation",
+        || async {
+            match calls_succeed(c, ns, "after").await {
+                Ok(()) => Ok(Progress::Done(())),
+                Err(err) => Ok(Progress::Pending(format!("{err:#}"))),
+            }
+        },
+    )
     .await
 }
 
@@ -171,18 +216,30 @@ async fn calls_succeed(c: &Cluster, ns: &str, when: &str) -> anyhow::Result<()> 
     let v1alpha1 = cluster::core("testop.olm-rs.dev", "v1alpha1", "Gadget", "gadgets");
     let name = |base: &str| format!("{base}-{when}");
     // Validating webhook: denied, then admitted.
-    let denied = create(c, &v1, ns, json!({"apiVersion": "testop.olm-rs.dev/v1",
-        "kind": "Gadget", "metadata": {"name": name("denied")}, "spec": {"deny": true}}))
+    let denied = create(
+        c,
+        &v1,
+        ns,
+        json!({"apiVersion": "testop.olm-rs.dev/v1",
+        "kind": "Gadget", "metadata": {"name": name("denied")}, "spec": {"deny": true}}),
+    )
     .await;
     match denied {
         Err(kube::Error::Api(status)) if status.message.contains("denied") => {}
         other => bail!("a Gadget with spec.deny was not denied by the webhook: {other:?}"),
     }
     // Conversion webhook: written as v1alpha1 (size), read as v1 (replicas).
-    create(c, &v1alpha1, ns, json!({"apiVersion": "testop.olm-rs.dev/v1alpha1",
-        "kind": "Gadget", "metadata": {"name": name("converted")}, "spec": {"size": 3}}))
+    create(
+        c,
+        &v1alpha1,
+        ns,
+        json!({"apiVersion": "testop.olm-rs.dev/v1alpha1",
+        "kind": "Gadget", "metadata": {"name": name("converted")}, "spec": {"size": 3}}),
+    )
     .await
-    .map_err(|e| anyhow::anyhow!("creating a v1alpha1 Gadget (validating + conversion webhooks): {e}"))?;
+    .map_err(|e| {
+        anyhow::anyhow!("creating a v1alpha1 Gadget (validating + conversion webhooks): {e}")
+    })?;
     let read = c
         .get(&v1, ns, &name("converted"))
         .await?
@@ -210,8 +267,7 @@ async fn calls_succeed(c: &Cluster, ns: &str, when: &str) -> anyhow::Result<()> 
             .is_some_and(|r| r.iter().any(|r| r["name"] == "reports")),
         "GET /apis/api.testop.olm-rs.dev/v1 through the aggregator: {discovery}"
     );
-    let request =
-        http::Request::get("/apis/api.testop.olm-rs.dev/v1/reports").body(Vec::new())?;
+    let request = http::Request::get("/apis/api.testop.olm-rs.dev/v1/reports").body(Vec::new())?;
     let reports: Value = serde_json::from_str(&c.client.request_text(request).await?)?;
     ensure!(
         reports["items"].as_array().is_some_and(|i| !i.is_empty()),
@@ -233,7 +289,9 @@ async fn create(
     object: Value,
 ) -> Result<DynamicObject, kube::Error> {
     let object: DynamicObject = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
-    c.api(resource, ns).create(&PostParams::default(), &object).await
+    c.api(resource, ns)
+        .create(&PostParams::default(), &object)
+        .await
 }
 
 /// The `olmcahash` annotation of the operator Deployment's pod template.
@@ -279,7 +337,10 @@ async fn wait_phase(
         }
         if started.elapsed() > timeout {
             let status = csv.and_then(|c| c.data.get("status").cloned());
-            bail!("CSV {name} is {now}, not {phase}, after {}s: {status:?}", timeout.as_secs());
+            bail!(
+                "CSV {name} is {now}, not {phase}, after {}s: {status:?}",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
