@@ -84,6 +84,8 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&role).unwrap(),
             json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
                 "metadata": {
                     "name": "olm-rs-crd-reader-demos.example.com",
                     "labels": {"olm-rs/aggregate-to-crd-reader": "true"},

@@ -24,6 +24,7 @@ pub const CHECKS: &[&str] = &[
     "plan::crd_update_with_stored_objects",
     "catalog::registry_poll_upgrades",
     "bundle::images_pulled_by_the_controller_pod",
+    "resolve::dependency_installs",
     "operator::phases_webhooks_apiservice",
     "chart::leader_failover",
 ];
@@ -119,6 +120,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             "bundle::images_pulled_by_the_controller_pod",
             started,
             install_checks::bundle_images_install(&cluster, node).await,
+        );
+    }
+    if selected("resolve::dependency_installs") {
+        let started = Instant::now();
+        report.check(
+            "resolve::dependency_installs",
+            started,
+            install_checks::dependency_installs(&cluster, node).await,
         );
     }
     if selected("operator::phases_webhooks_apiservice") {

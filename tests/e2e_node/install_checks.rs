@@ -425,3 +425,142 @@ pub async fn bundle_images_install(c: &Cluster, node: &RealNode) -> anyhow::Resu
     c.delete_namespace(&ns).await;
     result
 }
+
+/// A dependency resolved on the real cluster: a second package whose only bundle requires the
+/// demo package (`olm.package.required`) and its Widget API; subscribing to it installs both,
+/// each operator's pod running.
+pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    dependent_catalog(&fixtures::e2e_dir().join("catalog"), dir.path())?;
+    let image = images::catalog_image(
+        &images::olm_rs_image(Path::new(env!("CARGO_BIN_EXE_olm-rs")))?,
+        dir.path(),
+    )?
+    .push(&node.registry, "olm-rs-e2e-catalog-dependency", "v1")
+    .await?;
+    let ns = c.create_namespace("olm-rs-e2e-dependency-").await?;
+    let result = async {
+        c.create(&cluster::operator_groups(), &ns, fixtures::operator_group(&ns))
+            .await?;
+        c.create(
+            &cluster::catalog_sources(),
+            &ns,
+            fixtures::image_catalog(&ns, "dependency", &image),
+        )
+        .await?;
+        wait_catalog_ready(c, &ns, "dependency").await?;
+        let mut sub = fixtures::subscription(&ns, "dependency", "stable", "Automatic", None);
+        sub["metadata"]["name"] = json!("dependent");
+        sub["spec"]["name"] = json!(DEPENDENT);
+        c.create(&cluster::subscriptions(), &ns, sub).await?;
+        wait_installed(c, &ns, "dependent", &format!("{DEPENDENT}.v1.0.0")).await?;
+        // The dependency came with it: its CSV Succeeded and both operators' pods run.
+        let demo = c
+            .wait_for("the demo package installed as a dependency", || async {
+                let csvs = c.api(&cluster::csvs(), &ns).list(&Default::default()).await?;
+                let demo = csvs.items.iter().find(|csv| {
+                    csv.metadata.name.as_deref() == Some(fixtures::V020)
+                        && text(csv, "/status/phase") == "Succeeded"
+                });
+                Ok(match demo {
+                    Some(csv) => Progress::Done(csv.metadata.name.clone().unwrap_or_default()),
+                    None => Progress::Pending("no Succeeded demo CSV yet".to_owned()),
+                })
+            })
+            .await?;
+        for deployment in [fixtures::DEPLOYMENT, DEPENDENT] {
+            let d = c
+                .get(&cluster::deployments(), &ns, deployment)
+                .await?
+                .with_context(|| format!("no Deployment {deployment}"))?;
+            ensure!(
+                field(&d, "/status/availableReplicas") == Some(&json!(1)),
+                "Deployment {deployment} has no available pod: {}",
+                d.data["status"]
+            );
+        }
+        println!("e2e-node:   {DEPENDENT} installed with its dependency {demo}, both pods running");
+        anyhow::Ok(())
+    }
+    .await;
+    c.delete_namespace(&ns).await;
+    result
+}
+
+const DEPENDENT: &str = "olm-rs-e2e-dependent";
+
+/// The demo catalog plus a package `olm-rs-e2e-dependent` (one bundle, v1.0.0): the demo
+/// v0.2.0 CSV renamed, owning no API but requiring the Widget API and the demo package.
+fn dependent_catalog(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let demo = to.join("olm-rs-e2e-demo");
+    std::fs::create_dir_all(&demo)?;
+    for file in ["package.yaml", "bundles.yaml"] {
+        std::fs::copy(from.join("olm-rs-e2e-demo").join(file), demo.join(file))?;
+    }
+    let text = std::fs::read_to_string(from.join("olm-rs-e2e-demo/bundles.yaml"))?;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut csv = None;
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let doc: Value = serde::Deserialize::deserialize(document)?;
+        if doc["name"] != fixtures::V020 {
+            continue;
+        }
+        for property in doc["properties"].as_array().into_iter().flatten() {
+            if property["type"] == "olm.bundle.object" {
+                let data = property["value"]["data"].as_str().unwrap_or_default();
+                let object: Value = serde_json::from_slice(&b64.decode(data)?)?;
+                if object["kind"] == "ClusterServiceVersion" {
+                    csv = Some(object);
+                }
+            }
+        }
+    }
+    let mut csv = csv.context("no v0.2.0 CSV in the demo catalog")?;
+    let name = format!("{DEPENDENT}.v1.0.0");
+    csv["metadata"]["name"] = json!(name);
+    csv["metadata"]["annotations"]
+        .as_object_mut()
+        .map(|a| a.remove("olm.skipRange"));
+    csv["spec"]["version"] = json!("1.0.0");
+    csv["spec"]["displayName"] = json!("olm-rs e2e dependent");
+    if let Some(spec) = csv["spec"].as_object_mut() {
+        spec.remove("replaces");
+    }
+    csv["spec"]["customresourcedefinitions"] = json!({"required": [{
+        "name": "widgets.e2e.olm-rs.dev", "version": "v1", "kind": "Widget",
+        "displayName": "Widget", "description": "The demo operator's API."}]});
+    let strategy = &mut csv["spec"]["install"]["spec"];
+    strategy["permissions"][0]["serviceAccountName"] = json!(DEPENDENT);
+    let deployment = &mut strategy["deployments"][0];
+    deployment["name"] = json!(DEPENDENT);
+    let labels = json!({"app.kubernetes.io/name": DEPENDENT});
+    deployment["spec"]["selector"]["matchLabels"] = labels.clone();
+    deployment["spec"]["template"]["metadata"]["labels"] = labels;
+    deployment["spec"]["template"]["spec"]["serviceAccountName"] = json!(DEPENDENT);
+    let bundle = json!({
+        "schema": "olm.bundle",
+        "name": name,
+        "package": DEPENDENT,
+        "image": "",
+        "properties": [
+            {"type": "olm.package", "value": {"packageName": DEPENDENT, "version": "1.0.0"}},
+            {"type": "olm.package.required",
+             "value": {"packageName": fixtures::PACKAGE, "versionRange": ">=0.2.0 <0.3.0"}},
+            {"type": "olm.gvk.required",
+             "value": {"group": "e2e.olm-rs.dev", "version": "v1", "kind": "Widget"}},
+            {"type": "olm.bundle.object",
+             "value": {"data": b64.encode(serde_json::to_vec(&csv)?)}},
+        ],
+    });
+    let package = json!({"schema": "olm.package", "name": DEPENDENT, "defaultChannel": "stable"});
+    let channel = json!({"schema": "olm.channel", "package": DEPENDENT, "name": "stable",
+                         "entries": [{"name": name}]});
+    let out = to.join(DEPENDENT);
+    std::fs::create_dir_all(&out)?;
+    let docs: Vec<String> = [package, channel, bundle]
+        .iter()
+        .map(serde_yaml_ng::to_string)
+        .collect::<Result<_, _>>()?;
+    std::fs::write(out.join("catalog.yaml"), docs.join("---\n"))?;
+    Ok(())
+}
