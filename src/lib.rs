@@ -21,6 +21,7 @@ pub mod leader_election;
 pub mod metrics;
 pub mod olm_hash;
 pub mod operator_group;
+pub mod package_manifest;
 pub mod plan;
 pub mod reconcile;
 pub mod registry;
