@@ -14,6 +14,7 @@ use crate::k8s::clock::{Clock, SystemClock};
 use crate::leader_election::{LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
 use crate::metrics::{self, Metrics};
 use crate::reconcile::{Context, ControllerOptions};
+use crate::package_server::{self, PackageServing};
 use crate::startup::{self, StartupError};
 
 /// The API group every OLM kind lives in.
@@ -45,6 +46,8 @@ pub struct RunOptions {
     pub controller: ControllerOptions,
     /// `Some` with `--leader-elect`: reconcilers start only once this replica holds the Lease.
     pub leader_election: Option<LeaderElectionOptions>,
+    /// The PackageManifest API (docs/packagemanifests.md); `None`: not served.
+    pub packages: Option<PackageServing>,
 }
 
 /// Where the leader Lease lives and who competes for it.
@@ -60,6 +63,12 @@ pub enum RunError {
     /// The API server could not be reached, or refused olm-rs (see [`StartupError`]).
     #[error(transparent)]
     Startup(#[from] StartupError),
+    #[error("cannot serve the PackageManifest API on {addr}: {source}")]
+    PackageApi {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot serve probes on {addr}: {source}")]
     Probes {
         addr: SocketAddr,
@@ -114,6 +123,19 @@ pub async fn run(
                 options.controller.clone(),
             )
         });
+        // Served by every replica, leader or not: reads need no Lease.
+        let package_tasks = match &options.packages {
+            Some(packages) => start_package_api(&client, &ctx, packages, stop_rx.clone()).await,
+            None => Ok(Vec::new()),
+        };
+        let package_tasks = match package_tasks {
+            Ok(tasks) => tasks,
+            Err(error) => {
+                let _ = stop_tx.send(true);
+                let _ = probes.await;
+                return Err(error);
+            }
+        };
         tracing::info!(
             global_catalog_namespace = %options.controller.global_catalog_namespace,
             leader_election = options.leader_election.is_some(),
@@ -134,6 +156,9 @@ pub async fn run(
                     .await
                     .map_err(RunError::LeadershipLost);
             }
+        }
+        for task in package_tasks {
+            task.abort();
         }
     }
 
@@ -180,6 +205,51 @@ async fn wait_until_allowed(client: &Client, readiness: &Readiness) -> Result<()
             Ok(())
         }
     }
+}
+
+/// Starts keeping the PackageManifests current and, for `olm-rs run`, serving them over
+/// HTTPS with their certificate kept; returns the tasks to stop at shutdown.
+async fn start_package_api(
+    client: &Client,
+    ctx: &Arc<Context>,
+    packages: &PackageServing,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, RunError> {
+    let contents: Arc<dyn package_server::CatalogContents> = ctx.catalogs.clone();
+    let mut tasks = vec![tokio::spawn(package_server::keep_current(
+        client.clone(),
+        contents,
+        Arc::clone(&packages.store),
+    ))];
+    if let Some(https) = &packages.https {
+        let listener = package_server::tls::bind(https.addr)
+            .await
+            .map_err(|source| RunError::PackageApi {
+                addr: https.addr,
+                source,
+            })?;
+        tracing::info!(addr = %https.addr, service = %https.service.service(), "serving the PackageManifest API");
+        let tls = Arc::new(package_server::tls::TlsState::default());
+        let api = package_server::PackageApi {
+            store: Arc::clone(&packages.store),
+            authorizer: Arc::new(package_server::SubjectAccessReviewer::new(client.clone())),
+            clock: Arc::clone(&ctx.clock),
+        };
+        tasks.push(tokio::spawn(package_server::tls::serve(
+            listener,
+            api,
+            Arc::clone(&tls),
+            wait_for(stop),
+        )));
+        let keeper = package_server::cert_keeper::CertKeeper {
+            client: client.clone(),
+            service: https.service.clone(),
+            clock: Arc::clone(&ctx.clock),
+            tls,
+        };
+        tasks.push(tokio::spawn(keeper.run()));
+    }
+    Ok(tasks)
 }
 
 /// Every reconciler of the process; each runs until the process stops.

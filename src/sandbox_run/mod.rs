@@ -189,6 +189,7 @@ impl Sandbox {
                 ..ControllerOptions::default()
             },
             leader_election: None,
+            packages: None,
         };
         let controllers = Stoppable {
             stop,
