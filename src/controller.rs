@@ -13,8 +13,8 @@ use crate::health::{self, Readiness};
 use crate::k8s::clock::{Clock, SystemClock};
 use crate::leader_election::{LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
 use crate::metrics::{self, Metrics};
-use crate::reconcile::{Context, ControllerOptions};
 use crate::package_server::{self, PackageServing};
+use crate::reconcile::{Context, ControllerOptions};
 use crate::startup::{self, StartupError};
 
 /// The API group every OLM kind lives in.

@@ -80,11 +80,7 @@ fn parse(path: &str) -> Option<Target> {
 
 fn query(uri: &http::Uri) -> HashMap<String, String> {
     uri.query()
-        .map(|q| {
-            form_urlencoded::parse(q.as_bytes())
-                .into_owned()
-                .collect()
-        })
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default()
 }
 
@@ -92,16 +88,33 @@ async fn handle(State(api): State<PackageApi>, req: Request) -> Response {
     let (parts, _body) = req.into_parts();
     let path = parts.uri.path().to_owned();
     let Some(target) = parse(&path) else {
-        return status(404, "NotFound", &format!("the server could not find the requested resource ({path})"), None);
+        return status(
+            404,
+            "NotFound",
+            &format!("the server could not find the requested resource ({path})"),
+            None,
+        );
     };
     let q = query(&parts.uri);
     let identity = parts.extensions.get::<Identity>().cloned();
     let watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
     let access = match &target {
         Target::Groups | Target::Group | Target::Resources | Target::Health => None,
-        Target::List { namespace } => Some(Access::new(if watch { "watch" } else { "list" }, namespace.as_deref(), None, None)),
-        Target::Get { namespace, name } => Some(Access::new("get", Some(namespace), Some(name), None)),
-        Target::Icon { namespace, name } => Some(Access::new("get", Some(namespace), Some(name), Some("icon"))),
+        Target::List { namespace } => Some(Access::new(
+            if watch { "watch" } else { "list" },
+            namespace.as_deref(),
+            None,
+            None,
+        )),
+        Target::Get { namespace, name } => {
+            Some(Access::new("get", Some(namespace), Some(name), None))
+        }
+        Target::Icon { namespace, name } => Some(Access::new(
+            "get",
+            Some(namespace),
+            Some(name),
+            Some("icon"),
+        )),
     };
     if let Some(access) = &access {
         if let Err(refused) = api.authorizer.authorize(identity.as_ref(), access).await {
@@ -154,7 +167,12 @@ async fn handle(State(api): State<PackageApi>, req: Request) -> Response {
     }
 }
 
-fn list(api: &PackageApi, namespace: Option<&str>, q: &HashMap<String, String>, accept: &str) -> Response {
+fn list(
+    api: &PackageApi,
+    namespace: Option<&str>,
+    q: &HashMap<String, String>,
+    accept: &str,
+) -> Response {
     let labels = match LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str)) {
         Ok(l) => l,
         Err(e) => return status(400, "BadRequest", &e.to_string(), None),
@@ -171,7 +189,10 @@ fn list(api: &PackageApi, namespace: Option<&str>, q: &HashMap<String, String>, 
     };
     let items = api.store.list(scope, &labels, name.as_deref());
     if wants_table(accept) {
-        return json_response(200, &table::table(&items, include_object(q), api.clock.now()));
+        return json_response(
+            200,
+            &table::table(&items, include_object(q), api.clock.now()),
+        );
     }
     json_response(
         200,
@@ -256,10 +277,16 @@ mod tests {
     #[test]
     fn paths_name_their_target() {
         let base = "/apis/packages.operators.coreos.com/v1";
-        assert_eq!(parse(&format!("{base}/packagemanifests")), Some(Target::List { namespace: None }));
+        assert_eq!(
+            parse(&format!("{base}/packagemanifests")),
+            Some(Target::List { namespace: None })
+        );
         assert_eq!(
             parse(&format!("{base}/namespaces/a/packagemanifests/etcd/icon")),
-            Some(Target::Icon { namespace: "a".into(), name: "etcd".into() })
+            Some(Target::Icon {
+                namespace: "a".into(),
+                name: "etcd".into()
+            })
         );
         assert_eq!(parse(&format!("{base}/namespaces/a/other")), None);
         assert_eq!(parse("/apis/operators.coreos.com/v1"), None);

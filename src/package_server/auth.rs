@@ -61,7 +61,9 @@ impl Access {
 pub enum Refusal {
     #[error("Unauthorized")]
     Unauthenticated,
-    #[error("{resource} is forbidden: User \"{user}\" cannot {verb} resource \"{plural}\" in API group \"{group}\"{scope}{reason}")]
+    #[error(
+        "{resource} is forbidden: User \"{user}\" cannot {verb} resource \"{plural}\" in API group \"{group}\"{scope}{reason}"
+    )]
     Forbidden {
         resource: String,
         user: String,
@@ -304,7 +306,10 @@ mod tests {
             ("requestheader-allowed-names", r#"["front-proxy-client"]"#),
             ("requestheader-username-headers", r#"["X-Remote-User"]"#),
             ("requestheader-group-headers", r#"["X-Remote-Group"]"#),
-            ("requestheader-extra-headers-prefix", r#"["X-Remote-Extra-"]"#),
+            (
+                "requestheader-extra-headers-prefix",
+                r#"["X-Remote-Extra-"]"#,
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))

@@ -37,10 +37,14 @@ pub enum ApiServiceAction {
     /// None exists (the chart's is turned off): nothing to keep.
     Absent,
     /// It points at another Service (OLM's packageserver): report, never touch.
-    Foreign { service: String },
+    Foreign {
+        service: String,
+    },
     UpToDate,
     /// Ours, with another (or no) caBundle: set it, at this resourceVersion.
-    SetCaBundle { resource_version: Option<String> },
+    SetCaBundle {
+        resource_version: Option<String>,
+    },
 }
 
 pub fn apiservice_action(
@@ -70,7 +74,11 @@ pub fn apiservice_action(
                 .unwrap_or_else(|| "no Service (served locally)".to_owned()),
         };
     }
-    if spec.and_then(|s| s.ca_bundle.as_ref()).map(|b| b.0.as_slice()) == Some(ca_pem) {
+    if spec
+        .and_then(|s| s.ca_bundle.as_ref())
+        .map(|b| b.0.as_slice())
+        == Some(ca_pem)
+    {
         ApiServiceAction::UpToDate
     } else {
         ApiServiceAction::SetCaBundle {
@@ -262,21 +270,36 @@ mod tests {
     #[test]
     fn only_our_apiservice_gets_our_ca() {
         let ours = ServiceName::new("olm-rs-packageserver", "olm-rs");
-        assert_eq!(apiservice_action(None, &ours, b"CA"), ApiServiceAction::Absent);
         assert_eq!(
-            apiservice_action(Some(&apiservice("olm", "packageserver-service", None)), &ours, b"CA"),
+            apiservice_action(None, &ours, b"CA"),
+            ApiServiceAction::Absent
+        );
+        assert_eq!(
+            apiservice_action(
+                Some(&apiservice("olm", "packageserver-service", None)),
+                &ours,
+                b"CA"
+            ),
             ApiServiceAction::Foreign {
                 service: "olm/packageserver-service".into()
             }
         );
         assert_eq!(
-            apiservice_action(Some(&apiservice("olm-rs", "olm-rs-packageserver", Some(b"old"))), &ours, b"CA"),
+            apiservice_action(
+                Some(&apiservice("olm-rs", "olm-rs-packageserver", Some(b"old"))),
+                &ours,
+                b"CA"
+            ),
             ApiServiceAction::SetCaBundle {
                 resource_version: Some("7".into())
             }
         );
         assert_eq!(
-            apiservice_action(Some(&apiservice("olm-rs", "olm-rs-packageserver", Some(b"CA"))), &ours, b"CA"),
+            apiservice_action(
+                Some(&apiservice("olm-rs", "olm-rs-packageserver", Some(b"CA"))),
+                &ours,
+                b"CA"
+            ),
             ApiServiceAction::UpToDate
         );
     }

@@ -69,10 +69,11 @@ impl TlsState {
         }
         // Without a client certificate a connection is still accepted; its requests are
         // then unauthenticated and refused (401) by the authorizer.
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
-            .allow_unauthenticated()
-            .build()
-            .map_err(|e| TlsSetupError::ClientCa(e.to_string()))?;
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| TlsSetupError::ClientCa(e.to_string()))?;
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_client_cert_verifier(verifier)
