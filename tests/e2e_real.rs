@@ -27,6 +27,8 @@ mod fixtures;
 mod journeys;
 #[path = "e2e_real/missing_rbac.rs"]
 mod missing_rbac;
+#[path = "e2e_real/package_manifests.rs"]
+mod package_manifests;
 #[path = "e2e_real/registry_pod.rs"]
 mod registry_pod;
 #[path = "integration/registry_support/mod.rs"]
@@ -67,6 +69,7 @@ const CHECKS: &[&str] = &[
     "chart::registry_pod_admitted",
     "chart::missing_rbac_rule",
     "chart::bundle_images",
+    "chart::package_manifests",
 ];
 
 fn main() -> ExitCode {

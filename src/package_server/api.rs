@@ -116,10 +116,10 @@ async fn handle(State(api): State<PackageApi>, req: Request) -> Response {
             Some("icon"),
         )),
     };
-    if let Some(access) = &access {
-        if let Err(refused) = api.authorizer.authorize(identity.as_ref(), access).await {
-            return refused.response();
-        }
+    if let Some(access) = &access
+        && let Err(refused) = api.authorizer.authorize(identity.as_ref(), access).await
+    {
+        return refused.response();
     }
     if parts.method != Method::GET {
         return method_not_supported(parts.method.as_str(), access.as_ref());

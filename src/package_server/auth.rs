@@ -18,7 +18,7 @@ use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 
 use super::api::status;
 use crate::package_manifest::types::{GROUP, RESOURCE};
@@ -140,10 +140,13 @@ impl Authorizer for AllowAll {
 /// allowed answers 10 s and denied ones 10 s too, by default).
 const REVIEW_TTL: Duration = Duration::from_secs(10);
 
+/// An answer and when it was given.
+type Remembered = (Instant, Result<(), Refusal>);
+
 /// Asks the API server (SubjectAccessReview), remembering answers for [`REVIEW_TTL`].
 pub struct SubjectAccessReviewer {
     client: Client,
-    answers: Mutex<HashMap<(Identity, Access), (Instant, Result<(), Refusal>)>>,
+    answers: Mutex<HashMap<(Identity, Access), Remembered>>,
 }
 
 impl SubjectAccessReviewer {
@@ -176,7 +179,7 @@ impl SubjectAccessReviewer {
         };
         let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
         let answer = api
-            .create(&PostParams::default(), &review)
+            .create(&crate::k8s::post_params(), &review)
             .await
             .map_err(|e| Refusal::ReviewFailed(e.to_string()))?;
         let status = answer.status.unwrap_or_default();
@@ -278,13 +281,14 @@ impl RequestHeaderConfig {
         for (name, value) in headers {
             for prefix in &self.extra_header_prefixes {
                 let name = name.as_str();
-                if name.len() > prefix.len() && name[..prefix.len()].eq_ignore_ascii_case(prefix) {
-                    if let Ok(v) = value.to_str() {
-                        extra
-                            .entry(name[prefix.len()..].to_lowercase())
-                            .or_default()
-                            .push(v.to_owned());
-                    }
+                if name.len() > prefix.len()
+                    && name[..prefix.len()].eq_ignore_ascii_case(prefix)
+                    && let Ok(v) = value.to_str()
+                {
+                    extra
+                        .entry(name[prefix.len()..].to_lowercase())
+                        .or_default()
+                        .push(v.to_owned());
                 }
             }
         }

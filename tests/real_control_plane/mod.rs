@@ -5,6 +5,7 @@
 
 pub mod binaries;
 pub mod chart;
+pub mod front_proxy;
 pub mod node;
 pub mod pki;
 pub mod process;
@@ -130,6 +131,9 @@ impl ControlPlane {
                 "--profiling=false",
                 "--v=1",
             ]);
+        // The aggregation layer (APIServices served by a process on this host, such as the
+        // PackageManifest API): the front proxy's CA and client certificate.
+        apiserver.args(front_proxy::apiserver_args(&root)?);
         processes.push(Process::spawn("kube-apiserver", apiserver, &root)?);
 
         let mut kcm = Command::new(&bin.kube_controller_manager);
