@@ -29,6 +29,8 @@ mod journeys;
 mod missing_rbac;
 #[path = "e2e_real/package_manifests.rs"]
 mod package_manifests;
+#[path = "integration/package_manifests_expected.rs"]
+mod package_manifests_expected;
 #[path = "e2e_real/registry_pod.rs"]
 mod registry_pod;
 #[path = "integration/registry_support/mod.rs"]

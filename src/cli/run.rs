@@ -291,6 +291,25 @@ mod tests {
     }
 
     #[test]
+    fn the_package_api_is_served_unless_turned_off() {
+        let parse = |args: &[&str]| {
+            let argv = std::iter::once("olm-rs").chain(args.iter().copied());
+            Command::try_parse_from(argv).expect("valid flags").run
+        };
+        let default = parse(&[]);
+        assert!(default.package_api);
+        assert_eq!(default.package_api_addr.to_string(), "0.0.0.0:5443");
+        assert_eq!(default.package_api_service, "olm-rs-packageserver");
+        assert!(!parse(&["--package-api=false"]).package_api);
+        assert_eq!(
+            parse(&["--package-api-addr=127.0.0.1:9443"])
+                .package_api_addr
+                .port(),
+            9443
+        );
+    }
+
+    #[test]
     fn registry_pods_get_a_workload_user_unless_turned_off() {
         assert!(workload_user_id(&[]));
         assert!(workload_user_id(&["--set-workload-user-id"]));

@@ -14,6 +14,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
 use crate::cluster;
+use crate::package_manifests_expected::{CatalogSeen, expected_greeter};
 use crate::real_control_plane::chart::{self, Controller, Rendered};
 use crate::real_control_plane::{ControlPlane, User, free_ports};
 
@@ -269,48 +270,36 @@ async fn checks(plane: &ControlPlane, controller: &mut Controller) -> anyhow::Re
         "get prefers the namespace's catalog: {own}"
     );
 
-    // The object, field by field where the aggregator could change something.
+    // The whole object, as OLM v0.31 would show it (written by hand).
+    let catalogs: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        chart::NAMESPACE,
+        &cluster::core(
+            "operators.coreos.com",
+            "v1alpha1",
+            "CatalogSource",
+            "catalogsources",
+        ),
+    );
+    let created = catalogs.get("pm-global").await?.metadata.creation_timestamp;
+    let seen = CatalogSeen {
+        name: "pm-global".into(),
+        namespace: chart::NAMESPACE.into(),
+        display_name: "pm-global catalog".into(),
+        publisher: "e2e".into(),
+        labels: json!({"tier": "demo"}),
+        created: serde_json::to_value(created)?,
+    };
     let (_, global) = get_json(
         admin,
         &format!("{BASE}/namespaces/default/packagemanifests/greeter-operator"),
     )
     .await?;
-    let expect = |pointer: &str, want: Value| -> anyhow::Result<()> {
-        let got = global.pointer(pointer).cloned().unwrap_or(Value::Null);
-        ensure!(got == want, "{pointer}: got {got}, want {want}");
-        Ok(())
-    };
-    expect("/metadata/namespace", json!("default"))?;
-    expect(
-        "/metadata/labels",
-        json!({
-        "tier": "demo", "catalog": "pm-global", "catalog-namespace": "olm",
-        "provider": "olm-rs examples", "provider-url": "",
-        "operatorframework.io/os.linux": "supported", "operatorframework.io/arch.amd64": "supported"}),
-    )?;
-    expect(
-        "/status/catalogSourceDisplayName",
-        json!("pm-global catalog"),
-    )?;
-    expect("/status/catalogSourcePublisher", json!("e2e"))?;
-    expect("/status/defaultChannel", json!("stable"))?;
-    expect("/status/channels/0/name", json!("fast"))?;
-    expect(
-        "/status/channels/0/currentCSV",
-        json!("greeter-operator.v2.0.0"),
-    )?;
-    expect(
-        "/status/channels/1/currentCSV",
-        json!("greeter-operator.v1.2.0"),
-    )?;
-    expect(
-        "/status/channels/1/entries",
-        json!([
-        {"name": "greeter-operator.v1.2.0", "version": "1.2.0"},
-        {"name": "greeter-operator.v1.1.1", "version": "1.1.1"},
-        {"name": "greeter-operator.v1.1.0", "version": "1.1.0"},
-        {"name": "greeter-operator.v1.0.0", "version": "1.0.0"}]),
-    )?;
+    let want = expected_greeter("default", &seen);
+    ensure!(
+        global == want,
+        "get through the aggregator:\n got {global}\nwant {want}"
+    );
 
     // Selectors.
     let (_, by_label) = get_json(
@@ -434,5 +423,111 @@ async fn checks(plane: &ControlPlane, controller: &mut Controller) -> anyhow::Re
     )
     .await?;
     ensure!(status == 403, "a user without permissions: {status} {body}");
+    kubectl_checks(plane).await
+}
+
+/// What a user types, through the real API server; skipped (said on stdout) without kubectl.
+async fn kubectl_checks(plane: &ControlPlane) -> anyhow::Result<()> {
+    let kubectl = async |args: &[&str]| -> anyhow::Result<(bool, String, String)> {
+        let out = tokio::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&plane.admin_kubeconfig)
+            .arg("--cache-dir")
+            .arg(plane.dir.join("kubectl-cache"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .output()
+            .await?;
+        Ok((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    };
+    if kubectl(&["version", "--client"]).await.is_err() {
+        println!(
+            "e2e-real:   kubectl is not on PATH: the kubectl checks of packagemanifests did not run"
+        );
+        return Ok(());
+    }
+    let (ok, out, err) = kubectl(&["get", "packagemanifests", "-n", TEAM]).await?;
+    ensure!(ok, "kubectl get packagemanifests -n {TEAM}: {err}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    ensure!(
+        rows.len() == 3
+            && rows[0] == ["NAME", "CATALOG", "AGE"]
+            && rows[1][..3] == ["greeter-operator", "pm-own", "catalog"],
+        "kubectl get packagemanifests -n {TEAM}:\n{out}"
+    );
+    let (ok, out, err) = kubectl(&[
+        "get",
+        "packagemanifests",
+        "-A",
+        "-l",
+        "catalog=pm-global",
+        "-o",
+        "name",
+    ])
+    .await?;
+    ensure!(
+        ok && out.trim() == "packagemanifest.packages.operators.coreos.com/greeter-operator",
+        "-A -l: {out}{err}"
+    );
+    let (ok, out, err) = kubectl(&[
+        "get",
+        "packagemanifests",
+        "-n",
+        TEAM,
+        "--field-selector",
+        "metadata.name=greeter-operator",
+        "-o",
+        "yaml",
+    ])
+    .await?;
+    ensure!(
+        ok && out.contains("currentCSV: greeter-operator.v2.0.0"),
+        "--field-selector -o yaml: {out}{err}"
+    );
+    let (ok, out, err) = kubectl(&[
+        "describe",
+        "packagemanifest",
+        "greeter-operator",
+        "-n",
+        TEAM,
+    ])
+    .await?;
+    ensure!(
+        ok && out.contains("Default Channel:") && out.contains("greeter-operator.v1.2.0"),
+        "describe: {out}{err}"
+    );
+    let (ok, _, err) = kubectl(&[
+        "get",
+        "packagemanifests",
+        "-n",
+        TEAM,
+        "--field-selector",
+        "spec.x=y",
+    ])
+    .await?;
+    ensure!(
+        !ok && err.contains("field label not supported: spec.x"),
+        "an unsupported field selector: {err}"
+    );
+    let (ok, _, err) = kubectl(&[
+        "get",
+        "packagemanifests",
+        "-n",
+        TEAM,
+        "--watch",
+        "--request-timeout=10s",
+    ])
+    .await?;
+    ensure!(
+        !ok && err.contains("not supported"),
+        "kubectl get --watch: {err}"
+    );
     Ok(())
 }

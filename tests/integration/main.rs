@@ -56,6 +56,7 @@ mod manifests;
 mod metrics_endpoint;
 mod operator_group_rbac;
 mod operator_group_sync;
+mod package_manifests_expected;
 mod package_manifests_sandbox;
 mod registry_bad_input;
 mod registry_rpc_agreement;

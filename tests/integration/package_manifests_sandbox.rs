@@ -10,6 +10,8 @@ use std::time::Duration;
 use olm_rs::sandbox_run::{Sandbox, SandboxOptions, SubscriptionRequest};
 use serde_json::{Value, json};
 
+use crate::package_manifests_expected::{CatalogSeen, expected_greeter};
+
 fn demo_catalog() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/catalog")
 }
@@ -72,92 +74,16 @@ async fn wait_for_packages(sandbox: &Sandbox) {
     }
 }
 
-fn greeter_description(version: &str) -> Value {
-    let mut desc = json!({
-        "displayName": "Greeter Operator",
-        "version": version,
-        "provider": {"name": "olm-rs examples"},
-        "annotations": {
-            "capabilities": "Basic Install",
-            "categories": "Developer Tools",
-            "containerImage": format!("quay.io/olm-rs-examples/greeter-operator:v{version}"),
-            "description": "A sample operator for olm-rs sandbox; it owns the Greeter API.",
-        },
-        "keywords": ["olm-rs", "example", "greeter"],
-        "links": [{"name": "Source", "url": "https://example.invalid/olm-rs/examples/catalog"}],
-        "maintainers": [{"name": "olm-rs", "email": "dev@olm-rs.invalid"}],
-        "maturity": "stable",
-        "description": "A sample operator shipped with olm-rs (examples/catalog). It owns the Greeter API and runs\none Deployment. In `olm-rs sandbox` no pod runs: a simulator marks the Deployment available.\n",
-        "installModes": [
-            {"supported": true, "type": "OwnNamespace"},
-            {"supported": true, "type": "SingleNamespace"},
-            {"supported": false, "type": "MultiNamespace"},
-            {"supported": true, "type": "AllNamespaces"},
-        ],
-        "customresourcedefinitions": {"owned": [{
-            "name": "greeters.demo.olm-rs.dev", "version": "v1", "kind": "Greeter",
-            "displayName": "Greeter", "description": "A greeting the operator keeps up to date.",
-        }]},
-        "apiservicedefinitions": {},
-        "minKubeVersion": "1.27.0",
-        "relatedImages": [format!("quay.io/olm-rs-examples/greeter-operator:v{version}")],
-    });
-    // Every CSV annotation is shown; 2.0.0 carries its skipRange as one.
-    if version == "2.0.0" {
-        desc["annotations"]["olm.skipRange"] = json!(">=1.1.0 <2.0.0");
+/// The sandbox's CatalogSource, as a PackageManifest shows it.
+fn sandbox_catalog(created: &Value) -> CatalogSeen {
+    CatalogSeen {
+        name: "sandbox-catalog".into(),
+        namespace: "olm".into(),
+        display_name: "olm-rs sandbox catalog".into(),
+        publisher: "olm-rs".into(),
+        labels: json!({}),
+        created: created.clone(),
     }
-    desc
-}
-
-/// What OLM v0.31's package server shows for the demo catalog's package, asked in `namespace`.
-fn expected_greeter(namespace: &str, created: &Value) -> Value {
-    let entries = |versions: &[&str]| -> Value {
-        versions
-            .iter()
-            .map(|v| json!({"name": format!("greeter-operator.v{v}"), "version": v}))
-            .collect()
-    };
-    json!({
-        "apiVersion": "packages.operators.coreos.com/v1",
-        "kind": "PackageManifest",
-        "metadata": {
-            "name": "greeter-operator",
-            "namespace": namespace,
-            "labels": {
-                "catalog": "sandbox-catalog",
-                "catalog-namespace": "olm",
-                "provider": "olm-rs examples",
-                "provider-url": "",
-                "operatorframework.io/os.linux": "supported",
-                "operatorframework.io/arch.amd64": "supported",
-            },
-            "creationTimestamp": created,
-        },
-        "spec": {},
-        "status": {
-            "catalogSource": "sandbox-catalog",
-            "catalogSourceDisplayName": "olm-rs sandbox catalog",
-            "catalogSourcePublisher": "olm-rs",
-            "catalogSourceNamespace": "olm",
-            "provider": {"name": "olm-rs examples"},
-            "packageName": "greeter-operator",
-            "channels": [
-                {
-                    "name": "fast",
-                    "currentCSV": "greeter-operator.v2.0.0",
-                    "currentCSVDesc": greeter_description("2.0.0"),
-                    "entries": entries(&["2.0.0", "1.2.0", "1.1.1", "1.1.0", "1.0.0"]),
-                },
-                {
-                    "name": "stable",
-                    "currentCSV": "greeter-operator.v1.2.0",
-                    "currentCSVDesc": greeter_description("1.2.0"),
-                    "entries": entries(&["1.2.0", "1.1.1", "1.1.0", "1.0.0"]),
-                },
-            ],
-            "defaultChannel": "stable",
-        },
-    })
 }
 
 #[tokio::test]
@@ -188,7 +114,10 @@ async fn the_sandbox_serves_packagemanifests_as_olm_does() {
     .await;
     assert_eq!(status, 200);
     let got: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(got, expected_greeter("operators", created));
+    assert_eq!(
+        got,
+        expected_greeter("operators", &sandbox_catalog(created))
+    );
 
     // All namespaces: in the catalog's namespace.
     let (_, body, _) = get(
@@ -199,7 +128,10 @@ async fn the_sandbox_serves_packagemanifests_as_olm_does() {
     .await;
     let list: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(list["kind"], "PackageManifestList");
-    assert_eq!(list["items"], json!([expected_greeter("olm", created)]));
+    assert_eq!(
+        list["items"],
+        json!([expected_greeter("olm", &sandbox_catalog(created))])
+    );
 
     // Label and field selectors.
     let (_, body, _) = get(
