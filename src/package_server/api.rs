@@ -122,7 +122,7 @@ async fn handle(State(api): State<PackageApi>, req: Request) -> Response {
         return refused.response();
     }
     if parts.method != Method::GET {
-        return method_not_supported(parts.method.as_str(), access.as_ref());
+        return method_not_supported(parts.method.as_str());
     }
     let accept = parts
         .headers
@@ -134,7 +134,7 @@ async fn handle(State(api): State<PackageApi>, req: Request) -> Response {
         Target::Groups => json_response(200, &discovery::group_list()),
         Target::Group => json_response(200, &discovery::group()),
         Target::Resources => json_response(200, &discovery::resource_list()),
-        Target::List { .. } if watch => method_not_supported("watch", access.as_ref()),
+        Target::List { .. } if watch => method_not_supported("watch"),
         Target::List { namespace } => list(&api, namespace.as_deref(), &q, accept),
         Target::Get { namespace, name } => match api.store.get(&namespace, &name) {
             Some((manifest, _)) if wants_table(accept) => json_response(
@@ -257,7 +257,7 @@ fn not_found(name: &str) -> Response {
 
 /// What the API server answers for a verb the storage does not implement (OLM's: watch and
 /// every write).
-fn method_not_supported(verb: &str, _access: Option<&Access>) -> Response {
+fn method_not_supported(verb: &str) -> Response {
     status(
         405,
         "MethodNotAllowed",
