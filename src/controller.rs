@@ -141,10 +141,25 @@ pub async fn run(
             leader_election = options.leader_election.is_some(),
             "olm-rs controller ready"
         );
+        // The replica that runs the reconcilers has the catalogs: the package API's Service
+        // sends requests to it (docs/packagemanifests.md §8).
+        let serving_pod = options
+            .packages
+            .as_ref()
+            .and_then(|p| p.serving_pod.clone());
+        let leading = {
+            let client = client.clone();
+            async move {
+                if let Some(pod) = &serving_pod {
+                    package_server::serving_pod::mark(&client, pod, true).await;
+                }
+                run_reconcilers(ctx).await
+            }
+        };
         match options.leader_election {
             None => tokio::select! {
                 () = shutdown => tracing::info!("shutdown requested; stopping"),
-                () = run_reconcilers(ctx) => tracing::warn!("all reconcilers stopped"),
+                () = leading => tracing::warn!("all reconcilers stopped"),
             },
             // A standby stays ready (it serves probes and metrics) while it waits: a rolling
             // update must be able to start new replicas while the old leader holds the Lease.
@@ -152,7 +167,7 @@ pub async fn run(
                 let elector = LeaderElector::new(client, election.lock, election.config, clock)
                     .with_metrics(Arc::clone(&metrics));
                 outcome = elector
-                    .run(run_reconcilers(ctx), shutdown)
+                    .run(leading, shutdown)
                     .await
                     .map_err(RunError::LeadershipLost);
             }
@@ -215,6 +230,9 @@ async fn start_package_api(
     packages: &PackageServing,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, RunError> {
+    if let Some(pod) = &packages.serving_pod {
+        package_server::serving_pod::mark(client, pod, false).await;
+    }
     let contents: Arc<dyn package_server::CatalogContents> = ctx.catalogs.clone();
     let mut tasks = vec![tokio::spawn(package_server::keep_current(
         client.clone(),

@@ -14,6 +14,7 @@ use olm_rs::certs::ServiceName;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
 use olm_rs::package_manifest::ManifestStore;
+use olm_rs::package_server::serving_pod::PodRef;
 use olm_rs::package_server::{HttpsOptions, PackageServing};
 use olm_rs::reconcile::ControllerOptions;
 use olm_rs::reconcile::bundle_images::{BundleImageOptions, BundleImages, SecretRef};
@@ -217,7 +218,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .clone()
                 .filter(|ns| !ns.is_empty())
                 .unwrap_or_else(|| client.default_namespace().to_owned());
+            let serving_pod = std::env::var("POD_NAME")
+                .ok()
+                .filter(|name| !name.is_empty())
+                .map(|name| PodRef {
+                    namespace: namespace.clone(),
+                    name,
+                });
             PackageServing {
+                serving_pod,
                 store: Arc::new(ManifestStore::new(args.global_catalog_namespace.clone())),
                 https: Some(HttpsOptions {
                     addr: args.package_api_addr,

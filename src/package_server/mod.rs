@@ -8,6 +8,7 @@ pub mod api;
 pub mod auth;
 pub mod cert_keeper;
 pub mod discovery;
+pub mod serving_pod;
 pub mod sync;
 pub mod tls;
 
@@ -28,6 +29,9 @@ pub struct PackageServing {
     /// `Some` for `olm-rs run`: HTTPS for the aggregation layer. `None`: the store is only
     /// kept current (the sandbox's embedded API server routes requests to it).
     pub https: Option<HttpsOptions>,
+    /// This replica's Pod, labelled while it runs the reconcilers (`serving_pod`); `None`
+    /// outside a Pod.
+    pub serving_pod: Option<serving_pod::PodRef>,
 }
 
 /// Where `olm-rs run` serves the package API and the Service the API server reaches it by

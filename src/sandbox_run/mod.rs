@@ -128,7 +128,11 @@ pub fn package_api(api: &ApiServer) -> PackageServing {
         resource_list: discovery::resource_list(),
         router: router(handler),
     });
-    PackageServing { store, https: None }
+    PackageServing {
+        store,
+        https: None,
+        serving_pod: None,
+    }
 }
 
 /// The running sandbox.

@@ -58,6 +58,7 @@ mod operator_group_rbac;
 mod operator_group_sync;
 mod package_manifests_expected;
 mod package_manifests_sandbox;
+mod package_manifests_serving_pod;
 mod registry_bad_input;
 mod registry_rpc_agreement;
 mod registry_server;
