@@ -83,3 +83,42 @@ pub fn subscription(
         "spec": spec,
     })
 }
+
+/// The demo catalog (e2e/catalog/) with every bundle's manifests removed and its image in
+/// `registry` (`<host>/<repo>:v<version>`), as production catalogs are.
+#[allow(dead_code)] // the real-cluster harnesses' (tests/e2e_real, tests/e2e_node)
+pub fn image_only_catalog(registry: &str, repo: &str) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let source = e2e_dir().join("catalog/olm-rs-e2e-demo");
+    let mut out = String::new();
+    for file in ["package.yaml", "bundles.yaml"] {
+        let text = std::fs::read_to_string(source.join(file))
+            .with_context(|| format!("reading {}", source.join(file).display()))?;
+        for document in serde_yaml_ng::Deserializer::from_str(&text) {
+            let mut doc: Value = serde::Deserialize::deserialize(document)?;
+            if !doc.is_object() {
+                continue;
+            }
+            if doc["schema"] == "olm.bundle" {
+                let version = doc["properties"]
+                    .as_array()
+                    .and_then(|props| {
+                        props
+                            .iter()
+                            .find(|p| p["type"] == "olm.package")
+                            .and_then(|p| p["value"]["version"].as_str())
+                    })
+                    .context("a bundle without an olm.package property")?
+                    .to_owned();
+                doc["image"] = json!(format!("{registry}/{repo}:v{version}"));
+                if let Some(props) = doc["properties"].as_array_mut() {
+                    props.retain(|p| p["type"] != "olm.bundle.object");
+                }
+            }
+            out.push_str("---\n");
+            out.push_str(&serde_yaml_ng::to_string(&doc)?);
+        }
+    }
+    anyhow::ensure!(out.contains(registry), "no bundle in the demo catalog");
+    Ok(out)
+}

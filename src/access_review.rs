@@ -131,6 +131,34 @@ async fn review(
     }))
 }
 
+/// Whether the identity of `client` may `verb` the `resource` of `group` (in `namespace`, or
+/// cluster-wide when `None`): one SelfSubjectAccessReview. Sent through an impersonating client
+/// it answers for the impersonated ServiceAccount (scoped installs, docs/install-plans.md §10).
+pub async fn may(
+    client: &Client,
+    group: &str,
+    resource: &str,
+    verb: &str,
+    namespace: Option<&str>,
+) -> Result<bool, kube::Error> {
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(group.to_owned()),
+                resource: Some(resource.to_owned()),
+                verb: Some(verb.to_owned()),
+                namespace: namespace.map(str::to_owned),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let answer = reviews.create(&crate::k8s::post_params(), &review).await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,8 @@ mod package_manifests_expected;
 mod registry_pod;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
+#[path = "e2e_real/test_operator.rs"]
+mod test_operator;
 
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
 #[allow(dead_code)]
@@ -65,6 +67,7 @@ use real_control_plane::binaries::{self, Unavailable};
 /// The checks, in the order they run (`--list` prints them).
 const CHECKS: &[&str] = &[
     "plane::workloads_run",
+    "plane::test_operator",
     "chart::startup_race",
     "chart::journeys",
     "chart::leader_failover",

@@ -296,8 +296,10 @@ impl BundlePuller {
             user_agent: concat!("olm-rs/", env!("CARGO_PKG_VERSION")),
             ..ClientConfig::default()
         };
-        let client =
-            oci_client::Client::try_from(config).map_err(|e| ConfigError::Client(e.to_string()))?;
+        // reqwest's own words are only "builder error"; the cause is in its sources (no
+        // trusted CA certificates in the image, say).
+        let client = oci_client::Client::try_from(config)
+            .map_err(|e| ConfigError::Client(error_chain(&e)))?;
         if clients.len() >= MAX_CLIENTS {
             clients.clear();
         }
@@ -483,4 +485,19 @@ impl tokio::io::AsyncWrite for CappedSink {
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
     }
+}
+
+/// An error and its sources, joined with ": ".
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -6,6 +6,7 @@
 //! (`lookups`, `unpack`). Nothing here talks to a cluster. docs/install-plans.md §5–§11.
 
 pub mod content;
+pub mod crd_reader;
 pub mod crd_safety;
 pub mod decision;
 pub mod draft;

@@ -23,6 +23,10 @@ pub enum PassOutcome {
     /// A step failed. `permanent` errors (the plan's own content is unusable) fail the plan at
     /// once; others are retried within [`RETRY_WINDOW`] of `startTime`.
     StepFailed { message: String, permanent: bool },
+    /// The API server refused a request for lack of permission (the scoped ServiceAccount's,
+    /// or olm-rs's own). Never terminal: a user may grant the permission at any time
+    /// (docs/install-plans.md §10). Nothing of the plan was written.
+    Forbidden { message: String },
 }
 
 /// What to do with a plan's status now, before executing anything.
@@ -132,6 +136,21 @@ pub fn after_pass(status: &mut InstallPlanStatus, outcome: &PassOutcome, now: Ti
                 status.message = Some(format!("retrying execution due to error: {message}"));
             }
         }
+        PassOutcome::Forbidden { message } => {
+            status.phase = InstallPlanPhase::Installing;
+            status.message = Some(format!("retrying execution due to error: {message}"));
+            // OLM says this in `message` only; a condition makes it visible to `kubectl wait`
+            // and to tools that read conditions (docs/install-plans.md §10).
+            set_condition(
+                &mut conditions,
+                installed(
+                    ConditionStatus::False,
+                    Some(InstallPlanConditionReason::InstallCheckFailed),
+                    message,
+                ),
+                &Time(now),
+            );
+        }
     }
     status.conditions = Some(conditions);
 }
@@ -156,6 +175,40 @@ mod tests {
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(second).unwrap()
+    }
+
+    #[test]
+    fn a_forbidden_pass_is_retried_forever_with_a_condition() {
+        let mut s = InstallPlanStatus {
+            phase: InstallPlanPhase::Installing,
+            start_time: Some(Time(at(0))),
+            ..Default::default()
+        };
+        let outcome = PassOutcome::Forbidden {
+            message: "service account ops/installer may not create deployments.apps".into(),
+        };
+        after_pass(&mut s, &outcome, at(3600));
+        assert_eq!(s.phase, InstallPlanPhase::Installing);
+        assert_eq!(
+            s.message.as_deref(),
+            Some(
+                "retrying execution due to error: service account ops/installer may not create \
+                 deployments.apps"
+            )
+        );
+        let condition = &s.conditions.as_ref().unwrap()[0];
+        assert_eq!(condition.status, Some(ConditionStatus::False));
+        assert_eq!(
+            condition.reason,
+            Some(InstallPlanConditionReason::InstallCheckFailed)
+        );
+        // Granted later: the next pass completes and the condition turns True.
+        after_pass(&mut s, &PassOutcome::Done, at(3601));
+        assert_eq!(s.phase, InstallPlanPhase::Complete);
+        assert_eq!(
+            s.conditions.as_ref().unwrap()[0].status,
+            Some(ConditionStatus::True)
+        );
     }
 
     #[test]

@@ -7,8 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context as _, ensure};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cluster::{self, Cluster, ControllerAccess, Settings};
 use crate::real_control_plane::chart::{self, Controller, Rendered};
@@ -37,7 +36,7 @@ pub async fn run(plane: &ControlPlane, rendered: &Rendered, token: &str) -> anyh
     }
     std::fs::write(
         catalog_dir.join("catalog.yaml"),
-        image_only_catalog(&registry.host())?,
+        fixtures::image_only_catalog(&registry.host(), REPO)?,
     )?;
     let [catalog_port] = free_ports::<1>()?;
     let mut serve = Command::new(env!("CARGO_BIN_EXE_olm-rs"));
@@ -114,41 +113,4 @@ pub async fn run(plane: &ControlPlane, rendered: &Rendered, token: &str) -> anyh
         }
     }
     result.map(|()| true)
-}
-
-/// The demo catalog (e2e/catalog/) with every bundle's manifests removed and its image in
-/// `registry` (`<host>/olm-rs-e2e-demo-bundle:v<version>`), as production catalogs are.
-fn image_only_catalog(registry: &str) -> anyhow::Result<String> {
-    let source = fixtures::e2e_dir().join("catalog/olm-rs-e2e-demo");
-    let mut out = String::new();
-    for file in ["package.yaml", "bundles.yaml"] {
-        let text = std::fs::read_to_string(source.join(file))
-            .with_context(|| format!("reading {}", source.join(file).display()))?;
-        for document in serde_yaml_ng::Deserializer::from_str(&text) {
-            let mut doc: Value = serde::Deserialize::deserialize(document)?;
-            if !doc.is_object() {
-                continue;
-            }
-            if doc["schema"] == "olm.bundle" {
-                let version = doc["properties"]
-                    .as_array()
-                    .and_then(|props| {
-                        props
-                            .iter()
-                            .find(|p| p["type"] == "olm.package")
-                            .and_then(|p| p["value"]["version"].as_str())
-                    })
-                    .context("a bundle without an olm.package property")?
-                    .to_owned();
-                doc["image"] = json!(format!("{registry}/{REPO}:v{version}"));
-                if let Some(props) = doc["properties"].as_array_mut() {
-                    props.retain(|p| p["type"] != "olm.bundle.object");
-                }
-            }
-            out.push_str("---\n");
-            out.push_str(&serde_yaml_ng::to_string(&doc)?);
-        }
-    }
-    ensure!(out.contains(registry), "no bundle in the demo catalog");
-    Ok(out)
 }

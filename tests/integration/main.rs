@@ -11,8 +11,12 @@
 mod apiserver_common;
 mod catalog_source_common;
 mod common;
+// The images the real node runs (tests/real_control_plane/images.rs), tested in testop_images.
 mod csv_support;
 mod image_registry;
+#[allow(dead_code)]
+#[path = "../real_control_plane/images.rs"]
+mod images;
 mod og_support;
 mod registry_support;
 mod subscription_support;
@@ -78,4 +82,8 @@ mod subscription_install;
 mod subscription_stale_store;
 mod subscription_upgrade;
 mod subscription_waiting_plan;
+mod testop_catalog;
+mod testop_images;
+mod testop_install;
+mod testop_operator;
 mod write_path;

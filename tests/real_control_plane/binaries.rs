@@ -8,8 +8,18 @@ use std::process::Command;
 use anyhow::{Context as _, bail, ensure};
 use sha2::{Digest as _, Sha256};
 
-/// The two Kubernetes programs the harness runs.
-pub const PROGRAMS: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
+/// The Kubernetes programs the harness runs: the control plane's two, then the node's
+/// (tests/real_control_plane/real_node.rs), which only the real-node checks need.
+pub const PROGRAMS: [&str; 6] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+    "coredns",
+];
+/// The two every check needs.
+const PLANE_PROGRAMS: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
 
 /// Where the programs are, ready to run.
 #[derive(Debug, Clone)]
@@ -17,6 +27,16 @@ pub struct Binaries {
     pub etcd: PathBuf,
     pub kube_apiserver: PathBuf,
     pub kube_controller_manager: PathBuf,
+    /// The directory of every program of [`PROGRAMS`] (the node's may be absent when
+    /// `OLM_RS_K8S_BIN` names a directory without them).
+    pub dir: PathBuf,
+}
+
+impl Binaries {
+    /// The path of one of [`PROGRAMS`], when it is there.
+    pub fn program(&self, name: &str) -> Option<PathBuf> {
+        Some(self.dir.join(name)).filter(|p| p.is_file())
+    }
 }
 
 /// Why the real control plane cannot run here: the reason to print when skipping.
@@ -37,7 +57,7 @@ pub fn locate() -> anyhow::Result<Result<Binaries, Unavailable>> {
     let dir = match std::env::var_os("OLM_RS_K8S_BIN") {
         Some(dir) => {
             let dir = PathBuf::from(dir);
-            for program in PROGRAMS {
+            for program in PLANE_PROGRAMS {
                 ensure!(
                     dir.join(program).is_file(),
                     "OLM_RS_K8S_BIN={}: no {program} there",
@@ -63,6 +83,7 @@ pub fn locate() -> anyhow::Result<Result<Binaries, Unavailable>> {
         etcd,
         kube_apiserver: dir.join("kube-apiserver"),
         kube_controller_manager: dir.join("kube-controller-manager"),
+        dir,
     }))
 }
 

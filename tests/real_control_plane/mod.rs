@@ -6,9 +6,11 @@
 pub mod binaries;
 pub mod chart;
 pub mod front_proxy;
+pub mod images;
 pub mod node;
 pub mod pki;
 pub mod process;
+pub mod real_node;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,15 +25,33 @@ use binaries::Binaries;
 use pki::Pki;
 use process::Process;
 
-/// Service IPs come from a loopback range, so nothing ever dials off the machine.
-const SERVICE_RANGE: &str = "127.0.96.0/20";
-const FIRST_SERVICE_IP: &str = "127.0.96.1";
+/// Where the API server listens and which Service addresses it hands out.
+#[derive(Debug, Clone, Copy)]
+pub struct Network {
+    /// The API server's bind and advertised address.
+    pub address: &'static str,
+    pub service_range: &'static str,
+    /// The `kubernetes` Service's address, which the serving certificate names.
+    pub first_service_ip: &'static str,
+    /// A real node runs pods: the `kubernetes` Service gets an endpoint (lease reconciler) and
+    /// webhooks and APIServices are dialled at pod addresses (aggregator routing).
+    pub pods_run: bool,
+}
+
+/// No real node: Service IPs come from a loopback range, so nothing ever dials off the machine.
+pub const LOOPBACK: Network = Network {
+    address: "127.0.0.1",
+    service_range: "127.0.96.0/20",
+    first_service_ip: "127.0.96.1",
+    pods_run: false,
+};
 /// The longest start-up the harness waits for before failing with the programs' logs.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 pub struct ControlPlane {
-    /// `https://127.0.0.1:<port>`.
+    /// `https://127.0.0.1:<port>` (on a real node's bridge: its address).
     pub url: String,
+    pub network: Network,
     pub pki: Pki,
     /// The admin's kubeconfig (`system:masters`), as a file and parsed.
     pub admin_kubeconfig: PathBuf,
@@ -50,6 +70,11 @@ impl ControlPlane {
     /// etcd, the controller-manager retries the API server) and waits until `/readyz` answers
     /// and the `default` ServiceAccount exists.
     pub async fn start(bin: &Binaries) -> anyhow::Result<Self> {
+        Self::start_on(bin, LOOPBACK).await
+    }
+
+    /// [`Self::start`] on `network` (a real node's bridge: [`real_node::NETWORK`]).
+    pub async fn start_on(bin: &Binaries, network: Network) -> anyhow::Result<Self> {
         let started = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("olm-rs-e2e-real-")
@@ -67,10 +92,10 @@ impl ControlPlane {
         }
         .context("creating etcd's data directory")?;
         let root = dir.path().to_path_buf();
-        let pki = Pki::create(&root, FIRST_SERVICE_IP)?;
+        let pki = Pki::create(&root, network.first_service_ip, network.address)?;
 
         let [etcd_port, etcd_peer, api_port, kcm_port] = free_ports::<4>()?;
-        let url = format!("https://127.0.0.1:{api_port}");
+        let url = format!("https://{}:{api_port}", network.address);
         let admin_yaml = kubeconfig(
             &url,
             &pki.ca_pem,
@@ -110,7 +135,8 @@ impl ControlPlane {
         let mut apiserver = Command::new(&bin.kube_apiserver);
         apiserver
             .arg(format!("--etcd-servers={etcd_url}"))
-            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
+            .arg(format!("--bind-address={}", network.address))
+            .arg(format!("--advertise-address={}", network.address))
             .arg(format!("--secure-port={api_port}"))
             .arg(format!("--tls-cert-file={}", path(&pki.serving_cert)))
             .arg(format!("--tls-private-key-file={}", path(&pki.serving_key)))
@@ -124,15 +150,34 @@ impl ControlPlane {
                 "--service-account-signing-key-file={}",
                 path(&pki.service_account_key)
             ))
-            .arg(format!("--service-cluster-ip-range={SERVICE_RANGE}"))
+            .arg(format!(
+                "--service-cluster-ip-range={}",
+                network.service_range
+            ))
             .args([
                 "--authorization-mode=Node,RBAC",
-                "--endpoint-reconciler-type=none",
                 "--profiling=false",
                 "--v=1",
             ]);
-        // The aggregation layer (APIServices served by a process on this host, such as the
-        // PackageManifest API): the front proxy's CA and client certificate.
+        if network.pods_run {
+            apiserver
+                .args([
+                    "--endpoint-reconciler-type=lease",
+                    "--enable-aggregator-routing=true",
+                    "--allow-privileged=true",
+                    "--kubelet-preferred-address-types=InternalIP,Hostname",
+                ])
+                // `kubectl logs` and `exec` reach the kubelet as the admin.
+                .arg(format!(
+                    "--kubelet-client-certificate={}",
+                    path(&pki.admin_cert)
+                ))
+                .arg(format!("--kubelet-client-key={}", path(&pki.admin_key)));
+        } else {
+            apiserver.arg("--endpoint-reconciler-type=none");
+        }
+        // The aggregation layer (APIServices served by a process on this host or a pod, such as
+        // the PackageManifest API): the front proxy's CA and client certificate.
         apiserver.args(front_proxy::apiserver_args(&root)?);
         processes.push(Process::spawn("kube-apiserver", apiserver, &root)?);
 
@@ -154,7 +199,10 @@ impl ControlPlane {
                 path(&pki.ca_cert)
             ))
             .arg(format!("--cluster-signing-key-file={}", path(&pki.ca_key)))
-            .arg(format!("--service-cluster-ip-range={SERVICE_RANGE}"))
+            .arg(format!(
+                "--service-cluster-ip-range={}",
+                network.service_range
+            ))
             .args(["--cluster-name=olm-rs-e2e", "--profiling=false", "--v=1"]);
         processes.push(Process::spawn("kube-controller-manager", kcm, &root)?);
 
@@ -167,6 +215,7 @@ impl ControlPlane {
         let client = kube::Client::try_from(admin_config.clone())?;
         let mut plane = Self {
             url,
+            network,
             pki,
             admin_kubeconfig,
             admin_config,

@@ -28,13 +28,17 @@ pub struct Pki {
     /// Verifies them.
     pub service_account_public: PathBuf,
     pub admin: ClientCert,
+    /// The admin's certificate and key as files (the kubelet client of the API server).
+    pub admin_cert: PathBuf,
+    pub admin_key: PathBuf,
     pub controller_manager: ClientCert,
 }
 
 impl Pki {
     /// Writes the PKI into `dir`. `service_ip` is the first address of the service range (the
-    /// `kubernetes` Service), which the serving certificate must name.
-    pub fn create(dir: &Path, service_ip: &str) -> anyhow::Result<Self> {
+    /// `kubernetes` Service) and `address` the API server's own; the serving certificate names
+    /// both.
+    pub fn create(dir: &Path, service_ip: &str, address: &str) -> anyhow::Result<Self> {
         let ca_key = KeyPair::generate().context("CA key")?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -60,6 +64,10 @@ impl Pki {
             "127.0.0.1".to_owned(),
             service_ip.to_owned(),
         ];
+        let mut serving_names = serving_names;
+        if !serving_names.iter().any(|n| n == address) {
+            serving_names.push(address.to_owned());
+        }
         let serving = leaf(
             &issuer,
             serving_names,
@@ -92,6 +100,8 @@ impl Pki {
             serving_key: write("apiserver.key", &serving.key_pem)?,
             service_account_key: write("sa.key", &service_account.serialize_pem())?,
             service_account_public: write("sa.pub", &service_account.public_key_pem())?,
+            admin_cert: write("admin.crt", &admin.cert_pem)?,
+            admin_key: write("admin.key", &admin.key_pem)?,
             ca_pem,
             admin,
             controller_manager,

@@ -1,8 +1,11 @@
 //! A client that acts as a ServiceAccount (scoped installs, docs/install-plans.md §10).
 //!
-//! OLM fetches the account's token; olm-rs impersonates it instead (`Impersonate-User` and the
-//! account's groups), which needs no Secret and keeps no token in memory. The controller's
-//! ClusterRole must allow `impersonate` on `serviceaccounts`.
+//! OLM fetches the account's token; olm-rs impersonates it instead (`Impersonate-User`), which
+//! needs no Secret and keeps no token in memory. The API server gives an impersonated service
+//! account its groups (`system:serviceaccounts`, `system:serviceaccounts:<namespace>`,
+//! `system:authenticated`) by itself, so olm-rs names none: the controller's ClusterRole needs
+//! `impersonate` on `serviceaccounts` only — never on `groups`, which would let it act as any
+//! group (docs/install-plans.md §10).
 
 use futures::FutureExt;
 use http::{HeaderValue, Request};
@@ -16,16 +19,11 @@ pub fn impersonating(
     name: &str,
 ) -> Result<Client, http::header::InvalidHeaderValue> {
     let user = HeaderValue::from_str(&format!("system:serviceaccount:{namespace}:{name}"))?;
-    let all = HeaderValue::from_static("system:serviceaccounts");
-    let own = HeaderValue::from_str(&format!("system:serviceaccounts:{namespace}"))?;
-    let authenticated = HeaderValue::from_static("system:authenticated");
     let inner = client.clone();
     let service = tower::service_fn(move |mut request: Request<Body>| {
-        let headers = request.headers_mut();
-        headers.insert("Impersonate-User", user.clone());
-        headers.append("Impersonate-Group", all.clone());
-        headers.append("Impersonate-Group", own.clone());
-        headers.append("Impersonate-Group", authenticated.clone());
+        request
+            .headers_mut()
+            .insert("Impersonate-User", user.clone());
         let inner = inner.clone();
         async move { inner.send(request).await }.boxed()
     });
@@ -59,26 +57,13 @@ mod tests {
         let scoped = impersonating(&client, "ops", "installer").unwrap();
         scoped.apiserver_version().await.expect("answered");
         let seen = seen.lock().unwrap().clone();
+        // The user only: no group headers, which would need `impersonate` on `groups`.
         assert_eq!(
             seen,
-            [
-                (
-                    "impersonate-user".to_owned(),
-                    "system:serviceaccount:ops:installer".to_owned()
-                ),
-                (
-                    "impersonate-group".to_owned(),
-                    "system:serviceaccounts".to_owned()
-                ),
-                (
-                    "impersonate-group".to_owned(),
-                    "system:serviceaccounts:ops".to_owned()
-                ),
-                (
-                    "impersonate-group".to_owned(),
-                    "system:authenticated".to_owned()
-                ),
-            ]
+            [(
+                "impersonate-user".to_owned(),
+                "system:serviceaccount:ops:installer".to_owned()
+            )]
         );
     }
 }

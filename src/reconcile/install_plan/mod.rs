@@ -125,9 +125,14 @@ async fn run_pass(
     let api_warnings = WarningLog::default();
     let admin = warnings::recording(&ctx.client, &api_warnings);
     let steps_client = warnings::recording(&steps_client, &api_warnings);
+    let account = match identity {
+        ExecuteAs::Controller => None,
+        ExecuteAs::ServiceAccount { namespace, name } => Some(format!("{namespace}/{name}")),
+    };
     let pass = Pass {
         admin: &admin,
         steps: &steps_client,
+        scoped_as: account.as_deref(),
         namespace,
         api_warnings: &api_warnings,
         discovered: &ctx.discovered_kinds,

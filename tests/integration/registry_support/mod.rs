@@ -72,18 +72,23 @@ pub fn registry_binary() -> Option<PathBuf> {
     None
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+fn free_port(ip: &str) -> u16 {
+    let l = TcpListener::bind(format!("{ip}:0")).expect("bind a free port");
     l.local_addr().expect("local addr").port()
 }
 
 impl TestRegistry {
     /// Starts a registry, or `None` when the binary is absent outside CI.
     pub fn start(kind: Kind) -> Option<TestRegistry> {
+        Self::start_on(kind, "127.0.0.1")
+    }
+
+    /// [`Self::start`] on the address `ip` (a real node's, so that pods reach it too).
+    pub fn start_on(kind: Kind, ip: &str) -> Option<TestRegistry> {
         let bin = registry_binary()?;
         let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let port = free_port(ip);
+        let addr: SocketAddr = format!("{ip}:{port}").parse().expect("addr");
         let token = (kind == Kind::Token).then(token::TokenServer::start);
         let (extra, ca_pem) = match &token {
             Some(server) => (server.registry_config(dir.path()), None),

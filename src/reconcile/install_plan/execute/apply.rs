@@ -41,8 +41,20 @@ impl Pass<'_> {
                 object: Body::new(desired),
             };
             return match perform(self.admin, &create).await {
+                Ok(created) => {
+                    // The created CRD (with its uid, so that its reader role is owned by it).
+                    let created = created
+                        .map(|o| serde_json::to_value(&o))
+                        .transpose()
+                        .map_err(|e| e.to_string())?;
+                    if let Some(created) = created {
+                        self.ensure_crd_reader(&created)
+                            .await
+                            .map_err(|e| step_error("granting olm-rs read access for", p, &e))?;
+                    }
+                    Ok(StepStatus::WaitingForApi)
+                }
                 // Created by an earlier pass that did not record it: same outcome.
-                Ok(_) => Ok(StepStatus::WaitingForApi),
                 Err(e) if e.is_conflict() => Ok(StepStatus::WaitingForApi),
                 Err(e) => Err(step_error("creating", p, &e)),
             };
@@ -57,6 +69,17 @@ impl Pass<'_> {
             .await
             .map_err(|e| step_error("updating", p, &e))?;
         Ok(StepStatus::Present)
+    }
+
+    /// olm-rs's read access to the custom resources of `crd` (live, with its uid): its reader
+    /// role, server-side applied (docs/install-plans.md §7.5).
+    pub(super) async fn ensure_crd_reader(&self, crd: &serde_json::Value) -> Result<(), ApiError> {
+        let Some(role) = crate::plan::crd_reader::reader_role(crd) else {
+            return Ok(());
+        };
+        perform(self.admin, &Write::apply(role, Ownership::Force))
+            .await
+            .map(|_| ())
     }
 
     /// The names of the CSVs of the plan's namespace, read live: a CSV this very pass created

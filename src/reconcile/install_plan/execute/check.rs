@@ -13,7 +13,9 @@ use serde_json::Value;
 use super::super::apis::{StepApi, step_api};
 use super::{Pass, failed, step_error};
 use crate::api::Step;
+use crate::k8s::errors::{ApiFailure, is_forbidden};
 use crate::k8s::write;
+use crate::plan::crd_reader::{AGGREGATED_ROLE, reader_role_name};
 use crate::plan::crd_safety::{CrdUpdateCheck, check_crd_update, versions_to_validate};
 use crate::plan::execution::{
     CRD_VALIDATION, ParsedStep, PlanWarning, planned_apis, served_by_plan,
@@ -37,7 +39,7 @@ impl Pass<'_> {
         for p in parsed {
             if p.kind == StepKind::CustomResourceDefinition {
                 if step_action(p.kind, &steps[p.index].status) == StepAction::Write {
-                    self.check_crd(p, warnings).await.map_err(failed)?;
+                    self.check_crd(p, warnings).await?;
                 }
                 continue;
             }
@@ -54,22 +56,110 @@ impl Pass<'_> {
                 }
             }
         }
+        if let Some(account) = self.scoped_as {
+            self.check_scoped(account, steps, parsed, &apis).await?;
+        }
         Ok(apis)
+    }
+
+    /// A scoped install (docs/install-plans.md §10): the OperatorGroup's ServiceAccount must be
+    /// allowed every step it will write before anything is written — CRDs included, which olm-rs
+    /// applies with its own rights once this check passes, as OLM applies them only after the
+    /// account wrote the CSV listed before them. One SelfSubjectAccessReview per step and verb,
+    /// asked as the account.
+    async fn check_scoped(
+        &self,
+        account: &str,
+        steps: &[Step],
+        parsed: &[ParsedStep],
+        apis: &HashMap<usize, StepApi>,
+    ) -> Result<(), PassOutcome> {
+        let mut missing = Vec::new();
+        for p in parsed {
+            if p.kind == StepKind::CustomResourceDefinition
+                || step_action(p.kind, &steps[p.index].status) != StepAction::Write
+            {
+                continue;
+            }
+            let Some(api) = apis.get(&p.index) else {
+                continue;
+            };
+            let namespace =
+                (api.scope == crate::plan::kinds::Scope::Namespaced).then_some(self.namespace);
+            let verbs: &[&str] = if p.kind.create_only() {
+                &["create"]
+            } else {
+                &["create", "patch"]
+            };
+            for verb in verbs {
+                let group = &api.resource.group;
+                let plural = &api.resource.plural;
+                match crate::access_review::may(self.steps, group, plural, verb, namespace).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        let what = if group.is_empty() {
+                            plural.clone()
+                        } else {
+                            format!("{plural}.{group}")
+                        };
+                        let entry = format!("{verb} {what}");
+                        if !missing.contains(&entry) {
+                            missing.push(entry);
+                        }
+                    }
+                    // An API server without SelfSubjectAccessReview: the writes themselves
+                    // will be refused or allowed.
+                    Err(e) if ApiFailure::of(&e) == ApiFailure::NotFound => return Ok(()),
+                    // olm-rs itself may not act as the account (its ClusterRole lacks
+                    // `impersonate` on `serviceaccounts`): a permission to grant, as above.
+                    Err(e) if is_forbidden(&e) => {
+                        return Err(PassOutcome::Forbidden {
+                            message: format!(
+                                "olm-rs may not act as service account {account} (the \
+                                 OperatorGroup's serviceAccountName): {e}"
+                            ),
+                        });
+                    }
+                    Err(e) => {
+                        return Err(failed(format!(
+                            "asking whether service account {account} may {verb} {plural}: {e}"
+                        )));
+                    }
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(PassOutcome::Forbidden {
+            message: format!(
+                "service account {account} (the OperatorGroup's serviceAccountName) may not {} \
+                 in namespace {}: nothing of the plan was written; grant these to the account \
+                 and the plan goes on",
+                missing.join(", "),
+                self.namespace
+            ),
+        })
     }
 
     async fn check_crd(
         &self,
         p: &ParsedStep,
         warnings: &mut Vec<PlanWarning>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PassOutcome> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
         let Some(existing) = write::get(&crds, &p.object.name)
             .await
-            .map_err(|e| step_error("reading", p, &e))?
+            .map_err(|e| failed(step_error("reading", p, &e)))?
         else {
             return Ok(());
         };
-        let existing = serde_json::to_value(&existing).map_err(|e| e.to_string())?;
+        let existing = serde_json::to_value(&existing).map_err(|e| failed(e.to_string()))?;
+        // Before listing the CRD's objects, olm-rs grants itself their read (a CRD installed
+        // before olm-rs, by OLM say, has no reader role yet).
+        self.ensure_crd_reader(&existing)
+            .await
+            .map_err(|e| failed(step_error("granting olm-rs read access for", p, &e)))?;
         let new = &p.object.manifest;
         let mut resources = Vec::new();
         for version in versions_to_validate(&existing, new) {
@@ -90,12 +180,14 @@ impl Pass<'_> {
                 });
                 Ok(())
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(failed(e.to_string())),
         }
     }
 
     /// Every custom resource of `crd` at `version`, listed through that version, paginated.
-    async fn list_resources(&self, crd: &Value, version: &str) -> Result<Vec<Value>, String> {
+    /// A refused list (the reader role not aggregated yet, or removed) is `Forbidden`: retried,
+    /// with the words that say which role grants it.
+    async fn list_resources(&self, crd: &Value, version: &str) -> Result<Vec<Value>, PassOutcome> {
         let text = |path: &str| {
             crd.pointer(path)
                 .and_then(Value::as_str)
@@ -109,13 +201,25 @@ impl Pass<'_> {
         let mut params = ListParams::default().limit(500);
         loop {
             let page = api.list(&params).await.map_err(|e| {
-                format!(
+                let message = format!(
                     "listing existing {}/{} {}: {e}",
                     gvk.group, gvk.version, gvk.kind
-                )
+                );
+                if is_forbidden(&e) {
+                    PassOutcome::Forbidden {
+                        message: format!(
+                            "{message} (olm-rs reads them through the ClusterRole {}, \
+                             aggregated into {AGGREGATED_ROLE} that the chart binds to \
+                             olm-rs's ServiceAccount)",
+                            reader_role_name(&text("/metadata/name"))
+                        ),
+                    }
+                } else {
+                    failed(message)
+                }
             })?;
             for item in page.items {
-                let mut value = serde_json::to_value(&item).map_err(|e| e.to_string())?;
+                let mut value = serde_json::to_value(&item).map_err(|e| failed(e.to_string()))?;
                 // Listed objects carry no apiVersion/kind on every server; the message needs them.
                 value["apiVersion"] = resource.api_version.clone().into();
                 value["kind"] = resource.kind.clone().into();

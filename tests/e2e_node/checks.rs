@@ -1,0 +1,241 @@
+//! The real-node checks, in order, each building on the one before.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+
+use crate::chart_install::{self, NAMESPACE};
+use crate::cluster::{Cluster, ControllerAccess, Settings};
+use crate::install_checks;
+use crate::operator_checks;
+use crate::real_control_plane::ControlPlane;
+use crate::real_control_plane::real_node::{PAUSE_IMAGE, RealNode};
+use crate::suite;
+
+/// The checks, in the order they run (`--list` prints them).
+pub const CHECKS: &[&str] = &[
+    "node::pods_run",
+    "chart::install",
+    "plan::scoped_account_bounds_every_step",
+    "chart::journeys",
+    "plan::crd_update_with_stored_objects",
+    "catalog::registry_poll_upgrades",
+    "bundle::images_pulled_by_the_controller_pod",
+    "operator::phases_webhooks_apiservice",
+    "chart::leader_failover",
+];
+
+/// The longest any one wait takes (a busy 2-core machine pulls and starts slowly).
+const WAIT: Duration = Duration::from_secs(120);
+
+/// Prints each check's outcome and counts the failures.
+#[derive(Default)]
+struct Report {
+    failures: usize,
+}
+
+impl Report {
+    fn check(&mut self, name: &str, started: Instant, result: anyhow::Result<()>) {
+        let secs = started.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => println!("e2e-node: {name} ... ok ({secs:.1}s)"),
+            Err(err) => {
+                self.failures += 1;
+                println!("e2e-node: {name} ... FAILED ({secs:.1}s)\n  {err:#}");
+            }
+        }
+    }
+}
+
+/// Runs the checks whose names contain `filter` (all without one); the node and the chart's
+/// install always run, since every other check builds on them.
+pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) -> usize {
+    let mut report = Report::default();
+    let selected = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let started = Instant::now();
+    report.check("node::pods_run", started, pods_run(plane).await);
+
+    let started = Instant::now();
+    let catalog_image = match install(plane, node).await {
+        Ok(image) => {
+            report.check("chart::install", started, Ok(()));
+            image
+        }
+        Err(err) => {
+            report.check("chart::install", started, Err(err));
+            return report.failures;
+        }
+    };
+    let settings = Settings {
+        controller_namespace: NAMESPACE.to_owned(),
+        operators_namespace: "operators".to_owned(),
+        catalog_image,
+        timeout: WAIT,
+        keep: std::env::var_os("OLM_RS_E2E_KEEP").is_some(),
+        controller: ControllerAccess::InCluster,
+        no_pods: false,
+    };
+    let cluster = match Cluster::connect_with(plane.admin_config.clone(), settings).await {
+        Ok(cluster) => cluster,
+        Err(err) => {
+            report.check("chart::journeys", Instant::now(), Err(err));
+            return report.failures;
+        }
+    };
+    if selected("plan::scoped_account_bounds_every_step") {
+        let started = Instant::now();
+        report.check(
+            "plan::scoped_account_bounds_every_step",
+            started,
+            install_checks::scoped_account_bounds_every_step(&cluster).await,
+        );
+    }
+    if selected("chart::journeys") {
+        let started = Instant::now();
+        report.check("chart::journeys", started, journeys(&cluster).await);
+    }
+    if selected("plan::crd_update_with_stored_objects") {
+        let started = Instant::now();
+        report.check(
+            "plan::crd_update_with_stored_objects",
+            started,
+            install_checks::crd_update_with_objects(&cluster, node).await,
+        );
+    }
+    if selected("catalog::registry_poll_upgrades") {
+        let started = Instant::now();
+        report.check(
+            "catalog::registry_poll_upgrades",
+            started,
+            install_checks::registry_poll_upgrades(&cluster, node).await,
+        );
+    }
+    if selected("bundle::images_pulled_by_the_controller_pod") {
+        let started = Instant::now();
+        report.check(
+            "bundle::images_pulled_by_the_controller_pod",
+            started,
+            install_checks::bundle_images_install(&cluster, node).await,
+        );
+    }
+    if selected("operator::phases_webhooks_apiservice") {
+        let started = Instant::now();
+        report.check(
+            "operator::phases_webhooks_apiservice",
+            started,
+            operator_checks::run(&cluster, node).await,
+        );
+    }
+    if selected("chart::leader_failover") {
+        let started = Instant::now();
+        report.check(
+            "chart::leader_failover",
+            started,
+            leader_failover(plane, &cluster).await,
+        );
+    }
+    report.failures
+}
+
+/// `helm install` with two replicas: both pods Ready through their probes, one leads (the
+/// Lease names a pod).
+async fn install(plane: &ControlPlane, node: &RealNode) -> anyhow::Result<String> {
+    let catalog_image = chart_install::push_images(node).await?;
+    chart_install::helm_install(plane, node, &["replicas=2".to_owned()])?;
+    let started = Instant::now();
+    let pods = chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
+    let ready = started.elapsed();
+    let leader = chart_install::wait_leader(&plane.client, &pods, WAIT).await?;
+    println!(
+        "e2e-node:   controller pods {pods:?} Ready {:.1}s after helm install; {leader} leads",
+        ready.as_secs_f64()
+    );
+    Ok(catalog_image)
+}
+
+/// Every journey of e2e/journeys against the chart-deployed controller, with real pods.
+async fn journeys(cluster: &Cluster) -> anyhow::Result<()> {
+    let summary = suite::run_journeys(cluster, |_| true).await;
+    if !summary.failed.is_empty() {
+        bail!("journeys failed: {:?}", summary.failed);
+    }
+    if !summary.skipped.is_empty() {
+        bail!(
+            "journeys skipped on a node that runs pods: {:?}",
+            summary.skipped
+        );
+    }
+    Ok(())
+}
+
+/// `kubectl delete pod` of the leader: another replica takes the Lease (whichever it is) and
+/// work continues — a journey runs to its end under the new leader.
+async fn leader_failover(plane: &ControlPlane, cluster: &Cluster) -> anyhow::Result<()> {
+    let pods = chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
+    let leader = chart_install::wait_leader(&plane.client, &pods, WAIT).await?;
+    let api: Api<Pod> = Api::namespaced(plane.client.clone(), NAMESPACE);
+    api.delete(&leader, &DeleteParams::default())
+        .await
+        .with_context(|| format!("deleting the leader pod {leader}"))?;
+    // Whichever takes over — the standby, or the pod that replaces the deleted one — is fine.
+    let started = Instant::now();
+    let next =
+        chart_install::wait_leader_other_than(&plane.client, &[], Some(&leader), WAIT).await?;
+    println!(
+        "e2e-node:   {next} took the Lease {:.1}s after {leader} was deleted",
+        started.elapsed().as_secs_f64()
+    );
+    let summary = suite::run_journeys(cluster, |name| name == "automatic").await;
+    if !summary.failed.is_empty() || summary.passed.is_empty() {
+        bail!("after the failover: {:?}", summary.failed);
+    }
+    // The Deployment replaces the deleted pod; both are Ready again.
+    chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
+    Ok(())
+}
+
+/// A pod really runs: it resolves the `kubernetes` Service through CoreDNS and reaches the API
+/// server through kube-proxy's rules, then exits 0.
+async fn pods_run(plane: &ControlPlane) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(plane.client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "node-check"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "check",
+                "image": PAUSE_IMAGE,
+                "command": ["/bin/busybox", "sh", "-c",
+                    "/bin/busybox nslookup kubernetes.default.svc.cluster.local && \
+                     echo | /bin/busybox nc -w 5 kubernetes.default.svc.cluster.local 443"],
+            }],
+        },
+    }))?;
+    pods.create(&PostParams::default(), &pod).await?;
+    let started = Instant::now();
+    loop {
+        let pod = pods.get("node-check").await?;
+        let phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
+        match phase.as_str() {
+            "Succeeded" => break,
+            "Failed" => {
+                let logs = pods
+                    .logs("node-check", &Default::default())
+                    .await
+                    .unwrap_or_default();
+                bail!("the check pod failed:\n{logs}");
+            }
+            _ if started.elapsed() > WAIT => bail!("the check pod is still {phase}"),
+            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+    pods.delete("node-check", &DeleteParams::default())
+        .await
+        .context("deleting the check pod")?;
+    Ok(())
+}
