@@ -13,6 +13,7 @@ use crate::health::{self, Readiness};
 use crate::k8s::clock::{Clock, SystemClock};
 use crate::leader_election::{LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
 use crate::metrics::{self, Metrics};
+use crate::package_server::{self, PackageServing};
 use crate::reconcile::{Context, ControllerOptions};
 use crate::startup::{self, StartupError};
 
@@ -45,6 +46,8 @@ pub struct RunOptions {
     pub controller: ControllerOptions,
     /// `Some` with `--leader-elect`: reconcilers start only once this replica holds the Lease.
     pub leader_election: Option<LeaderElectionOptions>,
+    /// The PackageManifest API (docs/packagemanifests.md); `None`: not served.
+    pub packages: Option<PackageServing>,
 }
 
 /// Where the leader Lease lives and who competes for it.
@@ -60,6 +63,12 @@ pub enum RunError {
     /// The API server could not be reached, or refused olm-rs (see [`StartupError`]).
     #[error(transparent)]
     Startup(#[from] StartupError),
+    #[error("cannot serve the PackageManifest API on {addr}: {source}")]
+    PackageApi {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot serve probes on {addr}: {source}")]
     Probes {
         addr: SocketAddr,
@@ -114,15 +123,43 @@ pub async fn run(
                 options.controller.clone(),
             )
         });
+        // Served by every replica, leader or not: reads need no Lease.
+        let package_tasks = match &options.packages {
+            Some(packages) => start_package_api(&client, &ctx, packages, stop_rx.clone()).await,
+            None => Ok(Vec::new()),
+        };
+        let package_tasks = match package_tasks {
+            Ok(tasks) => tasks,
+            Err(error) => {
+                let _ = stop_tx.send(true);
+                let _ = probes.await;
+                return Err(error);
+            }
+        };
         tracing::info!(
             global_catalog_namespace = %options.controller.global_catalog_namespace,
             leader_election = options.leader_election.is_some(),
             "olm-rs controller ready"
         );
+        // The replica that runs the reconcilers has the catalogs: the package API's Service
+        // sends requests to it (docs/packagemanifests.md §8).
+        let serving_pod = options
+            .packages
+            .as_ref()
+            .and_then(|p| p.serving_pod.clone());
+        let leading = {
+            let client = client.clone();
+            async move {
+                if let Some(pod) = &serving_pod {
+                    package_server::serving_pod::mark(&client, pod, true).await;
+                }
+                run_reconcilers(ctx).await
+            }
+        };
         match options.leader_election {
             None => tokio::select! {
                 () = shutdown => tracing::info!("shutdown requested; stopping"),
-                () = run_reconcilers(ctx) => tracing::warn!("all reconcilers stopped"),
+                () = leading => tracing::warn!("all reconcilers stopped"),
             },
             // A standby stays ready (it serves probes and metrics) while it waits: a rolling
             // update must be able to start new replicas while the old leader holds the Lease.
@@ -130,10 +167,13 @@ pub async fn run(
                 let elector = LeaderElector::new(client, election.lock, election.config, clock)
                     .with_metrics(Arc::clone(&metrics));
                 outcome = elector
-                    .run(run_reconcilers(ctx), shutdown)
+                    .run(leading, shutdown)
                     .await
                     .map_err(RunError::LeadershipLost);
             }
+        }
+        for task in package_tasks {
+            task.abort();
         }
     }
 
@@ -180,6 +220,54 @@ async fn wait_until_allowed(client: &Client, readiness: &Readiness) -> Result<()
             Ok(())
         }
     }
+}
+
+/// Starts keeping the PackageManifests current and, for `olm-rs run`, serving them over
+/// HTTPS with their certificate kept; returns the tasks to stop at shutdown.
+async fn start_package_api(
+    client: &Client,
+    ctx: &Arc<Context>,
+    packages: &PackageServing,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, RunError> {
+    if let Some(pod) = &packages.serving_pod {
+        package_server::serving_pod::mark(client, pod, false).await;
+    }
+    let contents: Arc<dyn package_server::CatalogContents> = ctx.catalogs.clone();
+    let mut tasks = vec![tokio::spawn(package_server::keep_current(
+        client.clone(),
+        contents,
+        Arc::clone(&packages.store),
+    ))];
+    if let Some(https) = &packages.https {
+        let listener = package_server::tls::bind(https.addr)
+            .await
+            .map_err(|source| RunError::PackageApi {
+                addr: https.addr,
+                source,
+            })?;
+        tracing::info!(addr = %https.addr, service = %https.service.service(), "serving the PackageManifest API");
+        let tls = Arc::new(package_server::tls::TlsState::default());
+        let api = package_server::PackageApi {
+            store: Arc::clone(&packages.store),
+            authorizer: Arc::new(package_server::SubjectAccessReviewer::new(client.clone())),
+            clock: Arc::clone(&ctx.clock),
+        };
+        tasks.push(tokio::spawn(package_server::tls::serve(
+            listener,
+            api,
+            Arc::clone(&tls),
+            wait_for(stop),
+        )));
+        let keeper = package_server::cert_keeper::CertKeeper {
+            client: client.clone(),
+            service: https.service.clone(),
+            clock: Arc::clone(&ctx.clock),
+            tls,
+        };
+        tasks.push(tokio::spawn(keeper.run()));
+    }
+    Ok(tasks)
 }
 
 /// Every reconciler of the process; each runs until the process stops.

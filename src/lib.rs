@@ -21,6 +21,8 @@ pub mod leader_election;
 pub mod metrics;
 pub mod olm_hash;
 pub mod operator_group;
+pub mod package_manifest;
+pub mod package_server;
 pub mod plan;
 pub mod reconcile;
 pub mod registry;

@@ -27,6 +27,10 @@ mod fixtures;
 mod journeys;
 #[path = "e2e_real/missing_rbac.rs"]
 mod missing_rbac;
+#[path = "e2e_real/package_manifests.rs"]
+mod package_manifests;
+#[path = "integration/package_manifests_expected.rs"]
+mod package_manifests_expected;
 #[path = "e2e_real/registry_pod.rs"]
 mod registry_pod;
 #[path = "integration/registry_support/mod.rs"]
@@ -70,6 +74,7 @@ const CHECKS: &[&str] = &[
     "chart::registry_pod_admitted",
     "chart::missing_rbac_rule",
     "chart::bundle_images",
+    "chart::package_manifests",
 ];
 
 fn main() -> ExitCode {

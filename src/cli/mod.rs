@@ -31,7 +31,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controller against the cluster in KUBECONFIG (or in-cluster credentials).
-    Run(run::RunArgs),
+    // Boxed: the controller's flags are many times the size of the other commands'.
+    Run(Box<run::RunArgs>),
     /// Print the olm-rs version.
     Version,
     /// Print the CustomResourceDefinitions (OLM's five kinds, OLMConfig and OperatorCondition) as one YAML stream.
@@ -51,7 +52,7 @@ pub enum Command {
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Version => {
             println!("olm-rs {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

@@ -3,14 +3,19 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
 
 use jiff::SignedDuration;
+use olm_rs::certs::ServiceName;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
+use olm_rs::package_manifest::ManifestStore;
+use olm_rs::package_server::serving_pod::PodRef;
+use olm_rs::package_server::{HttpsOptions, PackageServing};
 use olm_rs::reconcile::ControllerOptions;
 use olm_rs::reconcile::bundle_images::{BundleImageOptions, BundleImages, SecretRef};
 use olm_rs::reconcile::catalog_source::CatalogSourceOptions;
@@ -100,6 +105,29 @@ pub struct RunArgs {
         action = clap::ArgAction::Set
     )]
     pub set_workload_user_id: bool,
+    /// Serve the PackageManifest API (`kubectl get packagemanifests`) over HTTPS for the API
+    /// server's aggregation layer. `=false` turns it off (docs/packagemanifests.md).
+    #[arg(
+        long,
+        env = "OLM_RS_PACKAGE_API",
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub package_api: bool,
+    /// Address of the PackageManifest API (HTTPS).
+    #[arg(long, env = "OLM_RS_PACKAGE_API_ADDR", default_value = "0.0.0.0:5443")]
+    pub package_api_addr: SocketAddr,
+    /// The Service the API server reaches the PackageManifest API by, in the pod's namespace
+    /// (`POD_NAMESPACE`): the serving certificate is issued for it.
+    #[arg(
+        long,
+        env = "OLM_RS_PACKAGE_API_SERVICE",
+        default_value = "olm-rs-packageserver"
+    )]
+    pub package_api_service: String,
 }
 
 /// The user registry pods run as under `restricted` with `--set-workload-user-id` (OLM's).
@@ -184,9 +212,32 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("loading Kubernetes credentials (in-cluster service account or KUBECONFIG)")?;
         let leader_election = args.leader_election(lease_config, &client);
+        let packages = args.package_api.then(|| {
+            let namespace = args
+                .leader_election_namespace
+                .clone()
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or_else(|| client.default_namespace().to_owned());
+            let serving_pod = std::env::var("POD_NAME")
+                .ok()
+                .filter(|name| !name.is_empty())
+                .map(|name| PodRef {
+                    namespace: namespace.clone(),
+                    name,
+                });
+            PackageServing {
+                serving_pod,
+                store: Arc::new(ManifestStore::new(args.global_catalog_namespace.clone())),
+                https: Some(HttpsOptions {
+                    addr: args.package_api_addr,
+                    service: ServiceName::new(&args.package_api_service, &namespace),
+                }),
+            }
+        });
         let options = RunOptions {
             probe_addr: args.probe_addr,
             leader_election,
+            packages,
             controller: ControllerOptions {
                 global_catalog_namespace: args.global_catalog_namespace,
                 bundle_images,
@@ -246,6 +297,25 @@ mod tests {
             .expect("valid flags")
             .run
             .set_workload_user_id
+    }
+
+    #[test]
+    fn the_package_api_is_served_unless_turned_off() {
+        let parse = |args: &[&str]| {
+            let argv = std::iter::once("olm-rs").chain(args.iter().copied());
+            Command::try_parse_from(argv).expect("valid flags").run
+        };
+        let default = parse(&[]);
+        assert!(default.package_api);
+        assert_eq!(default.package_api_addr.to_string(), "0.0.0.0:5443");
+        assert_eq!(default.package_api_service, "olm-rs-packageserver");
+        assert!(!parse(&["--package-api=false"]).package_api);
+        assert_eq!(
+            parse(&["--package-api-addr=127.0.0.1:9443"])
+                .package_api_addr
+                .port(),
+            9443
+        );
     }
 
     #[test]

@@ -55,6 +55,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod aggregated;
 mod conditions;
 mod controllers;
 mod conversion;
@@ -80,6 +81,7 @@ mod store;
 mod table;
 mod tcp;
 
+pub use aggregated::AggregatedApi;
 pub use kubeconfig::kubeconfig_yaml;
 pub use server::{ApiServer, ApiServerOptions};
 pub use simulator::WorkloadSimulator;

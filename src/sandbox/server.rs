@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) opts: ApiServerOptions,
     simulator: WorkloadSimulator,
     background_started: AtomicBool,
+    /// Groups handed to other handlers (`register_aggregated`).
+    aggregated: std::sync::RwLock<Vec<super::aggregated::AggregatedApi>>,
 }
 
 /// An in-memory Kubernetes API server. Cheap to clone: clones share one store.
@@ -93,6 +95,7 @@ impl ApiServer {
                 opts,
                 simulator,
                 background_started: AtomicBool::new(false),
+                aggregated: std::sync::RwLock::default(),
             }),
         };
         server.start_background();
@@ -118,6 +121,25 @@ impl ApiServer {
     ) -> std::io::Result<super::tcp::ServingHandle> {
         self.start_background();
         super::tcp::serve(self.clone(), addr).await
+    }
+
+    /// Hands every request under `api.group` to `api.router`, as an APIService does.
+    pub fn register_aggregated(&self, api: super::aggregated::AggregatedApi) {
+        let mut all = self
+            .inner
+            .aggregated
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        all.retain(|a| a.group != api.group);
+        all.push(api);
+    }
+
+    pub(crate) fn aggregated(&self) -> Vec<super::aggregated::AggregatedApi> {
+        self.inner
+            .aggregated
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn simulator(&self) -> &WorkloadSimulator {

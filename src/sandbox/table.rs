@@ -116,61 +116,8 @@ fn cell(value: Option<Value>, type_: &str, now: jiff::Timestamp) -> Value {
 
 /// A duration as `kubectl` prints ages (`45s`, `3m20s`, `5h`, `12d`, `2y30d`), following
 /// apimachinery's `duration.HumanDuration`.
-pub fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".into();
-    }
-    if seconds < 0 {
-        return "0s".into();
-    }
-    if seconds < 120 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 180 {
-        return format!("{minutes}m");
-    }
-    let hours = seconds / 3600;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{dy}d", hours / 24 / 365)
-        };
-    }
-    format!("{}y", hours / 24 / 365)
-}
+/// kubectl's short ages (`5m`, `3d4h`); shared with the PackageManifest Table.
+pub use crate::package_manifest::table::human_duration;
 
 /// The JSONPath subset printer columns use: `.a.b`, `.list[0]`, `['dotted.key']`, and
 /// `[?(@.type=="Ready")]` filters. Returns the first match.

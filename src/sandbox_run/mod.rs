@@ -26,12 +26,16 @@ use tokio::task::JoinHandle;
 
 use crate::api::{CatalogSource, OperatorGroup, Subscription};
 use crate::controller::{self, RunError, RunOptions};
+use crate::k8s::clock::SystemClock;
+use crate::package_manifest::ManifestStore;
+use crate::package_manifest::types::{GROUP, VERSION};
+use crate::package_server::{AllowAll, PackageApi, PackageServing, discovery, router};
 use crate::reconcile::ControllerOptions;
 use crate::reconcile::bundle_images::BundleImageOptions;
 use crate::reconcile::catalog_source::CatalogSourceOptions;
 use crate::registry::serve::{self, ServeLoadError};
 use crate::registry::server::{self, ServeError};
-use crate::sandbox::{ApiServer, ServingHandle};
+use crate::sandbox::{AggregatedApi, ApiServer, ServingHandle};
 
 pub use follow::{Follower, Report};
 pub use objects::{
@@ -109,6 +113,28 @@ impl<T> Stoppable<T> {
     }
 }
 
+/// Registers the PackageManifest API with the embedded server; its store is filled by the
+/// controller process (`RunOptions::packages`).
+pub fn package_api(api: &ApiServer) -> PackageServing {
+    let store = Arc::new(ManifestStore::new(CATALOG_NAMESPACE));
+    let handler = PackageApi {
+        store: Arc::clone(&store),
+        authorizer: Arc::new(AllowAll),
+        clock: Arc::new(SystemClock),
+    };
+    api.register_aggregated(AggregatedApi {
+        group: GROUP.to_owned(),
+        version: VERSION.to_owned(),
+        resource_list: discovery::resource_list(),
+        router: router(handler),
+    });
+    PackageServing {
+        store,
+        https: None,
+        serving_pod: None,
+    }
+}
+
 /// The running sandbox.
 pub struct Sandbox {
     client: Client,
@@ -144,6 +170,9 @@ impl Sandbox {
 
         let api = ApiServer::new();
         let client = api.client();
+        // `kubectl get packagemanifests`: the embedded server routes the group to the same
+        // handler `olm-rs run` serves behind the aggregation layer (docs/packagemanifests.md §10).
+        let package_serving = package_api(&api);
         let http = api
             .serve(options.api_addr)
             .await
@@ -189,6 +218,7 @@ impl Sandbox {
                 ..ControllerOptions::default()
             },
             leader_election: None,
+            packages: Some(package_serving),
         };
         let controllers = Stoppable {
             stop,

@@ -83,7 +83,9 @@ async fn run_checks(plane: &ControlPlane, report: &mut Report) {
     };
     let started = Instant::now();
     let setup = async {
-        let rendered = Rendered::render(&helm, &["replicas=2"])?;
+        // Two replicas on one host cannot both listen on the package API's Service port: the
+        // PackageManifest API has a check of its own (chart::package_manifests), last.
+        let rendered = Rendered::render(&helm, &["replicas=2", "packageServer.enabled=false"])?;
         chart::apply(&plane.client, &rendered.identity, WAIT).await?;
         let token = chart::service_account_token(&plane.client).await?;
         anyhow::Ok((rendered, token))
@@ -130,6 +132,9 @@ async fn run_checks(plane: &ControlPlane, report: &mut Report) {
         Ok(false) => println!("e2e-real: chart::bundle_images skipped — no docker-registry"),
         Err(err) => report.check("chart::bundle_images", started, Err(err)),
     }
+    let started = Instant::now();
+    let result = crate::package_manifests::run(plane, &helm, &token).await;
+    report.check("chart::package_manifests", started, result);
 }
 
 /// A Deployment's pods are bound, run and become available; a Job's pod succeeds; deleting the

@@ -413,6 +413,7 @@ async fn controller_run_with_leader_election_hands_over_and_stops_on_loss() {
             lock: lock(id),
             config: fast_config(),
         }),
+        packages: None,
     };
 
     let (stop_a, a_stopped) = tokio::sync::oneshot::channel::<()>();

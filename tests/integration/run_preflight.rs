@@ -23,6 +23,7 @@ fn options(probe_addr: SocketAddr) -> RunOptions {
         probe_addr,
         controller: ControllerOptions::default(),
         leader_election: None,
+        packages: None,
     }
 }
 

@@ -244,7 +244,10 @@ impl Controller {
         name: &str,
         extra: &[String],
     ) -> anyhow::Result<Self> {
-        let [port] = super::free_ports::<1>()?;
+        let [port, package_port] = super::free_ports::<2>()?;
+        // Replicas share this host: each serves the PackageManifest API on a port of its own,
+        // unless `extra` names the address (the check that reaches it through the aggregator).
+        let own_package_addr = extra.iter().any(|a| a.starts_with("--package-api-addr="));
         let dir = plane.dir.join(name);
         std::fs::create_dir_all(&dir)?;
         let kubeconfig = dir.join("kubeconfig");
@@ -252,8 +255,11 @@ impl Controller {
         let args: Vec<String> = rendered
             .controller_args()?
             .into_iter()
+            .filter(|arg| !(own_package_addr && arg.starts_with("--package-api-addr=")))
             .map(|arg| {
-                if arg.starts_with("--probe-addr=") {
+                if arg.starts_with("--package-api-addr=") {
+                    format!("--package-api-addr=127.0.0.1:{package_port}")
+                } else if arg.starts_with("--probe-addr=") {
                     format!("--probe-addr=127.0.0.1:{port}")
                 } else if let Some(level) = arg
                     .starts_with("--log-level=")

@@ -5,6 +5,7 @@
 
 pub mod binaries;
 pub mod chart;
+pub mod front_proxy;
 pub mod images;
 pub mod node;
 pub mod pki;
@@ -175,6 +176,9 @@ impl ControlPlane {
         } else {
             apiserver.arg("--endpoint-reconciler-type=none");
         }
+        // The aggregation layer (APIServices served by a process on this host or a pod, such as
+        // the PackageManifest API): the front proxy's CA and client certificate.
+        apiserver.args(front_proxy::apiserver_args(&root)?);
         processes.push(Process::spawn("kube-apiserver", apiserver, &root)?);
 
         let mut kcm = Command::new(&bin.kube_controller_manager);

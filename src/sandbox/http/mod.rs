@@ -24,6 +24,14 @@ pub fn router(server: ApiServer) -> Router {
 }
 
 async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
+    let aggregated = server.aggregated();
+    if let Some(api) = aggregated.iter().find(|a| a.serves(req.uri().path())) {
+        use tower::ServiceExt as _;
+        return match api.router.clone().oneshot(req).await {
+            Ok(resp) => resp,
+            Err(never) => match never {},
+        };
+    }
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
@@ -65,12 +73,20 @@ async fn handle(State(server): State<ApiServer>, req: Request) -> Response {
             discovery::AGGREGATED_CONTENT_TYPE,
         ),
         Route::CoreVersions => response::json(200, &discovery::core_versions()),
-        Route::Groups if format == Format::AggregatedDiscovery => response::json_with_type(
-            200,
-            &discovery::aggregated(&resources(), false),
-            discovery::AGGREGATED_CONTENT_TYPE,
-        ),
-        Route::Groups => response::json(200, &discovery::group_list(&resources())),
+        Route::Groups if format == Format::AggregatedDiscovery => {
+            let mut doc = discovery::aggregated(&resources(), false);
+            if let Some(items) = doc["items"].as_array_mut() {
+                items.extend(aggregated.iter().map(|a| a.aggregated_json()));
+            }
+            response::json_with_type(200, &doc, discovery::AGGREGATED_CONTENT_TYPE)
+        }
+        Route::Groups => {
+            let mut doc = discovery::group_list(&resources());
+            if let Some(groups) = doc["groups"].as_array_mut() {
+                groups.extend(aggregated.iter().map(|a| a.group_json()));
+            }
+            response::json(200, &doc)
+        }
         Route::Group(g) => match discovery::group(&resources(), &g) {
             Some(doc) => response::json(200, &doc),
             None => response::error(&ApiError::no_route(&path)),
