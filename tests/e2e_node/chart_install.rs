@@ -216,3 +216,32 @@ pub async fn describe_pods(client: &kube::Client) -> String {
     }
     out
 }
+
+/// Resident memory of each `olm-rs run` process on this machine (the controller pods'
+/// containers are processes of the node), in MiB.
+pub fn controller_rss() -> Vec<u64> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_controller = args
+            .first()
+            .is_some_and(|a| a.ends_with(b"/usr/local/bin/olm-rs"))
+            && args.get(1).is_some_and(|a| *a == b"run");
+        if !is_controller {
+            continue;
+        }
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        if let Some(kib) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+        {
+            out.push(kib / 1024);
+        }
+    }
+    out
+}

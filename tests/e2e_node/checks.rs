@@ -21,6 +21,7 @@ pub const CHECKS: &[&str] = &[
     "chart::install",
     "plan::scoped_account_bounds_every_step",
     "chart::journeys",
+    "packages::served_by_the_pod",
     "plan::crd_update_with_stored_objects",
     "catalog::registry_poll_upgrades",
     "bundle::images_pulled_by_the_controller_pod",
@@ -98,6 +99,18 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         let started = Instant::now();
         report.check("chart::journeys", started, journeys(&cluster).await);
     }
+    if selected("packages::served_by_the_pod") {
+        let started = Instant::now();
+        report.check(
+            "packages::served_by_the_pod",
+            started,
+            install_checks::package_manifests_served_by_the_pod(
+                &cluster,
+                &cluster.settings.catalog_image,
+            )
+            .await,
+        );
+    }
     if selected("plan::crd_update_with_stored_objects") {
         let started = Instant::now();
         report.check(
@@ -146,6 +159,10 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             leader_failover(plane, &cluster).await,
         );
     }
+    println!(
+        "e2e-node:   controller RSS after the checks: {:?} MiB (a debug build)",
+        chart_install::controller_rss()
+    );
     report.failures
 }
 
@@ -159,8 +176,10 @@ async fn install(plane: &ControlPlane, node: &RealNode) -> anyhow::Result<String
     let ready = started.elapsed();
     let leader = chart_install::wait_leader(&plane.client, &pods, WAIT).await?;
     println!(
-        "e2e-node:   controller pods {pods:?} Ready {:.1}s after helm install; {leader} leads",
-        ready.as_secs_f64()
+        "e2e-node:   controller pods {pods:?} Ready {:.1}s after helm install; {leader} leads; \
+         RSS {:?} MiB (a debug build)",
+        ready.as_secs_f64(),
+        chart_install::controller_rss()
     );
     Ok(catalog_image)
 }

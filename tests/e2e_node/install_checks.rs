@@ -440,8 +440,12 @@ pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result
     .await?;
     let ns = c.create_namespace("olm-rs-e2e-dependency-").await?;
     let result = async {
-        c.create(&cluster::operator_groups(), &ns, fixtures::operator_group(&ns))
-            .await?;
+        c.create(
+            &cluster::operator_groups(),
+            &ns,
+            fixtures::operator_group(&ns),
+        )
+        .await?;
         c.create(
             &cluster::catalog_sources(),
             &ns,
@@ -457,7 +461,10 @@ pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result
         // The dependency came with it: its CSV Succeeded and both operators' pods run.
         let demo = c
             .wait_for("the demo package installed as a dependency", || async {
-                let csvs = c.api(&cluster::csvs(), &ns).list(&Default::default()).await?;
+                let csvs = c
+                    .api(&cluster::csvs(), &ns)
+                    .list(&Default::default())
+                    .await?;
                 let demo = csvs.items.iter().find(|csv| {
                     csv.metadata.name.as_deref() == Some(fixtures::V020)
                         && text(csv, "/status/phase") == "Succeeded"
@@ -563,4 +570,77 @@ fn dependent_catalog(from: &Path, to: &Path) -> anyhow::Result<()> {
         .collect::<Result<_, _>>()?;
     std::fs::write(out.join("catalog.yaml"), docs.join("---\n"))?;
     Ok(())
+}
+
+/// `kubectl get packagemanifests` against the chart-deployed controller: the APIService the
+/// chart creates becomes Available (the aggregator dials the serving pod) and lists the
+/// packages of a catalog from an image, with the catalog's display name as OLM labels it.
+pub async fn package_manifests_served_by_the_pod(
+    c: &Cluster,
+    catalog_image: &str,
+) -> anyhow::Result<()> {
+    let apiservices = cluster::core("apiregistration.k8s.io", "v1", "APIService", "apiservices");
+    c.wait_for(
+        "APIService v1.packages.operators.coreos.com to be Available",
+        || async {
+            let Some(service) = c
+                .get_cluster_scoped(&apiservices, "v1.packages.operators.coreos.com")
+                .await?
+            else {
+                return Ok(Progress::Pending("absent".to_owned()));
+            };
+            let available = field(&service, "/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|all| all.iter().find(|c| c["type"] == "Available"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            Ok(if available["status"] == "True" {
+                Progress::Done(())
+            } else {
+                Progress::Pending(format!("Available: {available}"))
+            })
+        },
+    )
+    .await?;
+    let ns = c.create_namespace("olm-rs-e2e-packages-").await?;
+    let result = async {
+        c.create(
+            &cluster::catalog_sources(),
+            &ns,
+            fixtures::image_catalog(&ns, "packages", catalog_image),
+        )
+        .await?;
+        wait_catalog_ready(c, &ns, "packages").await?;
+        let path = format!(
+            "/apis/packages.operators.coreos.com/v1/namespaces/{ns}/packagemanifests/{}",
+            fixtures::PACKAGE
+        );
+        let manifest: Value = c
+            .wait_for("the demo PackageManifest", || async {
+                let request = http::Request::get(&path).body(Vec::new())?;
+                Ok(match c.client.request_text(request).await {
+                    Ok(text) => Progress::Done(serde_json::from_str(&text)?),
+                    Err(err) => Progress::Pending(format!("{err}")),
+                })
+            })
+            .await?;
+        ensure!(
+            manifest["status"]["catalogSource"] == "packages"
+                && manifest["metadata"]["labels"]["catalog"] == "packages"
+                && manifest["status"]["defaultChannel"] == "stable",
+            "the PackageManifest served from the pod: {manifest}"
+        );
+        println!(
+            "e2e-node:   kubectl get packagemanifests -n {ns}: {} (channels {})",
+            fixtures::PACKAGE,
+            manifest["status"]["channels"]
+                .as_array()
+                .map(|c| c.len())
+                .unwrap_or_default()
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    c.delete_namespace(&ns).await;
+    result
 }

@@ -107,8 +107,9 @@ pub async fn bad_version_fails_then_recovers(
     println!("e2e-node:   {csv}: Installing / InstallWaiting / {waiting}");
     // Never ready: progressDeadlineSeconds (60) passes, the CSV fails for good with
     // `InstallCheckFailed`. Crash-looping: the pod is Ready for moments, so the CSV flaps as in
-    // OLM — Succeeded, then `Failed / ComponentUnhealthy`, a reinstall — each failure naming the
-    // Deployment. The CSV's conditions keep every phase it passed, so a short-lived `Failed` is
+    // OLM — Succeeded, then `Failed / ComponentUnhealthy` ("installing: waiting for deployment
+    // …", or "apiServices not installed" when the APIService is checked first), a reinstall;
+    // the check waits for a failure naming the Deployment. The CSV's conditions keep every phase it passed, so a short-lived `Failed` is
     // seen too.
     let (reason, message) = c
         .wait_for(format!("{csv} to fail"), || async {
@@ -117,7 +118,14 @@ pub async fn bad_version_fails_then_recovers(
             };
             let failed = field(&csv, "/status/conditions")
                 .and_then(Value::as_array)
-                .and_then(|all| all.iter().rev().find(|c| c["phase"] == "Failed"))
+                .and_then(|all| {
+                    all.iter().rev().find(|c| {
+                        c["phase"] == "Failed"
+                            && c["message"]
+                                .as_str()
+                                .is_some_and(|m| m.contains(DEPLOYMENT))
+                    })
+                })
                 .map(|c| {
                     (
                         c["reason"].as_str().unwrap_or_default().to_owned(),
