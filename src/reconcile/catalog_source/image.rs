@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::sync::Arc;
 
-use kube::api::{Api, PartialObjectMeta};
+use kube::api::PartialObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use crate::api::CatalogSource;
@@ -19,7 +19,6 @@ use crate::api::keys::{
 use crate::k8s::effects::{Write, perform};
 use crate::k8s::store::{NamespacedStore, StoreStopped};
 use crate::k8s::write::{DeleteOptions, ObjectKey, Ownership};
-use crate::registry::image_digest::{RegistryCredentials, parse_docker_config};
 use crate::registry::pod::{
     self, CREATED_AT_ANNOTATION, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects,
 };
@@ -235,12 +234,31 @@ pub(super) async fn ensure(
         let due = pod_plan::poll_due(poll.last, created, poll.interval, now);
         if due || !serving {
             let image = cs.spec.image.clone().unwrap_or_default();
-            let credentials = pull_credentials(r, cs).await;
-            match r.ctx.image_digests.resolve(&image, &credentials).await {
+            let secrets = cs.spec.secrets.clone().unwrap_or_default();
+            let read = r
+                .ctx
+                .bundle_images
+                .read_credentials(client, &ns, &secrets)
+                .await;
+            let unread: Vec<String> = read.problems.iter().map(ToString::to_string).collect();
+            let unread = if unread.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", unread.join("; "))
+            };
+            let resolved = match r.ctx.bundle_images.puller() {
+                Ok(puller) => puller
+                    .digest(&image, &read.credentials)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(format!("the image client is not set up: {e}")),
+            };
+            match resolved {
                 Ok(d) => digest = Some(d),
                 Err(e) => {
-                    outcome.warning =
-                        Some(format!("could not check catalog image for updates: {e}"))
+                    outcome.warning = Some(format!(
+                        "could not check catalog image for updates: {e}{unread}"
+                    ))
                 }
             }
             if due {
@@ -331,34 +349,6 @@ pub(super) fn registry_service(
         created_at,
         ..desired
     }
-}
-
-/// Pull-secret credentials for the digest check: `kubernetes.io/dockerconfigjson` secrets
-/// named in `spec.secrets`. Unreadable secrets are skipped (anonymous access may still work).
-/// Read live, only when a poll is due: a store would hold every Secret of the cluster in memory
-/// and need the right to list and watch them all.
-async fn pull_credentials(r: &Reconciler, cs: &CatalogSource) -> RegistryCredentials {
-    let mut out = RegistryCredentials::new();
-    let Some(secrets) = cs.spec.secrets.as_ref() else {
-        return out;
-    };
-    let api: Api<Secret> =
-        Api::namespaced(r.ctx.client.clone(), &cs.namespace().unwrap_or_default());
-    for name in secrets.iter().filter(|s| !s.is_empty()) {
-        let Ok(Some(secret)) = api.get_opt(name).await else {
-            continue;
-        };
-        if let Some(data) = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get(".dockerconfigjson"))
-        {
-            for (host, credential) in parse_docker_config(&data.0) {
-                out.entry(host).or_insert(credential);
-            }
-        }
-    }
-    out
 }
 
 fn desired_pod(objects: &RegistryObjects) -> DesiredPod {

@@ -13,8 +13,8 @@
 
 mod configmap;
 mod image;
-pub mod pod_plan;
-pub mod spec_check;
+mod in_process;
+pub use crate::catalog_source::{pod_plan, spec as spec_check};
 mod status;
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,12 +33,14 @@ use kube_runtime::watcher::{self, Event};
 
 use crate::api::CatalogSource;
 use crate::api::catalog_source::ConnectionState;
+use crate::catalog_source::serving::ServingMode;
 use crate::k8s::effects::{Write, perform};
 use crate::k8s::store::{keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::registry::cache::CatalogRef;
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
+use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
 use crate::registry::pod::RegistryPodOptions;
 
 use super::Context;
@@ -53,6 +55,12 @@ pub struct CatalogSourceOptions {
     pub connection: ConnectionOptions,
     /// Dialled address → address actually dialled (see the module docs).
     pub address_overrides: BTreeMap<String, String>,
+    /// How `spec.image` catalogs are served unless their annotation says otherwise
+    /// (`--catalog-serving`; docs/catalog-images.md §1).
+    pub serving: ServingMode,
+    /// Where in-process catalog images are unpacked (`--catalog-cache-dir`); default: a
+    /// `catalog-images` directory in the bundle cache directory, else in the temp directory.
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 impl CatalogSourceOptions {
@@ -102,6 +110,9 @@ pub struct Reconciler {
     created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
     connections: Connections,
     configmaps: Mutex<HashMap<CatalogRef, LoadedConfigMap>>,
+    /// In-process image catalogs: what each serves, and the content store they share.
+    served_images: in_process::ServedImages,
+    image_catalogs: Result<Arc<ImageCatalogs>, ImageCatalogError>,
 }
 
 impl Reconciler {
@@ -121,6 +132,7 @@ impl Reconciler {
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
         self.loaded_configmaps().remove(key);
+        self.served_images.forget(key);
     }
 
     /// Records a registry pod just created for `key`.
@@ -180,6 +192,22 @@ pub(super) fn key_of(cs: &CatalogSource) -> CatalogRef {
     CatalogRef::new(cs.namespace().unwrap_or_default(), cs.name_any())
 }
 
+/// Where in-process catalog images are kept (see [`CatalogSourceOptions::cache_dir`]).
+fn catalog_cache_dir(options: &super::ControllerOptions) -> std::path::PathBuf {
+    if let Some(dir) = &options.catalog_sources.cache_dir {
+        return dir.clone();
+    }
+    match &options.bundle_images.cache_dir {
+        Some(dir) => dir.join("catalog-images"),
+        // Unique per controller: two in one process (tests) must not share a temp directory.
+        None => std::env::temp_dir().join(format!(
+            "olm-rs-catalog-images-{}-{:08x}",
+            std::process::id(),
+            rand::random::<u32>()
+        )),
+    }
+}
+
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
     let (connections, changed) = Connections::new(
@@ -212,6 +240,8 @@ pub async fn run(ctx: Arc<Context>) {
         created_pods: Mutex::new(HashMap::new()),
         connections,
         configmaps: Mutex::new(HashMap::new()),
+        served_images: in_process::ServedImages::default(),
+        image_catalogs: in_process::open_store(&catalog_cache_dir(&ctx.options)),
     });
 
     // Deletions are seen on the watch itself (the controller only reconciles objects that

@@ -12,6 +12,7 @@ use crate::api::{
     CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState,
     RegistryServiceStatus,
 };
+use crate::catalog_source::serving::{SERVING_ANNOTATION, ServingMode, serving_mode};
 use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::connection::LinkState;
 use crate::registry::pod;
@@ -114,6 +115,34 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
             connect(r, key, address, &mut status, &mut problem);
         }
         Source::Image(_) => {
+            let (mode, unknown) =
+                serving_mode(cs.annotations(), r.ctx.options.catalog_sources.serving);
+            if let Some(e) = unknown {
+                notes.push(ObjectEvent::warning(
+                    "InvalidServingMode",
+                    format!(
+                        "annotation {SERVING_ANNOTATION}: {e}; serving {}",
+                        mode.as_str()
+                    ),
+                ));
+            }
+            if mode == ServingMode::InProcess {
+                r.connections.close(key);
+                let decision = super::in_process::sync(r, cs, key, poll).await;
+                let mut status = decision.status;
+                if status.reason.is_none()
+                    && let Some((reason, message)) = problem
+                {
+                    status.reason = Some(reason);
+                    status.message = Some(message);
+                }
+                notes.extend(decision.events);
+                return SyncOutcome {
+                    status,
+                    requeue: Some(decision.requeue),
+                    notes,
+                };
+            }
             status.config_map_reference = None;
             let poll = poll.map(|interval| image::Poll {
                 interval,
@@ -254,8 +283,13 @@ pub(super) fn transitions(
             .as_ref()
             .map(|c| c.last_observed_state.clone())
     };
+    let address = written
+        .connection_state
+        .as_ref()
+        .and_then(|c| c.address.as_deref());
     if state(written) == Some(ConnectionState::Ready)
         && state(observed) != Some(ConnectionState::Ready)
+        && address.is_some()
     {
         notes.push(ObjectEvent::normal(
             "RegistryReady",
