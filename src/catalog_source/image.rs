@@ -75,15 +75,18 @@ fn pinned(image: &str) -> bool {
 pub fn next_step(o: &Observed<'_>) -> Step {
     let polls = o.poll_interval.filter(|_| !pinned(o.image));
     let served_current = o.served.is_some_and(|s| s.image == o.image);
+    let due = polls.is_some_and(|interval| {
+        // As OLM: an interval after the last poll, or after the catalog's creation.
+        until_next_poll(o.last_poll.or(o.created), None, interval, o.now).is_zero()
+    });
     if !served_current || o.failing_since.is_some() {
-        return Step::Check {
-            poll: polls.is_some(),
-        };
+        // Loading content is not a poll (OLM records only polls), unless one is due anyway.
+        return Step::Check { poll: due };
     }
     let Some(interval) = polls else {
         return Step::Wait { requeue: RESYNC };
     };
-    let since = o.last_poll.or(o.served.map(|s| s.since)).or(o.created);
+    let since = o.last_poll.or(o.created);
     let wait = until_next_poll(since, None, interval, o.now);
     if wait.is_zero() {
         Step::Check { poll: true }

@@ -37,10 +37,27 @@ fn next_steps() {
             Step::Check { poll: false },
         ),
         (
-            "nothing served, polling: the first check is a poll",
+            "nothing served, polling: loading is not a poll",
             Observed {
                 poll_interval: ten,
                 ..observed("r/c:1", None, "2026-01-01T00:00:01Z")
+            },
+            Step::Check { poll: false },
+        ),
+        (
+            "nothing served (a restart), a poll due: the check is the poll",
+            Observed {
+                poll_interval: ten,
+                last_poll: Some(t("2026-01-01T00:00:00Z")),
+                ..observed("r/c:1", None, "2026-01-01T00:20:00Z")
+            },
+            Step::Check { poll: true },
+        ),
+        (
+            "polling, never polled: due an interval after creation",
+            Observed {
+                poll_interval: ten,
+                ..observed("r/c:1", Some(&s), "2026-01-01T00:10:00Z")
             },
             Step::Check { poll: true },
         ),
