@@ -436,3 +436,72 @@ async fn catimg_content_survives_a_restart_without_the_registry() {
     .await;
     assert_eq!(packages(&h, &CatalogRef::new("team-a", "pinned")), [ONE]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catimg_pod_mode_by_annotation_and_back_to_in_process() {
+    let Some(registry) = TestRegistry::start(Kind::Plain) else {
+        return;
+    };
+    let files = tempfile::tempdir().unwrap();
+    let (conf, _) = registry.write_client_files(files.path());
+    let (image, digest) = registry
+        .push_catalog("catalogs/switch", "v1", &fbc(&[ONE]), true)
+        .await;
+    let h = start(Setup {
+        registries_conf: Some(conf),
+        catalog_cache_dir: Some(files.path().join("cache")),
+        ..Setup::default()
+    })
+    .await;
+    let mut cs = catalog_source(
+        "team-a",
+        "switch",
+        serde_json::json!({"sourceType": "grpc", "image": image}),
+    );
+    cs.metadata.annotations = Some(
+        [(
+            olm_rs::catalog_source::serving::SERVING_ANNOTATION.to_owned(),
+            "pod".to_owned(),
+        )]
+        .into(),
+    );
+    create(&h, &cs).await;
+    let pods: Api<Pod> = Api::namespaced(h.client.clone(), "team-a");
+    let services: Api<Service> = Api::namespaced(h.client.clone(), "team-a");
+    let selector = ListParams::default().labels("olm.catalogSource=switch");
+    eventually("a registry pod and its Service", || async {
+        let p = pods.list(&selector).await.unwrap().items;
+        let s = services.get_opt("switch").await.unwrap();
+        (!p.is_empty() && s.is_some()).then_some(())
+    })
+    .await;
+
+    // The annotation goes: served in-process, the pod mode's objects removed.
+    let api: Api<CatalogSource> = Api::namespaced(h.client.clone(), "team-a");
+    api.patch(
+        "switch",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"metadata": {"annotations": {
+            olm_rs::catalog_source::serving::SERVING_ANNOTATION: null}}})),
+    )
+    .await
+    .unwrap();
+    let cs = status_where(&h, "team-a", "switch", "served in-process", |s| {
+        serving(s, &digest)
+    })
+    .await;
+    assert_eq!(cs.status.unwrap().registry_service, None);
+    eventually("pod mode's objects removed", || async {
+        let p = pods
+            .list(&selector)
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .count();
+        let s = services.get_opt("switch").await.unwrap();
+        (p == 0 && s.is_none()).then_some(())
+    })
+    .await;
+}

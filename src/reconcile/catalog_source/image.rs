@@ -111,6 +111,27 @@ impl RegistryStores {
         seen.service = self.services.get(&ns, &objects.service.name_any());
     }
 
+    /// The registry objects of `cs` left from pod mode (owned by it), for a catalog now served
+    /// in-process.
+    pub(super) fn observe_leftovers(&self, cs: &CatalogSource) -> RegistryObserved {
+        let ns = cs.namespace().unwrap_or_default();
+        let name = cs.name_any();
+        let owned =
+            |meta: &kube::api::ObjectMeta| super::catalog_of(meta).is_some_and(|r| r.name == name);
+        let mut seen = self.observe(cs);
+        seen.service_account = seen.service_account.filter(|sa| owned(sa.meta()));
+        seen.pods.retain(|p| owned(p.meta()));
+        seen.service = self
+            .services
+            .get(&ns, &pod::service_name(&name))
+            .filter(|s| owned(s.meta()));
+        seen.network_policy = self
+            .network_policies
+            .get(&ns, &format!("{name}-grpc-server"))
+            .filter(|n| owned(n.meta()));
+        seen
+    }
+
     fn namespace_labels(&self, ns: &str) -> std::collections::BTreeMap<String, String> {
         self.namespaces
             .get("", ns)
@@ -136,6 +157,41 @@ pub(super) struct RegistryWrites {
     pub network_policy: Option<Write>,
     /// Pod deletions, then the new pod.
     pub pods: Vec<Write>,
+}
+
+/// Deletes what pod mode left for a catalog served in-process (pure): its registry pods,
+/// Service, NetworkPolicy and ServiceAccount.
+pub(super) fn decide_leftovers(seen: &RegistryObserved) -> Vec<Write> {
+    fn delete<K>(object: &K) -> Write
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        Write::Delete {
+            key: ObjectKey::new::<K>(object.meta().namespace.as_deref(), &object.name_any()),
+            options: DeleteOptions::default(),
+        }
+    }
+    let mut writes: Vec<Write> = seen.pods.iter().map(|p| delete(p.as_ref())).collect();
+    writes.extend(seen.service.iter().map(|s| delete(s.as_ref())));
+    writes.extend(seen.network_policy.iter().map(|n| delete(n.as_ref())));
+    writes.extend(seen.service_account.iter().map(|a| delete(a.as_ref())));
+    writes
+}
+
+/// Carries out [`decide_leftovers`]; returns how many objects were removed.
+pub(super) async fn remove_leftovers(r: &Reconciler, cs: &CatalogSource) -> usize {
+    let writes = decide_leftovers(&r.registry_stores.observe_leftovers(cs));
+    let mut removed = 0;
+    for write in &writes {
+        match perform(&r.ctx.client, write).await {
+            Ok(_) => removed += 1,
+            Err(err) if err.is_not_found() => {}
+            Err(err) => {
+                tracing::warn!(catalog = %super::key_of(cs), %err, "registry object of pod mode not removed")
+            }
+        }
+    }
+    removed
 }
 
 /// Decides the registry writes from what is observed and the pod plan (pure).
@@ -477,6 +533,26 @@ mod tests {
                 format!("{verb} {}", w.key())
             })
             .collect()
+    }
+
+    #[test]
+    fn pod_mode_leftovers_are_deleted_when_served_in_process() {
+        let objects = objects();
+        assert!(
+            decide_leftovers(&RegistryObserved {
+                service_account: None,
+                network_policy: None,
+                service: None,
+                pods: Vec::new(),
+            })
+            .is_empty()
+        );
+        let mut seen = all_seen(&objects);
+        seen.pods.push(Arc::new(objects.pod.clone()));
+        let writes = decide_leftovers(&seen);
+        let verbs: Vec<String> = kinds(&writes);
+        assert_eq!(writes.len(), 4, "{verbs:?}");
+        assert!(verbs.iter().all(|v| v.starts_with("delete ")), "{verbs:?}");
     }
 
     /// The ServiceAccount store is the process's shared one, holding everyone's accounts: a

@@ -128,6 +128,15 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
             }
             if mode == ServingMode::InProcess {
                 r.connections.close(key);
+                let removed = image::remove_leftovers(r, cs).await;
+                if removed > 0 {
+                    notes.push(ObjectEvent::normal(
+                        "RegistryPodRemoved",
+                        format!(
+                            "serving in-process; removed {removed} registry object(s) of pod mode"
+                        ),
+                    ));
+                }
                 let decision = super::in_process::sync(r, cs, key, poll).await;
                 let mut status = decision.status;
                 if status.reason.is_none()
