@@ -90,4 +90,14 @@ impl Context {
             catalogs: Arc::new(CatalogCache::new()),
         }
     }
+
+    /// The index a CatalogSource serves now, whatever serves it (an image in-process, a
+    /// registry pod, an address, a ConfigMap); `None` until its content is loaded. Swapped
+    /// atomically when new content is served (docs/catalog-images.md §3).
+    pub fn catalog_index(
+        &self,
+        catalog: &crate::plan::CatalogRef,
+    ) -> Option<Arc<crate::catalog::CatalogIndex>> {
+        self.catalogs.get(catalog)?.index
+    }
 }

@@ -251,13 +251,22 @@ pub(super) fn decide_registry(
     writes
 }
 
+/// Why the registry objects of a pod-mode catalog could not be brought to its spec.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RegistryServerError {
+    #[error(transparent)]
+    Objects(#[from] pod::RegistryObjectsError),
+    #[error(transparent)]
+    Write(#[from] crate::k8s::write::ApiError),
+}
+
 /// Stage 3 of an image catalog: observe its registry objects from the stores, check the image
 /// digest when a poll is due, decide, write.
 pub(super) async fn ensure(
     r: &Reconciler,
     cs: &CatalogSource,
     poll: Option<Poll>,
-) -> Result<ImageOutcome, String> {
+) -> Result<ImageOutcome, RegistryServerError> {
     let ns = cs.namespace().unwrap_or_default();
     let name = cs.name_any();
     let client = &r.ctx.client;
@@ -272,8 +281,7 @@ pub(super) async fn ensure(
             .as_ref()
             .and_then(|sa| sa.image_pull_secrets.as_deref()),
         &r.ctx.options.catalog_sources.registry_pod,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     stores.observe_named(&mut seen, &objects);
     let views: Vec<PodView> = seen.pods.iter().map(|p| pod_view(p)).collect();
     let desired = desired_pod(&objects);
@@ -329,7 +337,7 @@ pub(super) async fn ensure(
     let plan = pod_plan::plan_pods(&views, &desired, digest.as_deref());
     let writes = decide_registry(&objects, &seen, &plan, now);
     for write in &writes.objects {
-        perform(client, write).await.map_err(|e| e.to_string())?;
+        perform(client, write).await?;
     }
     if let Some(write) = &writes.network_policy {
         match perform(client, write).await {
@@ -339,7 +347,7 @@ pub(super) async fn ensure(
             Err(err) if err.is_not_found() => {
                 tracing::warn!(catalog = %name, namespace = %ns, "NetworkPolicy API not served; registry pod runs without its network policy");
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
     // A pod this controller created may not be in the store yet; deciding pods again before
@@ -351,7 +359,7 @@ pub(super) async fn ensure(
         return Ok(outcome);
     }
     for write in &writes.pods {
-        let written = perform(client, write).await.map_err(|e| e.to_string())?;
+        let written = perform(client, write).await?;
         if let (Write::Create { .. }, Some(pod)) = (write, written) {
             r.expect_pod(&key, pod.name_any());
         }

@@ -52,7 +52,8 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
 
     let source = match spec_check::source(&cs.spec) {
         Ok(source) => source,
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             r.connections.close(key);
             r.ctx.catalogs.set_health(
                 key,
