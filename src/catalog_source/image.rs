@@ -12,7 +12,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::conditions::{ConditionStatus, meta_condition, set_condition};
 use crate::api::event::ObjectEvent;
-use crate::api::{CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState};
+use crate::api::{
+    CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState,
+};
+use crate::k8s::effects::{Effects, Write};
+
+use super::events::transitions;
 
 use super::pod_plan::until_next_poll;
 
@@ -228,6 +233,52 @@ pub fn decide_status(
         events,
         requeue,
     }
+}
+
+/// Everything an in-process image catalog asks the cluster for, in order: the registry objects
+/// pod mode left (`leftovers`, deletions), the status when it changed (guarded by the version
+/// observed), the events — `notes`, the decision's, and those of the status transition — and
+/// the requeue. `interval_problem` is the message of an unparsable poll interval.
+pub fn effects(
+    cs: &CatalogSource,
+    decision: Decision,
+    leftovers: Vec<Write>,
+    interval_problem: Option<String>,
+    mut notes: Vec<ObjectEvent>,
+) -> Effects {
+    let observed = cs.status.clone().unwrap_or_default();
+    let mut status = decision.status;
+    if status.reason.is_none()
+        && let Some(message) = interval_problem
+    {
+        status.reason = Some(CatalogSourceReason::InvalidIntervalError);
+        status.message = Some(message);
+    }
+    let mut effects = Effects::default();
+    if !leftovers.is_empty() {
+        notes.push(ObjectEvent::normal(
+            "RegistryPodRemoved",
+            format!(
+                "serving in-process; removing {} registry object(s) of pod mode",
+                leftovers.len()
+            ),
+        ));
+    }
+    for write in leftovers {
+        effects.write(write);
+    }
+    if status != observed {
+        if let Some(write) = Write::status(cs, status.clone()) {
+            effects.write(write);
+        }
+        notes.extend(transitions(&observed, &status));
+    }
+    notes.extend(decision.events);
+    for note in notes {
+        effects.event_on(cs, note);
+    }
+    effects.requeue_after(decision.requeue);
+    effects
 }
 
 /// After a check: until the next poll, or the resync.

@@ -255,3 +255,60 @@ fn a_catalog_moved_from_a_pod_drops_the_registry_service() {
     assert_eq!(state.address, None);
     assert_eq!(state.last_connect, Some(Time(o.now)));
 }
+
+#[test]
+fn effects_write_a_changed_status_once_and_delete_leftovers_first() {
+    let mut cs: CatalogSource = serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "c", "namespace": "olm", "resourceVersion": "7"},
+        "spec": {"sourceType": "grpc", "image": "r/c:1"}
+    }))
+    .unwrap();
+    let s = served("r/c:1", "sha256:a", "2026-01-01T00:00:01Z");
+    let o = observed("r/c:1", None, "2026-01-01T00:00:01Z");
+    let decision = decide_status(
+        &CatalogSourceStatus::default(),
+        &o,
+        Step::Check { poll: false },
+        Some(&CheckOutcome::Swapped),
+        Some(&s),
+        None,
+    );
+    let leftover = Write::delete(crate::k8s::write::ObjectKey::new::<
+        k8s_openapi::api::core::v1::Pod,
+    >(Some("olm"), "c-abcde"));
+    let e = effects(&cs, decision.clone(), vec![leftover], None, Vec::new());
+    let verbs: Vec<&str> = e
+        .writes
+        .iter()
+        .map(|w| match w {
+            Write::Delete { .. } => "delete",
+            Write::Status { .. } => "status",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(verbs, ["delete", "status"]);
+    let reasons: Vec<&str> = e.events.iter().map(|e| e.event.reason.as_str()).collect();
+    assert_eq!(reasons, ["RegistryPodRemoved", "CatalogContentServed"]);
+    assert_eq!(e.requeue, Some(RESYNC));
+
+    // Observed as decided: nothing to write, nothing to say but the decision's own events.
+    cs.status = Some(decision.status.clone());
+    let again = Decision {
+        events: Vec::new(),
+        ..decision
+    };
+    let e = effects(&cs, again.clone(), Vec::new(), None, Vec::new());
+    assert!(e.writes.is_empty() && e.events.is_empty());
+
+    // An interval that does not parse is said, as OLM says it.
+    let e = effects(
+        &cs,
+        again,
+        Vec::new(),
+        Some("bad interval".into()),
+        Vec::new(),
+    );
+    assert_eq!(e.writes.len(), 1);
+    assert_eq!(e.events[0].event.reason, "InvalidIntervalError");
+}

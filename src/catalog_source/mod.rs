@@ -5,6 +5,7 @@
 //! (`reconcile::catalog_source`) observes, calls these, and carries out what they return.
 //! docs/catalog-images.md.
 
+pub mod events;
 pub mod image;
 pub mod pod_plan;
 pub mod serving;

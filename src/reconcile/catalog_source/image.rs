@@ -178,22 +178,6 @@ pub(super) fn decide_leftovers(seen: &RegistryObserved) -> Vec<Write> {
     writes
 }
 
-/// Carries out [`decide_leftovers`]; returns how many objects were removed.
-pub(super) async fn remove_leftovers(r: &Reconciler, cs: &CatalogSource) -> usize {
-    let writes = decide_leftovers(&r.registry_stores.observe_leftovers(cs));
-    let mut removed = 0;
-    for write in &writes {
-        match perform(&r.ctx.client, write).await {
-            Ok(_) => removed += 1,
-            Err(err) if err.is_not_found() => {}
-            Err(err) => {
-                tracing::warn!(catalog = %super::key_of(cs), %err, "registry object of pod mode not removed")
-            }
-        }
-    }
-    removed
-}
-
 /// Decides the registry writes from what is observed and the pod plan (pure).
 pub(super) fn decide_registry(
     objects: &RegistryObjects,

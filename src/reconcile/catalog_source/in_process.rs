@@ -12,8 +12,11 @@ use kube::Resource;
 use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
 use crate::catalog_source::image::{self, CheckOutcome, Decision, Observed, Served, Step};
+use crate::catalog_source::spec;
+use crate::k8s::effects::execute;
 use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
+use kube_runtime::controller::Action;
 
 use super::Reconciler;
 
@@ -66,8 +69,58 @@ impl ServedImages {
 /// How long an unused digest stays on disk before it is collected.
 const COLLECT_GRACE: Duration = Duration::from_secs(60 * 60);
 
-/// One sync of an in-process image catalog.
-pub(super) async fn sync(
+/// One sync of an in-process image catalog, in the one controller shape: observe (stores, what
+/// is served, the registry when the core asks for a check), decide (`catalog_source::image`),
+/// and hand the effects to the one executor.
+pub(super) async fn reconcile(
+    r: &Reconciler,
+    cs: &CatalogSource,
+    key: &CatalogRef,
+    notes: Vec<ObjectEvent>,
+) -> Result<Action, super::Error> {
+    let now = r.ctx.clock.now();
+    r.ctx.catalogs.register(
+        key,
+        cs.meta().uid.as_deref(),
+        cs.spec.priority.unwrap_or(0),
+        now,
+    );
+    r.connections.close(key);
+    let source = spec::Source::Image(cs.spec.image.clone().unwrap_or_default());
+    let (poll, interval_problem) = match spec::poll_interval(&cs.spec, &source) {
+        None => (None, None),
+        Some(Ok(interval)) => (Some(interval), None),
+        Some(Err((fallback, message))) => (Some(fallback), Some(message)),
+    };
+    let leftovers = super::image::decide_leftovers(&r.registry_stores.observe_leftovers(cs));
+    let decision = sync(r, cs, key, poll).await;
+    let ready = decision
+        .status
+        .connection_state
+        .as_ref()
+        .is_some_and(|c| c.last_observed_state == crate::api::ConnectionState::Ready);
+    let effects = image::effects(cs, decision, leftovers, interval_problem, notes);
+    match execute(&r.ctx.client, &r.ctx.events, &effects).await {
+        Ok(_) => {}
+        // Deleted while this sync ran: its deletion event cleans up.
+        Err(err) if err.is_not_found() => return Ok(Action::await_change()),
+        // Changed while this sync ran: the change brings it back; look again soon anyway.
+        Err(err) if err.is_conflict() => return Ok(Action::requeue(Duration::from_secs(1))),
+        Err(source) => {
+            return Err(super::Error::Status {
+                key: key.clone(),
+                source,
+            });
+        }
+    }
+    r.ctx
+        .metrics
+        .catalog_source_ready(&key.namespace, &key.name, ready);
+    Ok(Action::requeue(effects.requeue.unwrap_or(image::RESYNC)))
+}
+
+/// Observes what is served, runs the check the core asks for, and returns its decision.
+async fn sync(
     r: &Reconciler,
     cs: &CatalogSource,
     key: &CatalogRef,

@@ -350,6 +350,28 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
     }
     // Deciding on half-listed stores would see registry objects as missing.
     r.registry_stores.ready().await?;
+    if let Ok(spec_check::Source::Image(_)) = spec_check::source(&cs.spec) {
+        let (mode, unknown) = crate::catalog_source::serving::serving_mode(
+            cs.annotations(),
+            r.ctx.options.catalog_sources.serving,
+        );
+        if mode == ServingMode::InProcess {
+            let notes = unknown
+                .map(|e| {
+                    crate::api::event::ObjectEvent::warning(
+                        "InvalidServingMode",
+                        format!(
+                            "annotation {}: {e}; serving {}",
+                            crate::catalog_source::serving::SERVING_ANNOTATION,
+                            mode.as_str()
+                        ),
+                    )
+                })
+                .into_iter()
+                .collect();
+            return in_process::reconcile(&r, &cs, &key, notes).await;
+        }
+    }
     let outcome = status::sync(&r, &cs, &key).await;
     let observed = cs.status.clone().unwrap_or_default();
     let mut notes = outcome.notes;

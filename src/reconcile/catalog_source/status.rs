@@ -128,28 +128,10 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
                 ));
             }
             if mode == ServingMode::InProcess {
-                r.connections.close(key);
-                let removed = image::remove_leftovers(r, cs).await;
-                if removed > 0 {
-                    notes.push(ObjectEvent::normal(
-                        "RegistryPodRemoved",
-                        format!(
-                            "serving in-process; removed {removed} registry object(s) of pod mode"
-                        ),
-                    ));
-                }
-                let decision = super::in_process::sync(r, cs, key, poll).await;
-                let mut status = decision.status;
-                if status.reason.is_none()
-                    && let Some((reason, message)) = problem
-                {
-                    status.reason = Some(reason);
-                    status.message = Some(message);
-                }
-                notes.extend(decision.events);
+                // Synced by `in_process::reconcile` before this chain is reached.
                 return SyncOutcome {
                     status,
-                    requeue: Some(decision.requeue),
+                    requeue: None,
                     notes,
                 };
             }
@@ -274,57 +256,7 @@ fn connect(
     }
 }
 
-/// Events for what changed between the observed and the written status.
-pub(super) fn transitions(
-    observed: &CatalogSourceStatus,
-    written: &CatalogSourceStatus,
-) -> Vec<Note> {
-    let mut notes = Vec::new();
-    if written.message.is_some()
-        && (written.message != observed.message || written.reason != observed.reason)
-    {
-        notes.push(ObjectEvent::warning(
-            reason_name(written.reason.as_ref()),
-            written.message.clone().unwrap_or_default(),
-        ));
-    }
-    let state = |s: &CatalogSourceStatus| {
-        s.connection_state
-            .as_ref()
-            .map(|c| c.last_observed_state.clone())
-    };
-    let address = written
-        .connection_state
-        .as_ref()
-        .and_then(|c| c.address.as_deref());
-    if state(written) == Some(ConnectionState::Ready)
-        && state(observed) != Some(ConnectionState::Ready)
-        && address.is_some()
-    {
-        notes.push(ObjectEvent::normal(
-            "RegistryReady",
-            format!(
-                "connected to the registry at {}",
-                written
-                    .connection_state
-                    .as_ref()
-                    .and_then(|c| c.address.as_deref())
-                    .unwrap_or_default()
-            ),
-        ));
-    }
-    notes
-}
-
-fn reason_name(reason: Option<&CatalogSourceReason>) -> &'static str {
-    match reason {
-        Some(CatalogSourceReason::SpecInvalidError) => "SpecInvalidError",
-        Some(CatalogSourceReason::ConfigMapError) => "ConfigMapError",
-        Some(CatalogSourceReason::RegistryServerError) => "RegistryServerError",
-        Some(CatalogSourceReason::InvalidIntervalError) => "InvalidIntervalError",
-        _ => "CatalogSourceError",
-    }
-}
+pub(super) use crate::catalog_source::events::transitions;
 
 /// Publishes notes as Events on the CatalogSource (best effort).
 pub(super) async fn announce(r: &Reconciler, cs: &CatalogSource, notes: &[Note]) {
