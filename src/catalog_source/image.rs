@@ -17,8 +17,6 @@ use crate::api::{
 };
 use crate::k8s::effects::{Effects, Write};
 
-use super::events::transitions;
-
 use super::pod_plan::until_next_poll;
 
 /// The condition olm-rs adds to an in-process image catalog: what it serves, or why the
@@ -246,7 +244,6 @@ pub fn effects(
     interval_problem: Option<String>,
     mut notes: Vec<ObjectEvent>,
 ) -> Effects {
-    let observed = cs.status.clone().unwrap_or_default();
     let mut status = decision.status;
     if status.reason.is_none()
         && let Some(message) = interval_problem
@@ -254,7 +251,6 @@ pub fn effects(
         status.reason = Some(CatalogSourceReason::InvalidIntervalError);
         status.message = Some(message);
     }
-    let mut effects = Effects::default();
     if !leftovers.is_empty() {
         notes.push(ObjectEvent::normal(
             "RegistryPodRemoved",
@@ -264,19 +260,14 @@ pub fn effects(
             ),
         ));
     }
-    for write in leftovers {
-        effects.write(write);
-    }
-    if status != observed {
-        if let Some(write) = Write::status(cs, status.clone()) {
-            effects.write(write);
-        }
-        notes.extend(transitions(&observed, &status));
-    }
     notes.extend(decision.events);
-    for note in notes {
-        effects.event_on(cs, note);
-    }
+    let status_effects = super::effects_of(cs, status, notes);
+    let mut effects = Effects {
+        writes: leftovers,
+        ..Effects::default()
+    };
+    effects.writes.extend(status_effects.writes);
+    effects.events = status_effects.events;
     effects.requeue_after(decision.requeue);
     effects
 }

@@ -10,3 +10,28 @@ pub mod image;
 pub mod pod_plan;
 pub mod serving;
 pub mod spec;
+
+use crate::api::event::ObjectEvent;
+use crate::api::{CatalogSource, CatalogSourceStatus};
+use crate::k8s::effects::{Effects, Write};
+
+/// The status write (when `status` differs from the observed one, guarded by the version
+/// observed) and the events — `notes` and those of the status transition — of a sync.
+pub fn effects_of(
+    cs: &CatalogSource,
+    status: CatalogSourceStatus,
+    mut notes: Vec<ObjectEvent>,
+) -> Effects {
+    let observed = cs.status.clone().unwrap_or_default();
+    let mut effects = Effects::default();
+    if status != observed {
+        if let Some(write) = Write::status(cs, status.clone()) {
+            effects.write(write);
+        }
+        notes.extend(events::transitions(&observed, &status));
+    }
+    for note in notes {
+        effects.event_on(cs, note);
+    }
+    effects
+}

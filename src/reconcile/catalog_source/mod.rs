@@ -34,7 +34,7 @@ use kube_runtime::watcher::{self, Event};
 use crate::api::CatalogSource;
 use crate::api::catalog_source::ConnectionState;
 use crate::catalog_source::serving::ServingMode;
-use crate::k8s::effects::{Write, perform};
+use crate::k8s::effects::execute;
 use crate::k8s::store::{keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::registry::cache::CatalogRef;
@@ -179,13 +179,6 @@ fn catalog_of(
         .flatten()
         .find(|o| o.kind == "CatalogSource")
         .map(|o| ObjectRef::new(&o.name).within(namespace))
-}
-
-async fn perform_all(client: &kube::Client, write: Option<Write>) -> Result<(), ApiError> {
-    if let Some(write) = write {
-        perform(client, &write).await?;
-    }
-    Ok(())
 }
 
 pub(super) fn key_of(cs: &CatalogSource) -> CatalogRef {
@@ -373,34 +366,24 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
         }
     }
     let outcome = status::sync(&r, &cs, &key).await;
-    let observed = cs.status.clone().unwrap_or_default();
-    let mut notes = outcome.notes;
-    if outcome.status != observed {
-        // Guarded by the version this sync read: a newer CatalogSource is synced again.
-        let write = Write::status(cs.as_ref(), outcome.status.clone());
-        match perform_all(&r.ctx.client, write).await {
-            Ok(()) => {}
-            // Deleted while this sync ran: its deletion event cleans up.
-            Err(err) if err.is_not_found() => return Ok(Action::await_change()),
-            // Changed while this sync ran: the change brings it back; look again soon anyway.
-            Err(err) if err.is_conflict() => return Ok(Action::requeue(Duration::from_secs(1))),
-            Err(source) => {
-                return Err(Error::Status {
-                    key: key.clone(),
-                    source,
-                });
-            }
-        }
-        notes.extend(status::transitions(&observed, &outcome.status));
-    }
     let ready = outcome
         .status
         .connection_state
         .as_ref()
         .is_some_and(|c| c.last_observed_state == ConnectionState::Ready);
+    let requeue = outcome.requeue.unwrap_or(RESYNC);
+    let effects = crate::catalog_source::effects_of(&cs, outcome.status, outcome.notes);
+    if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
+        return match err {
+            // Deleted while this sync ran: its deletion event cleans up.
+            err if err.is_not_found() => Ok(Action::await_change()),
+            // Changed while this sync ran: the change brings it back; look again soon anyway.
+            err if err.is_conflict() => Ok(Action::requeue(Duration::from_secs(1))),
+            source => Err(Error::Status { key, source }),
+        };
+    }
     r.ctx
         .metrics
         .catalog_source_ready(&key.namespace, &key.name, ready);
-    status::announce(&r, &cs, &notes).await;
-    Ok(Action::requeue(outcome.requeue.unwrap_or(RESYNC)))
+    Ok(Action::requeue(requeue))
 }

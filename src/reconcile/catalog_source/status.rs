@@ -255,13 +255,3 @@ fn connect(
         problem.get_or_insert((CatalogSourceReason::RegistryServerError, error));
     }
 }
-
-pub(super) use crate::catalog_source::events::transitions;
-
-/// Publishes notes as Events on the CatalogSource (best effort).
-pub(super) async fn announce(r: &Reconciler, cs: &CatalogSource, notes: &[Note]) {
-    let regarding = cs.object_ref(&());
-    for note in notes {
-        r.ctx.events.emit(&regarding, note).await;
-    }
-}
