@@ -210,7 +210,7 @@ async fn check(
         message: e.to_string(),
         transient: e.transient(),
     };
-    let (store, puller) = match (&r.image_catalogs, r.ctx.bundle_images.puller()) {
+    let (store, puller) = match (r.image_catalogs(), r.ctx.bundle_images.puller()) {
         (Ok(store), Ok(puller)) => (store, puller),
         (Err(e), _) => return (failed(e), state.served.clone()),
         (_, Err(e)) => {
@@ -284,7 +284,7 @@ async fn check(
 /// any more, unknown ones after a grace period (a restarted controller reloads its catalogs
 /// one by one).
 fn collect(r: &Reconciler) {
-    let Ok(store) = &r.image_catalogs else {
+    let Some(Ok(store)) = r.image_catalogs.get() else {
         return;
     };
     let serving = r.served_images.digests();

@@ -112,7 +112,8 @@ pub struct Reconciler {
     configmaps: Mutex<HashMap<CatalogRef, LoadedConfigMap>>,
     /// In-process image catalogs: what each serves, and the content store they share.
     served_images: in_process::ServedImages,
-    image_catalogs: Result<Arc<ImageCatalogs>, ImageCatalogError>,
+    /// Opened on first use: a controller without in-process catalogs creates no directory.
+    image_catalogs: std::sync::OnceLock<Result<Arc<ImageCatalogs>, ImageCatalogError>>,
 }
 
 impl Reconciler {
@@ -155,6 +156,12 @@ impl Reconciler {
         }
         created.remove(key);
         false
+    }
+
+    /// The content store of in-process catalog images.
+    fn image_catalogs(&self) -> &Result<Arc<ImageCatalogs>, ImageCatalogError> {
+        self.image_catalogs
+            .get_or_init(|| in_process::open_store(&catalog_cache_dir(&self.ctx.options)))
     }
 
     /// Dialled address for `address`, after overrides.
@@ -234,7 +241,7 @@ pub async fn run(ctx: Arc<Context>) {
         connections,
         configmaps: Mutex::new(HashMap::new()),
         served_images: in_process::ServedImages::default(),
-        image_catalogs: in_process::open_store(&catalog_cache_dir(&ctx.options)),
+        image_catalogs: std::sync::OnceLock::new(),
     });
 
     // Deletions are seen on the watch itself (the controller only reconciles objects that

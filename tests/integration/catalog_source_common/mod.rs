@@ -23,6 +23,8 @@ pub const GLOBAL_NS: &str = "olm";
 pub struct Harness {
     /// Held so the server lives as long as the harness.
     _api_server: ApiServer,
+    /// The catalog image cache when the test named none (removed with the harness).
+    _catalog_cache: tempfile::TempDir,
     pub client: kube::Client,
     pub ctx: Arc<Context>,
     pub clock: Option<ManualClock>,
@@ -90,7 +92,12 @@ pub async fn start(setup: Setup) -> Harness {
     let mut catalog_sources = CatalogSourceOptions::quick();
     catalog_sources.address_overrides = setup.address_overrides;
     catalog_sources.serving = setup.serving;
-    catalog_sources.cache_dir = setup.catalog_cache_dir;
+    let catalog_cache = tempfile::tempdir().unwrap();
+    catalog_sources.cache_dir = Some(
+        setup
+            .catalog_cache_dir
+            .unwrap_or_else(|| catalog_cache.path().to_path_buf()),
+    );
     let options = ControllerOptions {
         global_catalog_namespace: GLOBAL_NS.to_owned(),
         catalog_sources,
@@ -104,6 +111,7 @@ pub async fn start(setup: Setup) -> Harness {
     let controller = tokio::spawn(olm_rs::reconcile::catalog_source::run(Arc::clone(&ctx)));
     Harness {
         _api_server: api_server,
+        _catalog_cache: catalog_cache,
         client,
         ctx,
         clock: manual,
