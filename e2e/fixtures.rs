@@ -28,12 +28,14 @@ pub fn operator_group(namespace: &str) -> Value {
     })
 }
 
-/// A catalog served from an image (a registry pod runs it).
+/// A catalog served from an image (a registry pod runs it: the image is loaded into the
+/// cluster's nodes, not pushed to a registry the controller could pull from).
 pub fn image_catalog(namespace: &str, name: &str, image: &str) -> Value {
     json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "CatalogSource",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace,
+                     "annotations": {"olm-rs.io/catalog-serving": "pod"}},
         "spec": {
             "sourceType": "grpc",
             "image": image,

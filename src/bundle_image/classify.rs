@@ -122,7 +122,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// reqwest's message plus its causes ("error sending request: … connection refused").
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(s) = cur {

@@ -68,6 +68,10 @@ pub enum PullError {
     },
     #[error("image {image}: bundle cache: {reason}")]
     Cache { image: String, reason: String },
+    /// A catalog image without the file-based catalog label (a SQLite index image, or not a
+    /// catalog at all), or whose labelled directory is missing or empty.
+    #[error("image {image} is not a file-based catalog image: {reason}")]
+    NotACatalog { image: String, reason: String },
 }
 
 fn tried(secrets: &[String]) -> String {
@@ -105,7 +109,8 @@ impl PullError {
             | PullError::TimedOut { image, .. }
             | PullError::RegistryError { image, .. }
             | PullError::InvalidContent { image, .. }
-            | PullError::Cache { image, .. } => image,
+            | PullError::Cache { image, .. }
+            | PullError::NotACatalog { image, .. } => image,
         }
     }
 
@@ -121,6 +126,7 @@ impl PullError {
             PullError::RegistryError { .. } => "RegistryError",
             PullError::InvalidContent { .. } => "InvalidContent",
             PullError::Cache { .. } => "CacheError",
+            PullError::NotACatalog { .. } => "NotACatalog",
         }
     }
 }

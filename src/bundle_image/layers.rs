@@ -43,6 +43,21 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// Limits for catalog images: a big catalog (all of OperatorHub) unpacks to a few hundred
+    /// megabytes, and its image carries the `opm` binary's layers besides.
+    pub fn catalog() -> Limits {
+        const MIB: u64 = 1024 * 1024;
+        Limits {
+            max_file_bytes: 256 * MIB,
+            max_total_bytes: 1024 * MIB,
+            max_layers: 128,
+            max_layer_bytes: 1024 * MIB,
+            max_unpacked_layer_bytes: 4096 * MIB,
+        }
+    }
+}
+
 /// What is wrong with a layer: the file (or the layer) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}: {reason}")]
@@ -68,6 +83,17 @@ pub fn unpack_layers(
     layers: &[LayerBlob<'_>],
     limits: &Limits,
 ) -> Result<UnpackedFiles, LayerError> {
+    unpack_layers_under(layers, limits, &BUNDLE_DIRS)
+}
+
+/// Unpacks the files under the directories `kept` (relative, `configs`) of `layers` (bottom
+/// layer first), with the same checks as bundle files: a catalog image keeps only the
+/// directory its label names.
+pub fn unpack_layers_under(
+    layers: &[LayerBlob<'_>],
+    limits: &Limits,
+    kept: &[&str],
+) -> Result<UnpackedFiles, LayerError> {
     if layers.len() > limits.max_layers {
         return Err(LayerError {
             file: "image manifest".into(),
@@ -80,7 +106,7 @@ pub fn unpack_layers(
     }
     let mut files = UnpackedFiles::new();
     for layer in layers {
-        let unpacked = unpack_layer(layer, limits)?;
+        let unpacked = unpack_layer(layer, limits, kept)?;
         for w in &unpacked.whiteouts {
             apply_whiteout(&mut files, w);
         }
@@ -156,7 +182,11 @@ fn compression_of(data: &[u8]) -> Compression {
     }
 }
 
-fn unpack_layer(layer: &LayerBlob<'_>, limits: &Limits) -> Result<Unpacked, LayerError> {
+fn unpack_layer(
+    layer: &LayerBlob<'_>,
+    limits: &Limits,
+    kept: &[&str],
+) -> Result<Unpacked, LayerError> {
     let layer_name = format!("layer {}", layer.digest);
     let media = layer.media_type;
     if !(media.contains("tar") || media.contains("rootfs") || media.is_empty()) {
@@ -181,7 +211,7 @@ fn unpack_layer(layer: &LayerBlob<'_>, limits: &Limits) -> Result<Unpacked, Laye
         limit: limits.max_unpacked_layer_bytes,
         exceeded: false,
     };
-    let result = read_tar(&mut capped, &layer_name, limits);
+    let result = read_tar(&mut capped, &layer_name, limits, kept);
     if capped.exceeded {
         return Err(LayerError {
             file: layer_name,
@@ -198,6 +228,7 @@ fn read_tar(
     reader: &mut dyn Read,
     layer_name: &str,
     limits: &Limits,
+    kept: &[&str],
 ) -> Result<Unpacked, LayerError> {
     let broken = |e: std::io::Error| LayerError {
         file: layer_name.to_string(),
@@ -218,7 +249,7 @@ fn read_tar(
         };
         let path = clean_path(&raw).map_err(bad)?;
         let kind = entry.header().entry_type();
-        let in_bundle = BUNDLE_DIRS
+        let in_bundle = kept
             .iter()
             .any(|d| path == *d || path.starts_with(&format!("{d}/")));
         let (parent, base) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
@@ -294,6 +325,16 @@ fn clean_path(raw: &[u8]) -> Result<String, String> {
         }
     }
     Ok(parts.join("/"))
+}
+
+/// A directory named by an image label (`/configs`, `configs/`) as a relative path, or why it
+/// cannot be one (`..`, empty).
+pub fn label_dir(dir: &str) -> Result<String, String> {
+    let cleaned = clean_path(dir.trim_start_matches('/').as_bytes())?;
+    if cleaned.is_empty() {
+        return Err("names the image root, not a directory".into());
+    }
+    Ok(cleaned)
 }
 
 #[cfg(test)]

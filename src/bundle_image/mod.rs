@@ -1,5 +1,8 @@
-//! registry+v1 bundle images, pulled straight from their registry: no unpack Job, no ConfigMap,
-//! no size limit but the ones set here (docs/bundle-images.md).
+//! The one OCI client of olm-rs: registry+v1 bundle images pulled straight from their registry
+//! (no unpack Job, no ConfigMap, no size limit but the ones set here; docs/bundle-images.md),
+//! catalog images pulled and unpacked the same way, and the digest polls of catalog images
+//! (docs/catalog-images.md). One image reference type, one credentials reader, one
+//! `registries.conf`, one CA option.
 //!
 //! The pure parts live in their own files: image names (`reference`), `registries.conf`
 //! matching (`registries_conf`), pull-secret parsing (`credentials`), the checks on layer
@@ -8,8 +11,10 @@
 
 mod bundle;
 mod cache;
+mod catalog_image;
 mod classify;
 mod credentials;
+mod download;
 mod error;
 mod layers;
 mod puller;
@@ -18,9 +23,12 @@ mod registries_conf;
 
 pub use bundle::PulledBundle;
 pub use cache::CacheStats;
+pub use catalog_image::{CATALOG_CONFIGS_LABEL, PulledCatalog, catalog_dir_of};
 pub use credentials::{Credentials, CredentialsError, RegistryLogin};
 pub use error::{ConfigError, PullError};
-pub use layers::{LayerBlob, LayerError, Limits, UnpackedFiles, unpack_layers};
+pub use layers::{
+    LayerBlob, LayerError, Limits, UnpackedFiles, label_dir, unpack_layers, unpack_layers_under,
+};
 pub use puller::{BundlePuller, DEFAULT_REGISTRIES_CONF, PullerConfig};
 pub use reference::{ImageName, ImageNameError};
 pub use registries_conf::{

@@ -5,21 +5,21 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
-use oci_client::manifest::{ImageIndexEntry, OciDescriptor};
+use oci_client::manifest::ImageIndexEntry;
 use oci_client::secrets::RegistryAuth;
 use sha2::Digest as _;
 
 use super::bundle::PulledBundle;
 use super::cache::{BundleCache, CacheStats};
+use super::catalog_image::{PulledCatalog, fetch_catalog};
 use super::classify::{Failure, classify};
 use super::credentials::{Credentials, RegistryLogin, Secret};
+use super::download::download_layers;
 use super::error::{ConfigError, PullError};
 use super::layers::{LayerBlob, Limits, unpack_layers};
 use super::reference::ImageName;
@@ -37,6 +37,8 @@ pub struct PullerConfig {
     /// The disk cache; `None` keeps bundles in memory only.
     pub cache_dir: Option<PathBuf>,
     pub limits: Limits,
+    /// Limits for catalog images (larger than a bundle's).
+    pub catalog_limits: Limits,
     /// Rendered bundles kept in memory (count and total file bytes).
     pub memory_cache_entries: usize,
     pub memory_cache_bytes: usize,
@@ -52,6 +54,7 @@ impl Default for PullerConfig {
             extra_ca_pem: None,
             cache_dir: None,
             limits: Limits::default(),
+            catalog_limits: Limits::catalog(),
             memory_cache_entries: 64,
             memory_cache_bytes: 128 * 1024 * 1024,
             connect_timeout: Duration::from_secs(10),
@@ -171,21 +174,67 @@ impl BundlePuller {
         creds: &Credentials,
     ) -> Result<Arc<PulledBundle>, PullError> {
         let image = image.trim();
-        let name = ImageName::parse(image).map_err(|e| PullError::InvalidReference {
-            image: e.image,
-            reason: e.reason,
-        })?;
+        let name = parse_name(image)?;
         // A digest names content that never changes: the cache answers without asking.
         if name.digest().is_some()
             && let Some(b) = self.cached(image)
         {
             return Ok(b);
         }
+        match self.attempt(image, &name, creds, Operation::Bundle).await? {
+            Fetched::Bundle(b) => Ok(b),
+            other => Err(other.unexpected(image)),
+        }
+    }
+
+    /// The digest of the manifest (or image index) `image` names now: one HEAD request (a GET
+    /// when the registry sends no digest header), nothing pulled. A digest reference answers
+    /// itself.
+    pub async fn digest(&self, image: &str, creds: &Credentials) -> Result<String, PullError> {
+        let image = image.trim();
+        let name = parse_name(image)?;
+        if let Some(d) = name.digest() {
+            return Ok(d.to_string());
+        }
+        match self.attempt(image, &name, creds, Operation::Digest).await? {
+            Fetched::Digest(d) => Ok(d),
+            other => Err(other.unexpected(image)),
+        }
+    }
+
+    /// Pulls a catalog image pinned to `digest` (the digest [`Self::digest`] gave) and unpacks
+    /// only the file-based catalog directory its label names (docs/catalog-images.md §2).
+    pub async fn pull_catalog(
+        &self,
+        image: &str,
+        digest: &str,
+        creds: &Credentials,
+    ) -> Result<PulledCatalog, PullError> {
+        let image = image.trim();
+        let name = parse_name(image)?.with_digest(digest);
+        match self
+            .attempt(image, &name, creds, Operation::Catalog)
+            .await?
+        {
+            Fetched::Catalog(c) => Ok(c),
+            other => Err(other.unexpected(image)),
+        }
+    }
+
+    /// Runs `op` against each source `registries.conf` gives for `name` (mirrors first), and
+    /// against each source anonymously first, then with each login that applies.
+    async fn attempt(
+        &self,
+        image: &str,
+        name: &ImageName,
+        creds: &Credentials,
+        op: Operation,
+    ) -> Result<Fetched, PullError> {
         let sources = self
             .0
             .config
             .registries
-            .pull_sources(&name)
+            .pull_sources(name)
             .map_err(|e| match e {
                 PullSourcesError::Blocked(_) => PullError::Blocked {
                     image: image.to_string(),
@@ -198,7 +247,7 @@ impl BundlePuller {
             })?;
         let mut last = None;
         for source in &sources {
-            match self.pull_from(image, source, creds).await {
+            match self.attempt_source(image, source, creds, op).await {
                 Ok(b) => return Ok(b),
                 Err(e) => {
                     if source.mirror {
@@ -216,18 +265,19 @@ impl BundlePuller {
     }
 
     /// Anonymous first, then each login that applies, as the kubelet does.
-    async fn pull_from(
+    async fn attempt_source(
         &self,
         image: &str,
         source: &PullSource,
         creds: &Credentials,
-    ) -> Result<Arc<PulledBundle>, PullError> {
+        op: Operation,
+    ) -> Result<Fetched, PullError> {
         let logins = creds.logins_for(&source.image);
         let mut tried: Vec<String> = Vec::new();
         let mut anonymous_not_found = None;
         let mut login_not_found = None;
         for login in std::iter::once(None).chain(logins.into_iter().map(Some)) {
-            match self.fetch(image, source, login).await {
+            match self.fetch(image, source, login, op).await {
                 Ok(b) => return Ok(b),
                 Err(Failure::Unauthorized) => {}
                 // Some registries hide private repositories behind "not found": go on with
@@ -299,7 +349,7 @@ impl BundlePuller {
         // reqwest's own words are only "builder error"; the cause is in its sources (no
         // trusted CA certificates in the image, say).
         let client = oci_client::Client::try_from(config)
-            .map_err(|e| ConfigError::Client(error_chain(&e)))?;
+            .map_err(|e| ConfigError::Client(super::classify::error_chain(&e)))?;
         if clients.len() >= MAX_CLIENTS {
             clients.clear();
         }
@@ -312,7 +362,8 @@ impl BundlePuller {
         image: &str,
         source: &PullSource,
         login: Option<&RegistryLogin>,
-    ) -> Result<Arc<PulledBundle>, Failure> {
+        op: Operation,
+    ) -> Result<Fetched, Failure> {
         let client = self.client_for(login, source.insecure).map_err(|e| {
             Failure::Other(PullError::RegistryError {
                 image: image.to_string(),
@@ -328,11 +379,40 @@ impl BundlePuller {
             }
             Some(Secret::Bearer(token)) => RegistryAuth::Bearer(token.clone()),
         };
+        match op {
+            Operation::Bundle => self
+                .fetch_bundle(image, source, &client, &auth)
+                .await
+                .map(Fetched::Bundle),
+            Operation::Digest => {
+                let registry = source.image.registry().to_string();
+                client
+                    .fetch_manifest_digest(source.image.reference(), &auth)
+                    .await
+                    .map(Fetched::Digest)
+                    .map_err(|e| classify(image, &registry, "image manifest", e))
+            }
+            Operation::Catalog => {
+                let limits = self.0.config.catalog_limits;
+                fetch_catalog(image, source, &client, &auth, &limits)
+                    .await
+                    .map(Fetched::Catalog)
+            }
+        }
+    }
+
+    async fn fetch_bundle(
+        &self,
+        image: &str,
+        source: &PullSource,
+        client: &oci_client::Client,
+        auth: &RegistryAuth,
+    ) -> Result<Arc<PulledBundle>, Failure> {
         let reference = source.image.reference();
         let registry = source.image.registry().to_string();
         let classify = |e: OciDistributionError, what: &str| classify(image, &registry, what, e);
         let (manifest, manifest_digest, list_digest) = client
-            .pull_image_manifest_and_list_digest(reference, &auth)
+            .pull_image_manifest_and_list_digest(reference, auth)
             .await
             .map_err(|e| classify(e, "image manifest"))?;
         let reference_digest = source.image.digest().map(str::to_string).or(list_digest);
@@ -340,54 +420,8 @@ impl BundlePuller {
             return Ok(b);
         }
         let limits = self.0.config.limits;
-        if manifest.layers.len() > limits.max_layers {
-            return Err(Failure::Other(PullError::InvalidContent {
-                image: image.to_string(),
-                file: "image manifest".into(),
-                reason: format!(
-                    "{} layers, more than the {} allowed",
-                    manifest.layers.len(),
-                    limits.max_layers
-                ),
-            }));
-        }
-        for layer in &manifest.layers {
-            if layer.size < 0 || layer.size as u64 > limits.max_layer_bytes {
-                return Err(Failure::Other(PullError::InvalidContent {
-                    image: image.to_string(),
-                    file: format!("layer {}", layer.digest),
-                    reason: format!(
-                        "is {} bytes, more than the {} allowed for a layer",
-                        layer.size, limits.max_layer_bytes
-                    ),
-                }));
-            }
-        }
-        let downloads = manifest.layers.iter().map(|layer| {
-            let client = client.clone();
-            async move {
-                let mut sink = CappedSink::new(limits.max_layer_bytes);
-                client
-                    .pull_blob(reference, layer, &mut sink)
-                    .await
-                    .map_err(|e| {
-                        if sink.exceeded {
-                            Failure::Other(PullError::InvalidContent {
-                                image: image.to_string(),
-                                file: format!("layer {}", layer.digest),
-                                reason: format!(
-                                    "is larger than the {} bytes allowed for a layer",
-                                    limits.max_layer_bytes
-                                ),
-                            })
-                        } else {
-                            classify(e, &format!("layer {}", layer.digest))
-                        }
-                    })?;
-                Ok::<_, Failure>((layer.clone(), sink.data))
-            }
-        });
-        let blobs: Vec<(OciDescriptor, Vec<u8>)> = futures::future::try_join_all(downloads).await?;
+        let blobs =
+            download_layers(image, &registry, client, reference, &manifest, &limits).await?;
         self.0
             .cache
             .downloads
@@ -431,6 +465,42 @@ impl BundlePuller {
     }
 }
 
+fn parse_name(image: &str) -> Result<ImageName, PullError> {
+    ImageName::parse(image).map_err(|e| PullError::InvalidReference {
+        image: e.image,
+        reason: e.reason,
+    })
+}
+
+/// What one attempt (one source, one login) fetches.
+#[derive(Debug, Clone, Copy)]
+enum Operation {
+    Bundle,
+    Digest,
+    Catalog,
+}
+
+enum Fetched {
+    Bundle(Arc<PulledBundle>),
+    Digest(String),
+    Catalog(PulledCatalog),
+}
+
+impl Fetched {
+    /// `attempt` answers with what the operation fetches; anything else is a bug here.
+    fn unexpected(&self, image: &str) -> PullError {
+        let what = match self {
+            Fetched::Bundle(_) => "a bundle",
+            Fetched::Digest(_) => "a digest",
+            Fetched::Catalog(_) => "a catalog",
+        };
+        PullError::Cache {
+            image: image.to_string(),
+            reason: format!("internal error: the pull returned {what} unasked"),
+        }
+    }
+}
+
 /// Bundles are architecture-independent: linux/amd64 when the index has it, else the first.
 fn bundle_platform(entries: &[ImageIndexEntry]) -> Option<String> {
     oci_client::client::linux_amd64_resolver(entries)
@@ -445,59 +515,4 @@ fn login_key(login: &RegistryLogin) -> String {
     };
     let hash = sha2::Sha256::digest(text.as_bytes());
     hash.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Collects a blob in memory, refusing more than `limit` bytes.
-struct CappedSink {
-    data: Vec<u8>,
-    limit: u64,
-    exceeded: bool,
-}
-
-impl CappedSink {
-    fn new(limit: u64) -> CappedSink {
-        CappedSink {
-            data: Vec::new(),
-            limit,
-            exceeded: false,
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for CappedSink {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        if (self.data.len() + buf.len()) as u64 > self.limit {
-            self.exceeded = true;
-            return Poll::Ready(Err(std::io::Error::other("layer size limit exceeded")));
-        }
-        self.data.extend_from_slice(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// An error and its sources, joined with ": ".
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

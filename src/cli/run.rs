@@ -11,6 +11,7 @@ use clap::Args;
 
 use jiff::SignedDuration;
 use olm_rs::certs::ServiceName;
+use olm_rs::catalog_source::serving::ServingMode;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
 use olm_rs::package_manifest::ManifestStore;
@@ -128,6 +129,20 @@ pub struct RunArgs {
         default_value = "olm-rs-packageserver"
     )]
     pub package_api_service: String,
+    /// How `spec.image` catalogs are served: `in-process` (the controller pulls the image and
+    /// serves its file-based catalog; no pod) or `pod` (OLM's registry pod and Service). A
+    /// CatalogSource's `olm-rs.io/catalog-serving` annotation overrides it.
+    #[arg(
+        long,
+        env = "OLM_RS_CATALOG_SERVING",
+        value_name = "MODE",
+        default_value = "in-process"
+    )]
+    pub catalog_serving: ServingMode,
+    /// Directory where in-process catalog images are unpacked, by digest (re-read after a
+    /// restart); default: `catalog-images` in the bundle cache directory, else a temporary one.
+    #[arg(long, env = "OLM_RS_CATALOG_CACHE_DIR", value_name = "DIR")]
+    pub catalog_cache_dir: Option<PathBuf>,
 }
 
 /// The user registry pods run as under `restricted` with `--set-workload-user-id` (OLM's).
@@ -246,6 +261,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                         workload_user_id: args.set_workload_user_id.then_some(WORKLOAD_USER_ID),
                         ..RegistryPodOptions::default()
                     },
+                    serving: args.catalog_serving,
+                    cache_dir: args.catalog_cache_dir,
                     ..CatalogSourceOptions::default()
                 },
                 ..ControllerOptions::default()

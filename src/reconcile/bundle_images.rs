@@ -145,51 +145,102 @@ impl BundleImages {
     }
 
     /// The credentials for bundles of `catalog`: its `spec.secrets` and the controller-wide
-    /// pull secrets. Secrets that are missing or unreadable are skipped (a pull that then needs
+    /// pull secrets. Secrets that are missing or unreadable are logged (a pull that then needs
     /// them is refused, and the message lists the secrets that were tried).
     pub async fn credentials(&self, client: &Client, catalog: &CatalogRef) -> Credentials {
-        let mut credentials = Credentials::anonymous();
-        let mut wanted: Vec<SecretRef> = Vec::new();
         let catalogs: Api<CatalogSource> = Api::namespaced(client.clone(), &catalog.namespace);
-        if let Ok(Some(source)) = catalogs.get_opt(&catalog.name).await {
-            for name in source.spec.secrets.iter().flatten() {
-                wanted.push(SecretRef {
-                    namespace: catalog.namespace.clone(),
-                    name: name.clone(),
-                });
-            }
+        let secrets = match catalogs.get_opt(&catalog.name).await {
+            Ok(Some(source)) => source.spec.secrets.unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let read = self
+            .read_credentials(client, &catalog.namespace, &secrets)
+            .await;
+        for problem in &read.problems {
+            tracing::warn!(%problem, "pull secret not used");
         }
-        wanted.extend(self.options.pull_secrets.iter().cloned());
-        for secret_ref in wanted {
-            let api: Api<Secret> = Api::namespaced(client.clone(), &secret_ref.namespace);
-            match api.get_opt(&secret_ref.name).await {
-                Ok(Some(secret)) => {
-                    let data: BTreeMap<String, Vec<u8>> = secret
+        read.credentials
+    }
+
+    /// The one credentials reader of every image pull (catalog digests, catalog content,
+    /// bundles): the pull secrets named `secrets` in `namespace` (a CatalogSource's
+    /// `spec.secrets`) and the controller-wide `--pull-secret`s, each secret that cannot be
+    /// used reported.
+    pub async fn read_credentials(
+        &self,
+        client: &Client,
+        namespace: &str,
+        secrets: &[String],
+    ) -> CredentialsRead {
+        let mut read = CredentialsRead {
+            credentials: Credentials::anonymous(),
+            problems: Vec::new(),
+        };
+        let wanted = secrets
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|name| SecretRef {
+                namespace: namespace.to_owned(),
+                name: name.clone(),
+            })
+            .chain(self.options.pull_secrets.iter().cloned());
+        for secret in wanted {
+            let api: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace);
+            match api.get_opt(&secret.name).await {
+                Ok(Some(found)) => {
+                    let data: BTreeMap<String, Vec<u8>> = found
                         .data
                         .unwrap_or_default()
                         .into_iter()
                         .map(|(k, v)| (k, v.0))
                         .collect();
-                    let type_ = secret.type_.unwrap_or_default();
-                    if let Err(error) = credentials.add_secret(
-                        &secret_ref.namespace,
-                        &secret_ref.name,
-                        &type_,
-                        &data,
-                    ) {
-                        tracing::warn!(secret = %secret_ref, %error, "pull secret not usable; skipped");
+                    let type_ = found.type_.unwrap_or_default();
+                    if let Err(source) =
+                        read.credentials
+                            .add_secret(&secret.namespace, &secret.name, &type_, &data)
+                    {
+                        read.problems.push(SecretProblem::Unusable { source });
                     }
                 }
-                Ok(None) => {
-                    tracing::warn!(secret = %secret_ref, "pull secret not found; skipped")
-                }
-                Err(error) => {
-                    tracing::warn!(secret = %secret_ref, %error, "pull secret not readable; skipped")
-                }
+                Ok(None) => read.problems.push(SecretProblem::NotFound { secret }),
+                Err(source) => read.problems.push(SecretProblem::Unreadable {
+                    secret,
+                    source: Box::new(source),
+                }),
             }
         }
-        credentials
+        read
     }
+
+    /// The shared OCI client, or why it could not be set up.
+    pub fn puller(&self) -> Result<&BundlePuller, &str> {
+        self.puller.as_ref().map_err(String::as_str)
+    }
+}
+
+/// Registry logins read from pull secrets, and the secrets that could not be used.
+#[derive(Debug)]
+pub struct CredentialsRead {
+    pub credentials: Credentials,
+    pub problems: Vec<SecretProblem>,
+}
+
+/// A pull secret that could not be used, in plain words.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretProblem {
+    #[error("pull secret {secret} was not found")]
+    NotFound { secret: SecretRef },
+    #[error("pull secret {secret} cannot be read: {source}")]
+    Unreadable {
+        secret: SecretRef,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error(transparent)]
+    Unusable {
+        #[from]
+        source: crate::bundle_image::CredentialsError,
+    },
 }
 
 /// A pull error in a lookup's words: its reason, the message (which names the image and the

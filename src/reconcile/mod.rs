@@ -23,9 +23,6 @@ use crate::k8s::events::EventPublisher;
 use crate::k8s::shared::SharedWatches;
 use crate::metrics::Metrics;
 use crate::registry::cache::CatalogCache;
-use crate::registry::image_digest::{
-    HttpDigestResolver, ImageDigestResolver, UnavailableDigestResolver,
-};
 
 /// Settings that every reconciler may read.
 #[derive(Debug, Clone)]
@@ -65,9 +62,8 @@ pub struct Context {
     /// Every CatalogSource's loaded catalog and health; written by the CatalogSource
     /// controller, read by everything that resolves against catalogs.
     pub catalogs: Arc<CatalogCache>,
-    /// Asks image registries what digest a tag points at (registry pod polling).
-    pub image_digests: Arc<dyn ImageDigestResolver>,
-    /// Pulls bundle images (shared cache: every namespace and Subscription).
+    /// The one OCI client: bundle pulls, catalog image pulls and digest polls (shared cache:
+    /// every namespace, Subscription and CatalogSource).
     pub bundle_images: Arc<bundle_images::BundleImages>,
     /// The kinds several controllers read, each watched and kept once.
     pub watches: Arc<SharedWatches>,
@@ -79,12 +75,6 @@ pub struct Context {
 impl Context {
     pub fn new(client: Client, clock: Arc<dyn Clock>, options: ControllerOptions) -> Self {
         let events = EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok());
-        let image_digests: Arc<dyn ImageDigestResolver> = match HttpDigestResolver::new() {
-            Ok(resolver) => Arc::new(resolver),
-            Err(err) => Arc::new(UnavailableDigestResolver::new(format!(
-                "no trusted CA certificates for image registries: {err}"
-            ))),
-        };
         let bundle_images = Arc::new(bundle_images::BundleImages::new(
             options.bundle_images.clone(),
         ));
@@ -98,13 +88,16 @@ impl Context {
             options,
             metrics: Arc::new(Metrics::new()),
             catalogs: Arc::new(CatalogCache::new()),
-            image_digests,
         }
     }
 
-    /// Replaces the image digest resolver (tests use a fake one).
-    pub fn with_image_digests(mut self, resolver: Arc<dyn ImageDigestResolver>) -> Self {
-        self.image_digests = resolver;
-        self
+    /// The index a CatalogSource serves now, whatever serves it (an image in-process, a
+    /// registry pod, an address, a ConfigMap); `None` until its content is loaded. Swapped
+    /// atomically when new content is served (docs/catalog-images.md §3).
+    pub fn catalog_index(
+        &self,
+        catalog: &crate::plan::CatalogRef,
+    ) -> Option<Arc<crate::catalog::CatalogIndex>> {
+        self.catalogs.get(catalog)?.index
     }
 }

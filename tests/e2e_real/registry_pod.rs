@@ -27,7 +27,9 @@ pub async fn run(plane: &ControlPlane) -> anyhow::Result<()> {
     let catalog: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "CatalogSource",
-        "metadata": {"name": "restricted-catalog", "namespace": ns},
+        // The registry pod is what this check is about (in-process serving is the default).
+        "metadata": {"name": "restricted-catalog", "namespace": ns,
+                     "annotations": {"olm-rs.io/catalog-serving": "pod"}},
         "spec": {"sourceType": "grpc", "image": "example.invalid/olm-rs-e2e-catalog:1",
                  "displayName": "restricted", "publisher": "olm-rs"},
     }))?;

@@ -1,10 +1,13 @@
-//! `sourceType: grpc` + `image` catalogs against the embedded API server: the registry pod,
+//! `sourceType: grpc` + `image` catalogs in pod mode (`olm-rs.io/catalog-serving: pod`, or the
+//! controller's default) against the embedded API server: the registry pod,
 //! Service and ServiceAccount OLM creates, the connection through the Service address, digest
 //! polling that replaces the pod only when the digest changed, and clean-up on deletion.
 //! No kubelet runs: the registry the Service would reach is served in-process, and the address
-//! override points the Service address at it.
+//! override points the Service address at it. Digests are asked of a real registry
+//! (`docker-registry`) the test pushes the catalog image to.
 
 use crate::catalog_source_common;
+use crate::registry_support::{Kind, TestRegistry};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,11 +18,20 @@ use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use olm_rs::api::CatalogSource;
+use olm_rs::catalog_source::serving::{SERVING_ANNOTATION, ServingMode};
 use olm_rs::k8s::clock::Clock;
 use olm_rs::registry::cache::CatalogRef;
 use olm_rs::registry::pod::IMAGE_DIGEST_ANNOTATION;
 
 const IMAGE: &str = "quay.io/example/catalog:latest";
+
+/// A small file-based catalog; `version` makes each push a new digest.
+fn tiny_catalog(version: &str) -> Vec<(String, Vec<u8>)> {
+    vec![(
+        "p/catalog.json".to_owned(),
+        format!(r#"{{"schema":"olm.package","name":"p","description":"{version}"}}"#).into_bytes(),
+    )]
+}
 
 async fn registry_pods(h: &Harness, ns: &str, name: &str) -> Vec<Pod> {
     let pods: Api<Pod> = Api::namespaced(h.client.clone(), ns);
@@ -61,6 +73,14 @@ async fn mark_ready(h: &Harness, pod: &Pod) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
+    let Some(images) = TestRegistry::start(Kind::Plain) else {
+        return;
+    };
+    let files = tempfile::tempdir().unwrap();
+    let (conf, _) = images.write_client_files(files.path());
+    let (image, first_digest) = images
+        .push_catalog("example/catalog", "latest", &tiny_catalog("1"), true)
+        .await;
     let registry = serve_index(etcd_index()).await;
     let overrides = BTreeMap::from([(
         "my-catalog.olm.svc:50051".to_owned(),
@@ -69,26 +89,29 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     let h = start(Setup {
         address_overrides: overrides,
         manual_clock: true,
+        // In-process by default; the annotation asks for the pod.
+        registries_conf: Some(conf),
+        ..Setup::default()
     })
     .await;
     let clock = h.clock.clone().unwrap();
-    h.digests.set(IMAGE, "sha256:aaaa");
-    create(
-        &h,
-        &catalog_source(
-            GLOBAL_NS,
-            "my.catalog",
-            serde_json::json!({
+    let mut cs = catalog_source(
+        GLOBAL_NS,
+        "my.catalog",
+        serde_json::json!({
                 "sourceType": "grpc",
-                "image": IMAGE,
-                "displayName": "My catalog",
-                "publisher": "me",
-                "updateStrategy": {"registryPoll": {"interval": "10m"}},
-                "grpcPodConfig": {"securityContextConfig": "restricted"}
-            }),
-        ),
-    )
-    .await;
+            "image": image,
+            "displayName": "My catalog",
+            "publisher": "me",
+            "updateStrategy": {"registryPoll": {"interval": "10m"}},
+            "grpcPodConfig": {"securityContextConfig": "restricted"}
+        }),
+    );
+    cs.metadata.annotations = Some(BTreeMap::from([(
+        SERVING_ANNOTATION.to_owned(),
+        "pod".to_owned(),
+    )]));
+    create(&h, &cs).await;
 
     // Objects OLM would create.
     let pods = eventually("registry pod", || async {
@@ -99,10 +122,10 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     assert_eq!(pods.len(), 1);
     let first = &pods[0];
     assert!(first.name_any().starts_with("my.catalog-"));
-    assert_eq!(digest_of(first).as_deref(), Some("sha256:aaaa"));
+    assert_eq!(digest_of(first).as_deref(), Some(first_digest.as_str()));
     let spec = first.spec.as_ref().unwrap();
     assert_eq!(spec.containers[0].name, "registry-server");
-    assert_eq!(spec.containers[0].image.as_deref(), Some(IMAGE));
+    assert_eq!(spec.containers[0].image.as_deref(), Some(image.as_str()));
     assert_eq!(spec.service_account_name.as_deref(), Some("my.catalog"));
     assert_eq!(
         spec.security_context
@@ -152,7 +175,6 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     .await;
 
     // A poll with the same digest changes nothing.
-    let asked = h.digests.calls();
     clock.advance(SignedDuration::from_mins(11));
     nudge(&h, GLOBAL_NS, "my.catalog", 1).await;
     let polled_at = clock.now();
@@ -164,20 +186,27 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
             == Some(polled_at.as_second())
     })
     .await;
-    assert!(h.digests.calls() > asked, "the registry was asked");
     let pods = registry_pods(&h, GLOBAL_NS, "my.catalog").await;
     assert_eq!(pods.len(), 1, "same digest: no new pod");
     assert_eq!(pods[0].name_any(), first.name_any());
 
-    // Not due yet: no question asked.
-    let asked = h.digests.calls();
+    // Not due yet: no poll.
     clock.advance(SignedDuration::from_mins(1));
     nudge(&h, GLOBAL_NS, "my.catalog", 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(h.digests.calls(), asked, "poll not due");
+    let last = get(&h, GLOBAL_NS, "my.catalog")
+        .await
+        .status
+        .unwrap()
+        .latest_image_registry_poll
+        .unwrap();
+    assert_eq!(last.0.as_second(), polled_at.as_second(), "poll not due");
 
     // The tag moves: a new pod starts beside the old one, which goes once the new one is Ready.
-    h.digests.set(IMAGE, "sha256:bbbb");
+    let (_, second_digest) = images
+        .push_catalog("example/catalog", "latest", &tiny_catalog("2"), true)
+        .await;
+    assert_ne!(first_digest, second_digest);
     clock.advance(SignedDuration::from_mins(10));
     nudge(&h, GLOBAL_NS, "my.catalog", 3).await;
     let pods = eventually("new pod for the new digest", || async {
@@ -187,7 +216,7 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     .await;
     let new = pods
         .iter()
-        .find(|p| digest_of(p).as_deref() == Some("sha256:bbbb"))
+        .find(|p| digest_of(p).as_deref() == Some(second_digest.as_str()))
         .unwrap();
     assert!(
         pods.iter().any(|p| p.name_any() == first.name_any()),
@@ -245,7 +274,12 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_or_disrupted_pods_are_replaced_and_failures_reported() {
-    let h = start(Setup::default()).await;
+    // Pod mode for every image catalog, from the controller's flag.
+    let h = start(Setup {
+        serving: ServingMode::Pod,
+        ..Setup::default()
+    })
+    .await;
     create(
         &h,
         &catalog_source(
@@ -261,7 +295,6 @@ async fn stale_or_disrupted_pods_are_replaced_and_failures_reported() {
     })
     .await;
     // No polling configured: the registry was never asked for a digest.
-    assert_eq!(h.digests.calls(), 0);
     assert!(digest_of(&pods[0]).is_none());
 
     // Evicted pod (DisruptionTarget): force-deleted and replaced.

@@ -270,6 +270,8 @@ impl Controller {
                     format!("--log-level={level}")
                 } else if arg.starts_with("--bundle-cache-dir=") {
                     format!("--bundle-cache-dir={}", dir.join("bundles").display())
+                } else if arg.starts_with("--catalog-cache-dir=") {
+                    format!("--catalog-cache-dir={}", dir.join("catalogs").display())
                 } else {
                     arg
                 }

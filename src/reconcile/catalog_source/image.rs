@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::sync::Arc;
 
-use kube::api::{Api, PartialObjectMeta};
+use kube::api::PartialObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use crate::api::CatalogSource;
@@ -19,7 +19,6 @@ use crate::api::keys::{
 use crate::k8s::effects::{Write, perform};
 use crate::k8s::store::{NamespacedStore, StoreStopped};
 use crate::k8s::write::{DeleteOptions, ObjectKey, Ownership};
-use crate::registry::image_digest::{RegistryCredentials, parse_docker_config};
 use crate::registry::pod::{
     self, CREATED_AT_ANNOTATION, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects,
 };
@@ -112,6 +111,27 @@ impl RegistryStores {
         seen.service = self.services.get(&ns, &objects.service.name_any());
     }
 
+    /// The registry objects of `cs` left from pod mode (owned by it), for a catalog now served
+    /// in-process.
+    pub(super) fn observe_leftovers(&self, cs: &CatalogSource) -> RegistryObserved {
+        let ns = cs.namespace().unwrap_or_default();
+        let name = cs.name_any();
+        let owned =
+            |meta: &kube::api::ObjectMeta| super::catalog_of(meta).is_some_and(|r| r.name == name);
+        let mut seen = self.observe(cs);
+        seen.service_account = seen.service_account.filter(|sa| owned(sa.meta()));
+        seen.pods.retain(|p| owned(p.meta()));
+        seen.service = self
+            .services
+            .get(&ns, &pod::service_name(&name))
+            .filter(|s| owned(s.meta()));
+        seen.network_policy = self
+            .network_policies
+            .get(&ns, &format!("{name}-grpc-server"))
+            .filter(|n| owned(n.meta()));
+        seen
+    }
+
     fn namespace_labels(&self, ns: &str) -> std::collections::BTreeMap<String, String> {
         self.namespaces
             .get("", ns)
@@ -137,6 +157,25 @@ pub(super) struct RegistryWrites {
     pub network_policy: Option<Write>,
     /// Pod deletions, then the new pod.
     pub pods: Vec<Write>,
+}
+
+/// Deletes what pod mode left for a catalog served in-process (pure): its registry pods,
+/// Service, NetworkPolicy and ServiceAccount.
+pub(super) fn decide_leftovers(seen: &RegistryObserved) -> Vec<Write> {
+    fn delete<K>(object: &K) -> Write
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        Write::Delete {
+            key: ObjectKey::new::<K>(object.meta().namespace.as_deref(), &object.name_any()),
+            options: DeleteOptions::default(),
+        }
+    }
+    let mut writes: Vec<Write> = seen.pods.iter().map(|p| delete(p.as_ref())).collect();
+    writes.extend(seen.service.iter().map(|s| delete(s.as_ref())));
+    writes.extend(seen.network_policy.iter().map(|n| delete(n.as_ref())));
+    writes.extend(seen.service_account.iter().map(|a| delete(a.as_ref())));
+    writes
 }
 
 /// Decides the registry writes from what is observed and the pod plan (pure).
@@ -196,13 +235,22 @@ pub(super) fn decide_registry(
     writes
 }
 
+/// Why the registry objects of a pod-mode catalog could not be brought to its spec.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RegistryServerError {
+    #[error(transparent)]
+    Objects(#[from] pod::RegistryObjectsError),
+    #[error(transparent)]
+    Write(#[from] crate::k8s::write::ApiError),
+}
+
 /// Stage 3 of an image catalog: observe its registry objects from the stores, check the image
 /// digest when a poll is due, decide, write.
 pub(super) async fn ensure(
     r: &Reconciler,
     cs: &CatalogSource,
     poll: Option<Poll>,
-) -> Result<ImageOutcome, String> {
+) -> Result<ImageOutcome, RegistryServerError> {
     let ns = cs.namespace().unwrap_or_default();
     let name = cs.name_any();
     let client = &r.ctx.client;
@@ -217,8 +265,7 @@ pub(super) async fn ensure(
             .as_ref()
             .and_then(|sa| sa.image_pull_secrets.as_deref()),
         &r.ctx.options.catalog_sources.registry_pod,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     stores.observe_named(&mut seen, &objects);
     let views: Vec<PodView> = seen.pods.iter().map(|p| pod_view(p)).collect();
     let desired = desired_pod(&objects);
@@ -235,12 +282,31 @@ pub(super) async fn ensure(
         let due = pod_plan::poll_due(poll.last, created, poll.interval, now);
         if due || !serving {
             let image = cs.spec.image.clone().unwrap_or_default();
-            let credentials = pull_credentials(r, cs).await;
-            match r.ctx.image_digests.resolve(&image, &credentials).await {
+            let secrets = cs.spec.secrets.clone().unwrap_or_default();
+            let read = r
+                .ctx
+                .bundle_images
+                .read_credentials(client, &ns, &secrets)
+                .await;
+            let unread: Vec<String> = read.problems.iter().map(ToString::to_string).collect();
+            let unread = if unread.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", unread.join("; "))
+            };
+            let resolved = match r.ctx.bundle_images.puller() {
+                Ok(puller) => puller
+                    .digest(&image, &read.credentials)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(format!("the image client is not set up: {e}")),
+            };
+            match resolved {
                 Ok(d) => digest = Some(d),
                 Err(e) => {
-                    outcome.warning =
-                        Some(format!("could not check catalog image for updates: {e}"))
+                    outcome.warning = Some(format!(
+                        "could not check catalog image for updates: {e}{unread}"
+                    ))
                 }
             }
             if due {
@@ -255,7 +321,7 @@ pub(super) async fn ensure(
     let plan = pod_plan::plan_pods(&views, &desired, digest.as_deref());
     let writes = decide_registry(&objects, &seen, &plan, now);
     for write in &writes.objects {
-        perform(client, write).await.map_err(|e| e.to_string())?;
+        perform(client, write).await?;
     }
     if let Some(write) = &writes.network_policy {
         match perform(client, write).await {
@@ -265,7 +331,7 @@ pub(super) async fn ensure(
             Err(err) if err.is_not_found() => {
                 tracing::warn!(catalog = %name, namespace = %ns, "NetworkPolicy API not served; registry pod runs without its network policy");
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
     // A pod this controller created may not be in the store yet; deciding pods again before
@@ -277,7 +343,7 @@ pub(super) async fn ensure(
         return Ok(outcome);
     }
     for write in &writes.pods {
-        let written = perform(client, write).await.map_err(|e| e.to_string())?;
+        let written = perform(client, write).await?;
         if let (Write::Create { .. }, Some(pod)) = (write, written) {
             r.expect_pod(&key, pod.name_any());
         }
@@ -331,34 +397,6 @@ pub(super) fn registry_service(
         created_at,
         ..desired
     }
-}
-
-/// Pull-secret credentials for the digest check: `kubernetes.io/dockerconfigjson` secrets
-/// named in `spec.secrets`. Unreadable secrets are skipped (anonymous access may still work).
-/// Read live, only when a poll is due: a store would hold every Secret of the cluster in memory
-/// and need the right to list and watch them all.
-async fn pull_credentials(r: &Reconciler, cs: &CatalogSource) -> RegistryCredentials {
-    let mut out = RegistryCredentials::new();
-    let Some(secrets) = cs.spec.secrets.as_ref() else {
-        return out;
-    };
-    let api: Api<Secret> =
-        Api::namespaced(r.ctx.client.clone(), &cs.namespace().unwrap_or_default());
-    for name in secrets.iter().filter(|s| !s.is_empty()) {
-        let Ok(Some(secret)) = api.get_opt(name).await else {
-            continue;
-        };
-        if let Some(data) = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get(".dockerconfigjson"))
-        {
-            for (host, credential) in parse_docker_config(&data.0) {
-                out.entry(host).or_insert(credential);
-            }
-        }
-    }
-    out
 }
 
 fn desired_pod(objects: &RegistryObjects) -> DesiredPod {
@@ -433,204 +471,5 @@ fn network_policy_matches(live: Option<&NetworkPolicy>, desired: &NetworkPolicy)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::registry::pod::{RegistryPodOptions, registry_objects};
-    use pod_plan::PodPlan;
-
-    fn objects() -> RegistryObjects {
-        let cs: CatalogSource = serde_json::from_value(serde_json::json!({
-            "apiVersion": "operators.coreos.com/v1alpha1",
-            "kind": "CatalogSource",
-            "metadata": {"name": "ops", "namespace": "olm", "uid": "u1"},
-            "spec": {"sourceType": "grpc", "image": "quay.io/org/catalog:latest"},
-        }))
-        .unwrap();
-        registry_objects(
-            &cs,
-            &std::collections::BTreeMap::new(),
-            None,
-            &RegistryPodOptions::default(),
-        )
-        .unwrap()
-    }
-
-    fn nothing_seen() -> RegistryObserved {
-        RegistryObserved {
-            service_account: None,
-            network_policy: None,
-            service: None,
-            pods: Vec::new(),
-        }
-    }
-
-    fn all_seen(objects: &RegistryObjects) -> RegistryObserved {
-        RegistryObserved {
-            service_account: Some(Arc::new(objects.service_account.clone())),
-            network_policy: Some(Arc::new(objects.network_policy.clone())),
-            service: Some(Arc::new(objects.service.clone())),
-            pods: Vec::new(),
-        }
-    }
-
-    fn kinds(writes: &[Write]) -> Vec<String> {
-        writes
-            .iter()
-            .map(|w| {
-                let verb = match w {
-                    Write::Apply { .. } => "apply",
-                    Write::Create { .. } => "create",
-                    Write::Delete { .. } => "delete",
-                    Write::MergePatch { .. } => "patch",
-                    Write::Status { .. } => "status",
-                };
-                format!("{verb} {}", w.key())
-            })
-            .collect()
-    }
-
-    /// The ServiceAccount store is the process's shared one, holding everyone's accounts: a
-    /// catalog's is only the one olm-rs labelled `olm.managed`.
-    #[test]
-    fn only_a_managed_service_account_is_the_registrys() {
-        use crate::k8s::store::namespaced_store;
-        use kube_runtime::watcher::Event;
-        let cs: CatalogSource = serde_json::from_value(serde_json::json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-            "metadata": {"name": "ops", "namespace": "olm"},
-            "spec": {"sourceType": "grpc", "image": "quay.io/org/catalog:latest"},
-        }))
-        .unwrap();
-        let account = |managed: bool| {
-            let mut sa = ServiceAccount::default();
-            sa.metadata.namespace = Some("olm".into());
-            sa.metadata.name = Some("ops".into());
-            if managed {
-                sa.metadata.labels =
-                    Some([(MANAGED_LABEL.to_owned(), MANAGED_LABEL_VALUE.to_owned())].into());
-            }
-            sa
-        };
-        let (service_accounts, mut writer) = namespaced_store();
-        let stores = RegistryStores {
-            namespaces: namespaced_store().0,
-            service_accounts,
-            network_policies: namespaced_store().0,
-            services: namespaced_store().0,
-            pods: namespaced_store().0,
-        };
-        writer.apply_owned(Event::Apply(account(false)));
-        assert!(
-            stores.observe(&cs).service_account.is_none(),
-            "someone else's account of the same name"
-        );
-        writer.apply_owned(Event::Apply(account(true)));
-        assert!(stores.observe(&cs).service_account.is_some());
-    }
-
-    #[test]
-    fn registry_writes_follow_what_the_stores_hold() {
-        let objects = objects();
-        let now = jiff::Timestamp::from_second(1_700_000_000).unwrap();
-        let create = PodPlan {
-            create: Some(Some("sha256:abc".into())),
-            recreating: true,
-            ..PodPlan::default()
-        };
-        let replace = PodPlan {
-            force_delete: vec!["ops-old1".into()],
-            delete: vec!["ops-old2".into()],
-            ..PodPlan::default()
-        };
-        let mut stale_service = all_seen(&objects);
-        let mut service = objects.service.clone();
-        service.metadata.labels.get_or_insert_default().insert(
-            crate::api::keys::SERVICE_SPEC_HASH_LABEL.to_owned(),
-            "older".to_owned(),
-        );
-        stale_service.service = Some(Arc::new(service));
-        // (what, observed, pod plan, object writes, network policy written, pod writes)
-        type Case = (
-            &'static str,
-            RegistryObserved,
-            PodPlan,
-            Vec<&'static str>,
-            bool,
-            Vec<&'static str>,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "a new catalog: every object, then its pod",
-                nothing_seen(),
-                create.clone(),
-                vec!["apply ServiceAccount olm/ops", "apply Service olm/ops"],
-                true,
-                vec!["create Pod olm/ops-"],
-            ),
-            (
-                "everything in place: nothing",
-                all_seen(&objects),
-                PodPlan::default(),
-                vec![],
-                false,
-                vec![],
-            ),
-            (
-                "a Service from an older spec is applied again; the account is never re-applied",
-                stale_service,
-                PodPlan::default(),
-                vec!["apply Service olm/ops"],
-                false,
-                vec![],
-            ),
-            (
-                "stale and disrupted pods go",
-                all_seen(&objects),
-                replace,
-                vec![],
-                false,
-                vec!["delete Pod olm/ops-old1", "delete Pod olm/ops-old2"],
-            ),
-        ];
-        for (what, seen, plan, objects_written, policy, pods) in cases {
-            let writes = decide_registry(&objects, &seen, &plan, now);
-            assert_eq!(kinds(&writes.objects), objects_written, "{what}");
-            assert_eq!(writes.network_policy.is_some(), policy, "{what}");
-            assert_eq!(kinds(&writes.pods), pods, "{what}");
-        }
-    }
-
-    #[test]
-    fn a_new_pod_records_its_digest_and_creation_and_deletes_keep_their_grace() {
-        let objects = objects();
-        let now = jiff::Timestamp::from_second(1_700_000_000).unwrap();
-        let plan = PodPlan {
-            force_delete: vec!["a".into()],
-            delete: vec!["b".into()],
-            create: Some(Some("sha256:abc".into())),
-            ..PodPlan::default()
-        };
-        let writes = decide_registry(&objects, &all_seen(&objects), &plan, now);
-        let graces: Vec<Option<u32>> = writes
-            .pods
-            .iter()
-            .filter_map(|w| match w {
-                Write::Delete { options, .. } => Some(options.grace_period_seconds),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(graces, [Some(0), Some(1)]);
-        let Some(Write::Create { object, .. }) = writes.pods.last() else {
-            panic!("a create last");
-        };
-        let pod = object.to_json().unwrap();
-        assert_eq!(
-            pod["metadata"]["annotations"][IMAGE_DIGEST_ANNOTATION],
-            "sha256:abc"
-        );
-        assert_eq!(
-            pod["metadata"]["annotations"][CREATED_AT_ANNOTATION],
-            now.to_string()
-        );
-    }
-}
+#[path = "image_tests.rs"]
+mod tests;

@@ -13,8 +13,8 @@
 
 mod configmap;
 mod image;
-pub mod pod_plan;
-pub mod spec_check;
+mod in_process;
+pub use crate::catalog_source::{pod_plan, spec as spec_check};
 mod status;
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,12 +33,14 @@ use kube_runtime::watcher::{self, Event};
 
 use crate::api::CatalogSource;
 use crate::api::catalog_source::ConnectionState;
-use crate::k8s::effects::{Write, perform};
+use crate::catalog_source::serving::ServingMode;
+use crate::k8s::effects::execute;
 use crate::k8s::store::{keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::registry::cache::CatalogRef;
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
+use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
 use crate::registry::pod::RegistryPodOptions;
 
 use super::Context;
@@ -53,6 +55,12 @@ pub struct CatalogSourceOptions {
     pub connection: ConnectionOptions,
     /// Dialled address → address actually dialled (see the module docs).
     pub address_overrides: BTreeMap<String, String>,
+    /// How `spec.image` catalogs are served unless their annotation says otherwise
+    /// (`--catalog-serving`; docs/catalog-images.md §1).
+    pub serving: ServingMode,
+    /// Where in-process catalog images are unpacked (`--catalog-cache-dir`); default: a
+    /// `catalog-images` directory in the bundle cache directory, else in the temp directory.
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 impl CatalogSourceOptions {
@@ -102,6 +110,10 @@ pub struct Reconciler {
     created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
     connections: Connections,
     configmaps: Mutex<HashMap<CatalogRef, LoadedConfigMap>>,
+    /// In-process image catalogs: what each serves, and the content store they share.
+    served_images: in_process::ServedImages,
+    /// Opened on first use: a controller without in-process catalogs creates no directory.
+    image_catalogs: std::sync::OnceLock<Result<Arc<ImageCatalogs>, ImageCatalogError>>,
 }
 
 impl Reconciler {
@@ -121,6 +133,7 @@ impl Reconciler {
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
         self.loaded_configmaps().remove(key);
+        self.served_images.forget(key);
     }
 
     /// Records a registry pod just created for `key`.
@@ -143,6 +156,12 @@ impl Reconciler {
         }
         created.remove(key);
         false
+    }
+
+    /// The content store of in-process catalog images.
+    fn image_catalogs(&self) -> &Result<Arc<ImageCatalogs>, ImageCatalogError> {
+        self.image_catalogs
+            .get_or_init(|| in_process::open_store(&catalog_cache_dir(&self.ctx.options)))
     }
 
     /// Dialled address for `address`, after overrides.
@@ -169,15 +188,24 @@ fn catalog_of(
         .map(|o| ObjectRef::new(&o.name).within(namespace))
 }
 
-async fn perform_all(client: &kube::Client, write: Option<Write>) -> Result<(), ApiError> {
-    if let Some(write) = write {
-        perform(client, &write).await?;
-    }
-    Ok(())
-}
-
 pub(super) fn key_of(cs: &CatalogSource) -> CatalogRef {
     CatalogRef::new(cs.namespace().unwrap_or_default(), cs.name_any())
+}
+
+/// Where in-process catalog images are kept (see [`CatalogSourceOptions::cache_dir`]).
+fn catalog_cache_dir(options: &super::ControllerOptions) -> std::path::PathBuf {
+    if let Some(dir) = &options.catalog_sources.cache_dir {
+        return dir.clone();
+    }
+    match &options.bundle_images.cache_dir {
+        Some(dir) => dir.join("catalog-images"),
+        // Unique per controller: two in one process (tests) must not share a temp directory.
+        None => std::env::temp_dir().join(format!(
+            "olm-rs-catalog-images-{}-{:08x}",
+            std::process::id(),
+            rand::random::<u32>()
+        )),
+    }
 }
 
 /// Runs the controller until the process stops.
@@ -212,6 +240,8 @@ pub async fn run(ctx: Arc<Context>) {
         created_pods: Mutex::new(HashMap::new()),
         connections,
         configmaps: Mutex::new(HashMap::new()),
+        served_images: in_process::ServedImages::default(),
+        image_catalogs: std::sync::OnceLock::new(),
     });
 
     // Deletions are seen on the watch itself (the controller only reconciles objects that
@@ -320,35 +350,47 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
     }
     // Deciding on half-listed stores would see registry objects as missing.
     r.registry_stores.ready().await?;
-    let outcome = status::sync(&r, &cs, &key).await;
-    let observed = cs.status.clone().unwrap_or_default();
-    let mut notes = outcome.notes;
-    if outcome.status != observed {
-        // Guarded by the version this sync read: a newer CatalogSource is synced again.
-        let write = Write::status(cs.as_ref(), outcome.status.clone());
-        match perform_all(&r.ctx.client, write).await {
-            Ok(()) => {}
-            // Deleted while this sync ran: its deletion event cleans up.
-            Err(err) if err.is_not_found() => return Ok(Action::await_change()),
-            // Changed while this sync ran: the change brings it back; look again soon anyway.
-            Err(err) if err.is_conflict() => return Ok(Action::requeue(Duration::from_secs(1))),
-            Err(source) => {
-                return Err(Error::Status {
-                    key: key.clone(),
-                    source,
-                });
-            }
+    if let Ok(spec_check::Source::Image(_)) = spec_check::source(&cs.spec) {
+        let (mode, unknown) = crate::catalog_source::serving::serving_mode(
+            cs.annotations(),
+            r.ctx.options.catalog_sources.serving,
+        );
+        if mode == ServingMode::InProcess {
+            let notes = unknown
+                .map(|e| {
+                    crate::api::event::ObjectEvent::warning(
+                        "InvalidServingMode",
+                        format!(
+                            "annotation {}: {e}; serving {}",
+                            crate::catalog_source::serving::SERVING_ANNOTATION,
+                            mode.as_str()
+                        ),
+                    )
+                })
+                .into_iter()
+                .collect();
+            return in_process::reconcile(&r, &cs, &key, notes).await;
         }
-        notes.extend(status::transitions(&observed, &outcome.status));
     }
+    let outcome = status::sync(&r, &cs, &key).await;
     let ready = outcome
         .status
         .connection_state
         .as_ref()
         .is_some_and(|c| c.last_observed_state == ConnectionState::Ready);
+    let requeue = outcome.requeue.unwrap_or(RESYNC);
+    let effects = crate::catalog_source::effects_of(&cs, outcome.status, outcome.notes);
+    if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
+        return match err {
+            // Deleted while this sync ran: its deletion event cleans up.
+            err if err.is_not_found() => Ok(Action::await_change()),
+            // Changed while this sync ran: the change brings it back; look again soon anyway.
+            err if err.is_conflict() => Ok(Action::requeue(Duration::from_secs(1))),
+            source => Err(Error::Status { key, source }),
+        };
+    }
     r.ctx
         .metrics
         .catalog_source_ready(&key.namespace, &key.name, ready);
-    status::announce(&r, &cs, &notes).await;
-    Ok(Action::requeue(outcome.requeue.unwrap_or(RESYNC)))
+    Ok(Action::requeue(requeue))
 }

@@ -12,6 +12,7 @@ use crate::api::{
     CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState,
     RegistryServiceStatus,
 };
+use crate::catalog_source::serving::{SERVING_ANNOTATION, ServingMode, serving_mode};
 use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::connection::LinkState;
 use crate::registry::pod;
@@ -51,7 +52,8 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
 
     let source = match spec_check::source(&cs.spec) {
         Ok(source) => source,
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             r.connections.close(key);
             r.ctx.catalogs.set_health(
                 key,
@@ -114,6 +116,25 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
             connect(r, key, address, &mut status, &mut problem);
         }
         Source::Image(_) => {
+            let (mode, unknown) =
+                serving_mode(cs.annotations(), r.ctx.options.catalog_sources.serving);
+            if let Some(e) = unknown {
+                notes.push(ObjectEvent::warning(
+                    "InvalidServingMode",
+                    format!(
+                        "annotation {SERVING_ANNOTATION}: {e}; serving {}",
+                        mode.as_str()
+                    ),
+                ));
+            }
+            if mode == ServingMode::InProcess {
+                // Synced by `in_process::reconcile` before this chain is reached.
+                return SyncOutcome {
+                    status,
+                    requeue: None,
+                    notes,
+                };
+            }
             status.config_map_reference = None;
             let poll = poll.map(|interval| image::Poll {
                 interval,
@@ -232,60 +253,5 @@ fn connect(
     }
     if let Some(error) = conn.content_error {
         problem.get_or_insert((CatalogSourceReason::RegistryServerError, error));
-    }
-}
-
-/// Events for what changed between the observed and the written status.
-pub(super) fn transitions(
-    observed: &CatalogSourceStatus,
-    written: &CatalogSourceStatus,
-) -> Vec<Note> {
-    let mut notes = Vec::new();
-    if written.message.is_some()
-        && (written.message != observed.message || written.reason != observed.reason)
-    {
-        notes.push(ObjectEvent::warning(
-            reason_name(written.reason.as_ref()),
-            written.message.clone().unwrap_or_default(),
-        ));
-    }
-    let state = |s: &CatalogSourceStatus| {
-        s.connection_state
-            .as_ref()
-            .map(|c| c.last_observed_state.clone())
-    };
-    if state(written) == Some(ConnectionState::Ready)
-        && state(observed) != Some(ConnectionState::Ready)
-    {
-        notes.push(ObjectEvent::normal(
-            "RegistryReady",
-            format!(
-                "connected to the registry at {}",
-                written
-                    .connection_state
-                    .as_ref()
-                    .and_then(|c| c.address.as_deref())
-                    .unwrap_or_default()
-            ),
-        ));
-    }
-    notes
-}
-
-fn reason_name(reason: Option<&CatalogSourceReason>) -> &'static str {
-    match reason {
-        Some(CatalogSourceReason::SpecInvalidError) => "SpecInvalidError",
-        Some(CatalogSourceReason::ConfigMapError) => "ConfigMapError",
-        Some(CatalogSourceReason::RegistryServerError) => "RegistryServerError",
-        Some(CatalogSourceReason::InvalidIntervalError) => "InvalidIntervalError",
-        _ => "CatalogSourceError",
-    }
-}
-
-/// Publishes notes as Events on the CatalogSource (best effort).
-pub(super) async fn announce(r: &Reconciler, cs: &CatalogSource, notes: &[Note]) {
-    let regarding = cs.object_ref(&());
-    for note in notes {
-        r.ctx.events.emit(&regarding, note).await;
     }
 }

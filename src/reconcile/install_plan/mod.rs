@@ -83,7 +83,9 @@ where
         return Ok(Synced::Idle);
     };
     let timeout = ctx.bundle_images.options.unpack_timeout;
-    if let Some((lookups, policy)) = sync.lookups(operator_groups, timeout, parse_go_duration) {
+    if let Some((lookups, policy)) = sync.lookups(operator_groups, timeout, |t| {
+        parse_go_duration(t).map_err(|e| e.to_string())
+    }) {
         let worked = lookups::work_lookups(ctx, &namespace, lookups, policy, now).await;
         sync.lookups_worked(worked);
     }

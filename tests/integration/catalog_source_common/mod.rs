@@ -1,5 +1,5 @@
 //! Shared setup of the CatalogSource controller tests: the embedded API server with OLM's CRDs,
-//! the controller running against it, registries served in-process, and a fake image registry.
+//! the controller running against it, and registries served in-process.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,10 +10,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, PostParams};
 use olm_rs::api::CatalogSource;
 use olm_rs::catalog::CatalogIndex;
+use olm_rs::catalog_source::serving::ServingMode;
 use olm_rs::k8s::clock::{Clock, ManualClock, SystemClock};
+use olm_rs::reconcile::bundle_images::BundleImageOptions;
 use olm_rs::reconcile::catalog_source::CatalogSourceOptions;
 use olm_rs::reconcile::{Context, ControllerOptions};
-use olm_rs::registry::image_digest::FakeDigestResolver;
 use olm_rs::registry::{serve, server};
 use olm_rs::sandbox::ApiServer;
 
@@ -22,9 +23,10 @@ pub const GLOBAL_NS: &str = "olm";
 pub struct Harness {
     /// Held so the server lives as long as the harness.
     _api_server: ApiServer,
+    /// The catalog image cache when the test named none (removed with the harness).
+    _catalog_cache: tempfile::TempDir,
     pub client: kube::Client,
     pub ctx: Arc<Context>,
-    pub digests: FakeDigestResolver,
     pub clock: Option<ManualClock>,
     controller: tokio::task::JoinHandle<()>,
 }
@@ -41,6 +43,12 @@ pub struct Setup {
     pub address_overrides: BTreeMap<String, String>,
     /// Use a manual clock (poll tests move time by hand).
     pub manual_clock: bool,
+    /// The controller's default for image catalogs (in-process unless a test asks for pods).
+    pub serving: ServingMode,
+    /// Where in-process catalog images are unpacked (default: a temporary directory).
+    pub catalog_cache_dir: Option<std::path::PathBuf>,
+    /// registries.conf for image pulls (marks a test registry as plain HTTP).
+    pub registries_conf: Option<std::path::PathBuf>,
 }
 
 pub async fn start(setup: Setup) -> Harness {
@@ -83,21 +91,29 @@ pub async fn start(setup: Setup) -> Harness {
     };
     let mut catalog_sources = CatalogSourceOptions::quick();
     catalog_sources.address_overrides = setup.address_overrides;
+    catalog_sources.serving = setup.serving;
+    let catalog_cache = tempfile::tempdir().unwrap();
+    catalog_sources.cache_dir = Some(
+        setup
+            .catalog_cache_dir
+            .unwrap_or_else(|| catalog_cache.path().to_path_buf()),
+    );
     let options = ControllerOptions {
         global_catalog_namespace: GLOBAL_NS.to_owned(),
         catalog_sources,
+        bundle_images: BundleImageOptions {
+            registries_config: setup.registries_conf,
+            ..BundleImageOptions::default()
+        },
         ..ControllerOptions::default()
     };
-    let digests = FakeDigestResolver::new();
-    let ctx = Arc::new(
-        Context::new(client.clone(), clock, options).with_image_digests(Arc::new(digests.clone())),
-    );
+    let ctx = Arc::new(Context::new(client.clone(), clock, options));
     let controller = tokio::spawn(olm_rs::reconcile::catalog_source::run(Arc::clone(&ctx)));
     Harness {
         _api_server: api_server,
+        _catalog_cache: catalog_cache,
         client,
         ctx,
-        digests,
         clock: manual,
         controller,
     }

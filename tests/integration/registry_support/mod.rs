@@ -290,6 +290,70 @@ impl TestRegistry {
         (format!("{}/{repo}@{digest}", self.host()), digest)
     }
 
+    /// Pushes an image of the given layers with the given image config (JSON); returns
+    /// `host/repo@digest` and the manifest digest.
+    pub async fn push_image(
+        &self,
+        repo: &str,
+        tag: &str,
+        layers: Vec<(Vec<u8>, &str)>,
+        config: serde_json::Value,
+    ) -> (String, String) {
+        let client = self.push_client();
+        let reference: Reference = format!("{}/{repo}:{tag}", self.host())
+            .parse()
+            .expect("reference");
+        let layers: Vec<ImageLayer> = layers
+            .into_iter()
+            .map(|(data, media)| ImageLayer::new(data, media.to_string(), None))
+            .collect();
+        let config = Config::oci_v1(serde_json::to_vec(&config).expect("config"), None);
+        let auth = self.push_auth();
+        client
+            .push(&reference, &layers, config, &auth, None)
+            .await
+            .unwrap_or_else(|e| panic!("push {reference}: {e}"));
+        let digest = client
+            .fetch_manifest_digest(&reference, &auth)
+            .await
+            .expect("digest of the pushed manifest");
+        (format!("{}/{repo}@{digest}", self.host()), digest)
+    }
+
+    /// Pushes a catalog image as `opm` builds them: the file-based catalog `files` (path →
+    /// content, relative to the catalog root) under `/configs`, the label
+    /// `operators.operatorframework.io.index.configs.v1=/configs` (or none when `label` is
+    /// false), and a first layer standing for the `opm` base image. Returns `host/repo:tag`
+    /// and the manifest digest.
+    pub async fn push_catalog(
+        &self,
+        repo: &str,
+        tag: &str,
+        files: &[(String, Vec<u8>)],
+        label: bool,
+    ) -> (String, String) {
+        let base = gzip(&tar_of(
+            &[("bin/opm".to_string(), b"#!/bin/sh\n".to_vec())],
+            "",
+        ));
+        let configs = gzip(&tar_of(files, "configs"));
+        let labels = if label {
+            serde_json::json!({"operators.operatorframework.io.index.configs.v1": "/configs"})
+        } else {
+            serde_json::json!({})
+        };
+        let config = serde_json::json!({
+            "architecture": "amd64", "os": "linux",
+            "config": {"Labels": labels, "Entrypoint": ["/bin/opm"]},
+            "rootfs": {"type": "layers", "diff_ids": []}
+        });
+        let media = "application/vnd.oci.image.layer.v1.tar+gzip";
+        let (_, digest) = self
+            .push_image(repo, tag, vec![(base, media), (configs, media)], config)
+            .await;
+        (format!("{}/{repo}:{tag}", self.host()), digest)
+    }
+
     /// Pushes an image index (manifest list) as `repo:tag` whose entries are the images
     /// `repo@digest` already pushed, each declared for the `(os, architecture)` given, in that
     /// order; returns `host/repo:tag`.
@@ -368,6 +432,49 @@ pub fn bundle_tar(dir: &Path) -> Vec<u8> {
             .unwrap_or_else(|e| panic!("tar {}: {e}", dir.join(sub).display()));
     }
     b.into_inner().expect("tar")
+}
+
+/// A tar archive of `files` under `dir` ("" for the root).
+pub fn tar_of(files: &[(String, Vec<u8>)], dir: &str) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    b.mode(tar::HeaderMode::Deterministic);
+    for (path, data) in files {
+        let full = if dir.is_empty() {
+            path.clone()
+        } else {
+            format!("{dir}/{path}")
+        };
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut header, &full, data.as_slice())
+            .unwrap_or_else(|e| panic!("tar {full}: {e}"));
+    }
+    b.into_inner().expect("tar")
+}
+
+/// Every file of a directory, by path relative to it.
+pub fn files_of(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("under root")
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((rel, std::fs::read(&path).expect("read")));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 pub fn gzip(data: &[u8]) -> Vec<u8> {

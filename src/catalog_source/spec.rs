@@ -17,25 +17,47 @@ pub enum Source {
     ConfigMap(String),
 }
 
-/// `status.message` for a spec OLM rejects with `SpecInvalidError` (docs/api-types.md §4.1).
-pub fn source(spec: &CatalogSourceSpec) -> Result<Source, String> {
+/// A spec OLM rejects with `SpecInvalidError`; the message is OLM's `status.message`
+/// (docs/api-types.md §4.1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("image and address unset: at least one must be set for sourcetype: grpc")]
+    GrpcWithoutSource,
+    #[error("configmap name unset: must be set for sourcetype: {source_type}")]
+    ConfigMapUnset { source_type: String },
+    #[error("unknown sourcetype: {source_type}")]
+    UnknownSourceType { source_type: String },
+}
+
+/// A Go duration that does not parse, worded as Go's `time.ParseDuration` words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("time: invalid duration {text:?}")]
+    Invalid { text: String },
+    #[error("time: missing unit in duration {text:?}")]
+    MissingUnit { text: String },
+    #[error("time: unknown unit {unit:?} in duration {text:?}")]
+    UnknownUnit { unit: String, text: String },
+}
+
+/// What kind of catalog `spec` describes.
+pub fn source(spec: &CatalogSourceSpec) -> Result<Source, SpecError> {
     let set = |v: &Option<String>| v.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
     match &spec.source_type {
         SourceType::Grpc => match (set(&spec.address), set(&spec.image)) {
             (Some(address), _) => Ok(Source::Address(address)),
             (None, Some(image)) => Ok(Source::Image(image)),
-            (None, None) => Err(
-                "image and address unset: at least one must be set for sourcetype: grpc".to_owned(),
-            ),
+            (None, None) => Err(SpecError::GrpcWithoutSource),
         },
         SourceType::ConfigMap | SourceType::Internal => match set(&spec.config_map) {
             Some(name) => Ok(Source::ConfigMap(name)),
-            None => Err(format!(
-                "configmap name unset: must be set for sourcetype: {}",
-                spec.source_type
-            )),
+            None => Err(SpecError::ConfigMapUnset {
+                source_type: spec.source_type.to_string(),
+            }),
         },
-        other => Err(format!("unknown sourcetype: {other}")),
+        other => Err(SpecError::UnknownSourceType {
+            source_type: other.to_string(),
+        }),
     }
 }
 
@@ -59,7 +81,10 @@ pub fn poll_interval(
             DEFAULT_POLL_INTERVAL,
             invalid_interval_message(&format!("time: interval {text:?} must be positive")),
         )),
-        Err(e) => Err((DEFAULT_POLL_INTERVAL, invalid_interval_message(&e))),
+        Err(e) => Err((
+            DEFAULT_POLL_INTERVAL,
+            invalid_interval_message(&e.to_string()),
+        )),
     })
 }
 
@@ -72,8 +97,10 @@ fn invalid_interval_message(error: &str) -> String {
 /// Go's `time.ParseDuration`: `[-+]?(<number><unit>)+` with units ns, us (µs, μs), ms, s, m, h;
 /// a bare `0` is allowed. Errors are worded as Go words them. Negative values are returned as
 /// zero (a poll interval cannot be negative).
-pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let invalid = || format!("time: invalid duration {text:?}");
+pub fn parse_go_duration(text: &str) -> Result<Duration, DurationError> {
+    let invalid = || DurationError::Invalid {
+        text: text.to_owned(),
+    };
     let mut s = text;
     let negative = if let Some(rest) = s.strip_prefix('-') {
         s = rest;
@@ -104,7 +131,9 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
             .unwrap_or(s.len());
         let unit = &s[..unit_len];
         if unit.is_empty() {
-            return Err(format!("time: missing unit in duration {text:?}"));
+            return Err(DurationError::MissingUnit {
+                text: text.to_owned(),
+            });
         }
         let nanos_per_unit = match unit {
             "ns" => 1.0,
@@ -113,7 +142,12 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
             "s" => 1e9,
             "m" => 60e9,
             "h" => 3600e9,
-            _ => return Err(format!("time: unknown unit {unit:?} in duration {text:?}")),
+            _ => {
+                return Err(DurationError::UnknownUnit {
+                    unit: unit.to_owned(),
+                    text: text.to_owned(),
+                });
+            }
         };
         total_nanos += value * nanos_per_unit;
         s = &s[unit_len..];
@@ -175,7 +209,11 @@ mod tests {
             ),
         ];
         for (json, expected) in cases {
-            assert_eq!(source(&spec(json.clone())), expected, "{json}");
+            assert_eq!(
+                source(&spec(json.clone())).map_err(|e| e.to_string()),
+                expected,
+                "{json}"
+            );
         }
     }
 
@@ -232,6 +270,7 @@ mod tests {
             );
         }
         assert_eq!(parse_go_duration("-5m"), Ok(Duration::ZERO));
+        let parse_go_duration = |t| super::parse_go_duration(t).map_err(|e| e.to_string());
         assert_eq!(
             parse_go_duration(""),
             Err("time: invalid duration \"\"".into())

@@ -1,0 +1,37 @@
+//! CatalogSource decisions (pure): what kind of catalog a spec describes and how often to poll
+//! it (`spec`), how an image catalog is served — in-process or by a registry pod (`serving`) —,
+//! what an in-process image catalog does next and the status that says so (`image`), and the
+//! registry pod plan (`pod_plan`). No client, no clock reads, no async: the controller
+//! (`reconcile::catalog_source`) observes, calls these, and carries out what they return.
+//! docs/catalog-images.md.
+
+pub mod events;
+pub mod image;
+pub mod pod_plan;
+pub mod serving;
+pub mod spec;
+
+use crate::api::event::ObjectEvent;
+use crate::api::{CatalogSource, CatalogSourceStatus};
+use crate::k8s::effects::{Effects, Write};
+
+/// The status write (when `status` differs from the observed one, guarded by the version
+/// observed) and the events — `notes` and those of the status transition — of a sync.
+pub fn effects_of(
+    cs: &CatalogSource,
+    status: CatalogSourceStatus,
+    mut notes: Vec<ObjectEvent>,
+) -> Effects {
+    let observed = cs.status.clone().unwrap_or_default();
+    let mut effects = Effects::default();
+    if status != observed {
+        if let Some(write) = Write::status(cs, status.clone()) {
+            effects.write(write);
+        }
+        notes.extend(events::transitions(&observed, &status));
+    }
+    for note in notes {
+        effects.event_on(cs, note);
+    }
+    effects
+}
