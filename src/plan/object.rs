@@ -146,7 +146,8 @@ mod tests {
 
     #[test]
     fn a_manifest_with_a_type_keeps_it() {
-        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"});
+        let crd =
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"});
         assert_eq!(
             with_step_type(crd.clone(), "apiextensions.k8s.io", "v1beta1", "Other"),
             crd

@@ -440,8 +440,12 @@ pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result
     .await?;
     let ns = c.create_namespace("olm-rs-e2e-dependency-").await?;
     let result = async {
-        c.create(&cluster::operator_groups(), &ns, fixtures::operator_group(&ns))
-            .await?;
+        c.create(
+            &cluster::operator_groups(),
+            &ns,
+            fixtures::operator_group(&ns),
+        )
+        .await?;
         c.create(
             &cluster::catalog_sources(),
             &ns,
@@ -457,7 +461,10 @@ pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result
         // The dependency came with it: its CSV Succeeded and both operators' pods run.
         let demo = c
             .wait_for("the demo package installed as a dependency", || async {
-                let csvs = c.api(&cluster::csvs(), &ns).list(&Default::default()).await?;
+                let csvs = c
+                    .api(&cluster::csvs(), &ns)
+                    .list(&Default::default())
+                    .await?;
                 let demo = csvs.items.iter().find(|csv| {
                     csv.metadata.name.as_deref() == Some(fixtures::V020)
                         && text(csv, "/status/phase") == "Succeeded"
