@@ -94,8 +94,10 @@ pub fn plan(
 }
 
 /// OperatorCondition `<csv>` as OLM makes it: owned by the CSV, listing the strategy's
-/// ServiceAccounts (cluster permissions first, then namespaced ones, each once; `default` when
-/// none) and Deployments. Other spec fields belong to the operator and the admin.
+/// ServiceAccounts (one entry per cluster permission, then per namespaced permission, repeats
+/// kept as OLM keeps them; `default` when none) and Deployments. Other spec fields belong to the
+/// operator and the admin. A de-duplicated list would differ from the one OLM wrote and make
+/// olm-rs rewrite the condition and its RoleBinding after a move (docs/operator-conditions.md).
 pub fn desired_condition(csv: &ClusterServiceVersion) -> OperatorCondition {
     let strategy = csv.spec.install.spec.as_ref();
     let mut service_accounts: Vec<String> = Vec::new();
@@ -108,7 +110,7 @@ pub fn desired_condition(csv: &ClusterServiceVersion) -> OperatorCondition {
                 .flat_map(|s| s.permissions.iter().flatten()),
         );
     for sa in permissions.map(|p| &p.service_account_name) {
-        if !sa.is_empty() && !service_accounts.contains(sa) {
+        if !sa.is_empty() {
             service_accounts.push(sa.clone());
         }
     }

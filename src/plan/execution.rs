@@ -8,7 +8,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
 use super::kinds::{Scope, StepKind, supported_kind_names};
-use super::object::StepObject;
+use super::object::{StepObject, with_step_type};
 use super::order::{ExecutionOrder, execution_order};
 use super::phase::PassOutcome;
 use crate::api::{Step, StepStatus};
@@ -131,6 +131,7 @@ fn parse_step(index: usize, step: &mut Step) -> Result<ParsedStep, Refusal> {
         name: r.name.clone(),
         reason: e.to_string(),
     })?;
+    let manifest = with_step_type(manifest, &r.group, &r.version, &r.kind);
     if manifest.get("catalogSourceName").is_some()
         && manifest.get("kind").and_then(Value::as_str) == Some("ConfigMap")
         && r.kind != "ConfigMap"
@@ -390,6 +391,20 @@ mod tests {
         assert_eq!(checked.order.after_crds, [0]);
         assert_eq!(checked.steps[1].kind, StepKind::CustomResourceDefinition);
         assert_eq!(checked.steps[0].object.manifest["metadata"]["name"], "a");
+    }
+
+    #[test]
+    fn rbac_steps_olm_wrote_without_a_type_are_read_with_the_steps() {
+        let mut steps = vec![step(
+            "ServiceAccount",
+            "v1",
+            "op-sa",
+            Some(json!({"metadata": {"name": "op-sa", "creationTimestamp": null}})),
+        )];
+        let checked = check_plan(&mut steps).unwrap();
+        let manifest = &checked.steps[0].object.manifest;
+        assert_eq!(manifest["apiVersion"], "v1");
+        assert_eq!(manifest["kind"], "ServiceAccount");
     }
 
     #[test]

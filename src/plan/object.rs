@@ -56,6 +56,37 @@ impl StepObject {
     }
 }
 
+/// The manifest with `apiVersion` and `kind` taken from the step when it has none of its own.
+/// OLM writes the RBAC it derives from a CSV's permissions (ServiceAccounts, Roles and their
+/// bindings) into a plan's steps without them: its executor reads the type from the step
+/// (docs/migrating-from-olm.md, "InstallPlans OLM made"). The API server refuses an object
+/// without a type, so a plan OLM resolved is completed from the step's group, version and kind.
+pub fn with_step_type(mut manifest: Value, group: &str, version: &str, step_kind: &str) -> Value {
+    let Some(map) = manifest.as_object_mut() else {
+        return manifest;
+    };
+    let missing = |map: &serde_json::Map<String, Value>, key: &str| {
+        map.get(key)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    };
+    if missing(map, "apiVersion") && !version.is_empty() {
+        let api_version = if group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{group}/{version}")
+        };
+        map.insert("apiVersion".into(), api_version.into());
+    }
+    if missing(map, "kind") && !step_kind.is_empty() {
+        map.insert(
+            "kind".into(),
+            StepKind::manifest_kind(step_kind).to_owned().into(),
+        );
+    }
+    manifest
+}
+
 /// `("apps", "v1")` for `apps/v1`, `("", "v1")` for `v1`.
 pub fn split_api_version(api_version: &str) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))
@@ -91,6 +122,35 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "bundle op.v1: manifest #3 has no metadata.name"
+        );
+    }
+
+    #[test]
+    fn a_manifest_without_a_type_takes_the_steps() {
+        // The shape of a ServiceAccount step in a plan OLM resolved: no apiVersion, no kind.
+        let sa = json!({"metadata": {"name": "op-sa", "creationTimestamp": null}});
+        let typed = with_step_type(sa, "", "v1", "ServiceAccount");
+        assert_eq!(typed["apiVersion"], "v1");
+        assert_eq!(typed["kind"], "ServiceAccount");
+        let binding = with_step_type(
+            json!({"kind": "", "metadata": {"name": "b"}}),
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+        );
+        assert_eq!(binding["apiVersion"], "rbac.authorization.k8s.io/v1");
+        assert_eq!(binding["kind"], "RoleBinding");
+        let secret = with_step_type(json!({}), "", "v1", "BundleSecret");
+        assert_eq!(secret["kind"], "Secret");
+    }
+
+    #[test]
+    fn a_manifest_with_a_type_keeps_it() {
+        let crd =
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"});
+        assert_eq!(
+            with_step_type(crd.clone(), "apiextensions.k8s.io", "v1beta1", "Other"),
+            crd
         );
     }
 }

@@ -476,3 +476,108 @@ async fn plan_with_extra_object(env: &mut Env, object: Value) -> String {
     env.subscribe_widget(json!({})).await;
     env.sync_subscriptions().await.created_plans.remove(0)
 }
+
+/// A plan OLM resolved before the move to olm-rs: its RBAC steps carry no `apiVersion`/`kind`
+/// (docs/migrating-from-olm.md §3), and the operator's ServiceAccount already exists, owned by
+/// the CSV being replaced. Approved under olm-rs, the plan completes and the ServiceAccount gets
+/// the new CSV as a second owner, which the new CSV's requirement check needs.
+#[tokio::test]
+async fn a_plan_olm_wrote_with_untyped_rbac_steps_completes_on_an_existing_service_account() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", widget_catalog());
+    env.subscribe_widget(json!({"installPlanApproval": "Manual"}))
+        .await;
+    let name = env.sync_subscriptions().await.created_plans.remove(0);
+    let mut plan = env.run_plan(&name).await;
+    assert_eq!(
+        plan.status.as_ref().unwrap().phase,
+        InstallPlanPhase::RequiresApproval
+    );
+    let rbac_kinds = [
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    ];
+    let mut untyped = 0;
+    for step in plan.status.as_mut().unwrap().plan.as_mut().unwrap() {
+        if !rbac_kinds.contains(&step.resource.kind.as_str()) {
+            continue;
+        }
+        let mut manifest: Value =
+            serde_json::from_str(step.resource.manifest.as_deref().unwrap()).unwrap();
+        let map = manifest.as_object_mut().unwrap();
+        map.remove("apiVersion");
+        map.remove("kind");
+        step.resource.manifest = Some(manifest.to_string());
+        untyped += 1;
+    }
+    assert!(untyped >= 3, "the widget plan has RBAC steps: {untyped}");
+    let plans = Api::<InstallPlan>::namespaced(env.client(), NS);
+    plans
+        .replace_status(&name, &PostParams::default(), &plan)
+        .await
+        .expect("plan status rewritten as OLM writes it");
+    // The older CSV exists (an owner that does not would let the garbage collector take the
+    // ServiceAccount away).
+    let mut older = widget_csv("1.1.0");
+    older["metadata"]["namespace"] = json!(NS);
+    let older: olm_rs::api::ClusterServiceVersion = serde_json::from_value(older).unwrap();
+    let older = Api::<olm_rs::api::ClusterServiceVersion>::namespaced(env.client(), NS)
+        .create(&PostParams::default(), &older)
+        .await
+        .expect("older CSV");
+    let older_owner = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "name": "widget-operator.v1.1.0",
+        "uid": older.metadata.uid.unwrap(),
+        "controller": false,
+        "blockOwnerDeletion": false,
+    });
+    let sa: k8s_openapi::api::core::v1::ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": "widget-operator", "namespace": NS,
+                     "labels": {"olm.managed": "true"},
+                     "ownerReferences": [older_owner.clone()]}
+    }))
+    .unwrap();
+    let sa_uid = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(env.client(), NS)
+        .create(&PostParams::default(), &sa)
+        .await
+        .expect("ServiceAccount of the older CSV")
+        .metadata
+        .uid
+        .unwrap();
+
+    env.approve(&name).await;
+    let done = env.run_plan(&name).await;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, InstallPlanPhase::Complete, "{status:?}");
+    let sa = env
+        .get(
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            "widget-operator",
+            true,
+        )
+        .await
+        .unwrap();
+    let owners: Vec<&str> = sa["metadata"]["ownerReferences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        owners,
+        ["widget-operator.v1.1.0", "widget-operator.v1.2.0"],
+        "the older owner is kept and the new CSV added"
+    );
+    assert_eq!(
+        sa["metadata"]["uid"],
+        sa_uid.as_str(),
+        "updated, not recreated"
+    );
+}

@@ -43,7 +43,7 @@ fn the_condition_lists_the_strategys_accounts_and_deployments_and_is_owned_by_th
                 "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
                 "name": "a.v1", "uid": "uid-a.v1", "controller": true, "blockOwnerDeletion": false
             }]},
-            "spec": {"serviceAccounts": ["cluster-sa", "op-sa"], "deployments": ["op"]}
+            "spec": {"serviceAccounts": ["cluster-sa", "op-sa", "cluster-sa"], "deployments": ["op"]}
         })
     );
 
@@ -204,4 +204,50 @@ fn upgradeability_follows_overrides_then_the_observed_condition() {
         upgradeable(Some(&oc)),
         Err("The operator is not upgradeable: wait for the backup".into())
     );
+}
+
+/// A move from OLM: the OperatorCondition, Role and RoleBinding as OLM wrote them for a CSV
+/// whose ServiceAccount has cluster and namespaced permissions (listed twice, bound twice) are
+/// taken as they are: nothing to write.
+#[test]
+fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
+    let mut c = csv("a.v1");
+    c.spec.install.spec.as_mut().unwrap().cluster_permissions =
+        Some(vec![StrategyDeploymentPermissions {
+            service_account_name: "op-sa".into(),
+            rules: vec![rule()],
+        }]);
+    let mut seen = observed(&[&c]);
+    let owner = json!([{"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+                        "name": "a.v1", "uid": "uid-oc", "controller": true,
+                        "blockOwnerDeletion": false}]);
+    seen.operator_conditions = vec![Arc::new(condition(json!({
+        "apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+        "metadata": {"name": "a.v1", "namespace": NS, "uid": "uid-oc", "generation": 1,
+                     "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1",
+                        "kind": "ClusterServiceVersion", "name": "a.v1", "uid": "uid-a.v1",
+                        "controller": true, "blockOwnerDeletion": false}]},
+        "spec": {"serviceAccounts": ["op-sa", "op-sa"], "deployments": ["op"]}
+    })))];
+    seen.roles = vec![Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner},
+            "rules": [{"verbs": ["get", "update", "patch"], "apiGroups": ["operators.coreos.com"],
+                       "resources": ["operatorconditions"], "resourceNames": ["a.v1"]}]
+        }))
+        .unwrap(),
+    )];
+    seen.role_bindings = vec![Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner},
+            "subjects": [{"kind": "ServiceAccount", "name": "op-sa", "namespace": NS},
+                         {"kind": "ServiceAccount", "name": "op-sa", "namespace": NS}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "a.v1"}
+        }))
+        .unwrap(),
+    )];
+    let writes = plan(&c, &seen, t(0));
+    assert_eq!(writes.condition, None);
+    assert_eq!(writes.role, None);
+    assert_eq!(writes.role_binding, None);
 }
