@@ -10,8 +10,8 @@ use anyhow::Context as _;
 use clap::Args;
 
 use jiff::SignedDuration;
-use olm_rs::certs::ServiceName;
 use olm_rs::catalog_source::serving::ServingMode;
+use olm_rs::certs::ServiceName;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
 use olm_rs::package_manifest::ManifestStore;
