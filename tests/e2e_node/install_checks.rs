@@ -160,19 +160,7 @@ pub async fn crd_update_with_objects(c: &Cluster, node: &RealNode) -> anyhow::Re
 }
 
 async fn crd_update(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
-    c.create(
-        &cluster::catalog_sources(),
-        ns,
-        fixtures::image_catalog(ns, "crd-change", image),
-    )
-    .await?;
-    wait_catalog_ready(c, ns, "crd-change").await?;
+    image_catalog_ready(c, ns, "crd-change", image).await?;
     c.create(
         &cluster::subscriptions(),
         ns,
@@ -395,19 +383,7 @@ pub async fn bundle_images_install(c: &Cluster, node: &RealNode) -> anyhow::Resu
     .await?;
     let ns = c.create_namespace("olm-rs-e2e-bundle-images-").await?;
     let result = async {
-        c.create(
-            &cluster::operator_groups(),
-            &ns,
-            fixtures::operator_group(&ns),
-        )
-        .await?;
-        c.create(
-            &cluster::catalog_sources(),
-            &ns,
-            fixtures::image_catalog(&ns, "bundle-images", &image),
-        )
-        .await?;
-        wait_catalog_ready(c, &ns, "bundle-images").await?;
+        image_catalog_ready(c, &ns, "bundle-images", &image).await?;
         c.create(
             &cluster::subscriptions(),
             &ns,
@@ -440,19 +416,7 @@ pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result
     .await?;
     let ns = c.create_namespace("olm-rs-e2e-dependency-").await?;
     let result = async {
-        c.create(
-            &cluster::operator_groups(),
-            &ns,
-            fixtures::operator_group(&ns),
-        )
-        .await?;
-        c.create(
-            &cluster::catalog_sources(),
-            &ns,
-            fixtures::image_catalog(&ns, "dependency", &image),
-        )
-        .await?;
-        wait_catalog_ready(c, &ns, "dependency").await?;
+        image_catalog_ready(c, &ns, "dependency", &image).await?;
         let mut sub = fixtures::subscription(&ns, "dependency", "stable", "Automatic", None);
         sub["metadata"]["name"] = json!("dependent");
         sub["spec"]["name"] = json!(DEPENDENT);
@@ -643,4 +607,21 @@ pub async fn package_manifests_served_by_the_pod(
     .await;
     c.delete_namespace(&ns).await;
     result
+}
+
+/// An OperatorGroup for `ns` itself and a CatalogSource `name` from `image` there, ready.
+async fn image_catalog_ready(c: &Cluster, ns: &str, name: &str, image: &str) -> anyhow::Result<()> {
+    c.create(
+        &cluster::operator_groups(),
+        ns,
+        fixtures::operator_group(ns),
+    )
+    .await?;
+    c.create(
+        &cluster::catalog_sources(),
+        ns,
+        fixtures::image_catalog(ns, name, image),
+    )
+    .await?;
+    wait_catalog_ready(c, ns, name).await
 }
