@@ -171,6 +171,46 @@ impl Cluster {
         }
     }
 
+    /// What happened in `namespace`, for a failure message: its events (oldest first) and its
+    /// pods with their phase and readiness.
+    pub async fn describe_namespace(&self, namespace: &str) -> String {
+        let events = self.api(&core("", "v1", "Event", "events"), namespace);
+        let pods = self.api(&core("", "v1", "Pod", "pods"), namespace);
+        let mut out = String::new();
+        if let Ok(list) = events.list(&ListParams::default()).await {
+            let mut items = list.items;
+            items.sort_by(|a, b| text(a, "/lastTimestamp").cmp(text(b, "/lastTimestamp")));
+            for e in &items {
+                out.push_str(&format!(
+                    "\n  event {} {}/{} {}: {} (x{})",
+                    text(e, "/lastTimestamp"),
+                    text(e, "/involvedObject/kind"),
+                    text(e, "/involvedObject/name"),
+                    text(e, "/reason"),
+                    text(e, "/message"),
+                    field(e, "/count").cloned().unwrap_or(Value::Null),
+                ));
+            }
+        }
+        if let Ok(list) = pods.list(&ListParams::default()).await {
+            for p in &list.items {
+                let ready = field(p, "/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                    .map(|c| c["status"].clone())
+                    .unwrap_or(Value::Null);
+                out.push_str(&format!(
+                    "\n  pod {} phase {} ready {ready} deleting {} annotations {}",
+                    p.metadata.name.as_deref().unwrap_or_default(),
+                    text(p, "/status/phase"),
+                    p.metadata.deletion_timestamp.is_some(),
+                    serde_json::to_string(&p.metadata.annotations).unwrap_or_default(),
+                ));
+            }
+        }
+        out
+    }
+
     pub fn api(&self, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), namespace, resource)
     }

@@ -107,6 +107,38 @@ pub fn plan_pods(pods: &[PodView], desired: &DesiredPod, resolved_digest: Option
     plan
 }
 
+/// The registry pods serving once a change has fully settled: every pod in the store is live,
+/// matches the desired pod, is Ready and was made for one digest. `None` while any other pod
+/// still exists, even one terminating: a connection made through the Service then could still
+/// reach it and read the old content. Sorted names, to compare with what a connection was last
+/// made for.
+pub fn settled_pods(pods: &[PodView], desired: &DesiredPod) -> Option<Vec<String>> {
+    let first = pods.first()?;
+    let settled = pods.iter().all(|p| {
+        !p.deleting
+            && p.ready
+            && p.images == desired.images
+            && p.spec_hash.as_deref() == Some(&desired.spec_hash)
+            && p.digest == first.digest
+    });
+    if !settled {
+        return None;
+    }
+    let mut names: Vec<String> = pods.iter().map(|p| p.name.clone()).collect();
+    names.sort();
+    Some(names)
+}
+
+/// Whether pods of more than one kind exist side by side (terminating, of another spec or of
+/// another digest): a connection made now may read either.
+pub fn mixed_pods(pods: &[PodView], desired: &DesiredPod) -> bool {
+    let other_spec = |p: &PodView| {
+        p.images != desired.images || p.spec_hash.as_deref() != Some(&desired.spec_hash)
+    };
+    pods.iter().any(|p| p.deleting || other_spec(p))
+        || pods.windows(2).any(|w| w[0].digest != w[1].digest)
+}
+
 /// Whether a poll is due: `interval` after the last poll (or the catalog's creation).
 pub fn poll_due(
     last_poll: Option<Timestamp>,
@@ -233,6 +265,53 @@ mod tests {
         let mut alone = pod("p3", "2026-01-01T00:00:00Z", Some("sha256:a"), false);
         alone.failing = true;
         assert_eq!(plan_pods(&[alone], &desired(), None), PodPlan::default());
+    }
+
+    #[test]
+    fn settled_only_when_no_other_pod_is_left_even_terminating() {
+        let old = pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true);
+        let new = pod("p2", "2026-01-01T01:00:00Z", Some("sha256:b"), true);
+        assert_eq!(settled_pods(&[], &desired()), None);
+        assert_eq!(
+            settled_pods(std::slice::from_ref(&old), &desired()),
+            Some(vec!["p1".to_owned()])
+        );
+        // Two digests side by side: not settled.
+        assert_eq!(settled_pods(&[old.clone(), new.clone()], &desired()), None);
+        // The old pod deleted but still terminating: still not settled.
+        let terminating = PodView {
+            deleting: true,
+            ..old
+        };
+        assert_eq!(settled_pods(&[terminating, new.clone()], &desired()), None);
+        // A pod not Ready yet, or of another spec: not settled.
+        let starting = PodView {
+            ready: false,
+            ..new.clone()
+        };
+        assert_eq!(settled_pods(&[starting], &desired()), None);
+        let mut stale = new.clone();
+        stale.spec_hash = Some("h0".into());
+        assert_eq!(settled_pods(&[stale], &desired()), None);
+        assert_eq!(settled_pods(&[new], &desired()), Some(vec!["p2".to_owned()]));
+    }
+
+    #[test]
+    fn pods_are_mixed_while_another_kind_is_left() {
+        let old = pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true);
+        let new = pod("p2", "2026-01-01T01:00:00Z", Some("sha256:b"), false);
+        assert!(!mixed_pods(&[], &desired()));
+        // A lone pod starting is not mixed: nothing else could be read.
+        assert!(!mixed_pods(std::slice::from_ref(&new), &desired()));
+        assert!(mixed_pods(&[old.clone(), new.clone()], &desired()));
+        let terminating = PodView {
+            deleting: true,
+            ..old
+        };
+        assert!(mixed_pods(&[terminating], &desired()));
+        let mut stale = new;
+        stale.spec_hash = Some("h0".into());
+        assert!(mixed_pods(&[stale], &desired()));
     }
 
     #[test]

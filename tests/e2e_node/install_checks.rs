@@ -314,7 +314,8 @@ async fn registry_poll(
             .await?
             .and_then(|cs| cs.data.get("status").cloned())
             .unwrap_or(Value::Null);
-        bail!("{err:#}; the CatalogSource's status: {status}");
+        let seen = c.describe_namespace(ns).await;
+        bail!("{err:#}; the CatalogSource's status: {status}; in the namespace:{seen}");
     }
     println!(
         "e2e-node:   new digest {} picked up and v0.2.0 installed {:.1}s after the push",

@@ -89,15 +89,38 @@ fn which(path: &str) -> Option<PathBuf> {
 }
 
 /// The node's bridge with its address (which the API server binds to, so it comes first), and
-/// the FORWARD rule that keeps the pods' traffic on it; both removed when dropped.
-pub struct Bridge(());
+/// the FORWARD rule that keeps the pods' traffic on it; both removed when dropped. Holds the
+/// machine-wide lock of the real node (the bridge, the node address and its ports are shared):
+/// a second run on the machine waits for the first.
+pub struct Bridge {
+    _lock: std::fs::File,
+}
+
+/// Taken by whichever real-node run owns the bridge; released when the process ends, however.
+const LOCK_FILE: &str = "/tmp/olm-rs-real-node.lock";
 
 impl Bridge {
     pub fn create() -> anyhow::Result<Self> {
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(LOCK_FILE)
+            .with_context(|| format!("opening {LOCK_FILE}"))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                println!("e2e-real: another real-node run holds {LOCK_FILE}; waiting for it");
+                lock.lock().with_context(|| format!("locking {LOCK_FILE}"))?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {LOCK_FILE}"));
+            }
+        }
         // A bridge left by a killed run is replaced.
         let _ = run_quiet("ip", &["link", "del", BRIDGE]);
         run("ip", &["link", "add", BRIDGE, "type", "bridge"])?;
-        let bridge = Self(());
+        let bridge = Self { _lock: lock };
         run(
             "ip",
             &["addr", "add", &format!("{NODE_IP}/24"), "dev", BRIDGE],

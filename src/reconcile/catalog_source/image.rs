@@ -42,7 +42,8 @@ pub(super) struct ImageOutcome {
     pub warning: Option<String>,
     /// A new pod was started for a new image digest.
     pub rolled_to: Option<String>,
-    /// Old pods were deleted after a rollout: reconnect to read the new content.
+    /// Other pods than those the connection was last made for serve now, and no older pod is
+    /// left, not even terminating: reconnect to read the new content.
     pub switched: bool,
     pub requeue: Option<Duration>,
 }
@@ -348,7 +349,18 @@ pub(super) async fn ensure(
             r.expect_pod(&key, pod.name_any());
         }
     }
-    outcome.switched = !plan.delete.is_empty() && !plan.recreating;
+    // Reconnecting right when older pods are deleted could reach one of them, still
+    // terminating, through the Service, and keep its content for ever: wait until they are gone
+    // from the store (their deletion triggers a sync).
+    outcome.switched = match pod_plan::settled_pods(&views, &desired) {
+        Some(names) if writes.pods.is_empty() => r.serving_pods_changed(&key, names),
+        _ => {
+            if pod_plan::mixed_pods(&views, &desired) {
+                r.serving_pods_mixed(&key);
+            }
+            false
+        }
+    };
     if let Some(pod_digest) = &plan.create
         && !plan.recreating
     {

@@ -108,6 +108,8 @@ pub struct Reconciler {
     registry_stores: image::RegistryStores,
     /// Registry pods created and not yet seen in the store, per catalog.
     created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
+    /// The registry pods serving each image catalog when its connection last read it.
+    serving_pods: Mutex<HashMap<CatalogRef, Vec<String>>>,
     connections: Connections,
     configmaps: Mutex<HashMap<CatalogRef, LoadedConfigMap>>,
     /// In-process image catalogs: what each serves, and the content store they share.
@@ -134,6 +136,29 @@ impl Reconciler {
             .remove(key);
         self.loaded_configmaps().remove(key);
         self.served_images.forget(key);
+        self.serving_pods
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    /// Records that pods of several kinds serve `key` (a connection may read any of them): the
+    /// next settled set counts as a change.
+    fn serving_pods_mixed(&self, key: &CatalogRef) {
+        self.serving_pods
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), Vec::new());
+    }
+
+    /// Records the settled registry pods of `key`; true when they differ from those recorded
+    /// before (the first record after a start is not a change: the connection is new too).
+    fn serving_pods_changed(&self, key: &CatalogRef, names: Vec<String>) -> bool {
+        let mut serving = self.serving_pods.lock().unwrap_or_else(|p| p.into_inner());
+        match serving.insert(key.clone(), names.clone()) {
+            Some(previous) => previous != names,
+            None => false,
+        }
     }
 
     /// Records a registry pod just created for `key`.
@@ -238,6 +263,7 @@ pub async fn run(ctx: Arc<Context>) {
         ctx: Arc::clone(&ctx),
         registry_stores,
         created_pods: Mutex::new(HashMap::new()),
+        serving_pods: Mutex::new(HashMap::new()),
         connections,
         configmaps: Mutex::new(HashMap::new()),
         served_images: in_process::ServedImages::default(),
