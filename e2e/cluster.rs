@@ -173,6 +173,7 @@ impl Cluster {
 
     /// What happened in `namespace`, for a failure message: its events (oldest first) and its
     /// pods with their phase and readiness.
+    #[allow(dead_code)] // the real-node harness's (tests/e2e_node)
     pub async fn describe_namespace(&self, namespace: &str) -> String {
         let events = self.api(&core("", "v1", "Event", "events"), namespace);
         let pods = self.api(&core("", "v1", "Pod", "pods"), namespace);
