@@ -30,8 +30,10 @@ pub mod registry;
 pub mod resolve;
 // The embedded API server and `olm-rs sandbox`: on by default (tests and `cargo run -- sandbox`
 // need them); the container image is built without them to stay small.
+/// The embedded API server, its own crate (`crates/sandbox`); re-exported so tests and tools
+/// keep writing `olm_rs::sandbox::ApiServer`.
 #[cfg(feature = "sandbox")]
-pub mod sandbox;
+pub use olm_rs_sandbox as sandbox;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_run;
 pub mod startup;

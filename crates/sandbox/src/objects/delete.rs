@@ -8,10 +8,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{WriteOptions, commit, defaults};
-use crate::sandbox::error::ApiError;
-use crate::sandbox::meta;
-use crate::sandbox::resources::ResourceInfo;
-use crate::sandbox::state::State;
+use crate::error::ApiError;
+use crate::meta;
+use crate::resources::ResourceInfo;
+use crate::state::State;
 
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 pub const ORPHAN_FINALIZER: &str = "orphan";

@@ -5,7 +5,7 @@ use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 
-use crate::sandbox::error::ApiError;
+use crate::error::ApiError;
 
 pub fn json(code: u16, body: &impl Serialize) -> Response {
     json_with_type(code, body, "application/json")

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::{CONFIG_MAP, DEPLOYMENT};
-use crate::sandbox::patch::{
+use crate::patch::{
     apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, diff_merge_patch,
     server_side_apply,
 };

@@ -4,8 +4,8 @@ use axum::body::Body;
 use serde_json::Value;
 
 use super::route::Query;
-use crate::sandbox::error::ApiError;
-use crate::sandbox::objects::{DeleteOptions, Propagation, WriteOptions};
+use crate::error::ApiError;
+use crate::objects::{DeleteOptions, Propagation, WriteOptions};
 
 /// Largest request body accepted (the real server's limit is 3 MiB per object; bundles with
 /// big CRDs stay well below this).

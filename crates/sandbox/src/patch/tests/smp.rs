@@ -2,7 +2,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::{CONFIG_MAP, DEPLOYMENT, SERVICE, SUBSCRIPTION};
-use crate::sandbox::patch::{
+use crate::patch::{
     GroupVersionKindRef, PatchError, UNSUPPORTED_FOR_CUSTOM_RESOURCES, apply_strategic_merge_patch,
 };
 

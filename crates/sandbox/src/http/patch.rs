@@ -11,10 +11,10 @@ use serde_json::Value;
 use super::body;
 use super::objects::{Ctx, field_manager};
 use super::response;
-use crate::sandbox::error::ApiError;
-use crate::sandbox::meta;
-use crate::sandbox::objects::{self, Part, present};
-use crate::sandbox::patch::{self, GroupVersionKindRef, PatchError};
+use crate::error::ApiError;
+use crate::meta;
+use crate::objects::{self, Part, present};
+use crate::patch::{self, GroupVersionKindRef, PatchError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PatchType {

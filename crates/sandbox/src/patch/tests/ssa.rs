@@ -2,7 +2,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::{CONFIG_MAP, DEPLOYMENT, SERVICE, SUBSCRIPTION};
-use crate::sandbox::patch::{
+use crate::patch::{
     FieldConflict, GroupVersionKindRef, PatchError, record_status_update, record_update,
     server_side_apply, server_side_apply_status,
 };

@@ -14,14 +14,14 @@ use super::patch;
 use super::render::Renderer;
 use super::response;
 use super::route::{Format, Query, ResourcePath};
-use crate::sandbox::error::ApiError;
-use crate::sandbox::meta;
-use crate::sandbox::objects::{self, Part};
-use crate::sandbox::patch as patch_semantics;
-use crate::sandbox::resources::ResourceInfo;
-use crate::sandbox::selectors::{FieldSelector, LabelSelector};
-use crate::sandbox::server::ApiServer;
-use crate::sandbox::table::IncludeObject;
+use crate::error::ApiError;
+use crate::meta;
+use crate::objects::{self, Part};
+use crate::patch as patch_semantics;
+use crate::resources::ResourceInfo;
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::server::ApiServer;
+use crate::table::IncludeObject;
 
 pub struct Req {
     pub method: Method,

@@ -45,7 +45,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use olm_rs::sandbox::{ApiServer, ApiServerOptions};
+//! use olm_rs_sandbox::{ApiServer, ApiServerOptions};
 //!
 //! let server = ApiServer::with_options(ApiServerOptions { simulate_workloads: false, ..Default::default() });
 //! let cms: kube::Api<ConfigMap> = kube::Api::default_namespaced(server.client());

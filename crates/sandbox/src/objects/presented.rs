@@ -10,8 +10,8 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use super::present;
-use crate::sandbox::conversion;
-use crate::sandbox::resources::ResourceInfo;
+use crate::conversion;
+use crate::resources::ResourceInfo;
 
 /// A stored object serialised as [`present`] would return it.
 pub struct Presented<'a> {
@@ -57,7 +57,7 @@ mod tests {
     use serde_json::json;
 
     fn resource(kind: &str) -> ResourceInfo {
-        crate::sandbox::resources::builtins()
+        crate::resources::builtins()
             .into_iter()
             .find(|r| r.kind == kind)
             .map(|r| (*r).clone())
@@ -80,7 +80,7 @@ mod tests {
         );
         let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
                            "involvedObject": {"name": "x"}, "message": "hi"});
-        let events_v1 = crate::sandbox::resources::builtins()
+        let events_v1 = crate::resources::builtins()
             .into_iter()
             .find(|r| r.group == "events.k8s.io" && r.plural == "events")
             .map(|r| (*r).clone())

@@ -209,7 +209,7 @@ pub fn version(git_version: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::resources::builtins;
+    use crate::resources::builtins;
 
     #[test]
     fn core_and_group_documents() {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{WriteOptions, apply_schema, check_type, commit, defaults, validate};
-use crate::sandbox::crd_registry;
-use crate::sandbox::error::ApiError;
-use crate::sandbox::meta;
-use crate::sandbox::resources::ResourceInfo;
-use crate::sandbox::state::{State, namespaces_gr};
+use crate::crd_registry;
+use crate::error::ApiError;
+use crate::meta;
+use crate::resources::ResourceInfo;
+use crate::state::{State, namespaces_gr};
 
 /// Metadata a client may not set on create.
 const SERVER_OWNED: &[&str] = &[
@@ -31,7 +31,7 @@ pub fn create(
     opts: &WriteOptions,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(&obj, res)?;
-    let mut obj = crate::sandbox::conversion::to_storage(obj, res);
+    let mut obj = crate::conversion::to_storage(obj, res);
     let ns = target_namespace(res, path_ns, &obj)?;
     let name = pick_name(state, res, &ns, &obj)?;
     validate::name(res, &name)?;
@@ -72,7 +72,7 @@ pub fn create(
         m.insert("generation".into(), Value::from(1));
     }
     if let Value::Object(root) = &mut obj {
-        let (api_version, kind) = crate::sandbox::conversion::storage_type(res);
+        let (api_version, kind) = crate::conversion::storage_type(res);
         root.insert("apiVersion".into(), Value::String(api_version));
         root.insert("kind".into(), Value::String(kind));
         if res.status_subresource {
@@ -147,7 +147,7 @@ fn namespace_accepts_content(state: &State, ns: &str) -> Result<(), ApiError> {
             code: 404,
             reason: "NotFound",
             message: format!("namespaces \"{ns}\" not found"),
-            details: Some(crate::sandbox::error::ErrorDetails {
+            details: Some(crate::error::ErrorDetails {
                 name: ns.to_string(),
                 group: String::new(),
                 kind: "namespaces".into(),

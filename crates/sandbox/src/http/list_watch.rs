@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 use super::objects::Ctx;
 use super::response;
 use super::route::Format;
-use crate::sandbox::error::ApiError;
-use crate::sandbox::meta;
-use crate::sandbox::selectors::{FieldSelector, LabelSelector};
-use crate::sandbox::state::State;
-use crate::sandbox::store::{EventKind, ObjectKey, StoredEvent, TooOld};
+use crate::error::ApiError;
+use crate::meta;
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::state::State;
+use crate::store::{EventKind, ObjectKey, StoredEvent, TooOld};
 
 /// Which objects a list or watch covers.
 struct Filter {

@@ -3,10 +3,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::sandbox::crd_registry::CLEANUP_FINALIZER;
-use crate::sandbox::meta;
-use crate::sandbox::resources::ResourceInfo;
-use crate::sandbox::state::State;
+use crate::crd_registry::CLEANUP_FINALIZER;
+use crate::meta;
+use crate::resources::ResourceInfo;
+use crate::state::State;
 
 fn obj_mut<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
     let map = v.as_object_mut()?;
@@ -75,7 +75,7 @@ pub fn on_crd_delete(crd: &mut Value) {
         fins.push(CLEANUP_FINALIZER.into());
         meta::set_finalizers(crd, &fins);
     }
-    crate::sandbox::conditions::set(
+    crate::conditions::set(
         crd,
         "Terminating",
         "True",
@@ -133,7 +133,7 @@ fn deployment(obj: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::resources::builtins;
+    use crate::resources::builtins;
 
     fn res(kind: &str) -> ResourceInfo {
         (*builtins().into_iter().find(|r| r.kind == kind).unwrap()).clone()

@@ -85,7 +85,7 @@ pub fn group_version(resources: &[Arc<ResourceInfo>], group: &str, version: &str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::resources::builtins;
+    use crate::resources::builtins;
 
     #[test]
     fn root_points_at_each_group_version() {

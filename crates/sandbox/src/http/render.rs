@@ -11,10 +11,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::route::Format;
-use crate::sandbox::meta;
-use crate::sandbox::objects::{Presented, present};
-use crate::sandbox::resources::ResourceInfo;
-use crate::sandbox::table::{self, IncludeObject};
+use crate::meta;
+use crate::objects::{Presented, present};
+use crate::resources::ResourceInfo;
+use crate::table::{self, IncludeObject};
 
 pub struct Renderer {
     pub res: Arc<ResourceInfo>,

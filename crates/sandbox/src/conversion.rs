@@ -106,7 +106,7 @@ fn keys(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::resources::builtins;
+    use crate::resources::builtins;
     use serde_json::json;
 
     fn events_v1() -> ResourceInfo {

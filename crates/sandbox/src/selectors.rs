@@ -267,11 +267,11 @@ mod tests {
 
     #[test]
     fn field_selectors_on_name_namespace_and_kind_fields() {
-        let pods = crate::sandbox::resources::builtins()
+        let pods = crate::resources::builtins()
             .into_iter()
             .find(|r| r.kind == "Pod")
             .unwrap();
-        let cms = crate::sandbox::resources::builtins()
+        let cms = crate::resources::builtins()
             .into_iter()
             .find(|r| r.kind == "ConfigMap")
             .unwrap();

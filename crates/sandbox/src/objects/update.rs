@@ -11,10 +11,10 @@ use super::{
     Part, WriteOptions, apply_schema, check_type, commit, defaults, same_but_manager_times,
     spec_changed,
 };
-use crate::sandbox::error::ApiError;
-use crate::sandbox::meta;
-use crate::sandbox::resources::ResourceInfo;
-use crate::sandbox::state::State;
+use crate::error::ApiError;
+use crate::meta;
+use crate::resources::ResourceInfo;
+use crate::state::State;
 
 /// Metadata only the server sets; kept from the stored object whatever the client sends.
 const IMMUTABLE_META: &[&str] = &[
@@ -37,7 +37,7 @@ pub fn update(
     opts: &WriteOptions,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(&new, res)?;
-    let new = crate::sandbox::conversion::to_storage(new, res);
+    let new = crate::conversion::to_storage(new, res);
     let ns = if res.namespaced {
         path_ns.unwrap_or_default()
     } else {
@@ -69,7 +69,7 @@ pub fn update(
 
     let mut next = merge_part(&current, new, part, res);
     if let Value::Object(root) = &mut next {
-        let (api_version, kind) = crate::sandbox::conversion::storage_type(res);
+        let (api_version, kind) = crate::conversion::storage_type(res);
         root.insert("apiVersion".into(), Value::String(api_version));
         root.insert("kind".into(), Value::String(kind));
     }
@@ -202,8 +202,8 @@ fn check_finalizers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::objects::create;
-    use crate::sandbox::resources::ResourceInfo;
+    use crate::objects::create;
+    use crate::resources::ResourceInfo;
     use serde_json::json;
 
     fn custom_without_status() -> ResourceInfo {
@@ -326,7 +326,7 @@ mod tests {
             &WriteOptions::default(),
         )
         .unwrap();
-        crate::sandbox::objects::delete(
+        crate::objects::delete(
             &mut state,
             &res,
             Some("default"),

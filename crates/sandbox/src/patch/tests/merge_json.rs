@@ -1,7 +1,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::sandbox::patch::{PatchError, apply_json_patch, apply_merge_patch, diff_merge_patch};
+use crate::patch::{PatchError, apply_json_patch, apply_merge_patch, diff_merge_patch};
 
 #[test]
 fn merge_patch_follows_rfc_7386() {

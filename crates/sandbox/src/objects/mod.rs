@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn present_puts_type_first_and_rewrites_version() {
-        let res = crate::sandbox::resources::builtins()
+        let res = crate::resources::builtins()
             .into_iter()
             .find(|r| r.kind == "Deployment")
             .unwrap();

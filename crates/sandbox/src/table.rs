@@ -7,23 +7,8 @@ use serde_json::{Value, json};
 use super::meta;
 use super::resources::{PrinterColumn, ResourceInfo};
 
-/// The `includeObject` query parameter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IncludeObject {
-    None,
-    Metadata,
-    Object,
-}
-
-impl IncludeObject {
-    pub fn parse(s: Option<&str>) -> Self {
-        match s {
-            Some("None") => Self::None,
-            Some("Object") => Self::Object,
-            _ => Self::Metadata,
-        }
-    }
-}
+use kube_table::human_duration;
+pub use kube_table::IncludeObject;
 
 fn age_column() -> PrinterColumn {
     PrinterColumn {
@@ -114,10 +99,6 @@ fn cell(value: Option<Value>, type_: &str, now: jiff::Timestamp) -> Value {
     }
 }
 
-/// A duration as `kubectl` prints ages (`45s`, `3m20s`, `5h`, `12d`, `2y30d`), following
-/// apimachinery's `duration.HumanDuration`.
-/// kubectl's short ages (`5m`, `3d4h`); shared with the PackageManifest Table.
-pub use crate::package_manifest::table::human_duration;
 
 /// The JSONPath subset printer columns use: `.a.b`, `.list[0]`, `['dotted.key']`, and
 /// `[?(@.type=="Ready")]` filters. Returns the first match.
@@ -194,24 +175,6 @@ mod tests {
         assert_eq!(eval_json_path(&o, ".spec.missing"), None);
     }
 
-    #[test]
-    fn ages_print_like_kubectl() {
-        for (s, want) in [
-            (5, "5s"),
-            (119, "119s"),
-            (200, "3m20s"),
-            (600, "10m"),
-            (3 * 3600, "3h"),
-            (3 * 3600 + 60, "3h1m"),
-            (30 * 3600, "30h"),
-            (3 * 86400, "3d"),
-            (3 * 86400 + 3600, "3d1h"),
-            (100 * 86400, "100d"),
-            (800 * 86400, "2y70d"),
-        ] {
-            assert_eq!(human_duration(s), want, "{s}");
-        }
-    }
 
     #[test]
     fn crd_columns_replace_age_builtins_keep_it() {
@@ -224,7 +187,7 @@ mod tests {
                 description: String::new(),
                 priority: 0,
             }],
-            ..(*crate::sandbox::resources::builtins()[0]).clone()
+            ..(*crate::resources::builtins()[0]).clone()
         };
         let defs = column_definitions(&crd_res);
         let names: Vec<_> = defs
@@ -237,7 +200,7 @@ mod tests {
         let now: jiff::Timestamp = "2024-01-01T00:01:00Z".parse().unwrap();
         let obj = json!({"metadata": {"name": "x", "creationTimestamp": "2024-01-01T00:00:00Z"}, "status": {"phase": "Succeeded"}});
         let r = row(
-            &crate::sandbox::resources::builtins()[0],
+            &crate::resources::builtins()[0],
             &obj,
             IncludeObject::None,
             now,

@@ -1,7 +1,7 @@
 //! The name checks the API server makes on create.
 
-use crate::sandbox::error::ApiError;
-use crate::sandbox::resources::ResourceInfo;
+use crate::error::ApiError;
+use crate::resources::ResourceInfo;
 
 fn dns_label(s: &str) -> bool {
     (1..=63).contains(&s.len())
@@ -53,7 +53,7 @@ pub fn name(res: &ResourceInfo, name: &str) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::resources::builtins;
+    use crate::resources::builtins;
 
     fn res(kind: &str) -> ResourceInfo {
         (*builtins().into_iter().find(|r| r.kind == kind).unwrap()).clone()
