@@ -53,4 +53,3 @@ fn row(m: &PackageManifest, include: IncludeObject, now: Timestamp) -> Value {
     }
     row
 }
-

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::resources::{GroupResource, ResourceInfo};
+use super::resources::{ResourceInfo, is_events_v1};
 
 /// (`events.k8s.io/v1` field, `v1` field) for fields that were renamed.
 const EVENT_FIELDS: &[(&str, &str)] = &[
@@ -17,23 +17,6 @@ const EVENT_FIELDS: &[(&str, &str)] = &[
     ("deprecatedLastTimestamp", "lastTimestamp"),
     ("deprecatedCount", "count"),
 ];
-
-fn is_events_v1(group: &str, plural: &str) -> bool {
-    group == "events.k8s.io" && plural == "events"
-}
-
-/// The storage key of a served resource.
-pub fn storage_key(group: &str, plural: &str) -> GroupResource {
-    let group = if is_events_v1(group, plural) {
-        ""
-    } else {
-        group
-    };
-    GroupResource {
-        group: group.to_string(),
-        resource: plural.to_string(),
-    }
-}
 
 /// `apiVersion` and `kind` of the stored form.
 pub fn storage_type(res: &ResourceInfo) -> (String, String) {
@@ -106,7 +89,7 @@ fn keys(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::builtins;
+    use crate::resources::{builtins, storage_key};
     use serde_json::json;
 
     fn events_v1() -> ResourceInfo {

@@ -57,6 +57,7 @@
 
 pub mod aggregated;
 mod conditions;
+mod connect;
 mod controllers;
 mod conversion;
 mod crd_controller;
@@ -80,9 +81,10 @@ mod state;
 mod store;
 mod table;
 mod tcp;
+mod workload_simulator;
 
 pub use aggregated::AggregatedApi;
 pub use kubeconfig::kubeconfig_yaml;
 pub use server::{ApiServer, ApiServerOptions};
-pub use simulator::WorkloadSimulator;
 pub use tcp::ServingHandle;
+pub use workload_simulator::WorkloadSimulator;

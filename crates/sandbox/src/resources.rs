@@ -62,7 +62,7 @@ impl ResourceInfo {
     /// Where objects of this resource are stored (shared by all versions, and by
     /// `events.k8s.io` Events with `v1` Events; see `conversion`).
     pub fn group_resource(&self) -> GroupResource {
-        super::conversion::storage_key(&self.group, &self.plural)
+        storage_key(&self.group, &self.plural)
     }
 
     pub fn list_kind(&self) -> String {
@@ -204,6 +204,24 @@ pub fn version_priority(a: &str, b: &str) -> std::cmp::Ordering {
         }
     }
     key(a).cmp(&key(b))
+}
+
+/// The storage key of a served resource.
+pub fn storage_key(group: &str, plural: &str) -> GroupResource {
+    let group = if is_events_v1(group, plural) {
+        ""
+    } else {
+        group
+    };
+    GroupResource {
+        group: group.to_string(),
+        resource: plural.to_string(),
+    }
+}
+
+/// `events.k8s.io/v1` Events, stored as `v1` Events (module `conversion`).
+pub(crate) fn is_events_v1(group: &str, plural: &str) -> bool {
+    group == "events.k8s.io" && plural == "events"
 }
 
 #[cfg(test)]

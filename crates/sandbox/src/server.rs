@@ -1,5 +1,5 @@
-//! [`ApiServer`]: the shared state, the change notifier that wakes watches and controllers,
-//! and the two ways in — an in-process `kube::Client` and HTTP on a local port.
+//! [`ApiServer`]: the shared state and the change notifier that wakes watches and controllers.
+//! The ways in (an in-process `kube::Client`, HTTP on a local port) are module `connect`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::simulator::WorkloadSimulator;
 use super::state::State;
+use super::workload_simulator::WorkloadSimulator;
 
 /// Tunables; `Default` is what `ApiServer::new()` uses.
 #[derive(Debug, Clone)]
@@ -62,12 +62,6 @@ pub struct ApiServer {
     pub(crate) inner: Arc<Inner>,
 }
 
-impl Default for ApiServer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl std::fmt::Debug for ApiServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiServer")
@@ -77,17 +71,14 @@ impl std::fmt::Debug for ApiServer {
 }
 
 impl ApiServer {
-    /// A server with default options (workload simulator on).
-    pub fn new() -> Self {
-        Self::with_options(ApiServerOptions::default())
-    }
-
-    pub fn with_options(opts: ApiServerOptions) -> Self {
+    /// A server that has not started its built-in controllers (module `connect` starts them
+    /// once a tokio runtime is there).
+    pub(crate) fn unstarted(opts: ApiServerOptions) -> Self {
         let state =
             State::with_crd_establish_delay(opts.watch_log_capacity, opts.crd_establish_delay);
         let (changes, _) = watch::channel(state.store.current_rv());
         let simulator = WorkloadSimulator::new(opts.simulate_workloads, opts.simulator_delay);
-        let server = ApiServer {
+        ApiServer {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
                 changes,
@@ -97,30 +88,7 @@ impl ApiServer {
                 background_started: AtomicBool::new(false),
                 aggregated: std::sync::RwLock::default(),
             }),
-        };
-        server.start_background();
-        server
-    }
-
-    /// A `kube::Client` talking to this server in-process; default namespace `default`.
-    /// Must be called inside a tokio runtime.
-    pub fn client(&self) -> kube::Client {
-        self.start_background();
-        kube::Client::new(self.service(), "default")
-    }
-
-    /// The HTTP service itself (a `tower::Service` over `http::Request`s).
-    pub fn service(&self) -> axum::Router {
-        super::http::router(self.clone())
-    }
-
-    /// Serves the API over plain HTTP on `addr` (use port 0 for a free port).
-    pub async fn serve(
-        &self,
-        addr: std::net::SocketAddr,
-    ) -> std::io::Result<super::tcp::ServingHandle> {
-        self.start_background();
-        super::tcp::serve(self.clone(), addr).await
+        }
     }
 
     /// Hands every request under `api.group` to `api.router`, as an APIService does.
@@ -192,18 +160,11 @@ impl ApiServer {
         self.inner.watch_epoch.subscribe()
     }
 
-    /// Starts the built-in controllers once a tokio runtime is available.
-    fn start_background(&self) {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return;
-        }
-        if self
-            .inner
+    /// Marks the built-in controllers started; true for the one caller that must start them.
+    pub(crate) fn claim_background(&self) -> bool {
+        self.inner
             .background_started
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
-        {
-            super::controllers::spawn(self);
-        }
     }
 }

@@ -2,19 +2,16 @@
 //! sandbox does not have: shortly after a Deployment is created or changed it writes the status a
 //! healthy rollout ends with (all replicas ready, `Available=True`, `Progressing=True` with
 //! reason `NewReplicaSetAvailable`), or — for a Deployment named in
-//! [`WorkloadSimulator::fail_deployment`] — the status of a rollout that timed out
+//! [`WorkloadSimulator::fail_deployment`](crate::WorkloadSimulator::fail_deployment) — the status of a rollout that timed out
 //! (`Available=False`, `Progressing=False` with reason `ProgressDeadlineExceeded`).
 //! It also marks APIServices `Available` when they are local or their Service exists (no
 //! request is ever proxied to them). No Pods or ReplicaSets are created.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tokio::sync::Notify;
 
 use super::conditions;
 use super::meta;
@@ -22,74 +19,6 @@ use super::objects::{self, Part, WriteOptions};
 use super::resources::GroupResource;
 use super::server::ApiServer;
 use super::state::State;
-
-/// Handle to the simulator of one [`ApiServer`](super::ApiServer).
-#[derive(Debug)]
-pub struct WorkloadSimulator {
-    shared: Arc<Shared>,
-}
-
-#[derive(Debug)]
-struct Shared {
-    enabled: AtomicBool,
-    delay: Mutex<Duration>,
-    /// (namespace, name) of Deployments that must fail.
-    failing: Mutex<BTreeSet<(String, String)>>,
-    wake: Notify,
-}
-
-impl WorkloadSimulator {
-    pub(crate) fn new(enabled: bool, delay: Duration) -> Self {
-        WorkloadSimulator {
-            shared: Arc::new(Shared {
-                enabled: AtomicBool::new(enabled),
-                delay: Mutex::new(delay),
-                failing: Mutex::new(BTreeSet::new()),
-                wake: Notify::new(),
-            }),
-        }
-    }
-
-    pub fn is_enabled(&self) -> bool {
-        self.shared.enabled.load(Ordering::Acquire)
-    }
-
-    /// Turns the simulator on or off; while off, Deployment and APIService status is left alone.
-    pub fn set_enabled(&self, enabled: bool) {
-        self.shared.enabled.store(enabled, Ordering::Release);
-        self.shared.wake.notify_one();
-    }
-
-    /// How long the simulator waits after a change before it reports status.
-    pub fn set_delay(&self, delay: Duration) {
-        *self.shared.delay.lock().unwrap_or_else(|p| p.into_inner()) = delay;
-    }
-
-    /// Makes the Deployment `namespace/name` (now or once it exists) report a failed rollout.
-    pub fn fail_deployment(&self, namespace: &str, name: &str) {
-        self.failing_set()
-            .insert((namespace.to_string(), name.to_string()));
-        self.shared.wake.notify_one();
-    }
-
-    /// Undoes [`fail_deployment`](Self::fail_deployment): the Deployment becomes Available.
-    pub fn heal_deployment(&self, namespace: &str, name: &str) {
-        self.failing_set()
-            .remove(&(namespace.to_string(), name.to_string()));
-        self.shared.wake.notify_one();
-    }
-
-    fn failing_set(&self) -> std::sync::MutexGuard<'_, BTreeSet<(String, String)>> {
-        self.shared
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn delay(&self) -> Duration {
-        *self.shared.delay.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 pub(crate) fn spawn(server: &ApiServer) {
     let weak = Arc::downgrade(&server.inner);

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use super::meta;
 use super::resources::{PrinterColumn, ResourceInfo};
 
-use kube_table::human_duration;
 pub use kube_table::IncludeObject;
+use kube_table::human_duration;
 
 fn age_column() -> PrinterColumn {
     PrinterColumn {
@@ -99,7 +99,6 @@ fn cell(value: Option<Value>, type_: &str, now: jiff::Timestamp) -> Value {
     }
 }
 
-
 /// The JSONPath subset printer columns use: `.a.b`, `.list[0]`, `['dotted.key']`, and
 /// `[?(@.type=="Ready")]` filters. Returns the first match.
 pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
@@ -174,7 +173,6 @@ mod tests {
         assert_eq!(eval_json_path(&o, "{.spec.version}"), Some(json!("1.0")));
         assert_eq!(eval_json_path(&o, ".spec.missing"), None);
     }
-
 
     #[test]
     fn crd_columns_replace_age_builtins_keep_it() {

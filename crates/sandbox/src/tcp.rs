@@ -59,7 +59,7 @@ pub(crate) async fn serve(server: ApiServer, addr: SocketAddr) -> std::io::Resul
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let (stop, mut stopped) = oneshot::channel::<()>();
-    let router = server.service();
+    let router = crate::http::router(server);
     let task = tokio::spawn(async move {
         let mut connections = JoinSet::new();
         loop {

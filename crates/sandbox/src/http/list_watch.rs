@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::objects::Ctx;
+use super::ctx::Ctx;
 use super::response;
 use super::route::Format;
 use crate::error::ApiError;

@@ -2,6 +2,7 @@
 //! itself (the URL space is too irregular for path templates).
 
 mod body;
+mod ctx;
 mod list_watch;
 mod objects;
 mod patch;

@@ -1,14 +1,13 @@
 //! Handlers for object and collection URLs: get, create, update, delete, delete-collection;
 //! list/watch and patch live in their own files.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::response::Response;
 use http::Method;
 use serde_json::json;
 
 use super::body;
+use super::ctx::{Ctx, field_manager};
 use super::list_watch;
 use super::patch;
 use super::render::Renderer;
@@ -18,7 +17,6 @@ use crate::error::ApiError;
 use crate::meta;
 use crate::objects::{self, Part};
 use crate::patch as patch_semantics;
-use crate::resources::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::ApiServer;
 use crate::table::IncludeObject;
@@ -31,31 +29,6 @@ pub struct Req {
     pub content_type: Option<String>,
     pub user_agent: Option<String>,
     pub path: String,
-}
-
-/// What a handler needs about the addressed resource.
-pub struct Ctx {
-    pub server: ApiServer,
-    pub res: Arc<ResourceInfo>,
-    pub namespace: Option<String>,
-    pub query: Query,
-    pub render: Renderer,
-    pub content_type: Option<String>,
-    pub user_agent: Option<String>,
-}
-
-/// The field manager of a non-apply write: `?fieldManager=`, else the client's User-Agent up to
-/// the first `/` (as the real server derives it), else `unknown`.
-pub fn field_manager(ctx: &Ctx) -> String {
-    if let Some(m) = ctx.query.get("fieldManager") {
-        return m.to_string();
-    }
-    ctx.user_agent
-        .as_deref()
-        .and_then(|ua| ua.split('/').next())
-        .filter(|s| !s.is_empty())
-        .unwrap_or("unknown")
-        .to_string()
 }
 
 pub async fn handle(server: ApiServer, req: Req, body: Body) -> Response {

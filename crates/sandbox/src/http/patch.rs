@@ -9,7 +9,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::body;
-use super::objects::{Ctx, field_manager};
+use super::ctx::{Ctx, field_manager};
 use super::response;
 use crate::error::ApiError;
 use crate::meta;

@@ -326,14 +326,8 @@ mod tests {
             &WriteOptions::default(),
         )
         .unwrap();
-        crate::objects::delete(
-            &mut state,
-            &res,
-            Some("default"),
-            "t",
-            &Default::default(),
-        )
-        .unwrap();
+        crate::objects::delete(&mut state, &res, Some("default"), "t", &Default::default())
+            .unwrap();
         let deleting = state
             .store
             .get(&res.group_resource(), "default", "t")
