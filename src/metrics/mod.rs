@@ -410,14 +410,6 @@ impl Metrics {
         self.subscription_sync.get_or_create(&labels).inc();
     }
 
-    /// A Subscription is gone: its series disappears (OLM's `DeleteSubsMetric`).
-    pub fn subscription_deleted(&self, namespace: &str, name: &str) {
-        let key = (namespace.to_owned(), name.to_owned());
-        if let Some(previous) = self.lock_last().subscriptions.remove(&key) {
-            self.subscription_sync.remove(&previous);
-        }
-    }
-
     /// After listing `namespace`'s Subscriptions: series of the ones no longer there go away
     /// (a namespace sync never sees a deleted Subscription itself).
     pub fn forget_subscriptions_except(&self, namespace: &str, present: &[String]) {

@@ -212,8 +212,6 @@ fn subscription_syncs_count_under_current_labels_only() {
             r#"subscription_sync_total{name="etcd",installed="etcd.v0.9.4",channel="alpha",package="etcd",approval="Automatic"} 1"#
         ]
     );
-    metrics.subscription_deleted("operators", "etcd");
-    assert!(samples(&metrics.encode(), "subscription_sync_total").is_empty());
 }
 
 #[test]
