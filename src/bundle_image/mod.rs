@@ -25,7 +25,7 @@ pub use bundle::PulledBundle;
 pub use cache::CacheStats;
 pub use catalog_image::{CATALOG_CONFIGS_LABEL, PulledCatalog, catalog_dir_of};
 pub use credentials::{Credentials, CredentialsError, RegistryLogin};
-pub use error::{ConfigError, PullError};
+pub use error::{CaFileError, ConfigError, PullError};
 pub use layers::{
     LayerBlob, LayerError, Limits, UnpackedFiles, label_dir, unpack_layers, unpack_layers_under,
 };

@@ -290,14 +290,18 @@ fn invalid(image: &str, digest: &str, e: &ServeLoadError) -> ImageCatalogError {
     }
 }
 
-async fn load_blocking(dir: PathBuf) -> Result<CatalogIndex, String> {
-    tokio::task::spawn_blocking(move || {
-        load_for_serving(&dir)
-            .map(|l| l.index)
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
+/// Why a catalog cached on disk cannot be served again (it is pulled again).
+#[derive(Debug, thiserror::Error)]
+enum CachedLoadError {
+    #[error(transparent)]
+    Load(#[from] ServeLoadError),
+    #[error(transparent)]
+    Stopped(#[from] tokio::task::JoinError),
+}
+
+async fn load_blocking(dir: PathBuf) -> Result<CatalogIndex, CachedLoadError> {
+    let loaded = tokio::task::spawn_blocking(move || load_for_serving(&dir)).await??;
+    Ok(loaded.index)
 }
 
 /// Paths were checked when the layers were unpacked (relative, no `..`, no links).

@@ -83,9 +83,7 @@ where
         return Ok(Synced::Idle);
     };
     let timeout = ctx.bundle_images.options.unpack_timeout;
-    if let Some((lookups, policy)) = sync.lookups(operator_groups, timeout, |t| {
-        parse_go_duration(t).map_err(|e| e.to_string())
-    }) {
+    if let Some((lookups, policy)) = sync.lookups(operator_groups, timeout, parse_go_duration) {
         let worked = lookups::work_lookups(ctx, &namespace, lookups, policy, now).await;
         sync.lookups_worked(worked);
     }
@@ -141,10 +139,10 @@ async fn run_pass(
     };
     Ok(
         match bundle_steps::with_bundle_objects(ctx, namespace, &steps).await {
-            Err(message) => PassReport {
+            Err(unavailable) => PassReport {
                 steps,
                 outcome: PassOutcome::StepFailed {
-                    message,
+                    message: unavailable.to_string(),
                     permanent: false,
                 },
                 warnings: Vec::new(),
