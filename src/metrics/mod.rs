@@ -485,7 +485,7 @@ impl Metrics {
         reconcile: impl Future<Output = Result<T, E>>,
     ) -> Result<T, E>
     where
-        E: std::error::Error + 'static,
+        E: crate::k8s::errors::ReconcileFailure,
     {
         use tracing::Instrument as _;
         let span = tracing::debug_span!("reconcile", kind, object);
@@ -493,7 +493,7 @@ impl Metrics {
         let result = reconcile.instrument(span).await;
         self.reconcile_duration(kind, Outcome::of(&result), started.elapsed().as_secs_f64());
         if let Err(err) = &result {
-            self.reconcile_error(kind, crate::k8s::errors::error_label(err));
+            self.reconcile_error(kind, err.error_label());
         }
         result
     }

@@ -58,6 +58,16 @@ pub enum InstallPlanError {
     },
 }
 
+impl crate::k8s::errors::ReconcileFailure for InstallPlanError {
+    fn error_label(&self) -> &'static str {
+        match self {
+            InstallPlanError::Api { source, .. } => source.metric_label(),
+            // The OperatorGroup names a service account no request can carry.
+            InstallPlanError::Identity { .. } => crate::k8s::errors::DECISION,
+        }
+    }
+}
+
 /// What one sync did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Synced {
@@ -302,7 +312,7 @@ fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, _: Arc<Observe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::errors::error_label;
+    use crate::k8s::errors::ReconcileFailure;
     use crate::k8s::write::{ObjectKey, Operation};
 
     #[test]
@@ -321,7 +331,7 @@ mod tests {
             name: "install-abcde".into(),
             source: Box::new(refused),
         };
-        assert_eq!(error_label(&error), "forbidden");
+        assert_eq!(error.error_label(), "forbidden");
         let text = error.to_string();
         assert!(
             text.starts_with(

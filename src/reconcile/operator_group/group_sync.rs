@@ -41,6 +41,17 @@ pub enum GroupSyncError {
     },
 }
 
+impl crate::k8s::errors::ReconcileFailure for GroupSyncError {
+    fn error_label(&self) -> &'static str {
+        match self {
+            GroupSyncError::Targets { .. } | GroupSyncError::ServiceAccountMissing { .. } => {
+                crate::k8s::errors::DECISION
+            }
+            GroupSyncError::Api { source, .. } => source.metric_label(),
+        }
+    }
+}
+
 pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, GroupSyncError> {
     let stores = &shared.stores;
     let Some(og) = stores.groups.get(&key.namespace, &key.name) else {
