@@ -25,6 +25,7 @@ pub mod operator_group;
 pub mod package_manifest;
 pub mod package_server;
 pub mod plan;
+pub mod quantity;
 pub mod reconcile;
 pub mod registry;
 pub mod resolve;

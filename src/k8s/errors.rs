@@ -45,6 +45,11 @@ impl ApiFailure {
         }
     }
 
+    /// 401 or 403: the server refuses olm-rs's identity; retrying will not help.
+    pub fn is_refusal(self) -> bool {
+        matches!(self, ApiFailure::Unauthorized | ApiFailure::Forbidden)
+    }
+
     /// The metric label.
     pub fn metric_label(self) -> &'static str {
         match self {
@@ -89,6 +94,15 @@ pub fn is_conflict(err: &kube::Error) -> bool {
 /// 403.
 pub fn is_forbidden(err: &kube::Error) -> bool {
     ApiFailure::of(err) == ApiFailure::Forbidden
+}
+
+/// A group-version being established (404, 503) or discovery not answering yet: wait for it.
+pub fn is_not_served_yet(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => status.code == 404 || status.code == 503,
+        kube::Error::Discovery(_) => true,
+        _ => false,
+    }
 }
 
 /// The 403 a terminating namespace answers a create with (`… because it is being terminated`).
