@@ -101,8 +101,8 @@ impl CopyWriter {
     /// Creates the copy in `namespace`, then writes its status (a create ignores status).
     pub async fn create(&self, namespace: &str) -> Result<Outcome, ApiError> {
         let key = copy_key(namespace, &self.name);
-        let request =
-            Request::new(url(namespace)).create(&write::post_params(), self.create_body.clone());
+        let request = Request::new(url(namespace))
+            .create(&crate::k8s::post_params(), self.create_body.clone());
         let created = match self.send(Operation::Create, &key, request).await {
             Ok(created) => created,
             Err(err) if err.is_not_found() => return Ok(Outcome::NamespaceGone),
@@ -137,7 +137,7 @@ impl CopyWriter {
             let body =
                 serde_json::to_vec(&copy).map_err(encode_error(Operation::Replace, key.clone()))?;
             let request =
-                Request::new(url(namespace)).replace(&self.name, &write::post_params(), body);
+                Request::new(url(namespace)).replace(&self.name, &crate::k8s::post_params(), body);
             match self.send(Operation::Replace, &key, request).await {
                 Ok(updated) => {
                     version = updated.metadata.resource_version;
@@ -178,7 +178,7 @@ impl CopyWriter {
         let request = Request::new(url(namespace)).replace_subresource(
             "status",
             &self.name,
-            &write::post_params(),
+            &crate::k8s::post_params(),
             body,
         );
         match self.send(Operation::WriteStatus, &key, request).await {
