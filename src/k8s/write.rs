@@ -157,31 +157,6 @@ fn params(ownership: Ownership) -> PatchParams {
     }
 }
 
-/// Reads one object through `api`; `Ok(None)` when it does not exist.
-pub async fn get<K>(api: &Api<K>, name: &str) -> Result<Option<K>, ApiError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
-{
-    api.get_opt(name).await.map_err(|e| {
-        ApiError::new(
-            Operation::Get,
-            ObjectKey::new::<K>(api.namespace(), name),
-            e,
-        )
-    })
-}
-
-/// Lists `K` through `api` (only where no store holds them: a live read just before a write).
-pub async fn list<K>(api: &Api<K>, params: &kube::api::ListParams) -> Result<Vec<K>, ApiError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
-{
-    api.list(params)
-        .await
-        .map(|l| l.items)
-        .map_err(|e| ApiError::new(Operation::List, ObjectKey::new::<K>(api.namespace(), ""), e))
-}
-
 /// Creates `obj` through `api`.
 pub async fn create<K>(api: &Api<K>, obj: &K) -> Result<K, ApiError>
 where

@@ -11,7 +11,8 @@ use super::super::apis::StepApi;
 use super::{Pass, StepError, csv_resource, step_error, strip_status};
 use crate::api::StepStatus;
 use crate::k8s::effects::{Body, Write, perform};
-use crate::k8s::write::{self, ApiError, ObjectKey, Operation, Ownership};
+use crate::k8s::read;
+use crate::k8s::write::{self, ApiError, ObjectKey, Ownership};
 use crate::plan::execution::ParsedStep;
 use crate::plan::kinds::{Scope, StepKind};
 use crate::plan::prepare::{
@@ -32,7 +33,7 @@ impl Pass<'_> {
             &p.resolving,
             None,
         );
-        let live = write::get(&crds, &p.object.name)
+        let live = read::get(&crds, &p.object.name)
             .await
             .map_err(|e| step_error("reading", p, e))?;
         let Some(live) = live else {
@@ -101,7 +102,7 @@ impl Pass<'_> {
     /// Whether the CRD `name` is Established with its names accepted.
     pub(super) async fn established(&self, name: &str) -> Result<bool, StepError> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let crd = write::get(&crds, name)
+        let crd = read::get(&crds, name)
             .await
             .map_err(|source| StepError::ReadCrd {
                 name: name.to_owned(),
@@ -147,7 +148,7 @@ impl Pass<'_> {
             resolving,
             owner.as_ref(),
         );
-        let live = read(self.steps, &key)
+        let live = read::get_dynamic(self.steps, &key)
             .await
             .map_err(|e| step_error("reading", p, e))?;
         if p.kind.create_only() {
@@ -215,12 +216,4 @@ impl Pass<'_> {
         owners.insert(csv.to_owned(), owner.clone());
         Ok(owner)
     }
-}
-
-/// The object at `key` as it is now, `None` when absent.
-async fn read(client: &kube::Client, key: &ObjectKey) -> Result<Option<DynamicObject>, ApiError> {
-    key.api(client)
-        .get_opt(&key.name)
-        .await
-        .map_err(|e| ApiError::new(Operation::Get, key.clone(), e))
 }

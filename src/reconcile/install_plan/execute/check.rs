@@ -14,7 +14,7 @@ use super::super::apis::{StepApi, step_api};
 use super::{Pass, failed, step_error};
 use crate::api::Step;
 use crate::k8s::errors::{ApiFailure, is_forbidden};
-use crate::k8s::write;
+use crate::k8s::read;
 use crate::plan::crd_reader::{AGGREGATED_ROLE, reader_role_name};
 use crate::plan::crd_safety::{CrdUpdateCheck, check_crd_update, versions_to_validate};
 use crate::plan::execution::{
@@ -148,7 +148,7 @@ impl Pass<'_> {
         warnings: &mut Vec<PlanWarning>,
     ) -> Result<(), PassOutcome> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let Some(existing) = write::get(&crds, &p.object.name)
+        let Some(existing) = read::get(&crds, &p.object.name)
             .await
             .map_err(|e| failed(step_error("reading", p, e)))?
         else {
