@@ -346,7 +346,7 @@ impl BundlePuller {
         // reqwest's own words are only "builder error"; the cause is in its sources (no
         // trusted CA certificates in the image, say).
         let client = oci_client::Client::try_from(config)
-            .map_err(|e| ConfigError::Client(super::classify::error_chain(&e)))?;
+            .map_err(|e| ConfigError::Client(crate::error_chain::error_chain(&e)))?;
         if clients.len() >= MAX_CLIENTS {
             clients.clear();
         }
