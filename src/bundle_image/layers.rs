@@ -350,6 +350,20 @@ pub fn label_dir(dir: &str) -> Result<String, PathError> {
     Ok(cleaned)
 }
 
+/// Writes unpacked `files` under `root` (created if missing). Their paths were cleaned when
+/// the layers were unpacked (relative, no `..`, no links), so none lands outside `root`.
+pub fn write_files(root: &std::path::Path, files: &UnpackedFiles) -> std::io::Result<()> {
+    std::fs::create_dir_all(root)?;
+    for (path, data) in files {
+        let file = root.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(file, data)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[path = "layers_tests.rs"]
 mod tests;
