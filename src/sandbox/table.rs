@@ -7,23 +7,8 @@ use serde_json::{Value, json};
 use super::meta;
 use super::resources::{PrinterColumn, ResourceInfo};
 
-/// The `includeObject` query parameter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IncludeObject {
-    None,
-    Metadata,
-    Object,
-}
-
-impl IncludeObject {
-    pub fn parse(s: Option<&str>) -> Self {
-        match s {
-            Some("None") => Self::None,
-            Some("Object") => Self::Object,
-            _ => Self::Metadata,
-        }
-    }
-}
+/// The `includeObject` query parameter, read as the package server reads it.
+pub use crate::package_manifest::table::IncludeObject;
 
 fn age_column() -> PrinterColumn {
     PrinterColumn {
