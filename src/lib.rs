@@ -2,7 +2,7 @@
 //!
 //! The pure core (`api`, `catalog`, `resolve`, `plan`, `csv`, `certs`, `olm_hash`) never talks
 //! to a cluster; the thin shell (`reconcile`, `controller`, `registry`, `sandbox`) reads, calls
-//! the core and writes. The README's architecture picture shows how they fit.
+//! the core and writes. docs/architecture.md shows how they fit.
 
 // The library needs no unsafe code; the one `mallopt` call (memory tuning) lives in main.rs.
 #![forbid(unsafe_code)]
