@@ -4,18 +4,9 @@
 //! `map_err(|e| e.to_string())`. The CLI (`src/cli/`, `src/main.rs`) prints the final error
 //! and is left out; so are tests.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use crate::write_path::rust_files;
 
 /// The library code of `text`: the lines before its first `#[cfg(test)]` (tests sit at the end
 /// of a file), each cut at its `//` comment, with their 1-based numbers.
