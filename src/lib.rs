@@ -2,7 +2,7 @@
 //!
 //! The pure core (`api`, `catalog`, `resolve`, `plan`, `csv`, `certs`, `olm_hash`) never talks
 //! to a cluster; the thin shell (`reconcile`, `controller`, `registry`, `sandbox`) reads, calls
-//! the core and writes. The README's architecture picture shows how they fit.
+//! the core and writes. docs/architecture.md shows how they fit.
 
 // The library needs no unsafe code; the one `mallopt` call (memory tuning) lives in main.rs.
 #![forbid(unsafe_code)]
@@ -16,6 +16,7 @@ pub mod catalog_source;
 pub mod certs;
 pub mod controller;
 pub mod csv;
+pub mod error_chain;
 pub mod health;
 pub mod k8s;
 pub mod leader_election;
@@ -25,6 +26,7 @@ pub mod operator_group;
 pub mod package_manifest;
 pub mod package_server;
 pub mod plan;
+pub mod quantity;
 pub mod reconcile;
 pub mod registry;
 pub mod resolve;

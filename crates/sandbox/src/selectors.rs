@@ -41,18 +41,33 @@ fn split_top_level(s: &str) -> Vec<&str> {
     parts
 }
 
+/// A `labelSelector` or `fieldSelector` the server refuses (400), in the API server's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("unable to parse requirement: {requirement:?}")]
+    Requirement { requirement: String },
+    #[error("unable to parse requirement: {requirement:?}: expected ( values )")]
+    ValueSet { requirement: String },
+    #[error("invalid selector: '{selector}'; can't understand '{part}'")]
+    Unreadable { selector: String, part: String },
+    #[error("field label not supported: {field}")]
+    UnsupportedField { field: String },
+}
+
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
         && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
-fn value_set(rest: &str, req: &str) -> Result<Vec<String>, String> {
+fn value_set(rest: &str, req: &str) -> Result<Vec<String>, SelectorError> {
     let inner = rest
         .trim()
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| format!("unable to parse requirement: {req:?}: expected ( values )"))?;
+        .ok_or_else(|| SelectorError::ValueSet {
+            requirement: req.to_owned(),
+        })?;
     Ok(inner
         .split(',')
         .map(|v| v.trim().to_string())
@@ -60,9 +75,11 @@ fn value_set(rest: &str, req: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
-fn parse_requirement(req: &str) -> Result<Requirement, String> {
+fn parse_requirement(req: &str) -> Result<Requirement, SelectorError> {
     let r = req.trim();
-    let bad = || format!("unable to parse requirement: {r:?}");
+    let bad = || SelectorError::Requirement {
+        requirement: r.to_owned(),
+    };
     if let Some(key) = r.strip_prefix('!') {
         let key = key.trim();
         return valid_key(key)
@@ -102,7 +119,7 @@ fn parse_requirement(req: &str) -> Result<Requirement, String> {
 }
 
 impl LabelSelector {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
         if s.trim().is_empty() {
             return Ok(Self::default());
         }
@@ -185,7 +202,7 @@ fn field_value(obj: &Value, path: &str) -> String {
 }
 
 impl FieldSelector {
-    pub fn parse(s: &str, res: &ResourceInfo) -> Result<Self, String> {
+    pub fn parse(s: &str, res: &ResourceInfo) -> Result<Self, SelectorError> {
         if s.trim().is_empty() {
             return Ok(Self::default());
         }
@@ -199,15 +216,18 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(format!(
-                    "invalid selector: '{s}'; can't understand '{part}'"
-                ));
+                return Err(SelectorError::Unreadable {
+                    selector: s.to_owned(),
+                    part: part.to_owned(),
+                });
             };
             let field = field.trim();
             let known = matches!(field, "metadata.name" | "metadata.namespace")
                 || extra_fields(res).contains(&field);
             if !known {
-                return Err(format!("field label not supported: {field}"));
+                return Err(SelectorError::UnsupportedField {
+                    field: field.to_owned(),
+                });
             }
             let stored = super::conversion::storage_field_path(res, field);
             reqs.push((stored, eq, value.trim().to_string()));
@@ -292,7 +312,9 @@ mod tests {
                 .matches(&o)
         );
         assert_eq!(
-            FieldSelector::parse("status.phase=Running", &cms).unwrap_err(),
+            FieldSelector::parse("status.phase=Running", &cms)
+                .unwrap_err()
+                .to_string(),
             "field label not supported: status.phase"
         );
     }

@@ -35,12 +35,12 @@ impl Filter {
         Ok(Filter {
             namespace: ctx.namespace.clone(),
             labels: LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or_default())
-                .map_err(ApiError::bad_request)?,
+                .map_err(|e| ApiError::bad_request(e.to_string()))?,
             fields: FieldSelector::parse(
                 ctx.query.get("fieldSelector").unwrap_or_default(),
                 &ctx.res,
             )
-            .map_err(ApiError::bad_request)?,
+            .map_err(|e| ApiError::bad_request(e.to_string()))?,
             name,
         })
     }

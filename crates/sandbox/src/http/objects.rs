@@ -170,9 +170,9 @@ async fn delete(ctx: &Ctx, name: &str, body: Body) -> Result<Response, ApiError>
 async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let opts = body::delete_options(&ctx.query, &body::read(body).await?)?;
     let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or_default())
-        .map_err(ApiError::bad_request)?;
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or_default(), &ctx.res)
-        .map_err(ApiError::bad_request)?;
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let gr = ctx.res.group_resource();
     let deleted = ctx.server.write(|s| {
         let targets: Vec<(String, String)> = s

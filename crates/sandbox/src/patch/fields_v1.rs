@@ -46,23 +46,47 @@ impl PathElement {
         }
     }
 
-    fn decode(s: &str) -> Result<PathElement, String> {
-        let canonical = |json: &str| -> Result<String, String> {
-            let v: Value =
-                serde_json::from_str(json).map_err(|e| format!("bad path element {s:?}: {e}"))?;
+    fn decode(s: &str) -> Result<PathElement, FieldsV1Error> {
+        let canonical = |json: &str| -> Result<String, FieldsV1Error> {
+            let v: Value = serde_json::from_str(json).map_err(|source| FieldsV1Error::BadJson {
+                element: s.to_owned(),
+                source,
+            })?;
             Ok(sorted(v).to_string())
         };
         match s.split_at_checked(2) {
             Some(("f:", name)) => Ok(PathElement::Field(name.to_string())),
             Some(("k:", json)) => Ok(PathElement::Key(canonical(json)?)),
             Some(("v:", json)) => Ok(PathElement::Value(canonical(json)?)),
-            Some(("i:", n)) => n
-                .parse()
-                .map(PathElement::Index)
-                .map_err(|_| format!("bad list index in path element {s:?}")),
-            _ => Err(format!("unknown path element {s:?}")),
+            Some(("i:", n)) => {
+                n.parse()
+                    .map(PathElement::Index)
+                    .map_err(|_| FieldsV1Error::BadIndex {
+                        element: s.to_owned(),
+                    })
+            }
+            _ => Err(FieldsV1Error::UnknownElement {
+                element: s.to_owned(),
+            }),
         }
     }
+}
+
+/// A `fieldsV1` value that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FieldsV1Error {
+    #[error("bad path element {element:?}: {source}")]
+    BadJson {
+        element: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("bad list index in path element {element:?}")]
+    BadIndex { element: String },
+    #[error("unknown path element {element:?}")]
+    UnknownElement { element: String },
+    #[error("fieldsV1 node must be an object, found {found}")]
+    NotAnObject { found: String },
 }
 
 /// Sorts object keys recursively so equal keys encode equally.
@@ -244,15 +268,17 @@ impl FieldSet {
     }
 
     /// Reads a `fieldsV1` value. The root node itself is never a member.
-    pub(crate) fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
+    pub(crate) fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldsV1Error> {
         let mut set = Self::decode_node(v)?;
         set.member = false;
         Ok(set)
     }
 
-    fn decode_node(v: &Value) -> Result<FieldSet, String> {
+    fn decode_node(v: &Value) -> Result<FieldSet, FieldsV1Error> {
         let Value::Object(map) = v else {
-            return Err(format!("fieldsV1 node must be an object, found {v}"));
+            return Err(FieldsV1Error::NotAnObject {
+                found: v.to_string(),
+            });
         };
         let mut node = FieldSet {
             member: map.is_empty(),

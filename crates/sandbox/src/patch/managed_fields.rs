@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::fields_v1::{FieldSet, PathElement};
+use super::fields_v1::{FieldSet, FieldsV1Error, PathElement};
 
 pub(crate) const APPLY: &str = "Apply";
 pub(crate) const UPDATE: &str = "Update";
@@ -51,19 +51,20 @@ impl ManagedEntry {
         Value::Object(entry)
     }
 
-    fn from_json(v: &Value) -> Result<ManagedEntry, String> {
+    fn from_json(v: &Value) -> Result<ManagedEntry, ManagedFieldsError> {
         let text = |key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
         let manager = text("manager")
             .filter(|m| !m.is_empty())
-            .ok_or("entry without manager")?;
-        let operation = text("operation").ok_or("entry without operation")?;
+            .ok_or(ManagedFieldsError::NoManager)?;
+        let operation = text("operation").ok_or(ManagedFieldsError::NoOperation)?;
         if operation != APPLY && operation != UPDATE {
-            return Err(format!("unknown operation {operation:?}"));
+            return Err(ManagedFieldsError::UnknownOperation(operation));
         }
-        let fields = match (text("fieldsType").as_deref(), v.get("fieldsV1")) {
+        let fields_type = text("fieldsType");
+        let fields = match (fields_type.as_deref(), v.get("fieldsV1")) {
             (_, None) => FieldSet::new(),
             (Some("FieldsV1"), Some(f)) => FieldSet::from_fields_v1(f)?,
-            (other, Some(_)) => return Err(format!("unsupported fieldsType {other:?}")),
+            (_, Some(_)) => return Err(ManagedFieldsError::UnsupportedFieldsType(fields_type)),
         };
         Ok(ManagedEntry {
             manager,
@@ -76,12 +77,29 @@ impl ManagedEntry {
     }
 }
 
+/// A `managedFields` list that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ManagedFieldsError {
+    #[error("managedFields must be a list, found {0}")]
+    NotAList(String),
+    #[error("entry without manager")]
+    NoManager,
+    #[error("entry without operation")]
+    NoOperation,
+    #[error("unknown operation {0:?}")]
+    UnknownOperation(String),
+    #[error("unsupported fieldsType {0:?}")]
+    UnsupportedFieldsType(Option<String>),
+    #[error(transparent)]
+    Fields(#[from] FieldsV1Error),
+}
+
 /// Parses a `managedFields` list.
-pub(crate) fn parse(list: &Value) -> Result<Vec<ManagedEntry>, String> {
+pub(crate) fn parse(list: &Value) -> Result<Vec<ManagedEntry>, ManagedFieldsError> {
     match list {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => items.iter().map(ManagedEntry::from_json).collect(),
-        other => Err(format!("managedFields must be a list, found {other}")),
+        other => Err(ManagedFieldsError::NotAList(other.to_string())),
     }
 }
 

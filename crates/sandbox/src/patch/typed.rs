@@ -47,21 +47,16 @@ fn is_scalar(v: &Value) -> bool {
 
 /// The path element of an associative list item: its key fields (defaulted where the API
 /// server defaults them).
-fn item_key(item: &Value, keys: &[KeyField]) -> Result<PathElement, String> {
+fn item_key(item: &Value, keys: &[KeyField]) -> Result<PathElement, ItemKeyError> {
     let Value::Object(obj) = item else {
-        return Err("associative list item is not an object".to_string());
+        return Err(ItemKeyError::NotAnObject);
     };
     let mut fields = BTreeMap::new();
     for k in keys {
         let value = match (obj.get(k.name), k.default) {
             (Some(v), _) if !v.is_null() => v.clone(),
             (_, Some(default)) => Value::String(default.to_string()),
-            _ => {
-                return Err(format!(
-                    "associative list item omits key field {:?}",
-                    k.name
-                ));
-            }
+            _ => return Err(ItemKeyError::MissingKey { field: k.name }),
         };
         fields.insert(k.name, value);
     }
@@ -82,9 +77,35 @@ fn item_elements(items: &[Value], resolved: &Resolved) -> Vec<PathElement> {
         .collect()
 }
 
+/// Why an associative list item has no key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ItemKeyError {
+    #[error("associative list item is not an object")]
+    NotAnObject,
+    #[error("associative list item omits key field {field:?}")]
+    MissingKey { field: &'static str },
+}
+
+/// An apply configuration the server refuses, at `path` (`.spec.ports[1]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ConfigurationError {
+    #[error("{path}: {source}")]
+    ItemKey {
+        path: String,
+        #[source]
+        source: ItemKeyError,
+    },
+    #[error("{path}: duplicate entry for key {key:?}")]
+    Duplicate { path: String, key: PathElement },
+}
+
 /// Checks an apply configuration: associative list items must carry their keys (or have
 /// defaults for them) and must not repeat.
-pub(crate) fn validate(value: &Value, schema: FieldSchema, path: &str) -> Result<(), String> {
+pub(crate) fn validate(
+    value: &Value,
+    schema: FieldSchema,
+    path: &str,
+) -> Result<(), ConfigurationError> {
     match value {
         Value::Object(map) if !schema.atomic => map.iter().try_for_each(|(k, v)| {
             validate(v, merge_keys::field(schema.ty, k), &format!("{path}.{k}"))
@@ -96,9 +117,15 @@ pub(crate) fn validate(value: &Value, schema: FieldSchema, path: &str) -> Result
             };
             let mut seen = Vec::new();
             for (i, item) in items.iter().enumerate() {
-                let pe = item_key(item, keys).map_err(|e| format!("{path}[{i}]: {e}"))?;
+                let pe = item_key(item, keys).map_err(|source| ConfigurationError::ItemKey {
+                    path: format!("{path}[{i}]"),
+                    source,
+                })?;
                 if seen.contains(&pe) {
-                    return Err(format!("{path}[{i}]: duplicate entry for key {pe:?}"));
+                    return Err(ConfigurationError::Duplicate {
+                        path: format!("{path}[{i}]"),
+                        key: pe,
+                    });
                 }
                 seen.push(pe);
                 validate(item, FieldSchema::of(schema.ty), &format!("{path}[{i}]"))?;

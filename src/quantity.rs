@@ -1,6 +1,8 @@
-//! Kubernetes `resource.Quantity` as Go re-emits it (docs/api-types.md §6.2 rule 7): parsed the way
-//! `k8s.io/apimachinery` v0.32 `ParseQuantity` parses, written the way `Quantity.MarshalJSON`
-//! writes. The arithmetic is exact (big integers), like Go's `inf.Dec`.
+//! Kubernetes `resource.Quantity` (`512Mi`, `1.5Gi`, `100m`, `1e3`), the one parser of the crate:
+//! parsed the way `k8s.io/apimachinery` v0.32 `ParseQuantity` parses, written the way
+//! `Quantity.MarshalJSON` writes (docs/api-types.md §6.2 rule 7, for the hashes OLM computes), or
+//! read as an integer the way `Quantity.Value()` reads it (a registry pod's memory target). The
+//! arithmetic is exact (big integers), like Go's `inf.Dec`.
 //!
 //! Two Go details are kept on purpose because they change bytes:
 //! * input that passes Go's quick "already canonical" test (int64 path, exponent a multiple of
@@ -21,6 +23,9 @@ pub enum QuantityError {
     Suffix(String),
     #[error("quantity {0:?} has an unparsable number")]
     Numeric(String),
+    /// An integer value was asked of a quantity below zero or beyond `u64`.
+    #[error("quantity {0:?} is out of range")]
+    OutOfRange(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +55,33 @@ pub fn canonical_quantity(text: &str) -> Result<String, QuantityError> {
 /// differs from the author's literal only for exponent notation such as `1e3`.
 pub fn canonical_quantity_number(number: &serde_json::Number) -> Result<String, QuantityError> {
     canonical_quantity(&number.to_string())
+}
+
+/// The value of the quantity `text` as a non-negative integer, rounded up as Go's
+/// `Quantity.Value()` rounds (`1500m` → 2, `1.5Gi` → 1610612736). Unlike Go, text without a
+/// digit (`Mi`) is refused rather than read as zero.
+pub fn unsigned_value(text: &str) -> Result<u64, QuantityError> {
+    let text = text.trim();
+    let out_of_range = || QuantityError::OutOfRange(text.to_owned());
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Err(QuantityError::Format(text.to_owned()));
+    }
+    let q = parse(text)?;
+    if q.mantissa.sign() == Sign::Minus {
+        return Err(out_of_range());
+    }
+    // Beyond u64 for any mantissa: refused before building a huge power of ten.
+    if q.exp10 > 20 && !q.mantissa.is_zero() {
+        return Err(out_of_range());
+    }
+    let value = if q.exp10 >= 0 {
+        q.mantissa * pow10(q.exp10)
+    } else if q.mantissa.is_zero() {
+        q.mantissa
+    } else {
+        divide_rounding_up(&q.mantissa, -q.exp10)
+    };
+    u64::try_from(value).map_err(|_| out_of_range())
 }
 
 struct Parts<'a> {
@@ -541,5 +573,26 @@ mod tests {
             canonical_quantity("1.2.3"),
             Err(QuantityError::Format(_))
         ));
+    }
+
+    #[test]
+    fn unsigned_values_round_up_like_go_value() {
+        for (q, b) in [
+            ("512Mi", 512 << 20),
+            ("1Gi", 1 << 30),
+            ("1.5Gi", 3 << 29),
+            ("500M", 500_000_000),
+            ("1G", 1_000_000_000),
+            ("100", 100),
+            ("1e3", 1000),
+            ("1500m", 2),
+            ("+4Ki", 4096),
+            (" 0 ", 0),
+        ] {
+            assert_eq!(unsigned_value(q), Ok(b), "{q}");
+        }
+        for bad in ["", "Mi", "-1Mi", "1Xi", "1.2.3Mi", "abc", "1e30", "20E"] {
+            assert!(unsigned_value(bad).is_err(), "{bad}");
+        }
     }
 }
