@@ -1,0 +1,625 @@
+//! The move (issue #29), in four checks that build on each other:
+//!
+//! 1. `takeover::olm_installs` — real OLM v0.31 installs, from two catalogs served by
+//!    `olm-rs catalog serve` at an address (CatalogSources in `olm`): the test operator
+//!    (tests/test_operator/: a validating and a conversion webhook, an aggregated API) in
+//!    `operators` for all namespaces, its CSV copied everywhere; a package with a dependency
+//!    (`tk-dep`); the demo with `Subscription.spec.config` env and resources (`tk-config`); the
+//!    demo on a Manual Subscription whose upgrade plan waits for approval (`tk-manual`).
+//! 2. `takeover::move_to_olm_rs` — OLM stopped, olm-rs installed by its chart over OLM's
+//!    namespace (docs/migrating-from-olm.md §2) and left to run: nothing recreated, no
+//!    Deployment generation or template moved, no pod restarted, no content changed (Secrets,
+//!    Services, ServiceAccounts, RBAC, webhook configurations and APIServices with their
+//!    `caBundle`, CRDs, copied CSVs, OperatorConditions), no CSV out of `Succeeded`, no
+//!    InstallPlan made; every write olm-rs made, counted by kind and verb from the audit log.
+//! 3. `takeover::upgrades_under_olm_rs` — OLM's waiting plan approved under olm-rs completes; a
+//!    channel switch upgrades, keeping the Subscription's config.
+//! 4. `takeover::back_to_olm` — olm-rs scaled to zero, OLM started again: it adopts everything
+//!    (nothing recreated or restarted, CSVs `Succeeded`, Subscriptions `AtLatestKnown`) and its
+//!    next upgrade works.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail, ensure};
+use futures::StreamExt as _;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube_runtime::WatchStreamExt as _;
+use kube_runtime::watcher;
+use serde_json::{Value, json};
+
+use crate::audit;
+use crate::chart_install;
+use crate::cluster::{self, Cluster, ControllerAccess, Progress, Settings, field, text};
+use crate::fixtures::{self, DEPENDENT, V010, V020, V030};
+use crate::journeys::{wait_catalog_ready, wait_installed};
+use crate::real_control_plane::process::Process;
+use crate::real_control_plane::real_node::{NODE_IP, RealNode};
+use crate::real_control_plane::real_olm::{self, RealOlm};
+use crate::real_control_plane::{ControlPlane, free_ports, images};
+use crate::snapshot::{self, Snapshot};
+
+/// The checks, in the order they run (`--list` prints them).
+pub const CHECKS: &[&str] = &[
+    "takeover::olm_installs",
+    "takeover::move_to_olm_rs",
+    "takeover::upgrades_under_olm_rs",
+    "takeover::back_to_olm",
+];
+
+/// The namespaces whose objects are compared.
+const NAMESPACES: [&str; 4] = ["operators", "tk-dep", "tk-config", "tk-manual"];
+/// Who olm-rs's chart runs the controller as.
+const CONTROLLER_USER: &str = "system:serviceaccount:olm:olm-rs-controller";
+/// How long each controller runs on the other's objects before they are compared.
+const SETTLE: Duration = Duration::from_secs(60);
+const TESTOP: &str = "olm-rs-testop";
+const TESTOP_CSV: &str = "olm-rs-testop.v0.4.0";
+
+#[derive(Default)]
+struct Report {
+    failures: usize,
+}
+
+impl Report {
+    fn check(&mut self, name: &str, started: Instant, result: &anyhow::Result<()>) {
+        let secs = started.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => println!("e2e-takeover: {name} ... ok ({secs:.1}s)"),
+            Err(err) => {
+                self.failures += 1;
+                println!("e2e-takeover: {name} ... FAILED ({secs:.1}s)\n  {err:#}");
+            }
+        }
+    }
+}
+
+/// Runs the checks in order; each after a failed one is not run. Returns the failures.
+pub async fn run(
+    plane: &ControlPlane,
+    node: &RealNode,
+    (olm_bin, olm_crds): &(PathBuf, PathBuf),
+    filter: Option<&str>,
+) -> usize {
+    let mut report = Report::default();
+    let c = Cluster {
+        client: plane.client.clone(),
+        settings: Settings {
+            controller_namespace: "olm".to_owned(),
+            operators_namespace: "operators".to_owned(),
+            catalog_image: String::new(),
+            timeout: Duration::from_secs(180),
+            keep: false,
+            controller: ControllerAccess::InCluster,
+            no_pods: false,
+        },
+    };
+
+    let started = Instant::now();
+    let setup = olm_installs(plane, node, olm_bin, olm_crds, &c).await;
+    let (olm, _catalogs) = match setup {
+        Ok(running) => {
+            report.check(CHECKS[0], started, &Ok(()));
+            running
+        }
+        Err(err) => {
+            report.check(CHECKS[0], started, &Err(err));
+            return report.failures;
+        }
+    };
+
+    let started = Instant::now();
+    let result = move_to_olm_rs(plane, node, olm, &c).await;
+    report.check(CHECKS[1], started, &result);
+    if result.is_err() {
+        return report.failures;
+    }
+
+    let started = Instant::now();
+    let result = upgrades_under_olm_rs(&c).await;
+    report.check(CHECKS[2], started, &result);
+    if result.is_err() || filter.is_some_and(|f| !CHECKS[3].contains(f)) {
+        return report.failures;
+    }
+
+    let started = Instant::now();
+    let result = back_to_olm(plane, olm_bin, &c).await;
+    report.check(CHECKS[3], started, &result);
+    report.failures
+}
+
+/// Images, OLM's CRDs and quickstart objects, the catalogs, OLM, and every install by OLM.
+async fn olm_installs(
+    plane: &ControlPlane,
+    node: &RealNode,
+    olm_bin: &Path,
+    olm_crds: &Path,
+    c: &Cluster,
+) -> anyhow::Result<(RealOlm, Vec<Process>)> {
+    let started = Instant::now();
+    let olm_rs = Path::new(env!("CARGO_BIN_EXE_olm-rs"));
+    images::olm_rs_image(olm_rs)?
+        .push(&node.registry, "olm-rs", "dev")
+        .await?;
+    let operator = images::operator_image(Path::new(env!("CARGO_BIN_EXE_olm-rs-test-operator")))?;
+    for version in ["0.1.0", "0.4.0"] {
+        operator
+            .push(&node.registry, "olm-rs-test-operator", version)
+            .await?;
+    }
+    println!(
+        "e2e-takeover:   images pushed in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    real_olm::apply_crds(plane, olm_crds).await?;
+    real_olm::apply_quickstart(plane).await?;
+
+    // The catalogs, served on the node's address (pods and OLM's network namespaces reach it).
+    let demo_dir = plane.dir.join("catalog-demo");
+    fixtures::dependent_catalog(&fixtures::e2e_dir().join("catalog"), &demo_dir)?;
+    let testop_dir = fixtures::e2e_dir().join("testop/catalog");
+    let [demo_port, testop_port] = free_ports::<2>()?;
+    let mut catalogs = Vec::new();
+    for (name, dir, port) in [
+        ("demo", &demo_dir, demo_port),
+        ("testop", &testop_dir, testop_port),
+    ] {
+        let mut serve = Command::new(olm_rs);
+        serve
+            .args(["catalog", "serve"])
+            .arg(dir)
+            .args(["--addr", &format!("{NODE_IP}:{port}")]);
+        catalogs.push(Process::spawn(
+            &format!("catalog-serve-{name}"),
+            serve,
+            &plane.dir,
+        )?);
+    }
+
+    let olm = RealOlm::start(plane, olm_bin, &plane.dir).await?;
+
+    for ns in &NAMESPACES[1..] {
+        let namespaces = cluster::core("", "v1", "Namespace", "namespaces");
+        let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &namespaces);
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+        api.create(&Default::default(), &object).await?;
+        c.create(&cluster::operator_groups(), ns, fixtures::operator_group(ns))
+            .await?;
+    }
+    for (name, port) in [("demo", demo_port), ("testop", testop_port)] {
+        c.create(
+            &cluster::catalog_sources(),
+            "olm",
+            json!({
+                "apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "CatalogSource",
+                "metadata": {"name": name, "namespace": "olm"},
+                "spec": {"sourceType": "grpc", "address": format!("{NODE_IP}:{port}"),
+                         "displayName": format!("olm-rs takeover {name}"), "publisher": "olm-rs"},
+            }),
+        )
+        .await?;
+        wait_catalog_ready(c, "olm", name).await?;
+    }
+
+    let global = |sub: &mut Value| sub["spec"]["sourceNamespace"] = json!("olm");
+    let mut testop = fixtures::subscription("operators", "testop", "stable", "Automatic", None);
+    testop["metadata"]["name"] = json!("testop");
+    testop["spec"]["name"] = json!(TESTOP);
+    global(&mut testop);
+    let mut dependent = fixtures::subscription("tk-dep", "demo", "stable", "Automatic", None);
+    dependent["metadata"]["name"] = json!("dependent");
+    dependent["spec"]["name"] = json!(DEPENDENT);
+    global(&mut dependent);
+    let mut config = fixtures::subscription("tk-config", "demo", "stable", "Automatic", None);
+    config["spec"]["config"] = json!({
+        "env": [{"name": "TAKEOVER", "value": "kept"}],
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"},
+                      "limits": {"memory": "64Mi"}},
+    });
+    global(&mut config);
+    let mut manual = fixtures::subscription("tk-manual", "demo", "stable", "Manual", Some(V010));
+    global(&mut manual);
+    for sub in [testop, dependent, config, manual] {
+        let ns = sub["metadata"]["namespace"].as_str().unwrap_or_default().to_owned();
+        c.create(&cluster::subscriptions(), &ns, sub).await?;
+    }
+
+    // The Manual Subscription's first plan, approved; then its upgrade waits.
+    let first = wait_plan_waiting(c, "tk-manual", V010).await?;
+    approve(c, "tk-manual", &first).await?;
+    wait_installed(c, "tk-manual", "demo", V010).await?;
+    let upgrade = wait_plan_waiting(c, "tk-manual", V020).await?;
+    wait_installed(c, "operators", "testop", TESTOP_CSV).await?;
+    wait_installed(c, "tk-dep", "dependent", &format!("{DEPENDENT}.v1.0.0")).await?;
+    wait_csv(c, "tk-dep", V020, "Succeeded").await?;
+    wait_installed(c, "tk-config", "demo", V020).await?;
+    for ns in &NAMESPACES[1..] {
+        wait_csv(c, ns, TESTOP_CSV, "Succeeded").await?;
+    }
+    wait_deployments_available(c).await?;
+    println!(
+        "e2e-takeover:   OLM installed everything in {:.1}s; tk-manual/{upgrade} waits for approval",
+        started.elapsed().as_secs_f64()
+    );
+    Ok((olm, catalogs))
+}
+
+/// OLM stopped, olm-rs installed by its chart, left to run; then compared.
+async fn move_to_olm_rs(
+    plane: &ControlPlane,
+    node: &RealNode,
+    mut olm: RealOlm,
+    c: &Cluster,
+) -> anyhow::Result<()> {
+    // Let OLM finish what it was doing (status of the last installs).
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    olm.check_alive()?;
+    olm.stop();
+    // docs/migrating-from-olm.md §2 step 3: helm adopts the two OperatorGroups.
+    for (ns, name) in [("operators", "global-operators"), ("olm", "olm-operators")] {
+        c.merge_patch(
+            &cluster::operator_groups(),
+            ns,
+            name,
+            json!({"metadata": {
+                "annotations": {"meta.helm.sh/release-name": "olm-rs",
+                                "meta.helm.sh/release-namespace": "olm"},
+                "labels": {"app.kubernetes.io/managed-by": "Helm"}}}),
+        )
+        .await?;
+    }
+    let before = snapshot::take(&c.client, &NAMESPACES).await?;
+    let phases = PhaseWatch::start(&c.client).await?;
+    let mark = audit::mark(&plane.audit_log);
+
+    let started = Instant::now();
+    chart_install::helm_install(plane, node, &["packageServer.enabled=false".to_owned()])?;
+    let pods = chart_install::wait_pods_ready(&plane.client, 1, c.settings.timeout).await?;
+    println!(
+        "e2e-takeover:   olm-rs {pods:?} Ready {:.1}s after helm install; running {}s",
+        started.elapsed().as_secs_f64(),
+        SETTLE.as_secs()
+    );
+    tokio::time::sleep(SETTLE).await;
+    let after = snapshot::take(&c.client, &NAMESPACES).await?;
+
+    let writes = audit::writes_since(&plane.audit_log, mark, CONTROLLER_USER)?;
+    print_writes(&writes, &before, &after);
+
+    let mut problems = snapshot::differences(&before, &after, |_| false);
+    for (key, seen) in &before {
+        if let Some(csv) = key.strip_prefix("ClusterServiceVersion ") {
+            let passed = phases.phases_of(csv);
+            if passed.iter().any(|p| p != "Succeeded") {
+                problems.push(format!("{key}: went through {passed:?}"));
+            }
+            if seen.phase != "Succeeded" {
+                problems.push(format!("{key}: was {} before the move", seen.phase));
+            }
+        }
+    }
+    for write in &writes {
+        if write.resource == "deployments" {
+            problems.push(format!(
+                "olm-rs {} Deployment {}/{}",
+                write.verb, write.namespace, write.name
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "after {}s of olm-rs, {} differences:\n    {}",
+            SETTLE.as_secs(),
+            problems.len(),
+            problems.join("\n    ")
+        );
+    }
+    println!(
+        "e2e-takeover:   {} objects compared: none recreated, rewritten or restarted",
+        before.len()
+    );
+    Ok(())
+}
+
+/// What olm-rs wrote, by kind and verb, and which objects' resourceVersion moved.
+fn print_writes(writes: &[audit::Write], before: &Snapshot, after: &Snapshot) {
+    println!(
+        "e2e-takeover:   olm-rs's writes in its first {}s after the move ({} in all):",
+        SETTLE.as_secs(),
+        writes.len()
+    );
+    for (what, count) in audit::by_kind_and_verb(writes) {
+        println!("e2e-takeover:     {count:4} {what}");
+    }
+    let mut objects: BTreeMap<String, usize> = BTreeMap::new();
+    for w in writes {
+        *objects
+            .entry(format!(
+                "{} {} {}/{} ({})",
+                w.verb, w.resource, w.namespace, w.name, w.code
+            ))
+            .or_insert(0) += 1;
+    }
+    for (what, count) in objects {
+        println!("e2e-takeover:       {count}× {what}");
+    }
+    let moved = snapshot::rewritten(before, after);
+    println!(
+        "e2e-takeover:   resourceVersion moved on {} of {} compared objects: {moved:?}",
+        moved.len(),
+        before.len()
+    );
+}
+
+/// OLM's waiting plan approved under olm-rs; a channel switch under olm-rs.
+async fn upgrades_under_olm_rs(c: &Cluster) -> anyhow::Result<()> {
+    let plan = wait_plan_waiting(c, "tk-manual", V020).await?;
+    approve(c, "tk-manual", &plan).await?;
+    wait_installed(c, "tk-manual", "demo", V020).await?;
+    wait_plan_phase(c, "tk-manual", &plan, "Complete").await?;
+    println!("e2e-takeover:   OLM's plan {plan} approved under olm-rs: Complete, {V020} Succeeded");
+
+    c.merge_patch(
+        &cluster::subscriptions(),
+        "tk-config",
+        "demo",
+        json!({"spec": {"channel": "fast"}}),
+    )
+    .await?;
+    wait_installed(c, "tk-config", "demo", V030).await?;
+    let deployment = c
+        .get(&cluster::deployments(), "tk-config", fixtures::DEPLOYMENT)
+        .await?
+        .context("no demo Deployment in tk-config")?;
+    let container = field(&deployment, "/spec/template/spec/containers/0")
+        .cloned()
+        .unwrap_or_default();
+    ensure!(
+        container["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["name"] == "TAKEOVER" && e["value"] == "kept")
+            && container["resources"]["requests"]["cpu"] == "10m",
+        "the upgraded Deployment lost the Subscription's config: {container}"
+    );
+    println!("e2e-takeover:   channel switch under olm-rs: {V030} Succeeded, config kept");
+    Ok(())
+}
+
+/// olm-rs scaled to zero, OLM started again on everything olm-rs made or upgraded.
+async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyhow::Result<()> {
+    c.merge_patch(
+        &cluster::deployments(),
+        "olm",
+        "olm-rs-controller",
+        json!({"spec": {"replicas": 0}}),
+    )
+    .await?;
+    c.wait_for("olm-rs's pods to be gone", || async {
+        let pods = chart_install::controller_pods(&c.client).await?;
+        Ok(if pods.is_empty() {
+            Progress::Done(())
+        } else {
+            Progress::Pending(format!("{pods:?}"))
+        })
+    })
+    .await?;
+    let before = snapshot::take(&c.client, &NAMESPACES).await?;
+    let phases = PhaseWatch::start(&c.client).await?;
+    let logs = plane.dir.join("back");
+    std::fs::create_dir_all(&logs)?;
+    let mut olm = RealOlm::start(plane, olm_bin, &logs).await?;
+    tokio::time::sleep(SETTLE).await;
+    olm.check_alive()?;
+    let after = snapshot::take(&c.client, &NAMESPACES).await?;
+    let mut problems = snapshot::differences(&before, &after, |_| false);
+    for (key, seen) in &after {
+        if let Some(csv) = key.strip_prefix("ClusterServiceVersion ") {
+            let passed = phases.phases_of(csv);
+            if seen.phase != "Succeeded" || passed.iter().any(|p| p != "Succeeded") {
+                problems.push(format!("{key}: {} (went through {passed:?})", seen.phase));
+            }
+        }
+    }
+    for ns in &NAMESPACES {
+        let subs = c
+            .api(&cluster::subscriptions(), ns)
+            .list(&ListParams::default())
+            .await?;
+        for sub in subs.items {
+            let state = text(&sub, "/status/state");
+            if state != "AtLatestKnown" {
+                problems.push(format!(
+                    "Subscription {ns}/{}: state {state:?}",
+                    sub.metadata.name.clone().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    println!(
+        "e2e-takeover:   OLM back for {}s: resourceVersion moved on {:?}",
+        SETTLE.as_secs(),
+        snapshot::rewritten(&before, &after)
+    );
+    if !problems.is_empty() {
+        bail!(
+            "after {}s of OLM again, {} differences:\n    {}",
+            SETTLE.as_secs(),
+            problems.len(),
+            problems.join("\n    ")
+        );
+    }
+    // OLM's next upgrade: the Manual Subscription to the fast channel, approved.
+    c.merge_patch(
+        &cluster::subscriptions(),
+        "tk-manual",
+        "demo",
+        json!({"spec": {"channel": "fast"}}),
+    )
+    .await?;
+    let plan = wait_plan_waiting(c, "tk-manual", V030).await?;
+    approve(c, "tk-manual", &plan).await?;
+    wait_installed(c, "tk-manual", "demo", V030).await?;
+    println!("e2e-takeover:   OLM's next upgrade after the way back: {V030} Succeeded");
+    olm.stop();
+    Ok(())
+}
+
+/// The InstallPlan in `ns` that would install `csv` and waits for approval.
+async fn wait_plan_waiting(c: &Cluster, ns: &str, csv: &str) -> anyhow::Result<String> {
+    c.wait_for(format!("a plan in {ns} for {csv} waiting for approval"), || async {
+        let plans = c
+            .api(&cluster::install_plans(), ns)
+            .list(&ListParams::default())
+            .await?;
+        let mut seen = Vec::new();
+        for plan in &plans.items {
+            let names = field(plan, "/spec/clusterServiceVersionNames")
+                .cloned()
+                .unwrap_or_default();
+            let phase = text(plan, "/status/phase");
+            let name = plan.metadata.name.clone().unwrap_or_default();
+            if names.as_array().is_some_and(|n| n.iter().any(|n| n == csv))
+                && phase == "RequiresApproval"
+            {
+                return Ok(Progress::Done(name));
+            }
+            seen.push(format!("{name} {names} {phase}"));
+        }
+        Ok(Progress::Pending(format!("plans: {seen:?}")))
+    })
+    .await
+}
+
+async fn approve(c: &Cluster, ns: &str, plan: &str) -> anyhow::Result<()> {
+    c.merge_patch(
+        &cluster::install_plans(),
+        ns,
+        plan,
+        json!({"spec": {"approved": true}}),
+    )
+    .await?;
+    Ok(())
+}
+
+async fn wait_plan_phase(c: &Cluster, ns: &str, plan: &str, want: &str) -> anyhow::Result<()> {
+    c.wait_for(format!("InstallPlan {ns}/{plan} to be {want}"), || async {
+        let plan = c
+            .get(&cluster::install_plans(), ns, plan)
+            .await?
+            .context("gone")?;
+        let phase = text(&plan, "/status/phase");
+        Ok(if phase == want {
+            Progress::Done(())
+        } else {
+            Progress::Pending(format!(
+                "{phase}: {}",
+                field(&plan, "/status/conditions").unwrap_or(&Value::Null)
+            ))
+        })
+    })
+    .await
+}
+
+async fn wait_csv(c: &Cluster, ns: &str, csv: &str, phase: &str) -> anyhow::Result<()> {
+    c.wait_for(format!("CSV {ns}/{csv} to be {phase}"), || async {
+        Ok(match c.get(&cluster::csvs(), ns, csv).await? {
+            Some(o) if text(&o, "/status/phase") == phase => Progress::Done(()),
+            Some(o) => Progress::Pending(format!(
+                "{} / {}",
+                text(&o, "/status/phase"),
+                text(&o, "/status/message")
+            )),
+            None => Progress::Pending("absent".to_owned()),
+        })
+    })
+    .await
+}
+
+/// Every operator Deployment in the compared namespaces available, with no pod restarted yet.
+async fn wait_deployments_available(c: &Cluster) -> anyhow::Result<()> {
+    c.wait_for("every operator Deployment to be available", || async {
+        let mut pending = Vec::new();
+        for ns in &NAMESPACES {
+            let list = c
+                .api(&cluster::deployments(), ns)
+                .list(&ListParams::default())
+                .await?;
+            for d in list.items {
+                let want = field(&d, "/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+                let have = field(&d, "/status/updatedReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                let available = field(&d, "/status/availableReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                if have != want || available != want {
+                    pending.push(format!("{ns}/{}", d.metadata.name.unwrap_or_default()));
+                }
+            }
+        }
+        Ok(if pending.is_empty() {
+            Progress::Done(())
+        } else {
+            Progress::Pending(format!("not available: {pending:?}"))
+        })
+    })
+    .await
+}
+
+/// The phases every CSV passes through, from a watch on all namespaces.
+struct PhaseWatch {
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PhaseWatch {
+    async fn start(client: &kube::Client) -> anyhow::Result<Self> {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster::csvs());
+        api.list(&ListParams::default().limit(1)).await?;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let task = tokio::spawn(async move {
+            let mut objects = watcher(api, watcher::Config::default())
+                .applied_objects()
+                .boxed();
+            while let Some(next) = objects.next().await {
+                let Ok(csv) = next else { continue };
+                let key = format!(
+                    "{}/{}",
+                    csv.metadata.namespace.clone().unwrap_or_default(),
+                    csv.metadata.name.clone().unwrap_or_default()
+                );
+                let phase = text(&csv, "/status/phase").to_owned();
+                if let Ok(mut seen) = sink.lock() {
+                    seen.push((key, phase));
+                }
+            }
+        });
+        Ok(Self { seen, task })
+    }
+
+    /// The phases `ns/name` went through, without repeats.
+    fn phases_of(&self, key: &str) -> Vec<String> {
+        let seen = self.seen.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut phases: Vec<String> = Vec::new();
+        for (name, phase) in seen {
+            if name == key && phases.last() != Some(&phase) {
+                phases.push(phase);
+            }
+        }
+        phases
+    }
+}
+
+impl Drop for PhaseWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
