@@ -83,7 +83,7 @@ pub fn plan(
     let service_accounts = want.spec.service_accounts.clone().unwrap_or_default();
     let binding = desired_role_binding(csv, &owner, &service_accounts);
     if seen.role_binding(name(csv)).is_none_or(|b| {
-        b.subjects != binding.subjects
+        !same_subjects(b.subjects.as_deref(), binding.subjects.as_deref(), namespace(csv))
             || b.role_ref != binding.role_ref
             || !has_owner(b.metadata.owner_references.as_ref(), &owner)
     }) {
@@ -198,7 +198,28 @@ pub fn desired_role(csv: &ClusterServiceVersion, owner: &OwnerReference) -> Role
     }
 }
 
-/// RoleBinding `<csv>`: Role `<csv>` for each of `service_accounts` (in the CSV namespace).
+/// Whether two RoleBindings' subjects bind the same accounts: a ServiceAccount subject without
+/// a namespace is the binding's own namespace's (the RBAC authorizer's rule), so OLM's subjects
+/// (no namespace) and those an earlier olm-rs wrote (the namespace spelled out) are the same.
+fn same_subjects(a: Option<&[Subject]>, b: Option<&[Subject]>, ns: &str) -> bool {
+    let normal = |subjects: Option<&[Subject]>| -> Vec<Subject> {
+        subjects
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                if s.kind == "ServiceAccount" && s.namespace.as_deref().is_none_or(str::is_empty) {
+                    s.namespace = Some(ns.to_owned());
+                }
+                s
+            })
+            .collect()
+    };
+    normal(a) == normal(b)
+}
+
+/// RoleBinding `<csv>`: Role `<csv>` for each of `service_accounts`. As OLM writes them, the
+/// subjects name no namespace: they are the binding's (the CSV's) own (docs/operator-conditions.md).
 pub fn desired_role_binding(
     csv: &ClusterServiceVersion,
     owner: &OwnerReference,
@@ -217,7 +238,7 @@ pub fn desired_role_binding(
                 .map(|sa| Subject {
                     kind: "ServiceAccount".to_owned(),
                     name: sa.clone(),
-                    namespace: Some(namespace(csv).to_owned()),
+                    namespace: None,
                     api_group: None,
                 })
                 .collect(),
