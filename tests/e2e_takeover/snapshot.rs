@@ -20,6 +20,8 @@ pub struct Seen {
     /// Restart counts of a pod's containers.
     pub restarts: i64,
     pub content: Value,
+    /// The status, apart: written by controllers, compared only to say what a write changed.
+    pub status: Value,
 }
 
 /// `kind namespace/name` → what was seen.
@@ -131,8 +133,9 @@ fn seen(kind: &str, object: DynamicObject) -> Seen {
         .flatten()
         .filter_map(|s| s["restartCount"].as_i64())
         .sum();
+    let mut status = Value::Null;
     if let Some(object) = value.as_object_mut() {
-        object.remove("status");
+        status = object.remove("status").unwrap_or_default();
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
             meta.remove("managedFields");
@@ -150,6 +153,7 @@ fn seen(kind: &str, object: DynamicObject) -> Seen {
         phase,
         restarts,
         content: value,
+        status,
     }
 }
 
@@ -196,16 +200,20 @@ pub fn differences(
     out
 }
 
-/// Objects whose resourceVersion moved (written, whether or not the content changed).
-pub fn rewritten(before: &Snapshot, after: &Snapshot) -> Vec<String> {
+/// Objects whose resourceVersion moved (written, whether or not the content changed), each
+/// with what changed in its status (empty: only managed fields or nothing at all).
+pub fn rewritten(before: &Snapshot, after: &Snapshot) -> Vec<(String, Vec<String>)> {
     before
         .iter()
-        .filter(|(key, old)| {
-            after
-                .get(*key)
-                .is_some_and(|new| new.uid == old.uid && new.resource_version != old.resource_version)
+        .filter_map(|(key, old)| {
+            let new = after.get(key)?;
+            if new.uid != old.uid || new.resource_version == old.resource_version {
+                return None;
+            }
+            let mut paths = Vec::new();
+            diff("/status", &old.status, &new.status, &mut paths);
+            Some((key.clone(), paths))
         })
-        .map(|(key, _)| key.clone())
         .collect()
 }
 

@@ -348,12 +348,25 @@ fn print_writes(writes: &[audit::Write], before: &Snapshot, after: &Snapshot) {
     for (what, count) in objects {
         println!("e2e-takeover:       {count}× {what}");
     }
+    print_moved(before, after);
+}
+
+/// The objects whose resourceVersion moved, with what changed in their status.
+fn print_moved(before: &Snapshot, after: &Snapshot) {
     let moved = snapshot::rewritten(before, after);
     println!(
-        "e2e-takeover:   resourceVersion moved on {} of {} compared objects: {moved:?}",
+        "e2e-takeover:   resourceVersion moved on {} of {} compared objects:",
         moved.len(),
         before.len()
     );
+    for (key, status) in moved {
+        let status = if status.is_empty() {
+            "content and status unchanged (managed fields only)".to_owned()
+        } else {
+            status.join("; ")
+        };
+        println!("e2e-takeover:     {key}: {status}");
+    }
 }
 
 /// OLM's waiting plan approved under olm-rs; a channel switch under olm-rs.
@@ -442,11 +455,8 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
             }
         }
     }
-    println!(
-        "e2e-takeover:   OLM back for {}s: resourceVersion moved on {:?}",
-        SETTLE.as_secs(),
-        snapshot::rewritten(&before, &after)
-    );
+    println!("e2e-takeover:   OLM back for {}s", SETTLE.as_secs());
+    print_moved(&before, &after);
     if !problems.is_empty() {
         bail!(
             "after {}s of OLM again, {} differences:\n    {}",
