@@ -16,6 +16,7 @@ pub mod catalog_source;
 pub mod certs;
 pub mod controller;
 pub mod csv;
+pub mod dry_run;
 pub mod health;
 pub mod k8s;
 pub mod leader_election;

@@ -16,6 +16,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
+use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::api::{
     CONDITION_UPGRADEABLE, ClusterServiceVersion, GROUP, OperatorCondition, OperatorConditionSpec,
     OperatorConditionStatus, V2, set_condition,
@@ -76,7 +77,9 @@ pub fn plan(
     let owner = condition_owner(name(csv), uid);
     let role = desired_role(csv, &owner);
     if seen.role(name(csv)).is_none_or(|r| {
-        r.rules != role.rules || !has_owner(r.metadata.owner_references.as_ref(), &owner)
+        r.rules != role.rules
+            || !has_owner(r.metadata.owner_references.as_ref(), &owner)
+            || !managed(&r.metadata)
     }) {
         writes.role = Some(role);
     }
@@ -86,6 +89,7 @@ pub fn plan(
         !same_subjects(b.subjects.as_deref(), binding.subjects.as_deref(), namespace(csv))
             || b.role_ref != binding.role_ref
             || !has_owner(b.metadata.owner_references.as_ref(), &owner)
+            || !managed(&b.metadata)
     }) {
         writes.role_binding = Some(binding);
     }
@@ -175,13 +179,29 @@ fn condition_matches(live: &OperatorCondition, want: &OperatorCondition) -> bool
         && live.spec.deployments == want.spec.deployments
 }
 
+/// The Role's and RoleBinding's metadata: owned by the condition, and labelled `olm.managed`
+/// as OLM v0.31's are (its informers see only labelled objects: without the label, OLM started
+/// again after olm-rs would not find them — tests/e2e_takeover).
 fn metadata(csv: &ClusterServiceVersion, owner: &OwnerReference) -> ObjectMeta {
     ObjectMeta {
         name: Some(name(csv).to_owned()),
         namespace: Some(namespace(csv).to_owned()),
         owner_references: Some(vec![owner.clone()]),
+        labels: Some(
+            [(MANAGED_LABEL.to_owned(), MANAGED_LABEL_VALUE.to_owned())]
+                .into_iter()
+                .collect(),
+        ),
         ..Default::default()
     }
+}
+
+/// Whether `meta` carries `olm.managed: "true"`.
+fn managed(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_LABEL))
+        .is_some_and(|v| v == MANAGED_LABEL_VALUE)
 }
 
 /// Role `<csv>`: get, update and patch on OperatorCondition `<csv>` only.

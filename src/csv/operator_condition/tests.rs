@@ -233,7 +233,8 @@ fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     })))];
     seen.roles = vec![Arc::new(
         serde_json::from_value(json!({
-            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner},
+            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner,
+                         "labels": {"olm.managed": "true"}},
             "rules": [{"verbs": ["get", "update", "patch"], "apiGroups": ["operators.coreos.com"],
                        "resources": ["operatorconditions"], "resourceNames": ["a.v1"]}]
         }))
@@ -241,7 +242,8 @@ fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     )];
     seen.role_bindings = vec![Arc::new(
         serde_json::from_value(json!({
-            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner},
+            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner,
+                         "labels": {"olm.managed": "true"}},
             "subjects": [{"kind": "ServiceAccount", "name": "op-sa"},
                          {"kind": "ServiceAccount", "name": "op-sa"}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "a.v1"}
@@ -259,6 +261,16 @@ fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     }
     seen.role_bindings = vec![Arc::new(spelled_out.clone())];
     assert_eq!(plan(&c, &seen, t(0)).role_binding, None);
+
+    // Without `olm.managed` (as an earlier olm-rs made them), OLM would not see them: labelled.
+    let mut unlabelled: RoleBinding = spelled_out.clone();
+    unlabelled.metadata.labels = None;
+    seen.role_bindings = vec![Arc::new(unlabelled)];
+    let relabelled = plan(&c, &seen, t(0)).role_binding.expect("a RoleBinding to label");
+    assert_eq!(
+        relabelled.metadata.labels.unwrap().get("olm.managed").map(String::as_str),
+        Some("true")
+    );
 
     // Another namespace is another account: rebound.
     for subject in spelled_out.subjects.iter_mut().flatten() {
