@@ -15,6 +15,7 @@ pub struct Write {
     pub namespace: String,
     pub name: String,
     pub code: i64,
+    pub uri: String,
 }
 
 /// The log's length now: where a later [`writes_since`] starts.
@@ -46,6 +47,7 @@ pub fn writes_since(log: &Path, mark: u64, user: &str) -> anyhow::Result<Vec<Wri
             namespace: text(&object["namespace"]),
             name: text(&object["name"]),
             code: event["responseStatus"]["code"].as_i64().unwrap_or(0),
+            uri: text(&event["requestURI"]),
         });
     }
     Ok(out)

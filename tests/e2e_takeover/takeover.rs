@@ -35,7 +35,7 @@ use crate::audit;
 use crate::chart_install;
 use crate::cluster::{self, Cluster, ControllerAccess, Progress, Settings, field, text};
 use crate::fixtures::{self, DEPENDENT, V010, V020, V030};
-use crate::journeys::{wait_catalog_ready, wait_installed};
+use crate::journeys::{wait_catalog_ready, wait_gone, wait_installed};
 use crate::real_control_plane::process::Process;
 use crate::real_control_plane::real_node::{NODE_IP, RealNode};
 use crate::real_control_plane::real_olm::{self, RealOlm};
@@ -52,6 +52,8 @@ pub const CHECKS: &[&str] = &[
 
 /// The namespaces whose objects are compared.
 const NAMESPACES: [&str; 4] = ["operators", "tk-dep", "tk-config", "tk-manual"];
+/// The test's (and OLM's, and the dry run's) user: the admin kubeconfig's certificate.
+const ADMIN_USER: &str = "olm-rs-e2e-admin";
 /// Who olm-rs's chart runs the controller as.
 const CONTROLLER_USER: &str = "system:serviceaccount:olm:olm-rs-controller";
 /// How long each controller runs on the other's objects before they are compared.
@@ -274,6 +276,7 @@ async fn move_to_olm_rs(
         .await?;
     }
     let before = snapshot::take(&c.client, &NAMESPACES).await?;
+    let dry_run_problems = dry_run(plane, c, &before).await?;
     let phases = PhaseWatch::start(&c.client).await?;
     let mark = audit::mark(&plane.audit_log);
 
@@ -292,6 +295,7 @@ async fn move_to_olm_rs(
     print_writes(&writes, &before, &after);
 
     let mut problems = snapshot::differences(&before, &after, |_| false);
+    problems.extend(dry_run_problems);
     for (key, seen) in &before {
         if let Some(csv) = key.strip_prefix("ClusterServiceVersion ") {
             let passed = phases.phases_of(csv);
@@ -324,6 +328,64 @@ async fn move_to_olm_rs(
         before.len()
     );
     Ok(())
+}
+
+/// `olm-rs takeover --dry-run` on the cluster OLM left: it reports, and nothing is written (no
+/// compared object's resourceVersion moves). Returns what it got wrong: a workload spec it would
+/// change, or a write that got through.
+async fn dry_run(
+    plane: &ControlPlane,
+    c: &Cluster,
+    before: &Snapshot,
+) -> anyhow::Result<Vec<String>> {
+    let started = Instant::now();
+    let mark = audit::mark(&plane.audit_log);
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+        .args(["takeover", "--dry-run", "--for", "20s"])
+        .env("KUBECONFIG", &plane.admin_kubeconfig)
+        .output()
+        .await
+        .context("running olm-rs takeover --dry-run")?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    ensure!(
+        output.status.success() && stdout.contains("objects would change"),
+        "olm-rs takeover --dry-run failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    println!(
+        "e2e-takeover:   olm-rs takeover --dry-run ({:.1}s):",
+        started.elapsed().as_secs_f64()
+    );
+    for line in stdout.lines() {
+        println!("e2e-takeover:     {line}");
+    }
+    let mut problems: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Deployment ") && l.contains("/spec"))
+        .map(|l| format!("the dry run says olm-rs would change a workload: {}", l.trim()))
+        .collect();
+    // The dry run ran as the admin, as nobody else did meanwhile: every write of the admin's
+    // since the mark is the dry run's, and each must have gone out with dryRun=All.
+    let writes = audit::writes_since(&plane.audit_log, mark, ADMIN_USER)?;
+    let dry = writes.iter().filter(|w| w.uri.contains("dryRun=All")).count();
+    problems.extend(
+        writes
+            .iter()
+            .filter(|w| !w.uri.contains("dryRun=All") && !w.resource.ends_with("reviews"))
+            .map(|w| format!("the dry run wrote for real: {} {}", w.verb, w.uri)),
+    );
+    println!(
+        "e2e-takeover:   the dry run sent {dry} writes, all with dryRun=All ({} compared objects)",
+        before.len()
+    );
+    let after = snapshot::take(&c.client, &NAMESPACES).await?;
+    problems.extend(
+        snapshot::differences(before, &after, |_| false)
+            .into_iter()
+            .map(|d| format!("during the dry run: {d}")),
+    );
+    Ok(problems)
 }
 
 /// What olm-rs wrote, by kind and verb, and which objects' resourceVersion moved.
@@ -375,6 +437,7 @@ async fn upgrades_under_olm_rs(c: &Cluster) -> anyhow::Result<()> {
     approve(c, "tk-manual", &plan).await?;
     wait_installed(c, "tk-manual", "demo", V020).await?;
     wait_plan_phase(c, "tk-manual", &plan, "Complete").await?;
+    wait_gone(c, &cluster::csvs(), "tk-manual", V010).await?;
     println!("e2e-takeover:   OLM's plan {plan} approved under olm-rs: Complete, {V020} Succeeded");
 
     c.merge_patch(
@@ -385,6 +448,7 @@ async fn upgrades_under_olm_rs(c: &Cluster) -> anyhow::Result<()> {
     )
     .await?;
     wait_installed(c, "tk-config", "demo", V030).await?;
+    wait_gone(c, &cluster::csvs(), "tk-config", V020).await?;
     let deployment = c
         .get(&cluster::deployments(), "tk-config", fixtures::DEPLOYMENT)
         .await?
@@ -431,7 +495,12 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
     tokio::time::sleep(SETTLE).await;
     olm.check_alive()?;
     let after = snapshot::take(&c.client, &NAMESPACES).await?;
-    let mut problems = snapshot::differences(&before, &after, |_| false);
+    let mut problems = snapshot::differences(&before, &after, relabelled_by_olm);
+    let known = snapshot::differences(&before, &after, |_| false).len() - problems.len();
+    println!(
+        "e2e-takeover:   {known} objects relabelled by OLM itself (olm.permissions.hash, \
+         operators.coreos.com/<package>.<namespace>; docs/migrating-from-olm.md §4)"
+    );
     for (key, seen) in &after {
         if let Some(csv) = key.strip_prefix("ClusterServiceVersion ") {
             let passed = phases.phases_of(csv);
@@ -479,6 +548,15 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
     println!("e2e-takeover:   OLM's next upgrade after the way back: {V030} Succeeded");
     olm.stop();
     Ok(())
+}
+
+/// Labels OLM v0.31 puts on objects on its own when it starts (documented in
+/// docs/migrating-from-olm.md §4): the RBAC content hash its labeller adds to every Role and
+/// RoleBinding (OLM's own too), and the Operator API's component label
+/// `operators.coreos.com/<package>.<namespace>`, which olm-rs does not maintain.
+fn relabelled_by_olm(path: &str) -> bool {
+    path == "/metadata/labels/olm.permissions.hash"
+        || path.starts_with("/metadata/labels/operators.coreos.com/")
 }
 
 /// The InstallPlan in `ns` that would install `csv` and waits for approval.
