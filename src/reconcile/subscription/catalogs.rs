@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::Stream;
 
 use crate::catalog::{CatalogIndex, load_catalog};
-use crate::registry::cache::{CatalogCache, CatalogSnapshot};
+use crate::registry::cache::{CatalogCache, CatalogSnapshot, HealthReason};
 use crate::resolve::{CatalogContent, CatalogInput, CatalogRef};
 
 /// Catalogs visible from a namespace: those in it and, when different, in the global catalog
@@ -80,6 +80,10 @@ impl CatalogSnapshots for CatalogCache {
 fn catalog_input(snapshot: CatalogSnapshot) -> CatalogInput {
     let content = match snapshot.index {
         Some(index) => CatalogContent::Ready(index),
+        None if snapshot.health.reason == HealthReason::Loading => CatalogContent::Loading(format!(
+            "catalog {} has not been loaded yet",
+            snapshot.key
+        )),
         None if snapshot.health.message.is_empty() => {
             CatalogContent::Unavailable(format!("catalog {} has not been loaded yet", snapshot.key))
         }
