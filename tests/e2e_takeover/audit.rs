@@ -16,6 +16,7 @@ pub struct Write {
     pub name: String,
     pub code: i64,
     pub uri: String,
+    pub user_agent: String,
 }
 
 /// The log's length now: where a later [`writes_since`] starts.
@@ -48,6 +49,7 @@ pub fn writes_since(log: &Path, mark: u64, user: &str) -> anyhow::Result<Vec<Wri
             name: text(&object["name"]),
             code: event["responseStatus"]["code"].as_i64().unwrap_or(0),
             uri: text(&event["requestURI"]),
+            user_agent: text(&event["userAgent"]),
         });
     }
     Ok(out)

@@ -241,6 +241,16 @@ pub fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
                 diff(&format!("{path}/{i}"), p, q, out);
             }
         }
+        // Lists of other lengths: the items only one side has.
+        (Value::Array(x), Value::Array(y)) => {
+            let gone: Vec<String> = x.iter().filter(|i| !y.contains(i)).map(short).collect();
+            let new: Vec<String> = y.iter().filter(|i| !x.contains(i)).map(short).collect();
+            out.push(format!(
+                "{path}: {} → {} items; only before: {gone:?}; only after: {new:?}",
+                x.len(),
+                y.len()
+            ));
+        }
         _ if a != b => out.push(format!("{path}: {} → {}", short(a), short(b))),
         _ => {}
     }
