@@ -258,6 +258,19 @@ fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
                 diff(&format!("{path}/{i}"), p, q, out);
             }
         }
+        // A list that grows or shrinks: the items only one side has.
+        (Value::Array(x), Value::Array(y)) => {
+            let only = |a: &[Value], b: &[Value]| -> Vec<String> {
+                a.iter().filter(|i| !b.contains(i)).map(short).collect()
+            };
+            out.push(format!(
+                "{path}: {} → {} items, dropped {:?}, added {:?}",
+                x.len(),
+                y.len(),
+                only(x, y),
+                only(y, x)
+            ));
+        }
         _ if a != b => out.push(format!("{path}: {} → {}", short(a), short(b))),
         _ => {}
     }

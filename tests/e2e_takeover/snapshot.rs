@@ -141,6 +141,16 @@ fn seen(kind: &str, object: DynamicObject) -> Seen {
             meta.remove("managedFields");
         }
     }
+    // An aggregated ClusterRole's selectors are a set: OLM lists them in Go's map order, which
+    // changes from one run to the next, and the rules follow them (kube-controller-manager
+    // fills them in). Compared in a fixed order.
+    if kind == "ClusterRole" && value["aggregationRule"].is_object() {
+        for list in [&mut value["aggregationRule"]["clusterRoleSelectors"], &mut value["rules"]] {
+            if let Some(items) = list.as_array_mut() {
+                items.sort_by_key(Value::to_string);
+            }
+        }
+    }
     // A pod's content is what its controller gave it; its restarts are counted apart.
     if kind == "Pod"
         && let Some(meta) = value["metadata"].as_object_mut()

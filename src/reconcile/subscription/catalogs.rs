@@ -14,6 +14,11 @@ use crate::resolve::{CatalogContent, CatalogInput, CatalogRef};
 /// namespace (docs/resolution.md §2).
 pub trait CatalogSnapshots: Send + Sync {
     fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput>;
+
+    /// Whether the catalog `key` is known and past its first load (fixed sets always are).
+    fn first_load_done(&self, _key: &CatalogRef) -> bool {
+        true
+    }
 }
 
 /// A fixed set of catalogs.
@@ -74,6 +79,11 @@ impl CatalogSnapshots for CatalogCache {
             .into_iter()
             .map(catalog_input)
             .collect()
+    }
+
+    fn first_load_done(&self, key: &CatalogRef) -> bool {
+        self.get(key)
+            .is_some_and(|c| c.health.reason != HealthReason::Loading)
     }
 }
 
