@@ -145,8 +145,8 @@ fn seen(kind: &str, object: DynamicObject) -> Seen {
     // changes from one run to the next, and the rules follow them (kube-controller-manager
     // fills them in). Compared in a fixed order.
     if kind == "ClusterRole" && value["aggregationRule"].is_object() {
-        for list in [&mut value["aggregationRule"]["clusterRoleSelectors"], &mut value["rules"]] {
-            if let Some(items) = list.as_array_mut() {
+        for pointer in ["/aggregationRule/clusterRoleSelectors", "/rules"] {
+            if let Some(items) = value.pointer_mut(pointer).and_then(Value::as_array_mut) {
                 items.sort_by_key(Value::to_string);
             }
         }
