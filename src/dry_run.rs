@@ -146,7 +146,10 @@ impl std::fmt::Display for Line {
 /// The effect of `sent` on `current` (the object as it is; `None` when absent).
 pub fn effect(sent: &Sent, current: Option<&Value>) -> Effect {
     if sent.status >= 300 {
-        let message = sent.answer["message"].as_str().unwrap_or_default().to_owned();
+        let message = sent.answer["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         return Effect::Refused(sent.status, message);
     }
     if sent.method == "DELETE" {
@@ -156,7 +159,12 @@ pub fn effect(sent: &Sent, current: Option<&Value>) -> Effect {
         return Effect::Create;
     };
     let mut paths = Vec::new();
-    diff("", &comparable(current), &comparable(&sent.answer), &mut paths);
+    diff(
+        "",
+        &comparable(current),
+        &comparable(&sent.answer),
+        &mut paths,
+    );
     if paths.is_empty() {
         Effect::NoChange
     } else {
@@ -321,7 +329,10 @@ mod tests {
 
     #[test]
     fn writes_go_out_dry_and_reviews_and_reads_as_they_are() {
-        assert!(is_write("PATCH", "/apis/apps/v1/namespaces/ns/deployments/op"));
+        assert!(is_write(
+            "PATCH",
+            "/apis/apps/v1/namespaces/ns/deployments/op"
+        ));
         assert!(is_write("DELETE", "/api/v1/namespaces/ns/pods/p"));
         assert!(!is_write("GET", "/api/v1/namespaces/ns/pods"));
         assert!(!is_write(
@@ -329,10 +340,15 @@ mod tests {
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
         ));
         assert_eq!(
-            with_dry_run("/apis/apps/v1/namespaces/ns/deployments/op?fieldManager=olm-rs&force=true"),
+            with_dry_run(
+                "/apis/apps/v1/namespaces/ns/deployments/op?fieldManager=olm-rs&force=true"
+            ),
             "/apis/apps/v1/namespaces/ns/deployments/op?fieldManager=olm-rs&force=true&dryRun=All"
         );
-        assert_eq!(with_dry_run("/api/v1/namespaces/ns/secrets"), "/api/v1/namespaces/ns/secrets?dryRun=All");
+        assert_eq!(
+            with_dry_run("/api/v1/namespaces/ns/secrets"),
+            "/api/v1/namespaces/ns/secrets?dryRun=All"
+        );
     }
 
     fn sent(method: &str, path: &str, status: u16, answer: Value) -> Sent {
@@ -369,7 +385,9 @@ mod tests {
         );
         assert_eq!(
             effect(&one, Some(&current)),
-            Effect::Change(vec![r#"/rules/0/verbs: ["get"] → ["get","list"]"#.to_owned()])
+            Effect::Change(vec![
+                r#"/rules/0/verbs: ["get"] → ["get","list"]"#.to_owned()
+            ])
         );
     }
 
@@ -380,7 +398,8 @@ mod tests {
                    "metadata": {"name": "a.v1", "namespace": "ns"},
                    "status": {"phase": phase}})
         };
-        let path = "/apis/operators.coreos.com/v1alpha1/namespaces/ns/clusterserviceversions/a.v1/status";
+        let path =
+            "/apis/operators.coreos.com/v1alpha1/namespaces/ns/clusterserviceversions/a.v1/status";
         let all = vec![
             sent("PUT", path, 200, csv("Pending")),
             sent("PUT", path, 200, csv("Succeeded")),
@@ -404,7 +423,8 @@ mod tests {
             ),
         ];
         let lines = report(&all, |target, name| {
-            (target.resource == "clusterserviceversions" && name == "a.v1").then(|| csv("Succeeded"))
+            (target.resource == "clusterserviceversions" && name == "a.v1")
+                .then(|| csv("Succeeded"))
         });
         let shown: Vec<String> = lines.iter().map(ToString::to_string).collect();
         assert_eq!(

@@ -10,6 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a panic is the report
 
+#[path = "e2e_takeover/audit.rs"]
+mod audit;
 #[allow(dead_code)]
 #[path = "e2e_node/chart_install.rs"]
 mod chart_install;
@@ -27,8 +29,6 @@ mod fixtures;
 mod journeys;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
-#[path = "e2e_takeover/audit.rs"]
-mod audit;
 #[path = "e2e_takeover/snapshot.rs"]
 mod snapshot;
 #[path = "e2e_takeover/takeover.rs"]

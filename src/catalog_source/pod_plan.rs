@@ -293,7 +293,10 @@ mod tests {
         let mut stale = new.clone();
         stale.spec_hash = Some("h0".into());
         assert_eq!(settled_pods(&[stale], &desired()), None);
-        assert_eq!(settled_pods(&[new], &desired()), Some(vec!["p2".to_owned()]));
+        assert_eq!(
+            settled_pods(&[new], &desired()),
+            Some(vec!["p2".to_owned()])
+        );
     }
 
     #[test]

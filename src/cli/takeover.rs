@@ -100,10 +100,7 @@ pub fn run(args: TakeoverArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
             let request = Request::get(&path).body(Vec::new())?;
-            let object = inner
-                .request::<serde_json::Value>(request)
-                .await
-                .ok();
+            let object = inner.request::<serde_json::Value>(request).await.ok();
             current.insert(path, object);
         }
         let lines = dry_run::report(&sent, |target: &Target, name: &str| {
@@ -164,8 +161,7 @@ fn dry_client(inner: kube::Client, sent: Arc<Mutex<Vec<Sent>>>, namespace: Strin
                     .parse()
                     .map_err(|e: http::uri::InvalidUri| kube::Error::Service(e.into()))?,
             );
-            parts.uri = http::Uri::from_parts(uri)
-                .map_err(|e| kube::Error::Service(e.into()))?;
+            parts.uri = http::Uri::from_parts(uri).map_err(|e| kube::Error::Service(e.into()))?;
             let response = inner.send(Request::from_parts(parts, body)).await?;
             let (parts, body) = response.into_parts();
             let bytes = body.collect_bytes().await?;

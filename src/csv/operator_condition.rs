@@ -86,8 +86,11 @@ pub fn plan(
     let service_accounts = want.spec.service_accounts.clone().unwrap_or_default();
     let binding = desired_role_binding(csv, &owner, &service_accounts);
     if seen.role_binding(name(csv)).is_none_or(|b| {
-        !same_subjects(b.subjects.as_deref(), binding.subjects.as_deref(), namespace(csv))
-            || b.role_ref != binding.role_ref
+        !same_subjects(
+            b.subjects.as_deref(),
+            binding.subjects.as_deref(),
+            namespace(csv),
+        ) || b.role_ref != binding.role_ref
             || !has_owner(b.metadata.owner_references.as_ref(), &owner)
             || !managed(&b.metadata)
     }) {

@@ -242,7 +242,10 @@ fn in_place(want: &ClusterRole, seen: &MemberRbacObserved<'_>) -> bool {
                 && have.kind.eq_ignore_ascii_case(&o.kind)
         })
     });
-    live.rules == want.rules && live.aggregation_rule == want.aggregation_rule && labels_kept && owned
+    live.rules == want.rules
+        && live.aggregation_rule == want.aggregation_rule
+        && labels_kept
+        && owned
 }
 
 fn hash_of(value: &impl Serialize) -> u64 {

@@ -126,7 +126,10 @@ fn seen(kind: &str, object: DynamicObject) -> Seen {
     let uid = object.metadata.uid.clone().unwrap_or_default();
     let resource_version = object.metadata.resource_version.clone().unwrap_or_default();
     let mut value = serde_json::to_value(&object).unwrap_or_default();
-    let phase = value["status"]["phase"].as_str().unwrap_or_default().to_owned();
+    let phase = value["status"]["phase"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let restarts = value["status"]["containerStatuses"]
         .as_array()
         .into_iter()
@@ -209,7 +212,7 @@ pub fn differences(
 }
 
 /// Objects whose resourceVersion moved (written, whether or not the content changed), each
-/// with what changed in its status (empty: only managed fields or nothing at all).
+/// with what changed in it, status included (empty: only managed fields, or nothing at all).
 pub fn rewritten(before: &Snapshot, after: &Snapshot) -> Vec<(String, Vec<String>)> {
     before
         .iter()
@@ -219,6 +222,7 @@ pub fn rewritten(before: &Snapshot, after: &Snapshot) -> Vec<(String, Vec<String
                 return None;
             }
             let mut paths = Vec::new();
+            diff("", &old.content, &new.content, &mut paths);
             diff("/status", &old.status, &new.status, &mut paths);
             Some((key.clone(), paths))
         })

@@ -189,8 +189,12 @@ async fn olm_installs(
         let object: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
         api.create(&Default::default(), &object).await?;
-        c.create(&cluster::operator_groups(), ns, fixtures::operator_group(ns))
-            .await?;
+        c.create(
+            &cluster::operator_groups(),
+            ns,
+            fixtures::operator_group(ns),
+        )
+        .await?;
     }
     for (name, port) in [("demo", demo_port), ("testop", testop_port)] {
         c.create(
@@ -227,7 +231,10 @@ async fn olm_installs(
     let mut manual = fixtures::subscription("tk-manual", "demo", "stable", "Manual", Some(V010));
     global(&mut manual);
     for sub in [testop, dependent, config, manual] {
-        let ns = sub["metadata"]["namespace"].as_str().unwrap_or_default().to_owned();
+        let ns = sub["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         c.create(&cluster::subscriptions(), &ns, sub).await?;
     }
 
@@ -363,7 +370,12 @@ async fn dry_run(
     let mut problems: Vec<String> = stdout
         .lines()
         .filter(|l| l.trim_start().starts_with("Deployment ") && l.contains("/spec"))
-        .map(|l| format!("the dry run says olm-rs would change a workload: {}", l.trim()))
+        .map(|l| {
+            format!(
+                "the dry run says olm-rs would change a workload: {}",
+                l.trim()
+            )
+        })
         .collect();
     // The dry run ran as the admin, and the test wrote nothing meanwhile: every write of the
     // admin's since the mark is the dry run's — but for the node's programs, which share the
@@ -373,7 +385,10 @@ async fn dry_run(
         .into_iter()
         .filter(|w| !w.user_agent.starts_with("kube"))
         .collect();
-    let dry = writes.iter().filter(|w| w.uri.contains("dryRun=All")).count();
+    let dry = writes
+        .iter()
+        .filter(|w| w.uri.contains("dryRun=All"))
+        .count();
     problems.extend(
         writes
             .iter()
@@ -418,7 +433,7 @@ fn print_writes(writes: &[audit::Write], before: &Snapshot, after: &Snapshot) {
     print_moved(before, after);
 }
 
-/// The objects whose resourceVersion moved, with what changed in their status.
+/// The objects whose resourceVersion moved, with what changed in them.
 fn print_moved(before: &Snapshot, after: &Snapshot) {
     let moved = snapshot::rewritten(before, after);
     println!(
@@ -428,7 +443,7 @@ fn print_moved(before: &Snapshot, after: &Snapshot) {
     );
     for (key, status) in moved {
         let status = if status.is_empty() {
-            "content and status unchanged (managed fields only)".to_owned()
+            "nothing changed but managed fields".to_owned()
         } else {
             status.join("; ")
         };
@@ -566,27 +581,30 @@ fn relabelled_by_olm(path: &str) -> bool {
 
 /// The InstallPlan in `ns` that would install `csv` and waits for approval.
 async fn wait_plan_waiting(c: &Cluster, ns: &str, csv: &str) -> anyhow::Result<String> {
-    c.wait_for(format!("a plan in {ns} for {csv} waiting for approval"), || async {
-        let plans = c
-            .api(&cluster::install_plans(), ns)
-            .list(&ListParams::default())
-            .await?;
-        let mut seen = Vec::new();
-        for plan in &plans.items {
-            let names = field(plan, "/spec/clusterServiceVersionNames")
-                .cloned()
-                .unwrap_or_default();
-            let phase = text(plan, "/status/phase");
-            let name = plan.metadata.name.clone().unwrap_or_default();
-            if names.as_array().is_some_and(|n| n.iter().any(|n| n == csv))
-                && phase == "RequiresApproval"
-            {
-                return Ok(Progress::Done(name));
+    c.wait_for(
+        format!("a plan in {ns} for {csv} waiting for approval"),
+        || async {
+            let plans = c
+                .api(&cluster::install_plans(), ns)
+                .list(&ListParams::default())
+                .await?;
+            let mut seen = Vec::new();
+            for plan in &plans.items {
+                let names = field(plan, "/spec/clusterServiceVersionNames")
+                    .cloned()
+                    .unwrap_or_default();
+                let phase = text(plan, "/status/phase");
+                let name = plan.metadata.name.clone().unwrap_or_default();
+                if names.as_array().is_some_and(|n| n.iter().any(|n| n == csv))
+                    && phase == "RequiresApproval"
+                {
+                    return Ok(Progress::Done(name));
+                }
+                seen.push(format!("{name} {names} {phase}"));
             }
-            seen.push(format!("{name} {names} {phase}"));
-        }
-        Ok(Progress::Pending(format!("plans: {seen:?}")))
-    })
+            Ok(Progress::Pending(format!("plans: {seen:?}")))
+        },
+    )
     .await
 }
 
@@ -645,7 +663,9 @@ async fn wait_deployments_available(c: &Cluster) -> anyhow::Result<()> {
                 .list(&ListParams::default())
                 .await?;
             for d in list.items {
-                let want = field(&d, "/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+                let want = field(&d, "/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1);
                 let have = field(&d, "/status/updatedReplicas")
                     .and_then(Value::as_i64)
                     .unwrap_or(0);

@@ -111,7 +111,8 @@ impl Bridge {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 println!("e2e-real: another real-node run holds {LOCK_FILE}; waiting for it");
-                lock.lock().with_context(|| format!("locking {LOCK_FILE}"))?;
+                lock.lock()
+                    .with_context(|| format!("locking {LOCK_FILE}"))?;
             }
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("locking {LOCK_FILE}"));

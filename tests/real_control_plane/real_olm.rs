@@ -181,8 +181,11 @@ impl RealOlm {
                         .arg("--set-workload-user-id=false");
                 }
             }
-            olm.processes
-                .push(Process::spawn(&format!("real-olm-{name}"), command, log_dir)?);
+            olm.processes.push(Process::spawn(
+                &format!("real-olm-{name}"),
+                command,
+                log_dir,
+            )?);
         }
         for (i, process) in olm.processes.iter_mut().enumerate() {
             let url = format!("10.244.0.{}:8080", FIRST_HOST + i as u8);

@@ -266,9 +266,16 @@ fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     let mut unlabelled: RoleBinding = spelled_out.clone();
     unlabelled.metadata.labels = None;
     seen.role_bindings = vec![Arc::new(unlabelled)];
-    let relabelled = plan(&c, &seen, t(0)).role_binding.expect("a RoleBinding to label");
+    let relabelled = plan(&c, &seen, t(0))
+        .role_binding
+        .expect("a RoleBinding to label");
     assert_eq!(
-        relabelled.metadata.labels.unwrap().get("olm.managed").map(String::as_str),
+        relabelled
+            .metadata
+            .labels
+            .unwrap()
+            .get("olm.managed")
+            .map(String::as_str),
         Some("true")
     );
 

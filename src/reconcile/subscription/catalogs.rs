@@ -90,10 +90,9 @@ impl CatalogSnapshots for CatalogCache {
 fn catalog_input(snapshot: CatalogSnapshot) -> CatalogInput {
     let content = match snapshot.index {
         Some(index) => CatalogContent::Ready(index),
-        None if snapshot.health.reason == HealthReason::Loading => CatalogContent::Loading(format!(
-            "catalog {} has not been loaded yet",
-            snapshot.key
-        )),
+        None if snapshot.health.reason == HealthReason::Loading => {
+            CatalogContent::Loading(format!("catalog {} has not been loaded yet", snapshot.key))
+        }
         None if snapshot.health.message.is_empty() => {
             CatalogContent::Unavailable(format!("catalog {} has not been loaded yet", snapshot.key))
         }

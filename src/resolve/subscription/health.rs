@@ -172,28 +172,58 @@ mod tests {
     /// recorded stands, and nothing is written until the load says otherwise.
     #[test]
     fn a_catalog_still_loading_keeps_the_health_the_subscription_recorded() {
-        let targeted = catalog(CatalogContent::Ready(Arc::new(CatalogIndex::default())), true).key;
+        let targeted = catalog(
+            CatalogContent::Ready(Arc::new(CatalogIndex::default())),
+            true,
+        )
+        .key;
         let mut status = SubscriptionStatus::new(at(0));
-        let ready = catalog(CatalogContent::Ready(Arc::new(CatalogIndex::default())), true);
-        assert!(update_catalog_health(&mut status, &targeted, &[ready.clone()], &at(1)));
+        let ready = catalog(
+            CatalogContent::Ready(Arc::new(CatalogIndex::default())),
+            true,
+        );
+        assert!(update_catalog_health(
+            &mut status,
+            &targeted,
+            std::slice::from_ref(&ready),
+            &at(1)
+        ));
         // `CatalogSourcesAdded`, then `AllCatalogSourcesHealthy`: settled.
-        update_catalog_health(&mut status, &targeted, &[ready.clone()], &at(1));
+        update_catalog_health(&mut status, &targeted, std::slice::from_ref(&ready), &at(1));
         let recorded = status.clone();
 
         let loading = catalog(CatalogContent::Loading("not loaded yet".into()), false);
-        assert!(!update_catalog_health(&mut status, &targeted, &[loading], &at(2)));
+        assert!(!update_catalog_health(
+            &mut status,
+            &targeted,
+            &[loading],
+            &at(2)
+        ));
         assert_eq!(status, recorded);
-        assert!(!update_catalog_health(&mut status, &targeted, &[ready], &at(3)));
+        assert!(!update_catalog_health(
+            &mut status,
+            &targeted,
+            &[ready],
+            &at(3)
+        ));
 
         // A load that fails is news.
-        let down = catalog(CatalogContent::Unavailable("connection refused".into()), false);
-        assert!(update_catalog_health(&mut status, &targeted, &[down], &at(4)));
-        assert_eq!(status.catalog_health.unwrap()[0].healthy, false);
+        let down = catalog(
+            CatalogContent::Unavailable("connection refused".into()),
+            false,
+        );
+        assert!(update_catalog_health(
+            &mut status,
+            &targeted,
+            &[down],
+            &at(4)
+        ));
+        assert!(!status.catalog_health.unwrap()[0].healthy);
 
         // Never recorded: loading is not healthy.
         let mut fresh = SubscriptionStatus::new(at(0));
         let loading = catalog(CatalogContent::Loading("not loaded yet".into()), false);
         update_catalog_health(&mut fresh, &targeted, &[loading], &at(1));
-        assert_eq!(fresh.catalog_health.unwrap()[0].healthy, false);
+        assert!(!fresh.catalog_health.unwrap()[0].healthy);
     }
 }
