@@ -268,11 +268,12 @@ fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
         }
         // A list that grows or shrinks: the items only one side has.
         (Value::Array(x), Value::Array(y)) => {
-            let only = |a: &[Value], b: &[Value]| -> Vec<String> {
-                a.iter().filter(|i| !b.contains(i)).map(short).collect()
+            let only = |a: &[Value], b: &[Value]| -> String {
+                let items: Vec<String> = a.iter().filter(|i| !b.contains(i)).map(short).collect();
+                items.join(", ")
             };
             out.push(format!(
-                "{path}: {} → {} items, dropped {:?}, added {:?}",
+                "{path}: {} → {} items, dropped [{}], added [{}]",
                 x.len(),
                 y.len(),
                 only(x, y),
@@ -386,7 +387,7 @@ mod tests {
         assert_eq!(
             effect(&one, Some(&current)),
             Effect::Change(vec![
-                r#"/rules/0/verbs: ["get"] → ["get","list"]"#.to_owned()
+                r#"/rules/0/verbs: 1 → 2 items, dropped [], added ["list"]"#.to_owned()
             ])
         );
     }
