@@ -2,8 +2,8 @@
 //! control plane and a real node (tests/real_control_plane/): real OLM (`real_olm.rs`) installs
 //! operators from catalogs served by `olm-rs catalog serve`, is stopped, olm-rs is installed by
 //! its chart over OLM's namespace, and the test checks that nothing OLM made was recreated,
-//! rewritten or restarted; then the way back. `e2e_takeover/README` of the checks: the module
-//! docs of `e2e_takeover/takeover.rs`.
+//! rewritten or restarted; then the way back. The checks are described in
+//! `e2e_takeover/takeover.rs`; the findings in docs/migrating-from-olm.md §5–6.
 //!
 //! Where the node or OLM's programs cannot run here it prints why and passes. `harness = false`:
 //! one cluster serves every check, in a fixed order.
