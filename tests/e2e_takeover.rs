@@ -33,6 +33,8 @@ mod registry_support;
 mod snapshot;
 #[path = "e2e_takeover/takeover.rs"]
 mod takeover;
+#[path = "e2e_takeover/waits.rs"]
+mod waits;
 
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
 #[allow(dead_code)]

@@ -21,14 +21,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
-use futures::StreamExt as _;
 use kube::api::{Api, DynamicObject, ListParams};
-use kube_runtime::WatchStreamExt as _;
-use kube_runtime::watcher;
 use serde_json::{Value, json};
 
 use crate::audit;
@@ -41,6 +37,9 @@ use crate::real_control_plane::real_node::{NODE_IP, RealNode};
 use crate::real_control_plane::real_olm::{self, RealOlm};
 use crate::real_control_plane::{ControlPlane, free_ports, images};
 use crate::snapshot::{self, Snapshot};
+use crate::waits::{
+    PhaseWatch, approve, wait_csv, wait_deployments_available, wait_plan_phase, wait_plan_waiting,
+};
 
 /// The checks, in the order they run (`--list` prints them).
 pub const CHECKS: &[&str] = &[
@@ -250,7 +249,7 @@ async fn olm_installs(
     for ns in &NAMESPACES[1..] {
         wait_csv(c, ns, TESTOP_CSV, "Succeeded").await?;
     }
-    wait_deployments_available(c).await?;
+    wait_deployments_available(c, &NAMESPACES).await?;
     println!(
         "e2e-takeover:   OLM installed everything in {:.1}s; tk-manual/{upgrade} waits for approval",
         started.elapsed().as_secs_f64()
@@ -577,162 +576,4 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
 fn relabelled_by_olm(path: &str) -> bool {
     path == "/metadata/labels/olm.permissions.hash"
         || path.starts_with("/metadata/labels/operators.coreos.com/")
-}
-
-/// The InstallPlan in `ns` that would install `csv` and waits for approval.
-async fn wait_plan_waiting(c: &Cluster, ns: &str, csv: &str) -> anyhow::Result<String> {
-    c.wait_for(
-        format!("a plan in {ns} for {csv} waiting for approval"),
-        || async {
-            let plans = c
-                .api(&cluster::install_plans(), ns)
-                .list(&ListParams::default())
-                .await?;
-            let mut seen = Vec::new();
-            for plan in &plans.items {
-                let names = field(plan, "/spec/clusterServiceVersionNames")
-                    .cloned()
-                    .unwrap_or_default();
-                let phase = text(plan, "/status/phase");
-                let name = plan.metadata.name.clone().unwrap_or_default();
-                if names.as_array().is_some_and(|n| n.iter().any(|n| n == csv))
-                    && phase == "RequiresApproval"
-                {
-                    return Ok(Progress::Done(name));
-                }
-                seen.push(format!("{name} {names} {phase}"));
-            }
-            Ok(Progress::Pending(format!("plans: {seen:?}")))
-        },
-    )
-    .await
-}
-
-async fn approve(c: &Cluster, ns: &str, plan: &str) -> anyhow::Result<()> {
-    c.merge_patch(
-        &cluster::install_plans(),
-        ns,
-        plan,
-        json!({"spec": {"approved": true}}),
-    )
-    .await?;
-    Ok(())
-}
-
-async fn wait_plan_phase(c: &Cluster, ns: &str, plan: &str, want: &str) -> anyhow::Result<()> {
-    c.wait_for(format!("InstallPlan {ns}/{plan} to be {want}"), || async {
-        let plan = c
-            .get(&cluster::install_plans(), ns, plan)
-            .await?
-            .context("gone")?;
-        let phase = text(&plan, "/status/phase");
-        Ok(if phase == want {
-            Progress::Done(())
-        } else {
-            Progress::Pending(format!(
-                "{phase}: {}",
-                field(&plan, "/status/conditions").unwrap_or(&Value::Null)
-            ))
-        })
-    })
-    .await
-}
-
-async fn wait_csv(c: &Cluster, ns: &str, csv: &str, phase: &str) -> anyhow::Result<()> {
-    c.wait_for(format!("CSV {ns}/{csv} to be {phase}"), || async {
-        Ok(match c.get(&cluster::csvs(), ns, csv).await? {
-            Some(o) if text(&o, "/status/phase") == phase => Progress::Done(()),
-            Some(o) => Progress::Pending(format!(
-                "{} / {}",
-                text(&o, "/status/phase"),
-                text(&o, "/status/message")
-            )),
-            None => Progress::Pending("absent".to_owned()),
-        })
-    })
-    .await
-}
-
-/// Every operator Deployment in the compared namespaces available, with no pod restarted yet.
-async fn wait_deployments_available(c: &Cluster) -> anyhow::Result<()> {
-    c.wait_for("every operator Deployment to be available", || async {
-        let mut pending = Vec::new();
-        for ns in &NAMESPACES {
-            let list = c
-                .api(&cluster::deployments(), ns)
-                .list(&ListParams::default())
-                .await?;
-            for d in list.items {
-                let want = field(&d, "/spec/replicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1);
-                let have = field(&d, "/status/updatedReplicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                let available = field(&d, "/status/availableReplicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                if have != want || available != want {
-                    pending.push(format!("{ns}/{}", d.metadata.name.unwrap_or_default()));
-                }
-            }
-        }
-        Ok(if pending.is_empty() {
-            Progress::Done(())
-        } else {
-            Progress::Pending(format!("not available: {pending:?}"))
-        })
-    })
-    .await
-}
-
-/// The phases every CSV passes through, from a watch on all namespaces.
-struct PhaseWatch {
-    seen: Arc<Mutex<Vec<(String, String)>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl PhaseWatch {
-    async fn start(client: &kube::Client) -> anyhow::Result<Self> {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster::csvs());
-        api.list(&ListParams::default().limit(1)).await?;
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&seen);
-        let task = tokio::spawn(async move {
-            let mut objects = watcher(api, watcher::Config::default())
-                .applied_objects()
-                .boxed();
-            while let Some(next) = objects.next().await {
-                let Ok(csv) = next else { continue };
-                let key = format!(
-                    "{}/{}",
-                    csv.metadata.namespace.clone().unwrap_or_default(),
-                    csv.metadata.name.clone().unwrap_or_default()
-                );
-                let phase = text(&csv, "/status/phase").to_owned();
-                if let Ok(mut seen) = sink.lock() {
-                    seen.push((key, phase));
-                }
-            }
-        });
-        Ok(Self { seen, task })
-    }
-
-    /// The phases `ns/name` went through, without repeats.
-    fn phases_of(&self, key: &str) -> Vec<String> {
-        let seen = self.seen.lock().map(|s| s.clone()).unwrap_or_default();
-        let mut phases: Vec<String> = Vec::new();
-        for (name, phase) in seen {
-            if name == key && phases.last() != Some(&phase) {
-                phases.push(phase);
-            }
-        }
-        phases
-    }
-}
-
-impl Drop for PhaseWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
