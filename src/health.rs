@@ -13,49 +13,74 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 
+/// The state of one readiness check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Check {
+    Ready,
+    /// Not ready, with the explanation shown on `/readyz`.
+    NotReady(String),
+}
+
+/// Why `/readyz` answers 503; the text is the body it answers with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    #[error("no readiness check registered yet")]
+    NothingRegistered,
+    /// The checks that are not ready, by name, each with why.
+    #[error("{}", failing_lines(.0))]
+    Failing(Vec<(&'static str, String)>),
+}
+
+fn failing_lines(failing: &[(&'static str, String)]) -> String {
+    failing
+        .iter()
+        .map(|(name, why)| format!("[-] {name}: {why}\n"))
+        .collect()
+}
+
 /// Shared readiness state: every component registers a check and flips it.
 #[derive(Clone, Default)]
 pub struct Readiness {
-    checks: Arc<Mutex<BTreeMap<&'static str, Result<(), String>>>>,
+    checks: Arc<Mutex<BTreeMap<&'static str, Check>>>,
 }
 
 impl Readiness {
     /// Registers `name` as not ready yet, with `why` as the explanation shown on `/readyz`.
     pub fn register(&self, name: &'static str, why: impl Into<String>) {
-        self.lock().insert(name, Err(why.into()));
+        self.lock().insert(name, Check::NotReady(why.into()));
     }
 
     pub fn set_ready(&self, name: &'static str) {
-        self.lock().insert(name, Ok(()));
+        self.lock().insert(name, Check::Ready);
     }
 
     pub fn set_not_ready(&self, name: &'static str, why: impl Into<String>) {
-        self.lock().insert(name, Err(why.into()));
+        self.lock().insert(name, Check::NotReady(why.into()));
     }
 
-    /// `Ok` when every registered check is ready (and at least one is registered), otherwise the
-    /// lines of the checks that are not.
-    pub fn report(&self) -> Result<String, String> {
+    /// The lines of the checks when every registered check is ready (and at least one is
+    /// registered), otherwise the checks that are not.
+    pub fn report(&self) -> Result<String, NotReady> {
         let checks = self.lock();
         if checks.is_empty() {
-            return Err("no readiness check registered yet".to_owned());
+            return Err(NotReady::NothingRegistered);
         }
         let mut failing = Vec::new();
         let mut lines = Vec::new();
         for (name, state) in checks.iter() {
             match state {
-                Ok(()) => lines.push(format!("[+] {name} ok")),
-                Err(why) => failing.push(format!("[-] {name}: {why}")),
+                Check::Ready => lines.push(format!("[+] {name} ok")),
+                Check::NotReady(why) => failing.push((*name, why.clone())),
             }
         }
         if failing.is_empty() {
             Ok(lines.join("\n") + "\n")
         } else {
-            Err(failing.join("\n") + "\n")
+            Err(NotReady::Failing(failing))
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<&'static str, Result<(), String>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<&'static str, Check>> {
         // A poisoned lock only means a panic elsewhere while holding it; the map itself is
         // still consistent (single inserts), so keep serving probes.
         self.checks
@@ -75,7 +100,7 @@ pub fn router(readiness: Readiness) -> Router {
 async fn readyz(State(readiness): State<Readiness>) -> (StatusCode, String) {
     match readiness.report() {
         Ok(body) => (StatusCode::OK, body),
-        Err(body) => (StatusCode::SERVICE_UNAVAILABLE, body),
+        Err(not_ready) => (StatusCode::SERVICE_UNAVAILABLE, not_ready.to_string()),
     }
 }
 
@@ -106,8 +131,8 @@ mod tests {
         readiness.register("api", "connecting");
         readiness.register("crds", "not checked");
         readiness.set_ready("api");
-        let err = readiness.report().unwrap_err();
-        assert!(err.contains("crds: not checked"), "{err}");
+        let err = readiness.report().unwrap_err().to_string();
+        assert_eq!(err, "[-] crds: not checked\n");
         assert!(!err.contains("api"), "{err}");
         readiness.set_ready("crds");
         assert!(readiness.report().unwrap().contains("[+] crds ok"));
@@ -116,6 +141,7 @@ mod tests {
             readiness
                 .report()
                 .unwrap_err()
+                .to_string()
                 .contains("api: watch failed")
         );
     }

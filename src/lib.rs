@@ -2,7 +2,7 @@
 //!
 //! The pure core (`api`, `catalog`, `resolve`, `plan`, `csv`, `certs`, `olm_hash`) never talks
 //! to a cluster; the thin shell (`reconcile`, `controller`, `registry`, `sandbox`) reads, calls
-//! the core and writes. The README's architecture picture shows how they fit.
+//! the core and writes. docs/architecture.md shows how they fit.
 
 // The library needs no unsafe code; the one `mallopt` call (memory tuning) lives in main.rs.
 #![forbid(unsafe_code)]
@@ -17,6 +17,7 @@ pub mod certs;
 pub mod controller;
 pub mod csv;
 pub mod dry_run;
+pub mod error_chain;
 pub mod health;
 pub mod k8s;
 pub mod leader_election;
@@ -26,13 +27,16 @@ pub mod operator_group;
 pub mod package_manifest;
 pub mod package_server;
 pub mod plan;
+pub mod quantity;
 pub mod reconcile;
 pub mod registry;
 pub mod resolve;
 // The embedded API server and `olm-rs sandbox`: on by default (tests and `cargo run -- sandbox`
 // need them); the container image is built without them to stay small.
+/// The embedded API server, its own crate (`crates/sandbox`); re-exported so tests and tools
+/// keep writing `olm_rs::sandbox::ApiServer`.
 #[cfg(feature = "sandbox")]
-pub mod sandbox;
+pub use olm_rs_sandbox as sandbox;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_run;
 pub mod startup;

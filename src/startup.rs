@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::controller::{OLM_GROUP, REQUIRED_KINDS};
 use crate::health::Readiness;
+use crate::k8s::errors::{ApiFailure, is_not_served_yet};
 
 /// How long a server that cannot be reached is retried before the process gives up.
 pub const UNREACHABLE_GRACE: Duration = Duration::from_secs(30);
@@ -58,31 +59,6 @@ pub struct Served {
     pub kinds: BTreeSet<String>,
     /// Versions listed for the group that did not answer yet (404/503 while being established).
     pub pending_versions: Vec<String>,
-}
-
-/// How an error from the API server is to be taken while starting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// Not served yet (404, 503): wait.
-    NotYet,
-    /// Refused (401, 403): say so and stop.
-    Refused,
-    /// Nothing answered (connection, TLS, time-out) or an unexpected server error: retry for
-    /// a while.
-    Unreachable,
-}
-
-/// Classifies a client error by what it says about the server.
-pub fn classify(error: &kube::Error) -> ErrorClass {
-    match error {
-        kube::Error::Api(status) => match status.code {
-            401 | 403 => ErrorClass::Refused,
-            404 | 503 => ErrorClass::NotYet,
-            _ => ErrorClass::Unreachable,
-        },
-        kube::Error::Discovery(_) => ErrorClass::NotYet,
-        _ => ErrorClass::Unreachable,
-    }
 }
 
 /// The CRD names of required kinds not in `served`, in [`REQUIRED_KINDS`] order.
@@ -131,7 +107,7 @@ pub async fn look(client: &Client) -> Result<Served, kube::Error> {
                     .filter(|r| !r.name.contains('/'))
                     .map(|r| r.kind),
             ),
-            Err(e) if classify(&e) == ErrorClass::NotYet => {
+            Err(e) if is_not_served_yet(&e) => {
                 served.pending_versions.push(version.version.clone());
             }
             Err(e) => return Err(e),
@@ -173,39 +149,40 @@ pub async fn wait_until_served(client: &Client, readiness: &Readiness) -> Result
                 }
                 readiness.set_not_ready("crds", message);
             }
-            Err(error) => match classify(&error) {
-                ErrorClass::Refused => {
-                    let (code, message) = match &error {
-                        kube::Error::Api(s) => (s.code, s.message.clone()),
-                        other => (0, other.to_string()),
-                    };
-                    let what = if connected {
-                        format!("the discovery of {OLM_GROUP}")
-                    } else {
-                        "the version request".to_owned()
-                    };
-                    return Err(StartupError::Refused {
-                        what,
-                        code,
-                        message,
+            // Refused (401, 403): say so and stop.
+            Err(error) if ApiFailure::of(&error).is_refusal() => {
+                let (code, message) = match &error {
+                    kube::Error::Api(s) => (s.code, s.message.clone()),
+                    other => (0, other.to_string()),
+                };
+                let what = if connected {
+                    format!("the discovery of {OLM_GROUP}")
+                } else {
+                    "the version request".to_owned()
+                };
+                return Err(StartupError::Refused {
+                    what,
+                    code,
+                    message,
+                });
+            }
+            // Anything else — not served yet (404, 503 while a version is being established),
+            // nothing answering, a server error — is retried for a while.
+            Err(error) => {
+                let since = *unreachable_since.get_or_insert_with(Instant::now);
+                let waited = since.elapsed();
+                if waited >= UNREACHABLE_GRACE {
+                    return Err(StartupError::Unreachable {
+                        waited,
+                        source: error,
                     });
                 }
-                ErrorClass::NotYet | ErrorClass::Unreachable => {
-                    let since = *unreachable_since.get_or_insert_with(Instant::now);
-                    let waited = since.elapsed();
-                    if waited >= UNREACHABLE_GRACE {
-                        return Err(StartupError::Unreachable {
-                            waited,
-                            source: error,
-                        });
-                    }
-                    readiness.set_not_ready("api-server", format!("cannot reach: {error}"));
-                    if last_log.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
-                        tracing::warn!(%error, "the API server does not answer yet; retrying");
-                        last_log = Some(Instant::now());
-                    }
+                readiness.set_not_ready("api-server", format!("cannot reach: {error}"));
+                if last_log.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
+                    tracing::warn!(%error, "the API server does not answer yet; retrying");
+                    last_log = Some(Instant::now());
                 }
-            },
+            }
         }
         waits = waits.saturating_add(1);
         tokio::time::sleep(crate::backoff::delay(waits, FIRST_RETRY, MAX_RETRY)).await;
@@ -226,11 +203,11 @@ mod tests {
 
     #[test]
     fn a_version_still_being_established_means_wait() {
-        assert_eq!(classify(&api_error(404)), ErrorClass::NotYet);
-        assert_eq!(classify(&api_error(503)), ErrorClass::NotYet);
-        assert_eq!(classify(&api_error(403)), ErrorClass::Refused);
-        assert_eq!(classify(&api_error(401)), ErrorClass::Refused);
-        assert_eq!(classify(&api_error(500)), ErrorClass::Unreachable);
+        let refused = |code| ApiFailure::of(&api_error(code)).is_refusal();
+        assert!(!refused(404) && !refused(503) && !refused(500));
+        assert!(refused(403) && refused(401));
+        assert!(is_not_served_yet(&api_error(404)) && is_not_served_yet(&api_error(503)));
+        assert!(!is_not_served_yet(&api_error(500)) && !is_not_served_yet(&api_error(403)));
     }
 
     #[test]

@@ -305,16 +305,6 @@ impl StatusCondition for BundleLookupCondition {
     }
 }
 
-impl InstallPlanStatus {
-    /// Whether some step waits for an API to appear (OLM requeues the plan).
-    pub fn needs_requeue(&self) -> bool {
-        self.plan
-            .iter()
-            .flatten()
-            .any(|s| s.status == StepStatus::WaitingForApi)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,7 +323,6 @@ mod tests {
             plan: Some(vec![step]),
             ..Default::default()
         };
-        assert!(status.needs_requeue());
         let back = serde_json::to_value(&status).unwrap();
         assert_eq!(back["plan"][0]["status"], "WaitingForApi");
         assert_eq!(back["phase"], "", "phase is always written (required)");

@@ -13,7 +13,7 @@ use lru::LruCache;
 
 use super::bundle::PulledBundle;
 use super::error::{ConfigError, PullError};
-use super::layers::UnpackedFiles;
+use super::layers::{UnpackedFiles, write_files};
 
 /// How the cache has been used since the puller started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,8 +45,9 @@ const INDEXES: &str = "indexes";
 const TMP: &str = "tmp";
 
 /// `sha256:abc` → `sha256-abc`; anything but a plain `algo:hex` digest is refused (it names a
-/// directory).
-fn digest_dir(digest: &str) -> Option<String> {
+/// directory of a content store: pulled bundles here, catalog images in
+/// `registry::image_catalogs`).
+pub fn digest_dir(digest: &str) -> Option<String> {
     let (algo, hex) = digest.split_once(':')?;
     let ok = !algo.is_empty()
         && algo.chars().all(|c| c.is_ascii_alphanumeric())
@@ -188,7 +189,7 @@ impl BundleCache {
                 std::process::id(),
                 rand::random::<u32>()
             ));
-            write_files(&tmp, files)
+            write_bundle(&tmp, files)
                 .map_err(|e| fail(format!("cannot write {}: {e}", tmp.display())))?;
             if let Err(e) = std::fs::rename(&tmp, &target) {
                 let _ = std::fs::remove_dir_all(&tmp);
@@ -215,18 +216,11 @@ impl BundleCache {
     }
 }
 
-fn write_files(root: &Path, files: &UnpackedFiles) -> std::io::Result<()> {
+/// A bundle's files under `root`, with its `manifests/` and `metadata/` even when empty.
+fn write_bundle(root: &Path, files: &UnpackedFiles) -> std::io::Result<()> {
     std::fs::create_dir_all(root.join("manifests"))?;
     std::fs::create_dir_all(root.join("metadata"))?;
-    for (path, data) in files {
-        // Paths were cleaned when unpacked (no `..`, not absolute).
-        let file = root.join(path);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(file, data)?;
-    }
-    Ok(())
+    write_files(root, files)
 }
 
 #[cfg(test)]

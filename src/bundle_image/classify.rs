@@ -84,7 +84,7 @@ pub(super) fn classify(
         },
         OciDistributionError::ImageManifestNotFoundError(m) => not_found(m),
         OciDistributionError::RequestError(r) => {
-            let cause = error_chain(&r);
+            let cause = crate::error_chain::error_chain(&r);
             if r.is_timeout() {
                 Failure::Other(PullError::TimedOut {
                     image: image.to_string(),
@@ -119,19 +119,4 @@ pub(super) fn classify(
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("").trim()
-}
-
-/// reqwest's message plus its causes ("error sending request: … connection refused").
-pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
 }

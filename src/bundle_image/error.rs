@@ -10,8 +10,12 @@ use super::registries_conf::RegistriesConfError;
 pub enum ConfigError {
     #[error(transparent)]
     RegistriesConf(#[from] RegistriesConfError),
-    #[error("registry CA file {}: {reason}", file.display())]
-    CaFile { file: PathBuf, reason: String },
+    #[error("registry CA file {}: {source}", file.display())]
+    CaFile {
+        file: PathBuf,
+        #[source]
+        source: CaFileError,
+    },
     #[error("bundle cache directory {}: {source}", dir.display())]
     CacheDir {
         dir: PathBuf,
@@ -21,6 +25,19 @@ pub enum ConfigError {
     Credentials(#[from] CredentialsError),
     #[error("cannot set up the registry client: {0}")]
     Client(String),
+}
+
+/// Why a registry CA file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CaFileError {
+    #[error(transparent)]
+    Read(std::io::Error),
+    #[error("not PEM: {0}")]
+    NotPem(pem::PemError),
+    #[error("holds no CERTIFICATE block")]
+    NoCertificate,
+    #[error("a certificate cannot be read: {0}")]
+    BadCertificate(x509_parser::nom::Err<x509_parser::error::X509Error>),
 }
 
 /// Why a pull failed. Messages name the image (and the file, for bad content) and the pull

@@ -247,7 +247,7 @@ fn read_tar(
             file: format!("{shown} (in {layer_name})"),
             reason,
         };
-        let path = clean_path(&raw).map_err(bad)?;
+        let path = clean_path(&raw).map_err(|e| bad(e.to_string()))?;
         let kind = entry.header().entry_type();
         let in_bundle = kept
             .iter()
@@ -310,17 +310,30 @@ fn read_tar(
     Ok(out)
 }
 
+/// Why a path in a layer (or an image label naming a directory) is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("the path is not UTF-8")]
+    NotUtf8,
+    #[error("has an absolute path; refused")]
+    Absolute,
+    #[error("has a path with \"..\"; refused")]
+    ParentDir,
+    #[error("names the image root, not a directory")]
+    ImageRoot,
+}
+
 /// `./manifests//a.yaml` → `manifests/a.yaml`; absolute paths and `..` are refused.
-fn clean_path(raw: &[u8]) -> Result<String, String> {
-    let text = std::str::from_utf8(raw).map_err(|_| "the path is not UTF-8".to_string())?;
+fn clean_path(raw: &[u8]) -> Result<String, PathError> {
+    let text = std::str::from_utf8(raw).map_err(|_| PathError::NotUtf8)?;
     if text.starts_with('/') {
-        return Err("has an absolute path; refused".into());
+        return Err(PathError::Absolute);
     }
     let mut parts = Vec::new();
     for part in text.split('/') {
         match part {
             "" | "." => {}
-            ".." => return Err("has a path with \"..\"; refused".into()),
+            ".." => return Err(PathError::ParentDir),
             p => parts.push(p),
         }
     }
@@ -329,12 +342,26 @@ fn clean_path(raw: &[u8]) -> Result<String, String> {
 
 /// A directory named by an image label (`/configs`, `configs/`) as a relative path, or why it
 /// cannot be one (`..`, empty).
-pub fn label_dir(dir: &str) -> Result<String, String> {
+pub fn label_dir(dir: &str) -> Result<String, PathError> {
     let cleaned = clean_path(dir.trim_start_matches('/').as_bytes())?;
     if cleaned.is_empty() {
-        return Err("names the image root, not a directory".into());
+        return Err(PathError::ImageRoot);
     }
     Ok(cleaned)
+}
+
+/// Writes unpacked `files` under `root` (created if missing). Their paths were cleaned when
+/// the layers were unpacked (relative, no `..`, no links), so none lands outside `root`.
+pub fn write_files(root: &std::path::Path, files: &UnpackedFiles) -> std::io::Result<()> {
+    std::fs::create_dir_all(root)?;
+    for (path, data) in files {
+        let file = root.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(file, data)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use super::catalog_image::{PulledCatalog, fetch_catalog};
 use super::classify::{Failure, classify};
 use super::credentials::{Credentials, RegistryLogin, Secret};
 use super::download::download_layers;
-use super::error::{ConfigError, PullError};
+use super::error::{CaFileError, ConfigError, PullError};
 use super::layers::{LayerBlob, Limits, unpack_layers};
 use super::reference::ImageName;
 use super::registries_conf::{PullSource, PullSourcesError, RegistriesConf};
@@ -76,14 +76,12 @@ impl PullerConfig {
         };
         let extra_ca_pem = match ca_file {
             Some(f) => {
-                let pem = std::fs::read(f).map_err(|e| ConfigError::CaFile {
+                let ca_error = |source| ConfigError::CaFile {
                     file: f.to_path_buf(),
-                    reason: e.to_string(),
-                })?;
-                check_ca_pem(&pem).map_err(|reason| ConfigError::CaFile {
-                    file: f.to_path_buf(),
-                    reason,
-                })?;
+                    source,
+                };
+                let pem = std::fs::read(f).map_err(|e| ca_error(CaFileError::Read(e)))?;
+                check_ca_pem(&pem).map_err(ca_error)?;
                 Some(pem)
             }
             None => None,
@@ -103,15 +101,14 @@ impl PullerConfig {
     }
 }
 
-fn check_ca_pem(pem: &[u8]) -> Result<(), String> {
-    let blocks = pem::parse_many(pem).map_err(|e| format!("not PEM: {e}"))?;
+fn check_ca_pem(pem: &[u8]) -> Result<(), CaFileError> {
+    let blocks = pem::parse_many(pem).map_err(CaFileError::NotPem)?;
     let certs = blocks.iter().filter(|b| b.tag() == "CERTIFICATE").count();
     if certs == 0 {
-        return Err("holds no CERTIFICATE block".into());
+        return Err(CaFileError::NoCertificate);
     }
     for b in blocks.iter().filter(|b| b.tag() == "CERTIFICATE") {
-        x509_parser::parse_x509_certificate(b.contents())
-            .map_err(|e| format!("a certificate cannot be read: {e}"))?;
+        x509_parser::parse_x509_certificate(b.contents()).map_err(CaFileError::BadCertificate)?;
     }
     Ok(())
 }
@@ -349,7 +346,7 @@ impl BundlePuller {
         // reqwest's own words are only "builder error"; the cause is in its sources (no
         // trusted CA certificates in the image, say).
         let client = oci_client::Client::try_from(config)
-            .map_err(|e| ConfigError::Client(super::classify::error_chain(&e)))?;
+            .map_err(|e| ConfigError::Client(crate::error_chain::error_chain(&e)))?;
         if clients.len() >= MAX_CLIENTS {
             clients.clear();
         }

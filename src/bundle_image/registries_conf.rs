@@ -320,12 +320,21 @@ fn host_of(name: &str) -> &str {
     name.split('/').next().unwrap_or(name)
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+/// A registry name in `registries.conf` that is not `host[:port][/path]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryNameError {
+    #[error("{0:?} must not have a scheme (http://…)")]
+    Scheme(String),
+    #[error("{0:?} is not host[:port][/path]")]
+    NotHostPath(String),
+}
+
+fn check_name(name: &str) -> Result<(), RegistryNameError> {
     if name.contains("://") {
-        return Err(format!("{name:?} must not have a scheme (http://…)"));
+        return Err(RegistryNameError::Scheme(name.to_owned()));
     }
     if name.is_empty() || name.starts_with('/') || name.ends_with('/') || name.contains("//") {
-        return Err(format!("{name:?} is not host[:port][/path]"));
+        return Err(RegistryNameError::NotHostPath(name.to_owned()));
     }
     Ok(())
 }

@@ -44,6 +44,8 @@ pub enum UnmarshalError {
     },
     #[error("{0}")]
     Syntax(String),
+    #[error(transparent)]
+    Base64(#[from] super::fbc::blob::Base64Error),
 }
 
 /// The members of a JSON object, in document order, borrowing the values.

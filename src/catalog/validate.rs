@@ -535,16 +535,6 @@ fn validate_package(view: &PackageView<'_>, out: &mut Vec<Problem>) {
     }
 }
 
-/// Loads and validates: load problems first, then conversion and model problems.
-pub fn validate_dir(
-    root: &std::path::Path,
-) -> Result<(DeclarativeConfig, Vec<Problem>), super::error::CatalogError> {
-    let loaded = super::fbc::load_dir(root)?;
-    let mut problems = loaded.problems;
-    problems.extend(validate(&loaded.config));
-    Ok((loaded.config, problems))
-}
-
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;

@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
 use crate::operator_group::{
-    ApiReconciliation, GroupApis, MemberAnnotations, check_install_modes, csv_provided_apis,
-    is_copied, reconcile_provided_apis,
+    ApiReconciliation, CrdNameWithoutGroup, GroupApis, MemberAnnotations, check_install_modes,
+    csv_provided_apis, is_copied, reconcile_provided_apis,
 };
 
 use super::identity::{annotation, namespace};
@@ -65,12 +65,11 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
     }
     // Step 4: a CRD name without a dot aborts the sync without a status change.
     let apis = match csv_provided_apis(csv)
-        .map_err(|e| e.to_string())
         .and_then(|apis| check_required_crd_names(csv).map(|()| apis))
     {
         Ok(apis) => apis,
         Err(err) => {
-            d.note(err);
+            d.note(err.to_string());
             return Gate::Stop(d);
         }
     };
@@ -187,16 +186,16 @@ pub fn gate<'a>(csv: &ClusterServiceVersion, seen: &'a Observed, now: Timestamp)
 
 /// Required CRD names must contain a dot too (docs/csv-phases.md §2 step 4), like the owned ones
 /// [`csv_provided_apis`] checks.
-fn check_required_crd_names(csv: &ClusterServiceVersion) -> Result<(), String> {
+fn check_required_crd_names(csv: &ClusterServiceVersion) -> Result<(), CrdNameWithoutGroup> {
     let crds = csv.spec.custom_resource_definitions.as_ref();
     for crd in crds.and_then(|c| c.required.as_deref()).unwrap_or_default() {
         if crd.plural_and_group().is_none() {
-            return Err(format!(
-                "CSV {}/{}: spec.customresourcedefinitions.required: CRD name {:?} has no group (expected <plural>.<group>)",
-                namespace(csv),
-                super::identity::name(csv),
-                crd.name
-            ));
+            return Err(CrdNameWithoutGroup {
+                namespace: namespace(csv).to_owned(),
+                csv: super::identity::name(csv).to_owned(),
+                list: "required",
+                crd: crd.name.clone(),
+            });
         }
     }
     Ok(())

@@ -38,6 +38,6 @@ pub mod writes;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use observed::{Discovery, Observed, Served, ServerVersion};
+pub use observed::{Discovery, DiscoveryFailed, Observed, Served, ServerVersion};
 pub use phase::{InstallFailure, after_install, after_install_with_certs, sync};
 pub use sync::{Action, CsvSyncOutcome, DeploymentInstall, Requeue};

@@ -68,7 +68,24 @@ impl Default for ServerVersion {
 /// A group-version that is not listed is not served; one whose lookup failed is unknown.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Discovery {
-    pub group_versions: BTreeMap<String, Result<BTreeSet<String>, String>>,
+    pub group_versions: BTreeMap<String, Result<BTreeSet<String>, DiscoveryFailed>>,
+}
+
+/// A discovery lookup that failed: the group-version is neither served nor absent. The pure
+/// core keeps the API server's answer as text (observed data is compared and cloned, which a
+/// `kube::Error` is not).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DiscoveryFailed {
+    pub message: String,
+}
+
+impl DiscoveryFailed {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
 }
 
 /// Whether a kind is served.
@@ -93,7 +110,7 @@ impl Discovery {
     pub fn kind_served(&self, group: &str, version: &str, kind: &str) -> Served {
         match self.group_versions.get(&Self::key(group, version)) {
             None => Served::No,
-            Some(Err(err)) => Served::Unknown(err.clone()),
+            Some(Err(err)) => Served::Unknown(err.message.clone()),
             Some(Ok(kinds)) if kinds.contains(kind) => Served::Yes,
             Some(Ok(_)) => Served::No,
         }

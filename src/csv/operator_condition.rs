@@ -298,9 +298,23 @@ pub fn observed_status(oc: &OperatorCondition, now: Timestamp) -> Option<Operato
     })
 }
 
-/// docs/csv-phases.md §3.1 "OperatorCondition check" on the replaced CSV's OperatorCondition: `Err`
-/// carries OLM's detail text. No OperatorCondition means upgradeable.
-pub fn upgradeable(condition: Option<&OperatorCondition>) -> Result<(), String> {
+/// Why the replaced CSV's OperatorCondition holds an upgrade back; the text is OLM's detail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotUpgradeable {
+    /// An administrator's override says not `True`.
+    #[error("The operator is not upgradeable: {message}")]
+    Overridden { message: String },
+    /// The operator reported `Upgradeable=False`.
+    #[error("The operator is not upgradeable: {message}")]
+    Reported { message: String },
+    /// The operator has not yet reported on the condition's current generation.
+    #[error("The operatorcondition status \"{CONDITION_UPGRADEABLE}\"=\"{status}\" is outdated")]
+    Outdated { status: String },
+}
+
+/// docs/csv-phases.md §3.1 "OperatorCondition check" on the replaced CSV's OperatorCondition.
+/// No OperatorCondition means upgradeable.
+pub fn upgradeable(condition: Option<&OperatorCondition>) -> Result<(), NotUpgradeable> {
     let Some(oc) = condition else {
         return Ok(());
     };
@@ -308,24 +322,21 @@ pub fn upgradeable(condition: Option<&OperatorCondition>) -> Result<(), String> 
         return if admin.status == "True" {
             Ok(())
         } else {
-            Err(format!(
-                "The operator is not upgradeable: {}",
-                admin.message
-            ))
+            Err(NotUpgradeable::Overridden {
+                message: admin.message.clone(),
+            })
         };
     }
     if let Some(reported) = oc.status_condition(CONDITION_UPGRADEABLE) {
         if reported.observed_generation.unwrap_or(0) < oc.metadata.generation.unwrap_or(0) {
-            return Err(format!(
-                "The operatorcondition status \"{CONDITION_UPGRADEABLE}\"=\"{}\" is outdated",
-                reported.status
-            ));
+            return Err(NotUpgradeable::Outdated {
+                status: reported.status.clone(),
+            });
         }
         if reported.status == "False" {
-            return Err(format!(
-                "The operator is not upgradeable: {}",
-                reported.message
-            ));
+            return Err(NotUpgradeable::Reported {
+                message: reported.message.clone(),
+            });
         }
     }
     Ok(())

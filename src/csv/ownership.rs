@@ -13,21 +13,37 @@ use super::observed::Observed;
 use super::replacement::chain_names;
 use crate::operator_group::is_copied;
 
-/// docs/certificates.md §8. `Err` carries the status message.
-pub fn validate_webhooks(csv: &ClusterServiceVersion) -> Result<(), String> {
+/// Why a CSV's webhook definitions are invalid (docs/certificates.md §8); the text is the
+/// status message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidWebhooks {
+    #[error("CSV contains repeated WebhookDescription name")]
+    RepeatedName,
+    #[error("webhook rules cannot include all groups")]
+    AllGroups,
+    #[error("webhook rules cannot include the OLM group")]
+    OlmGroup,
+    #[error(
+        "webhook rules cannot include MutatingWebhookConfiguration or ValidatingWebhookConfiguration resources"
+    )]
+    WebhookConfigurations,
+}
+
+/// docs/certificates.md §8.
+pub fn validate_webhooks(csv: &ClusterServiceVersion) -> Result<(), InvalidWebhooks> {
     let mut names = BTreeSet::new();
     for desc in csv.spec.webhook_definitions.iter().flatten() {
         if !names.insert(desc.generate_name.as_str()) {
-            return Err("CSV contains repeated WebhookDescription name".to_owned());
+            return Err(InvalidWebhooks::RepeatedName);
         }
         for rule in desc.rules.iter().flatten() {
             let groups = rule.api_groups.as_deref().unwrap_or_default();
             let resources = rule.resources.as_deref().unwrap_or_default();
             if groups.iter().any(|g| g == "*") {
-                return Err("webhook rules cannot include all groups".to_owned());
+                return Err(InvalidWebhooks::AllGroups);
             }
             if groups.iter().any(|g| g == crate::api::GROUP) {
-                return Err("webhook rules cannot include the OLM group".to_owned());
+                return Err(InvalidWebhooks::OlmGroup);
             }
             // OLM checks only the literal kind names; the real plural resource names are
             // rejected too so a webhook cannot intercept its own configuration objects.
@@ -41,7 +57,7 @@ pub fn validate_webhooks(csv: &ClusterServiceVersion) -> Result<(), String> {
             if groups.iter().any(|g| g == "admissionregistration.k8s.io")
                 && resources.iter().any(|r| forbidden.contains(&r.as_str()))
             {
-                return Err("webhook rules cannot include MutatingWebhookConfiguration or ValidatingWebhookConfiguration resources".to_owned());
+                return Err(InvalidWebhooks::WebhookConfigurations);
             }
         }
     }

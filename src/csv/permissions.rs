@@ -4,7 +4,7 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use crate::api::{
     ClusterServiceVersion, DependentStatus, RequirementStatus, RequirementStatusReason,
-    StrategyDeploymentPermissions, StrategyDetailsDeployment,
+    StrategyDetailsDeployment,
 };
 use crate::olm_hash::go_json::{self, GoType};
 
@@ -187,17 +187,4 @@ fn rule_json(rule: &PolicyRule) -> String {
             .unwrap_or(list),
         Err(_) => serde_json::to_string(rule).unwrap_or_default(),
     }
-}
-
-/// Permissions entries grouped for recovery: (account, rules) per entry, namespaced first.
-pub fn permission_entries(
-    strategy: &StrategyDetailsDeployment,
-) -> (
-    &[StrategyDeploymentPermissions],
-    &[StrategyDeploymentPermissions],
-) {
-    (
-        strategy.permissions.as_deref().unwrap_or_default(),
-        strategy.cluster_permissions.as_deref().unwrap_or_default(),
-    )
 }

@@ -287,7 +287,7 @@ pub async fn perform(client: &Client, one: &Write) -> Result<Option<DynamicObjec
                 ApiError::new(Operation::Create, key.clone(), kube::Error::SerdeError(e))
             })?;
             key.api(client)
-                .create(&write::post_params(), &obj)
+                .create(&super::post_params(), &obj)
                 .await
                 .map(Some)
                 .map_err(|e| ApiError::new(Operation::Create, key.clone(), e))

@@ -45,17 +45,9 @@ impl ApiFailure {
         }
     }
 
-    /// The first kube error in `err`'s source chain, classified; `None` when the chain holds
-    /// none (a decision error, a bad catalog).
-    pub fn in_chain(err: &(dyn StdError + 'static)) -> Option<ApiFailure> {
-        let mut current: Option<&(dyn StdError + 'static)> = Some(err);
-        while let Some(e) = current {
-            if let Some(kube) = e.downcast_ref::<kube::Error>() {
-                return Some(ApiFailure::of(kube));
-            }
-            current = e.source();
-        }
-        None
+    /// 401 or 403: the server refuses olm-rs's identity; retrying will not help.
+    pub fn is_refusal(self) -> bool {
+        matches!(self, ApiFailure::Unauthorized | ApiFailure::Forbidden)
     }
 
     /// The metric label.
@@ -73,10 +65,20 @@ impl ApiFailure {
     }
 }
 
-/// The `error` label of a failed reconcile: the API failure in its chain, else `decision`
-/// (the core refused the object: a bad spec, an unresolvable Subscription).
-pub fn error_label(err: &(dyn StdError + 'static)) -> &'static str {
-    ApiFailure::in_chain(err).map_or("decision", ApiFailure::metric_label)
+/// The `error` label of a reconcile the core refused: the object itself cannot be reconciled
+/// (a bad spec, a CSV not ready yet).
+pub const DECISION: &str = "decision";
+
+/// The `error` label of a reconcile stopped by the controller's shutdown (its stores ended).
+pub const SHUTDOWN: &str = "shutdown";
+
+/// An error a reconcile fails with, as `olm_rs_reconcile_errors_total{kind,error}` counts it.
+/// Each controller's error type says, variant by variant, what kind of failure it is: an API
+/// call's ([`ApiFailure::metric_label`]: `conflict`, `forbidden`, …), a [`DECISION`], or a
+/// [`SHUTDOWN`]. A new variant does not compile until it is classified.
+pub trait ReconcileFailure: StdError {
+    /// The `error` label.
+    fn error_label(&self) -> &'static str;
 }
 
 /// 404.
@@ -92,6 +94,15 @@ pub fn is_conflict(err: &kube::Error) -> bool {
 /// 403.
 pub fn is_forbidden(err: &kube::Error) -> bool {
     ApiFailure::of(err) == ApiFailure::Forbidden
+}
+
+/// A group-version being established (404, 503) or discovery not answering yet: wait for it.
+pub fn is_not_served_yet(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => status.code == 404 || status.code == 503,
+        kube::Error::Discovery(_) => true,
+        _ => false,
+    }
 }
 
 /// The 403 a terminating namespace answers a create with (`… because it is being terminated`).
@@ -128,12 +139,6 @@ mod tests {
                 .with_code(code)
                 .boxed(),
         )
-    }
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("write status of CSV demo/a: {source}")]
-    struct Wrapped {
-        source: kube::Error,
     }
 
     #[test]
@@ -173,13 +178,5 @@ mod tests {
         assert_eq!(gone.absent_ok().unwrap(), None);
         let refused: Result<u8, kube::Error> = Err(api(403));
         assert!(refused.absent_ok().is_err());
-    }
-
-    #[test]
-    fn the_error_label_is_found_through_wrapping_errors() {
-        let wrapped = Wrapped { source: api(403) };
-        assert_eq!(error_label(&wrapped), "forbidden");
-        let plain = std::io::Error::other("bad catalog");
-        assert_eq!(error_label(&plain), "decision");
     }
 }

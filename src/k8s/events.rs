@@ -28,11 +28,6 @@ impl EventPublisher {
         }
     }
 
-    pub async fn normal(&self, regarding: &ObjectReference, reason: &str, note: impl Into<String>) {
-        self.publish(regarding, EventType::Normal, reason, note.into())
-            .await;
-    }
-
     pub async fn warning(
         &self,
         regarding: &ObjectReference,

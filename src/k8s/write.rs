@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::core::{ApiResource, DynamicObject};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -157,37 +157,12 @@ fn params(ownership: Ownership) -> PatchParams {
     }
 }
 
-/// Reads one object through `api`; `Ok(None)` when it does not exist.
-pub async fn get<K>(api: &Api<K>, name: &str) -> Result<Option<K>, ApiError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
-{
-    api.get_opt(name).await.map_err(|e| {
-        ApiError::new(
-            Operation::Get,
-            ObjectKey::new::<K>(api.namespace(), name),
-            e,
-        )
-    })
-}
-
-/// Lists `K` through `api` (only where no store holds them: a live read just before a write).
-pub async fn list<K>(api: &Api<K>, params: &kube::api::ListParams) -> Result<Vec<K>, ApiError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
-{
-    api.list(params)
-        .await
-        .map(|l| l.items)
-        .map_err(|e| ApiError::new(Operation::List, ObjectKey::new::<K>(api.namespace(), ""), e))
-}
-
 /// Creates `obj` through `api`.
 pub async fn create<K>(api: &Api<K>, obj: &K) -> Result<K, ApiError>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + fmt::Debug,
 {
-    api.create(&post_params(), obj)
+    api.create(&super::post_params(), obj)
         .await
         .map_err(|e| ApiError::new(Operation::Create, key_in(api, obj), e))
 }
@@ -241,7 +216,7 @@ pub async fn merge_patch(
         }
     }
     key.api(client)
-        .patch(&key.name, &patch_params(), &Patch::Merge(&patch))
+        .patch(&key.name, &super::patch_params(), &Patch::Merge(&patch))
         .await
         .map_err(|e| ApiError::new(Operation::Patch, key.clone(), e))
 }
@@ -275,15 +250,15 @@ pub async fn write_status(
         )
     })?;
     key.api(client)
-        .replace_status(&key.name, &post_params(), &obj)
+        .replace_status(&key.name, &super::post_params(), &obj)
         .await
         .map_err(|e| ApiError::new(Operation::WriteStatus, key.clone(), e))
 }
 
 /// Sends a request built by hand for `key`, with the error reporting of every other write: for
 /// writes that share one encoded body among many objects or decode only part of the answer
-/// (the copies of a CSV). The request must carry the field manager ([`post_params`],
-/// [`patch_params`]).
+/// (the copies of a CSV). The request must carry the field manager ([`super::post_params`],
+/// [`super::patch_params`]).
 pub async fn send<T: DeserializeOwned>(
     client: &Client,
     operation: Operation,
@@ -376,16 +351,6 @@ where
             e,
         )
     })
-}
-
-/// Parameters of a create or replace by olm-rs: the one field manager.
-pub fn post_params() -> PostParams {
-    super::post_params()
-}
-
-/// Parameters of a merge or JSON patch by olm-rs, under the one field manager.
-pub fn patch_params() -> PatchParams {
-    super::patch_params()
 }
 
 #[cfg(test)]

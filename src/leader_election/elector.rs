@@ -12,7 +12,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 
 use super::decision::{self, Claim, Decision, LeaseConfig, LeaseRecord, Observation};
 use crate::k8s::clock::Clock;
@@ -140,7 +140,7 @@ impl LeaderElector {
             }
             Decision::Create(record) => {
                 let lease = self.lease(record, None);
-                self.api.create(&self.post_params(), &lease).await
+                self.api.create(&crate::k8s::post_params(), &lease).await
             }
             Decision::Write { record, claim } => {
                 if claim != Claim::Renew {
@@ -154,7 +154,7 @@ impl LeaderElector {
                 }
                 let lease = self.lease(record, resource_version);
                 self.api
-                    .replace(&self.lock.name, &self.post_params(), &lease)
+                    .replace(&self.lock.name, &crate::k8s::post_params(), &lease)
                     .await
             }
         };
@@ -202,7 +202,7 @@ impl LeaderElector {
         };
         let lease = self.lease(record, current.metadata.resource_version.clone());
         self.api
-            .replace(&self.lock.name, &self.post_params(), &lease)
+            .replace(&self.lock.name, &crate::k8s::post_params(), &lease)
             .await
             .map_err(|source| LeaderElectionError::Write {
                 namespace: self.lock.namespace.clone(),
@@ -312,10 +312,6 @@ impl LeaderElector {
         if let Some(metrics) = &self.metrics {
             metrics.set_leader(&self.lock.name, renewed_at.is_some());
         }
-    }
-
-    fn post_params(&self) -> PostParams {
-        crate::k8s::post_params()
     }
 
     fn lease(&self, record: LeaseRecord, resource_version: Option<String>) -> Lease {

@@ -410,14 +410,6 @@ impl Metrics {
         self.subscription_sync.get_or_create(&labels).inc();
     }
 
-    /// A Subscription is gone: its series disappears (OLM's `DeleteSubsMetric`).
-    pub fn subscription_deleted(&self, namespace: &str, name: &str) {
-        let key = (namespace.to_owned(), name.to_owned());
-        if let Some(previous) = self.lock_last().subscriptions.remove(&key) {
-            self.subscription_sync.remove(&previous);
-        }
-    }
-
     /// After listing `namespace`'s Subscriptions: series of the ones no longer there go away
     /// (a namespace sync never sees a deleted Subscription itself).
     pub fn forget_subscriptions_except(&self, namespace: &str, present: &[String]) {
@@ -493,7 +485,7 @@ impl Metrics {
         reconcile: impl Future<Output = Result<T, E>>,
     ) -> Result<T, E>
     where
-        E: std::error::Error + 'static,
+        E: crate::k8s::errors::ReconcileFailure,
     {
         use tracing::Instrument as _;
         let span = tracing::debug_span!("reconcile", kind, object);
@@ -501,7 +493,7 @@ impl Metrics {
         let result = reconcile.instrument(span).await;
         self.reconcile_duration(kind, Outcome::of(&result), started.elapsed().as_secs_f64());
         if let Err(err) = &result {
-            self.reconcile_error(kind, crate::k8s::errors::error_label(err));
+            self.reconcile_error(kind, err.error_label());
         }
         result
     }

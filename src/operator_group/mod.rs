@@ -26,6 +26,7 @@ pub use install_modes::{InstallModeError, check_install_modes, check_install_mod
 pub use intersection::{ApiReconciliation, GroupApis, reconcile_provided_apis};
 pub use membership::{MemberAnnotations, is_active_member, is_copied};
 pub use provided_apis::{
-    ApiKey, ApiSet, csv_provided_apis, format_provided_apis, parse_provided_apis,
+    ApiKey, ApiSet, CrdNameWithoutGroup, csv_provided_apis, format_provided_apis,
+    parse_provided_apis,
 };
 pub use targets::{TargetError, TargetNamespaces, groups_intersect, select_targets};

@@ -83,11 +83,13 @@ pub fn format_provided_apis(apis: &ApiSet) -> String {
 /// A CSV whose owned CRD name has no dot: OLM cannot derive its group and aborts the sync.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "CSV {namespace}/{csv}: spec.customresourcedefinitions.owned: CRD name {crd:?} has no group (expected <plural>.<group>)"
+    "CSV {namespace}/{csv}: spec.customresourcedefinitions.{list}: CRD name {crd:?} has no group (expected <plural>.<group>)"
 )]
 pub struct CrdNameWithoutGroup {
     pub namespace: String,
     pub csv: String,
+    /// `owned` or `required`.
+    pub list: &'static str,
     pub crd: String,
 }
 
@@ -106,6 +108,7 @@ pub fn csv_provided_apis(csv: &ClusterServiceVersion) -> Result<ApiSet, CrdNameW
             return Err(CrdNameWithoutGroup {
                 namespace: csv.metadata.namespace.clone().unwrap_or_default(),
                 csv: csv.metadata.name.clone().unwrap_or_default(),
+                list: "owned",
                 crd: crd.name.clone(),
             });
         };

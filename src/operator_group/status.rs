@@ -112,18 +112,6 @@ pub fn desired_status(og: &OperatorGroup, seen: &Observed<'_>) -> Option<Operato
     (touched || namespaces_changed || reference_changed).then_some(status)
 }
 
-/// A JSON merge patch writing `status` whole: every field is sent, absent ones as `null`, so a
-/// removed condition or service-account reference really goes — also when an earlier writer
-/// (OLM v0 before a takeover) owns the field, which a server-side apply would leave in place.
-pub fn status_merge_patch(status: &OperatorGroupStatus) -> serde_json::Value {
-    serde_json::json!({"status": {
-        "namespaces": status.namespaces,
-        "serviceAccountRef": status.service_account_ref,
-        "lastUpdated": status.last_updated,
-        "conditions": status.conditions,
-    }})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,21 +255,6 @@ mod tests {
             desired_status(&group, &observe(&groups, Some(&all), &dropped, &at(9))).unwrap();
         assert_eq!(status.service_account_ref, None);
         assert_eq!(status.last_updated, at(9));
-    }
-
-    #[test]
-    fn merge_patch_names_every_field_and_nulls_the_absent_ones() {
-        let mut status = OperatorGroupStatus::new(at(0));
-        status.namespaces = Some(vec!["a".into()]);
-        assert_eq!(
-            status_merge_patch(&status),
-            serde_json::json!({"status": {
-                "namespaces": ["a"],
-                "serviceAccountRef": null,
-                "lastUpdated": "1970-01-01T00:00:00Z",
-                "conditions": null,
-            }})
-        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ use super::auth::RequestHeaderConfig;
 use super::tls::TlsState;
 use crate::certs::{CertSecretData, SECRET_TYPE_TLS, ServiceName, plan_certs};
 use crate::k8s::clock::Clock;
+use crate::k8s::read;
 use crate::k8s::write::{self, ObjectKey};
 use crate::package_manifest::types::{GROUP, VERSION};
 
@@ -149,7 +150,7 @@ impl CertKeeper {
         self.tls.update(cert, key, request_header)?;
         let ca = data.olm_ca_key.clone().unwrap_or_default();
         let apis: Api<APIService> = Api::all(self.client.clone());
-        let existing = write::get(&apis, &apiservice_name()).await?;
+        let existing = read::get(&apis, &apiservice_name()).await?;
         let action = apiservice_action(existing.as_ref(), &self.service, &ca);
         if let ApiServiceAction::SetCaBundle { resource_version } = &action {
             use base64::Engine as _;
@@ -170,7 +171,7 @@ impl CertKeeper {
     async fn ensure_secret(&self) -> Result<CertSecretData, KeeperError> {
         let name = self.service.secret_name();
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), self.service.namespace());
-        let existing = write::get(&secrets, &name).await?;
+        let existing = read::get(&secrets, &name).await?;
         let data = existing
             .as_ref()
             .and_then(|s| s.data.as_ref())
@@ -219,7 +220,7 @@ impl CertKeeper {
             }
             // Another replica wrote first: serve what it wrote.
             Err(e) if e.is_conflict() => {
-                let again = write::get(&secrets, &name).await?;
+                let again = read::get(&secrets, &name).await?;
                 Ok(again
                     .and_then(|s| s.data)
                     .map(|d| CertSecretData::from_secret_data(&d))
@@ -231,7 +232,7 @@ impl CertKeeper {
 
     async fn request_header(&self) -> Result<RequestHeaderConfig, KeeperError> {
         let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), AUTH_CONFIG_NAMESPACE);
-        let map = write::get(&maps, AUTH_CONFIG_NAME).await?;
+        let map = read::get(&maps, AUTH_CONFIG_NAME).await?;
         map.and_then(|m| m.data)
             .and_then(|d| RequestHeaderConfig::from_config_map(&d))
             .ok_or(KeeperError::NoRequestHeaderCa)

@@ -19,11 +19,12 @@ use super::execution::PassReport;
 use super::lookups::LookupsWorked;
 use super::phase::{self, Gate, PassOutcome};
 use super::scope::{ExecuteAs, execution_identity};
-use super::unpack::{UnpackPolicy, unpack_policy};
+use super::unpack::{UnpackAnnotationError, UnpackPolicy, unpack_policy};
 use crate::api::event::ObjectEvent;
 use crate::api::{
     BundleLookup, InstallPlan, InstallPlanPhase, InstallPlanStatus, OperatorGroup, Step,
 };
+use crate::catalog_source::spec::DurationError;
 use crate::k8s::effects::{Effects, EventOn, Write, reference_of};
 
 /// How often an installing plan is looked at again (OLM: 5 s).
@@ -74,8 +75,8 @@ impl<'a> PlanSync<'a> {
         &self,
         groups: &[G],
         default_timeout: Duration,
-        parse: impl Fn(&str) -> Result<Duration, String>,
-    ) -> Option<(&[BundleLookup], Result<UnpackPolicy, String>)> {
+        parse: impl Fn(&str) -> Result<Duration, DurationError>,
+    ) -> Option<(&[BundleLookup], Result<UnpackPolicy, UnpackAnnotationError>)> {
         let lookups = self
             .status
             .bundle_lookups
@@ -144,8 +145,8 @@ impl<'a> PlanSync<'a> {
         phase::start(&mut self.status, self.now);
         let namespace = self.plan.metadata.namespace.as_deref().unwrap_or_default();
         match execution_identity(namespace, groups) {
-            Err(message) => {
-                phase::check_failed(&mut self.status, &message, self.now);
+            Err(why) => {
+                phase::check_failed(&mut self.status, &why.to_string(), self.now);
                 self.effects.requeue_after(INSTALLING_RESYNC);
                 None
             }

@@ -12,6 +12,7 @@ use crate::api::{
     ConditionStatus, InstallPlanCondition, InstallPlanConditionReason, InstallPlanConditionType,
     StepResource, StepStatus,
 };
+use crate::catalog_source::spec::DurationError;
 use crate::plan::execution::{APPLIED_WITH_WARNINGS, PlanWarning};
 use crate::plan::lookups::LookupFailure;
 use crate::plan::unpack::DEFAULT_FAILED_RETRY;
@@ -411,7 +412,9 @@ fn bundle_lookups_hold_the_plan_until_every_bundle_is_pulled() {
     )];
     let parse = |t: &str| match t {
         "1m" => Ok(Duration::from_secs(60)),
-        other => Err(format!("not a duration: {other}")),
+        other => Err(DurationError::Invalid {
+            text: other.to_owned(),
+        }),
     };
 
     // One bundle pulled, one failed: the plan waits, the pulled steps are kept.
@@ -490,8 +493,8 @@ fn bundle_lookups_hold_the_plan_until_every_bundle_is_pulled() {
     let sync = PlanSync::begin(&observed, at(NOW)).unwrap();
     let (_, policy) = sync.lookups(&bad, Duration::from_secs(600), parse).unwrap();
     assert_eq!(
-        policy,
-        Err("failed to parse unpack timeout annotation(operatorframework.io/bundle-unpack-timeout: soon): not a duration: soon".into())
+        policy.unwrap_err().to_string(),
+        "failed to parse unpack timeout annotation(operatorframework.io/bundle-unpack-timeout: soon): time: invalid duration \"soon\""
     );
     // Two OperatorGroups: neither's annotations apply.
     let two = [bad[0].clone(), groups[0].clone()];

@@ -230,8 +230,8 @@ impl PulledObjects {
         Ok(PulledObjects { objects })
     }
 
-    /// The object of `step`, or OLM's words when the bundle has no such object.
-    pub fn object_for(&self, step: &Step) -> Result<&Value, String> {
+    /// The object of `step`, or why the bundle has no such object.
+    pub fn object_for(&self, step: &Step) -> Result<&Value, MissingStepObject> {
         let r = &step.resource;
         let key = (
             r.group.clone(),
@@ -239,13 +239,28 @@ impl PulledObjects {
             r.kind.clone(),
             r.name.clone(),
         );
-        self.objects.get(&key).ok_or_else(|| {
-            format!(
-                "couldn't find unpacked step for {} {} (group {:?}, version {}) in the bundle image of {}",
-                r.kind, r.name, r.group, r.version, step.resolving
-            )
+        self.objects.get(&key).ok_or_else(|| MissingStepObject {
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            group: r.group.clone(),
+            version: r.version.clone(),
+            bundle: step.resolving.clone(),
         })
     }
+}
+
+/// A step of a plan whose object the pulled bundle does not hold; the text is OLM's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "couldn't find unpacked step for {kind} {name} (group {group:?}, version {version}) in the bundle image of {bundle}"
+)]
+pub struct MissingStepObject {
+    pub kind: String,
+    pub name: String,
+    pub group: String,
+    pub version: String,
+    /// The CSV the step resolves.
+    pub bundle: String,
 }
 
 #[cfg(test)]
@@ -331,9 +346,15 @@ mod tests {
         );
         let mut missing = wire[1].clone();
         missing.resource.name = "gadgets.example.com".into();
-        assert!(objects.object_for(&missing).unwrap_err().starts_with(
-            "couldn't find unpacked step for CustomResourceDefinition gadgets.example.com"
-        ));
+        assert!(
+            objects
+                .object_for(&missing)
+                .unwrap_err()
+                .to_string()
+                .starts_with(
+                    "couldn't find unpacked step for CustomResourceDefinition gadgets.example.com"
+                )
+        );
     }
 
     #[test]

@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::draft::wire_step;
 use super::image_bundle::{image_bundle_steps, lookup_catalog, lookup_content};
 use super::unpack::{
-    DEFAULT_FAILED_RETRY, NextAttempt, PullFailure, UnpackPolicy, lookup_failure, next_attempt,
-    record_failure,
+    DEFAULT_FAILED_RETRY, NextAttempt, PullFailure, UnpackAnnotationError, UnpackPolicy,
+    lookup_failure, next_attempt, record_failure,
 };
 use crate::api::install_plan::bundle_lookup_reason as reason;
 use crate::api::{BundleLookup, Step};
@@ -68,15 +68,15 @@ impl LookupsWorked {
     pub fn attempt(
         &mut self,
         mut lookup: BundleLookup,
-        policy: &Result<UnpackPolicy, String>,
+        policy: &Result<UnpackPolicy, UnpackAnnotationError>,
         now: Timestamp,
     ) -> Option<Pull> {
         let policy = match policy {
             Ok(policy) => policy,
-            Err(message) => {
+            Err(unreadable) => {
                 let failure = PullFailure {
                     reason: reason::PULL_FAILED,
-                    message: message.clone(),
+                    message: unreadable.to_string(),
                     transient: false,
                 };
                 let fallback = UnpackPolicy {
@@ -256,11 +256,18 @@ mod tests {
             &POLICY,
             t(10),
         );
-        let bad_policy: Result<UnpackPolicy, String> = Err("failed to parse …".into());
+        let bad_policy: Result<UnpackPolicy, UnpackAnnotationError> = Err(UnpackAnnotationError {
+            what: "unpack timeout",
+            key: "operatorframework.io/bundle-unpack-timeout",
+            value: "soon".into(),
+            source: crate::catalog_source::spec::DurationError::Invalid {
+                text: "soon".into(),
+            },
+        });
         type Case<'a> = (
             &'a str,
             BundleLookup,
-            &'a Result<UnpackPolicy, String>,
+            &'a Result<UnpackPolicy, UnpackAnnotationError>,
             i64,
             Option<Option<Duration>>,
             Option<&'static str>,

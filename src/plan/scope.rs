@@ -15,11 +15,29 @@ pub enum ExecuteAs {
     ServiceAccount { namespace: String, name: String },
 }
 
-/// The identity for a plan in `namespace`, or OLM's error text saying why it cannot run yet.
+/// Why a plan cannot run yet; the text is OLM's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
+    #[error("no operator group found that is managing this namespace")]
+    NoOperatorGroup,
+    #[error("more than one operator group(s) are managing this namespace count={count}")]
+    ManyOperatorGroups { count: usize },
+    /// The group names a service account its status does not reference (yet).
+    #[error(
+        "please make sure the service account exists. sa={account} operatorgroup={namespace}/{group}"
+    )]
+    ServiceAccountMissing {
+        account: String,
+        namespace: String,
+        group: String,
+    },
+}
+
+/// The identity for a plan in `namespace`, or why it cannot run yet.
 pub fn execution_identity<G: Borrow<OperatorGroup>>(
     namespace: &str,
     groups: &[G],
-) -> Result<ExecuteAs, String> {
+) -> Result<ExecuteAs, IdentityError> {
     let managing: Vec<&OperatorGroup> = groups
         .iter()
         .map(Borrow::borrow)
@@ -30,14 +48,9 @@ pub fn execution_identity<G: Borrow<OperatorGroup>>(
         })
         .collect();
     let og = match managing.as_slice() {
-        [] => return Err("no operator group found that is managing this namespace".into()),
+        [] => return Err(IdentityError::NoOperatorGroup),
         [one] => *one,
-        many => {
-            return Err(format!(
-                "more than one operator group(s) are managing this namespace count={}",
-                many.len()
-            ));
-        }
+        many => return Err(IdentityError::ManyOperatorGroups { count: many.len() }),
     };
     let Some(sa) = og
         .spec
@@ -53,10 +66,11 @@ pub fn execution_identity<G: Borrow<OperatorGroup>>(
         .and_then(|s| s.service_account_ref.as_ref())
         .is_some_and(|r| r.name.as_deref() == Some(sa));
     if !resolved {
-        return Err(format!(
-            "please make sure the service account exists. sa={sa} operatorgroup={namespace}/{}",
-            og.metadata.name.as_deref().unwrap_or_default()
-        ));
+        return Err(IdentityError::ServiceAccountMissing {
+            account: sa.to_owned(),
+            namespace: namespace.to_owned(),
+            group: og.metadata.name.clone().unwrap_or_default(),
+        });
     }
     Ok(ExecuteAs::ServiceAccount {
         namespace: namespace.to_owned(),
@@ -101,14 +115,14 @@ mod tests {
     fn identity_follows_olms_operator_group_rules() {
         assert_eq!(
             execution_identity::<OperatorGroup>("ns", &[]),
-            Err("no operator group found that is managing this namespace".into())
+            Err(IdentityError::NoOperatorGroup)
         );
         assert_eq!(
             execution_identity(
                 "ns",
                 &[og("a", &["ns"], None, None), og("b", &[""], None, None)]
             ),
-            Err("more than one operator group(s) are managing this namespace count=2".into())
+            Err(IdentityError::ManyOperatorGroups { count: 2 })
         );
         assert_eq!(
             execution_identity(
@@ -118,11 +132,10 @@ mod tests {
             Ok(ExecuteAs::Controller)
         );
         assert_eq!(
-            execution_identity("ns", &[og("a", &["ns"], Some("installer"), None)]),
-            Err(
-                "please make sure the service account exists. sa=installer operatorgroup=ns/a"
-                    .into()
-            )
+            execution_identity("ns", &[og("a", &["ns"], Some("installer"), None)])
+                .unwrap_err()
+                .to_string(),
+            "please make sure the service account exists. sa=installer operatorgroup=ns/a"
         );
         assert_eq!(
             execution_identity(

@@ -18,6 +18,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::catalog_source::spec::DurationError;
+
 use super::image_bundle::set_lookup_condition;
 use crate::api::install_plan::bundle_lookup_reason;
 use crate::api::keys::{
@@ -47,15 +49,18 @@ pub struct UnpackPolicy {
 pub fn unpack_policy(
     annotations: Option<&BTreeMap<String, String>>,
     default_timeout: Duration,
-    parse: impl Fn(&str) -> Result<Duration, String>,
-) -> Result<UnpackPolicy, String> {
-    let read = |key: &str, what: &str| -> Result<Option<Duration>, String> {
-        match annotations.and_then(|a| a.get(key)) {
-            None => Ok(None),
-            Some(value) => parse(value)
-                .map(Some)
-                .map_err(|e| format!("failed to parse {what} annotation({key}: {value}): {e}")),
-        }
+    parse: impl Fn(&str) -> Result<Duration, DurationError>,
+) -> Result<UnpackPolicy, UnpackAnnotationError> {
+    let read = |key: &'static str, what: &'static str| match annotations.and_then(|a| a.get(key)) {
+        None => Ok(None),
+        Some(value) => parse(value)
+            .map(Some)
+            .map_err(|source| UnpackAnnotationError {
+                what,
+                key,
+                value: value.clone(),
+                source,
+            }),
     };
     let timeout =
         read(BUNDLE_UNPACK_TIMEOUT_ANNOTATION, "unpack timeout")?.unwrap_or(default_timeout);
@@ -69,6 +74,18 @@ pub fn unpack_policy(
             .filter(|r| !r.is_zero())
             .unwrap_or(DEFAULT_FAILED_RETRY),
     })
+}
+
+/// An unpack annotation of the OperatorGroup that does not parse, in OLM's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed to parse {what} annotation({key}: {value}): {source}")]
+pub struct UnpackAnnotationError {
+    /// What the annotation sets (`unpack timeout`).
+    pub what: &'static str,
+    pub key: &'static str,
+    pub value: String,
+    #[source]
+    pub source: DurationError,
 }
 
 /// Why a pull did not give a bundle, classified by the shell.
@@ -289,12 +306,14 @@ mod tests {
         )
     }
 
-    fn parse(text: &str) -> Result<Duration, String> {
+    fn parse(text: &str) -> Result<Duration, DurationError> {
         match text {
             "0" => Ok(Duration::ZERO),
             "30s" => Ok(Duration::from_secs(30)),
             "2m" => Ok(Duration::from_secs(120)),
-            other => Err(format!("time: invalid duration {other:?}")),
+            other => Err(DurationError::Invalid {
+                text: other.to_owned(),
+            }),
         }
     }
 
@@ -318,7 +337,9 @@ mod tests {
             "soon".to_owned(),
         )]);
         assert_eq!(
-            unpack_policy(Some(&bad), DEFAULT_UNPACK_TIMEOUT, parse).unwrap_err(),
+            unpack_policy(Some(&bad), DEFAULT_UNPACK_TIMEOUT, parse)
+                .unwrap_err()
+                .to_string(),
             "failed to parse unpack timeout annotation(operatorframework.io/bundle-unpack-timeout: soon): time: invalid duration \"soon\""
         );
     }

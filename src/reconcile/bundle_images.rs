@@ -17,7 +17,9 @@ use kube::api::Api;
 
 use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
-use crate::bundle_image::{BundlePuller, Credentials, PullError, PulledBundle, PullerConfig};
+use crate::bundle_image::{
+    BundlePuller, ConfigError, Credentials, PullError, PulledBundle, PullerConfig,
+};
 use crate::plan::CatalogRef;
 use crate::plan::unpack::{DEFAULT_UNPACK_TIMEOUT, PullFailure};
 
@@ -28,9 +30,14 @@ pub struct SecretRef {
     pub name: String,
 }
 
+/// A `--pull-secret` value that is not `NAMESPACE/NAME`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pull secret {0:?} must be written NAMESPACE/NAME (for example olm/quay-pull)")]
+pub struct SecretRefError(pub String);
+
 impl std::str::FromStr for SecretRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = SecretRefError;
+    fn from_str(s: &str) -> Result<Self, SecretRefError> {
         match s.split_once('/') {
             Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
                 Ok(SecretRef {
@@ -38,9 +45,7 @@ impl std::str::FromStr for SecretRef {
                     name: name.to_owned(),
                 })
             }
-            _ => Err(format!(
-                "pull secret {s:?} must be written NAMESPACE/NAME (for example olm/quay-pull)"
-            )),
+            _ => Err(SecretRefError(s.to_owned())),
         }
     }
 }
@@ -81,7 +86,8 @@ impl Default for BundleImageOptions {
 /// The puller every reconciler shares, with the controller-wide pull secrets.
 #[derive(Clone)]
 pub struct BundleImages {
-    puller: Result<BundlePuller, String>,
+    /// Shared: the error is not `Clone`.
+    puller: Result<BundlePuller, Arc<ConfigError>>,
     pub options: BundleImageOptions,
 }
 
@@ -94,14 +100,14 @@ impl BundleImages {
             options.registry_ca_file.as_deref(),
             options.cache_dir.clone(),
         )
-        .map_err(|e| e.to_string())
-        .and_then(|config| BundlePuller::new(config).map_err(|e| e.to_string()));
+        .and_then(BundlePuller::new)
+        .map_err(Arc::new);
         BundleImages { puller, options }
     }
 
     /// The configuration error, if the puller could not be built.
-    pub fn config_error(&self) -> Option<&str> {
-        self.puller.as_ref().err().map(String::as_str)
+    pub fn config_error(&self) -> Option<&ConfigError> {
+        self.puller.as_ref().err().map(AsRef::as_ref)
     }
 
     /// The bundle of `image` from the cache (memory, then disk), without the network.
@@ -213,9 +219,19 @@ impl BundleImages {
     }
 
     /// The shared OCI client, or why it could not be set up.
-    pub fn puller(&self) -> Result<&BundlePuller, &str> {
-        self.puller.as_ref().map_err(String::as_str)
+    pub fn puller(&self) -> Result<&BundlePuller, NoImageClient> {
+        self.puller.as_ref().map_err(|source| NoImageClient {
+            source: source.clone(),
+        })
     }
+}
+
+/// The image client could not be set up (a bad registries.conf or CA file): every pull fails.
+#[derive(Debug, thiserror::Error)]
+#[error("the image client is not set up: {source}")]
+pub struct NoImageClient {
+    #[source]
+    pub source: Arc<ConfigError>,
 }
 
 /// Registry logins read from pull secrets, and the secrets that could not be used.
@@ -282,7 +298,7 @@ mod tests {
             })
         );
         for bad in ["quay-pull", "/x", "olm/", "a/b/c"] {
-            let err = bad.parse::<SecretRef>().unwrap_err();
+            let err = bad.parse::<SecretRef>().unwrap_err().to_string();
             assert!(err.contains("NAMESPACE/NAME"), "{bad}: {err}");
         }
     }

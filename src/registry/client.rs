@@ -112,7 +112,7 @@ impl RegistryClient {
         let endpoint = Endpoint::from_shared(uri)
             .map_err(|e| ClientError::InvalidAddress {
                 address: address.to_owned(),
-                message: error_chain(&e),
+                message: crate::error_chain::error_chain(&e),
             })?
             .connect_timeout(timeouts.connect)
             .tcp_keepalive(Some(Duration::from_secs(30)))
@@ -127,7 +127,7 @@ impl RegistryClient {
             })?
             .map_err(|e| ClientError::Connect {
                 address: address.to_owned(),
-                message: error_chain(&e),
+                message: crate::error_chain::error_chain(&e),
             })?;
         Ok(RegistryClient {
             address: address.to_owned(),
@@ -337,18 +337,4 @@ fn is_connection_failure(status: &tonic::Status) -> bool {
             && status
                 .source()
                 .is_some_and(|s| s.downcast_ref::<tonic::transport::Error>().is_some()))
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -212,7 +212,7 @@ impl Worker {
                     Ok(never) => match never {},
                     Err(e) => e,
                 },
-                Err(e) => e.to_string(),
+                Err(e) => LinkError::Client(e),
             };
             tracing::info!(catalog = %self.key, address = %self.address, %error, "registry connection failed");
             self.cache.set_health(
@@ -224,7 +224,7 @@ impl Worker {
                 ),
                 false,
             );
-            self.report(LinkState::TransientFailure, Some(error), None);
+            self.report(LinkState::TransientFailure, Some(error.to_string()), None);
             failures = failures.saturating_add(1);
             tokio::time::sleep(backoff(
                 failures,
@@ -240,14 +240,14 @@ impl Worker {
         &self,
         client: &RegistryClient,
         failures: &mut u32,
-    ) -> Result<std::convert::Infallible, String> {
-        client.check_health().await.map_err(|e| e.to_string())?;
+    ) -> Result<std::convert::Infallible, LinkError> {
+        client.check_health().await?;
         self.load(client).await?;
         *failures = 0;
         let mut since_refresh = Duration::ZERO;
         loop {
             tokio::time::sleep(self.options.health_interval).await;
-            client.check_health().await.map_err(|e| e.to_string())?;
+            client.check_health().await?;
             since_refresh += self.options.health_interval;
             if since_refresh >= self.options.refresh_interval {
                 since_refresh = Duration::ZERO;
@@ -258,20 +258,19 @@ impl Worker {
 
     /// Reads the catalog, checks it and publishes it. A transport failure is returned; invalid
     /// content is reported (the registry is up, but its catalog is not used).
-    async fn load(&self, client: &RegistryClient) -> Result<(), String> {
-        let content = client.fetch_content().await.map_err(|e| e.to_string())?;
+    async fn load(&self, client: &RegistryClient) -> Result<(), LinkError> {
+        let content = client.fetch_content().await?;
         let key = self.key.clone();
         // Converting and indexing thousands of bundles is CPU work: keep it off the runtime.
-        let outcome = tokio::task::spawn_blocking(move || build_index(&key, &content))
-            .await
-            .map_err(|e| format!("indexing the catalog stopped: {e}"))?;
+        let outcome = tokio::task::spawn_blocking(move || build_index(&key, &content)).await?;
         let now = self.clock.now();
         match outcome {
             Ok(index) => {
                 self.cache.set_index(&self.key, Arc::new(index), now);
                 self.report(LinkState::Ready, None, None);
             }
-            Err(problems) => {
+            Err(invalid) => {
+                let problems = invalid.to_string();
                 tracing::warn!(catalog = %self.key, %problems, "registry serves an invalid catalog");
                 self.cache.set_health(
                     &self.key,
@@ -307,11 +306,27 @@ impl Worker {
 /// How many problems a message lists before "and N more".
 const PROBLEMS_SHOWN: usize = 5;
 
-/// Registry answers → checked index, or the validation problems in one message.
+/// Why a registry connection is down (the worker reconnects with back-off).
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error(transparent)]
+    Client(#[from] super::client::ClientError),
+    #[error("indexing the catalog stopped: {0}")]
+    Stopped(#[from] tokio::task::JoinError),
+}
+
+/// A catalog that does not validate, described as [`describe_problems`] does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", describe_problems(.problems))]
+pub struct InvalidCatalog {
+    pub problems: Vec<catalog::Problem>,
+}
+
+/// Registry answers → checked index, or the validation problems.
 pub fn build_index(
     key: &CatalogRef,
     content: &super::client::RegistryContent,
-) -> Result<CatalogIndex, String> {
+) -> Result<CatalogIndex, InvalidCatalog> {
     let (config, warnings) = from_api::declarative_config(content);
     for w in warnings
         .iter()
@@ -321,7 +336,7 @@ pub fn build_index(
     }
     let problems = catalog::validate::validate(&config);
     if !problems.is_empty() {
-        return Err(describe_problems(&problems));
+        return Err(InvalidCatalog { problems });
     }
     Ok(CatalogIndex::new(config))
 }

@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::bundle_image::{BundlePuller, Credentials, PullError, PulledCatalog};
+use crate::bundle_image::{
+    BundlePuller, Credentials, PullError, PulledCatalog, digest_dir, write_files,
+};
 use crate::catalog::CatalogIndex;
 
 use super::serve::{ServeLoadError, load_for_serving};
@@ -72,17 +74,6 @@ pub struct ImageCatalogs {
     live: Mutex<HashMap<String, Weak<CatalogIndex>>>,
     /// One load per digest at a time (two CatalogSources naming one digest pull it once).
     loading: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-/// `sha256:abc` → `sha256-abc`; anything but a plain `algo:hex` digest is refused (it names a
-/// directory).
-fn digest_dir(digest: &str) -> Option<String> {
-    let (algo, hex) = digest.split_once(':')?;
-    let ok = !algo.is_empty()
-        && algo.chars().all(|c| c.is_ascii_alphanumeric())
-        && !hex.is_empty()
-        && hex.chars().all(|c| c.is_ascii_hexdigit());
-    ok.then(|| format!("{algo}-{hex}"))
 }
 
 impl ImageCatalogs {
@@ -208,7 +199,7 @@ impl ImageCatalogs {
                 dir: tmp.clone(),
                 reason,
             };
-            if let Err(e) = write_files(&tmp, &pulled) {
+            if let Err(e) = write_files(&tmp, &pulled.files) {
                 let _ = std::fs::remove_dir_all(&tmp);
                 return Err(disk(e.to_string()));
             }
@@ -290,40 +281,23 @@ fn invalid(image: &str, digest: &str, e: &ServeLoadError) -> ImageCatalogError {
     }
 }
 
-async fn load_blocking(dir: PathBuf) -> Result<CatalogIndex, String> {
-    tokio::task::spawn_blocking(move || {
-        load_for_serving(&dir)
-            .map(|l| l.index)
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
+/// Why a catalog cached on disk cannot be served again (it is pulled again).
+#[derive(Debug, thiserror::Error)]
+enum CachedLoadError {
+    #[error(transparent)]
+    Load(#[from] ServeLoadError),
+    #[error(transparent)]
+    Stopped(#[from] tokio::task::JoinError),
 }
 
-/// Paths were checked when the layers were unpacked (relative, no `..`, no links).
-fn write_files(root: &Path, pulled: &PulledCatalog) -> std::io::Result<()> {
-    std::fs::create_dir_all(root)?;
-    for (path, data) in &pulled.files {
-        let file = root.join(path);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(file, data)?;
-    }
-    Ok(())
+async fn load_blocking(dir: PathBuf) -> Result<CatalogIndex, CachedLoadError> {
+    let loaded = tokio::task::spawn_blocking(move || load_for_serving(&dir)).await??;
+    Ok(loaded.index)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn digests_become_safe_directory_names() {
-        assert_eq!(digest_dir("sha256:ab12").as_deref(), Some("sha256-ab12"));
-        for bad in ["sha256:../x", "sha256:", ":ab", "ab", "sha256:ab/cd"] {
-            assert_eq!(digest_dir(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn collect_keeps_served_and_recent_digests() {

@@ -10,7 +10,6 @@ pub mod convert;
 pub mod image_catalogs;
 pub mod pod;
 pub mod proto;
-pub mod quantity;
 pub mod queries;
 pub mod serve;
 pub mod server;

@@ -26,7 +26,7 @@ use crate::api::keys::{
 };
 use crate::api::{CatalogSource, SecurityConfig};
 
-use super::quantity;
+use crate::quantity::{QuantityError, unsigned_value};
 
 /// The registry gRPC port, everywhere: container, Service, probes.
 pub const REGISTRY_PORT: i32 = 50051;
@@ -73,8 +73,41 @@ pub enum RegistryObjectsError {
     MemoryTarget {
         namespace: String,
         name: String,
-        source: quantity::QuantityError,
+        source: MemoryTargetError,
     },
+}
+
+/// A `memoryTarget` that is not a memory quantity.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{quantity:?} is not a memory quantity (e.g. 512Mi, 1Gi, 500M)")]
+pub struct MemoryTargetError {
+    pub quantity: String,
+    #[source]
+    pub cause: QuantityError,
+}
+
+/// `GOMEMLIMIT` for a memory target (docs/catalog.md §3.2): the byte count in the largest
+/// binary unit that divides it exactly, with a `B` suffix (`512Mi` → `512MiB`, `1G` →
+/// `1000000000B`).
+pub fn go_mem_limit(quantity: &str) -> Result<String, MemoryTargetError> {
+    let value = unsigned_value(quantity).map_err(|cause| MemoryTargetError {
+        quantity: quantity.to_owned(),
+        cause,
+    })?;
+    const UNITS: [(&str, u64); 6] = [
+        ("Ei", 1 << 60),
+        ("Pi", 1 << 50),
+        ("Ti", 1 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+    ];
+    for (unit, size) in UNITS {
+        if value >= size && value % size == 0 {
+            return Ok(format!("{}{unit}B", value / size));
+        }
+    }
+    Ok(format!("{value}B"))
 }
 
 /// Everything OLM creates for an image catalog, plus the hashes that tell whether a live object
@@ -244,7 +277,7 @@ fn pod_spec(
     restricted: bool,
     pull_secrets: Vec<LocalObjectReference>,
     options: &RegistryPodOptions,
-) -> Result<PodSpec, quantity::QuantityError> {
+) -> Result<PodSpec, MemoryTargetError> {
     let config = catalog.spec.grpc_pod_config.clone().unwrap_or_default();
     let grpc_probe = |initial_delay: Option<i32>| Probe {
         grpc: Some(GRPCAction {
@@ -263,7 +296,7 @@ fn pod_spec(
     if let Some(target) = &config.memory_target {
         env.push(EnvVar {
             name: "GOMEMLIMIT".to_owned(),
-            value: Some(quantity::go_mem_limit(&target.0)?),
+            value: Some(go_mem_limit(&target.0)?),
             value_from: None,
         });
         requests.insert("memory".to_owned(), target.clone());

@@ -395,3 +395,17 @@ fn incomplete_catalogs_are_errors_not_panics() {
         registry_objects(&cs, &BTreeMap::new(), None, &RegistryPodOptions::default()).unwrap_err();
     assert!(err.to_string().contains("metadata.uid"));
 }
+
+#[test]
+fn go_mem_limit_uses_the_largest_exact_binary_unit() {
+    assert_eq!(go_mem_limit("512Mi").unwrap(), "512MiB");
+    assert_eq!(go_mem_limit("1Gi").unwrap(), "1GiB");
+    assert_eq!(go_mem_limit("1024Mi").unwrap(), "1GiB");
+    assert_eq!(go_mem_limit("1.5Gi").unwrap(), "1536MiB");
+    assert_eq!(go_mem_limit("1G").unwrap(), "1000000000B");
+    assert_eq!(go_mem_limit("100").unwrap(), "100B");
+    assert_eq!(
+        go_mem_limit("lots").unwrap_err().to_string(),
+        "\"lots\" is not a memory quantity (e.g. 512Mi, 1Gi, 500M)"
+    );
+}

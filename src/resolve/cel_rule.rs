@@ -9,6 +9,30 @@ use serde_json::Value;
 
 use crate::catalog::semver_range::{compare, parse_tolerant};
 
+/// Why a CEL rule is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CelError {
+    #[error("the CEL rule is empty")]
+    Empty,
+    /// `message` is the parser's (its errors are neither `Clone` nor comparable).
+    #[error("the CEL rule {rule:?} does not compile: {message}")]
+    DoesNotCompile { rule: String, message: String },
+    /// `gives` is the value it gives, as CEL shows it.
+    #[error("the CEL rule {rule:?} gives {gives}, not a boolean")]
+    NotBoolean { rule: String, gives: String },
+}
+
+/// Why a rule could not be evaluated for a candidate (the candidate does not satisfy it).
+#[derive(Debug, thiserror::Error)]
+enum EvalError {
+    #[error(transparent)]
+    Properties(#[from] cel::SerializationError),
+    #[error(transparent)]
+    Function(#[from] cel::DeclarationError),
+    #[error(transparent)]
+    Execution(#[from] cel::ExecutionError),
+}
+
 /// A compiled rule.
 pub struct CelRule {
     source: String,
@@ -25,12 +49,14 @@ impl CelRule {
     /// Compiles `rule`. A rule that does not compile, or that does not give a boolean for a
     /// candidate without properties, is an error (OLM's type checker refuses non-bool rules;
     /// this interpreter is dynamically typed, so the empty candidate stands in for the check).
-    pub fn compile(rule: &str) -> Result<CelRule, String> {
+    pub fn compile(rule: &str) -> Result<CelRule, CelError> {
         if rule.trim().is_empty() {
-            return Err("the CEL rule is empty".into());
+            return Err(CelError::Empty);
         }
-        let program = Program::compile(rule)
-            .map_err(|e| format!("the CEL rule {rule:?} does not compile: {e}"))?;
+        let program = Program::compile(rule).map_err(|e| CelError::DoesNotCompile {
+            rule: rule.to_owned(),
+            message: e.to_string(),
+        })?;
         let compiled = CelRule {
             source: rule.to_owned(),
             program,
@@ -38,9 +64,10 @@ impl CelRule {
         if let Ok(other) = compiled.run(Value::Array(Vec::new()))
             && !matches!(other, CelValue::Bool(_))
         {
-            return Err(format!(
-                "the CEL rule {rule:?} gives {other:?}, not a boolean"
-            ));
+            return Err(CelError::NotBoolean {
+                rule: rule.to_owned(),
+                gives: format!("{other:?}"),
+            });
         }
         Ok(compiled)
     }
@@ -55,14 +82,12 @@ impl CelRule {
         matches!(self.run(properties), Ok(CelValue::Bool(true)))
     }
 
-    fn run(&self, properties: Value) -> Result<CelValue, String> {
+    fn run(&self, properties: Value) -> Result<CelValue, EvalError> {
         let mut context = Context::default();
-        let value = cel::to_value(properties).map_err(|e| e.to_string())?;
+        let value = cel::to_value(properties)?;
         context.add_variable_from_value("properties", value);
-        context
-            .add_function("semver_compare", semver_compare)
-            .map_err(|e| e.to_string())?;
-        self.program.execute(&context).map_err(|e| e.to_string())
+        context.add_function("semver_compare", semver_compare)?;
+        Ok(self.program.execute(&context)?)
     }
 }
 

@@ -15,9 +15,9 @@ use crate::catalog::properties::{
     BUNDLE_OBJECT, CONSTRAINT, CSV_METADATA, GVK, GVK_REQUIRED, GvkValue, LABEL, LABEL_REQUIRED,
     PACKAGE, PACKAGE_REQUIRED,
 };
-use crate::catalog::semver_range::{Version, VersionRange, parse_strict};
+use crate::catalog::semver_range::{RangeError, Version, VersionRange, parse_strict};
 
-use super::cel_rule::CelRule;
+use super::cel_rule::{CelError, CelRule};
 
 /// OLM refuses `olm.constraint` values larger than this (bytes).
 pub const MAX_CONSTRAINT_BYTES: usize = 131_072;
@@ -42,14 +42,54 @@ pub enum Predicate {
     Not(Vec<Predicate>),
 }
 
-/// A requirement that cannot be read: the bundle, the property and the parse error.
+/// A requirement that cannot be read: the bundle, the property and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bundle {bundle}: property {type_} (#{index}) cannot be used: {message}")]
+#[error("bundle {bundle}: property {type_} (#{index}) cannot be used: {reason}")]
 pub struct RequirementError {
     pub bundle: String,
     pub index: usize,
     pub type_: String,
-    pub message: String,
+    #[source]
+    pub reason: ValueError,
+}
+
+/// Why the value of a requirement property cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// Not JSON; the parser's words (its error is neither `Clone` nor comparable).
+    #[error("{message}")]
+    Json { message: String },
+    #[error("the value is {bytes} bytes, more than the {MAX_CONSTRAINT_BYTES} allowed")]
+    TooLarge { bytes: usize },
+    #[error("expected a JSON object, found {found}")]
+    NotAnObject { found: String },
+    #[error("json: unknown field {field:?}")]
+    UnknownField { field: String },
+    #[error("{field} must be a string, found {found}")]
+    NotAString { field: String, found: String },
+    #[error("an API needs at least a kind and a version")]
+    IncompleteApi,
+    #[error("packageName is empty")]
+    NoPackageName,
+    /// Boxed: the range error is most of the size of every `ValueError`.
+    #[error("versionRange {text:?} of package {package} does not parse: {source}")]
+    VersionRange {
+        text: String,
+        package: String,
+        #[source]
+        source: Box<RangeError>,
+    },
+    /// The `olm.constraint` value itself is not an object of known fields.
+    #[error("parse olm.constraint: {0}")]
+    Constraint(Box<ValueError>),
+    #[error("constraint is empty")]
+    EmptyConstraint,
+    #[error("constraint has {} where exactly one is allowed", .given.join(" and "))]
+    ManyConstraints { given: Vec<String> },
+    #[error("{compound}: constraints must be a non-empty list")]
+    EmptyCompound { compound: String },
+    #[error(transparent)]
+    Cel(#[from] CelError),
 }
 
 /// A candidate as a predicate sees it.
@@ -69,14 +109,18 @@ pub fn requirements(
 ) -> Result<Vec<Requirement>, RequirementError> {
     let mut out = Vec::new();
     for (index, p) in properties.iter().enumerate() {
-        let error = |message: String| RequirementError {
+        let error = |reason: ValueError| RequirementError {
             bundle: bundle.to_owned(),
             index,
             type_: p.type_.clone(),
-            message,
+            reason,
         };
         let value = || -> Result<Value, RequirementError> {
-            serde_json::from_str(p.json().get()).map_err(|e| error(e.to_string()))
+            serde_json::from_str(p.json().get()).map_err(|e| {
+                error(ValueError::Json {
+                    message: e.to_string(),
+                })
+            })
         };
         let predicate = match p.type_.as_str() {
             GVK_REQUIRED => Predicate::Gvk(gvk(&value()?).map_err(error)?),
@@ -89,10 +133,9 @@ pub fn requirements(
             CONSTRAINT => {
                 let raw = p.json();
                 if raw.get().len() > MAX_CONSTRAINT_BYTES {
-                    return Err(error(format!(
-                        "the value is {} bytes, more than the {MAX_CONSTRAINT_BYTES} allowed",
-                        raw.get().len()
-                    )));
+                    return Err(error(ValueError::TooLarge {
+                        bytes: raw.get().len(),
+                    }));
                 }
                 let (predicate, failure_message) = constraint(&value()?).map_err(error)?;
                 out.push(Requirement {
@@ -111,25 +154,30 @@ pub fn requirements(
     Ok(out)
 }
 
-fn object(value: &Value, known: &[&str]) -> Result<Map<String, Value>, String> {
+fn object(value: &Value, known: &[&str]) -> Result<Map<String, Value>, ValueError> {
     let Value::Object(map) = value else {
-        return Err(format!("expected a JSON object, found {value}"));
+        return Err(ValueError::NotAnObject {
+            found: value.to_string(),
+        });
     };
     if let Some(key) = map.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(format!("json: unknown field {key:?}"));
+        return Err(ValueError::UnknownField { field: key.clone() });
     }
     Ok(map.clone())
 }
 
-fn string(map: &Map<String, Value>, key: &str) -> Result<String, String> {
+fn string(map: &Map<String, Value>, key: &str) -> Result<String, ValueError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(format!("{key} must be a string, found {other}")),
+        Some(other) => Err(ValueError::NotAString {
+            field: key.to_owned(),
+            found: other.to_string(),
+        }),
     }
 }
 
-fn gvk(value: &Value) -> Result<GvkValue, String> {
+fn gvk(value: &Value) -> Result<GvkValue, ValueError> {
     let map = object(value, &["group", "version", "kind"])?;
     let g = GvkValue {
         group: string(&map, "group")?,
@@ -137,25 +185,28 @@ fn gvk(value: &Value) -> Result<GvkValue, String> {
         version: string(&map, "version")?,
     };
     if g.kind.is_empty() || g.version.is_empty() {
-        return Err("an API needs at least a kind and a version".into());
+        return Err(ValueError::IncompleteApi);
     }
     Ok(g)
 }
 
-fn package(value: &Value) -> Result<Predicate, String> {
+fn package(value: &Value) -> Result<Predicate, ValueError> {
     let map = object(value, &["packageName", "versionRange"])?;
     let name = string(&map, "packageName")?;
     if name.is_empty() {
-        return Err("packageName is empty".into());
+        return Err(ValueError::NoPackageName);
     }
     let text = string(&map, "versionRange")?;
-    let range = VersionRange::parse(&text)
-        .map_err(|e| format!("versionRange {text:?} of package {name} does not parse: {e}"))?;
+    let range = VersionRange::parse(&text).map_err(|source| ValueError::VersionRange {
+        text: text.clone(),
+        package: name.clone(),
+        source: Box::new(source),
+    })?;
     Ok(Predicate::Package { name, range })
 }
 
 /// An `olm.constraint` value (or one nested in all/any/not): the predicate and its message.
-fn constraint(value: &Value) -> Result<(Predicate, Option<String>), String> {
+fn constraint(value: &Value) -> Result<(Predicate, Option<String>), ValueError> {
     const KEYS: [&str; 7] = [
         "failureMessage",
         "gvk",
@@ -165,7 +216,7 @@ fn constraint(value: &Value) -> Result<(Predicate, Option<String>), String> {
         "any",
         "not",
     ];
-    let map = object(value, &KEYS).map_err(|e| format!("parse olm.constraint: {e}"))?;
+    let map = object(value, &KEYS).map_err(|e| ValueError::Constraint(Box::new(e)))?;
     let message = Some(string(&map, "failureMessage")?).filter(|m| !m.is_empty());
     let given: Vec<&str> = KEYS[1..]
         .iter()
@@ -173,13 +224,12 @@ fn constraint(value: &Value) -> Result<(Predicate, Option<String>), String> {
         .filter(|k| map.get(*k).is_some_and(|v| !v.is_null()))
         .collect();
     let key = match given.as_slice() {
-        [] => return Err("constraint is empty".into()),
+        [] => return Err(ValueError::EmptyConstraint),
         [one] => *one,
         many => {
-            return Err(format!(
-                "constraint has {} where exactly one is allowed",
-                many.join(" and ")
-            ));
+            return Err(ValueError::ManyConstraints {
+                given: many.iter().map(|k| (*k).to_owned()).collect(),
+            });
         }
     };
     let inner = &map[key];
@@ -194,7 +244,11 @@ fn constraint(value: &Value) -> Result<(Predicate, Option<String>), String> {
             let map = object(inner, &["constraints"])?;
             let list = match map.get("constraints") {
                 Some(Value::Array(list)) if !list.is_empty() => list,
-                _ => return Err(format!("{compound}: constraints must be a non-empty list")),
+                _ => {
+                    return Err(ValueError::EmptyCompound {
+                        compound: compound.to_owned(),
+                    });
+                }
             };
             let nested = list
                 .iter()

@@ -147,21 +147,27 @@ fn strict_parsing_names_bundle_property_and_error() {
         "bundle b.v1: property olm.constraint (#0) cannot be used: parse olm.constraint: json: unknown field \"colour\""
     );
     let err = one(CONSTRAINT, json!({"failureMessage": "x"})).unwrap_err();
-    assert!(err.message.ends_with("constraint is empty"), "{err}");
+    assert!(
+        err.reason.to_string().ends_with("constraint is empty"),
+        "{err}"
+    );
     let err = one(
         CONSTRAINT,
         json!({"cel": {"rule": "properties.exists(p, "}}),
     )
     .unwrap_err();
-    assert!(err.message.contains("does not compile"), "{err}");
+    assert!(err.reason.to_string().contains("does not compile"), "{err}");
     let err = one(CONSTRAINT, json!({"cel": {"rule": "1 + 2"}})).unwrap_err();
-    assert!(err.message.contains("not a boolean"), "{err}");
+    assert!(err.reason.to_string().contains("not a boolean"), "{err}");
     let err = one(
         PACKAGE_REQUIRED,
         json!({"packageName": "p", "versionRange": "~1.0"}),
     )
     .unwrap_err();
-    assert!(err.message.contains("versionRange \"~1.0\""), "{err}");
+    assert!(
+        err.reason.to_string().contains("versionRange \"~1.0\""),
+        "{err}"
+    );
     let huge = "x".repeat(MAX_CONSTRAINT_BYTES);
     let err = one(
         CONSTRAINT,
@@ -169,7 +175,9 @@ fn strict_parsing_names_bundle_property_and_error() {
     )
     .unwrap_err();
     assert!(
-        err.message.contains("more than the 131072 allowed"),
+        err.reason
+            .to_string()
+            .contains("more than the 131072 allowed"),
         "{err}"
     );
     let err = one(
@@ -177,5 +185,5 @@ fn strict_parsing_names_bundle_property_and_error() {
         json!({"gvk": {"group": "g", "kind": "K", "version": "v1"}, "package": {"packageName": "p", "versionRange": ">0.0.0"}}),
     )
     .unwrap_err();
-    assert!(err.message.contains("exactly one"), "{err}");
+    assert!(err.reason.to_string().contains("exactly one"), "{err}");
 }

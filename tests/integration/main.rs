@@ -87,4 +87,5 @@ mod testop_catalog;
 mod testop_images;
 mod testop_install;
 mod testop_operator;
+mod typed_errors;
 mod write_path;

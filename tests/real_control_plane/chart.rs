@@ -244,6 +244,19 @@ impl Controller {
         name: &str,
         extra: &[String],
     ) -> anyhow::Result<Self> {
+        let binary = Path::new(env!("CARGO_BIN_EXE_olm-rs"));
+        Self::spawn_binary(plane, rendered, token, name, extra, binary)
+    }
+
+    /// [`Self::spawn`] with another build of `olm-rs` (a bench measuring the image's build).
+    pub fn spawn_binary(
+        plane: &ControlPlane,
+        rendered: &Rendered,
+        token: &str,
+        name: &str,
+        extra: &[String],
+        binary: &Path,
+    ) -> anyhow::Result<Self> {
         let [port, package_port] = super::free_ports::<2>()?;
         // Replicas share this host: each serves the PackageManifest API on a port of its own,
         // unless `extra` names the address (the check that reaches it through the aggregator).
@@ -278,7 +291,7 @@ impl Controller {
             })
             .chain(extra.iter().cloned())
             .collect();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_olm-rs"));
+        let mut command = Command::new(binary);
         command
             .args(&args)
             .env("KUBECONFIG", &kubeconfig)

@@ -49,6 +49,32 @@ pub enum BundleDirError {
     },
 }
 
+/// Why one file of a bundle could not be read as a document (the file is skipped, with a
+/// warning saying this).
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("outside the bundle")]
+    OutsideBundle,
+    #[error("no such file")]
+    Missing,
+    #[error(transparent)]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error("{}", located(.0))]
+    Syntax(#[from] documents::SyntaxError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+/// A syntax error with its line, when known.
+fn located(e: &documents::SyntaxError) -> String {
+    match e.line {
+        Some(l) => format!("line {l}: {}", e.message),
+        None => e.message.clone(),
+    }
+}
+
 /// One manifest of `manifests/`.
 #[derive(Debug, Clone)]
 pub struct Manifest {
@@ -124,7 +150,7 @@ pub trait BundleFiles {
     /// files left out; each path is `root/sub/name`.
     fn list(&self, sub: &str) -> Result<Vec<PathBuf>, BundleDirError>;
     /// The text of one listed file.
-    fn read_text(&self, file: &Path) -> Result<String, String>;
+    fn read_text(&self, file: &Path) -> Result<String, FileError>;
 }
 
 /// A bundle directory on disk.
@@ -156,8 +182,8 @@ impl BundleFiles for DiskBundle<'_> {
         Ok(files)
     }
 
-    fn read_text(&self, file: &Path) -> Result<String, String> {
-        std::fs::read_to_string(file).map_err(|e| e.to_string())
+    fn read_text(&self, file: &Path) -> Result<String, FileError> {
+        Ok(std::fs::read_to_string(file)?)
     }
 }
 
@@ -188,31 +214,24 @@ impl BundleFiles for MemoryBundle<'_> {
         Ok(files)
     }
 
-    fn read_text(&self, file: &Path) -> Result<String, String> {
+    fn read_text(&self, file: &Path) -> Result<String, FileError> {
         let key = file
             .strip_prefix(&self.root)
-            .map_err(|_| "outside the bundle".to_string())?
+            .map_err(|_| FileError::OutsideBundle)?
             .to_string_lossy()
             .into_owned();
-        let bytes = self.files.get(&key).ok_or("no such file")?;
-        std::str::from_utf8(bytes)
-            .map(str::to_owned)
-            .map_err(|e| e.to_string())
+        let bytes = self.files.get(&key).ok_or(FileError::Missing)?;
+        Ok(std::str::from_utf8(bytes)?.to_owned())
     }
 }
 
 /// The first document of a YAML/JSON file as a JSON value.
-fn first_document(src: &dyn BundleFiles, path: &Path) -> Result<Option<Value>, String> {
+fn first_document(src: &dyn BundleFiles, path: &Path) -> Result<Option<Value>, FileError> {
     let text = src.read_text(path)?;
-    let docs = documents::split(&text).map_err(|e| match e.line {
-        Some(l) => format!("line {l}: {}", e.message),
-        None => e.message,
-    })?;
+    let docs = documents::split(&text)?;
     match docs.into_iter().next() {
         None => Ok(None),
-        Some(d) => serde_json::from_str(&d.json)
-            .map(Some)
-            .map_err(|e| e.to_string()),
+        Some(d) => Ok(Some(serde_json::from_str(&d.json)?)),
     }
 }
 

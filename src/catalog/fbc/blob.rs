@@ -56,7 +56,7 @@ pub fn parse_with(
         })?),
     };
     let members = fields.members();
-    check_folded_keys(members).map_err(|m| Problem::new(Rule::L2, at(), m))?;
+    check_folded_keys(members).map_err(|e| Problem::new(Rule::L2, at(), e.to_string()))?;
     let meta = |key: &str| -> Result<Option<String>, Box<Problem>> {
         let Some((_, raw)) = members
             .iter()
@@ -126,8 +126,18 @@ pub fn parse_with(
     Ok((blob, extra))
 }
 
+/// Two top-level keys of a blob that differ only in case (L2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("duplicate keys for key {folded:?}: [{}]", originals.join(" "))]
+pub struct DuplicateKeys {
+    /// The key case-folded.
+    pub folded: String,
+    /// The keys as written, sorted.
+    pub originals: Vec<String>,
+}
+
 /// L2: top-level keys must stay distinct after case folding.
-fn check_folded_keys(members: &[(Cow<'_, str>, &RawValue)]) -> Result<(), String> {
+fn check_folded_keys(members: &[(Cow<'_, str>, &RawValue)]) -> Result<(), DuplicateKeys> {
     let mut folded: Vec<(String, &str)> = members
         .iter()
         .map(|(k, _)| (k.to_lowercase(), k.as_ref()))
@@ -135,17 +145,16 @@ fn check_folded_keys(members: &[(Cow<'_, str>, &RawValue)]) -> Result<(), String
     folded.sort();
     for pair in folded.windows(2) {
         if pair[0].0 == pair[1].0 {
-            let mut originals: Vec<&str> = folded
+            let mut originals: Vec<String> = folded
                 .iter()
                 .filter(|(f, _)| *f == pair[0].0)
-                .map(|(_, k)| *k)
+                .map(|(_, k)| (*k).to_owned())
                 .collect();
             originals.sort();
-            return Err(format!(
-                "duplicate keys for key {:?}: [{}]",
-                pair[0].0,
-                originals.join(" ")
-            ));
+            return Err(DuplicateKeys {
+                folded: pair[0].0.clone(),
+                originals,
+            });
         }
     }
     Ok(())
@@ -204,9 +213,7 @@ fn parse_package(f: &Fields<'_>, origin: &Origin) -> Result<Package, UnmarshalEr
             None => None,
             Some(icon) => {
                 let data = icon.string("base64data", "Icon")?.unwrap_or_default();
-                if let Err(e) = decode_base64(&data) {
-                    return Err(UnmarshalError::Syntax(e));
-                }
+                decode_base64(&data)?;
                 Some(Icon {
                     base64data: data,
                     mediatype: icon.string("mediatype", "Icon")?.unwrap_or_default(),
@@ -308,15 +315,12 @@ fn parse_bundle(
             props.push(property);
             continue;
         }
-        match bundle_object(&property.value) {
+        match bundle_object(&property.value, index) {
             Ok(object) => objects.push(object),
-            Err(message) => problems.push(Problem::new(
+            Err(e) => problems.push(Problem::new(
                 Rule::L6,
                 at(),
-                format!(
-                    "read bundle objects: package {package:?}, bundle {name:?}: {}",
-                    message.replace("{index}", &index.to_string())
-                ),
+                format!("read bundle objects: package {package:?}, bundle {name:?}: {e}"),
             )),
         }
     }
@@ -350,8 +354,16 @@ fn csv_metadata_property(type_: String, value: &RawValue, hold: CsvMetadataHold)
     }
 }
 
+/// Text that is not Go's standard base64.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("illegal base64 data at input byte {at}")]
+pub struct Base64Error {
+    /// The offset of the first byte that does not fit (line breaks removed).
+    pub at: usize,
+}
+
 /// Go's `base64.StdEncoding` as used for `[]byte` JSON fields (line breaks ignored).
-pub fn decode_base64(data: &str) -> Result<Vec<u8>, String> {
+pub fn decode_base64(data: &str) -> Result<Vec<u8>, Base64Error> {
     let cleaned: Cow<'_, str> = if data.contains(['\r', '\n']) {
         Cow::Owned(data.replace(['\r', '\n'], ""))
     } else {
@@ -366,49 +378,83 @@ pub fn decode_base64(data: &str) -> Result<Vec<u8>, String> {
                 base64::DecodeError::InvalidLength(n) => n,
                 base64::DecodeError::InvalidPadding => cleaned.len(),
             };
-            format!("illegal base64 data at input byte {at}")
+            Base64Error { at }
         })
 }
 
-/// Decodes an `olm.bundle.object` value (`{"data": base64}`) into the manifest's JSON.
-fn bundle_object(value: &RawValue) -> Result<Box<RawValue>, String> {
-    let fields = Fields::of(value, "property.BundleObject")
-        .map_err(|e| format!("parse property at index {{index}} as bundle object: {e}"))?;
+/// Why the `olm.bundle.object` property at `index` of a bundle could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleObjectError {
+    #[error("parse property at index {index} as bundle object: {source}")]
+    Parse {
+        index: usize,
+        #[source]
+        source: UnmarshalError,
+    },
+    #[error("parse property at index {index} as bundle object: {source}")]
+    Base64 {
+        index: usize,
+        #[source]
+        source: Base64Error,
+    },
+    #[error(
+        "bundle object at index {index} is a file reference (`ref`), which olm-rs does not read"
+    )]
+    FileReference { index: usize },
+    #[error("convert bundle object property at index {index} to JSON: not UTF-8 text")]
+    NotUtf8 { index: usize },
+    #[error("convert bundle object property at index {index} to JSON: {source}")]
+    Manifest {
+        index: usize,
+        #[source]
+        source: ManifestError,
+    },
+}
+
+/// Decodes an `olm.bundle.object` value (`{"data": base64}`), the property at `index`, into
+/// the manifest's JSON.
+fn bundle_object(value: &RawValue, index: usize) -> Result<Box<RawValue>, BundleObjectError> {
+    let parse = |source| BundleObjectError::Parse { index, source };
+    let fields = Fields::of(value, "property.BundleObject").map_err(parse)?;
     let data = match &fields {
-        Some(f) => f
-            .string("data", "BundleObject")
-            .map_err(|e| format!("parse property at index {{index}} as bundle object: {e}"))?,
+        Some(f) => f.string("data", "BundleObject").map_err(parse)?,
         None => None,
     };
     let Some(data) = data else {
         if fields.as_ref().and_then(|f| f.get("ref")).is_some() {
-            return Err("bundle object at index {index} is a file reference (`ref`), which olm-rs does not read".into());
+            return Err(BundleObjectError::FileReference { index });
         }
         return Ok(RawValue::NULL.to_owned());
     };
-    let bytes = decode_base64(&data)
-        .map_err(|e| format!("parse property at index {{index}} as bundle object: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        "convert bundle object property at index {index} to JSON: not UTF-8 text".to_string()
-    })?;
-    manifest_to_json(&text)
-        .map_err(|e| format!("convert bundle object property at index {{index}} to JSON: {e}"))
+    let bytes =
+        decode_base64(&data).map_err(|source| BundleObjectError::Base64 { index, source })?;
+    let text = String::from_utf8(bytes).map_err(|_| BundleObjectError::NotUtf8 { index })?;
+    manifest_to_json(&text).map_err(|source| BundleObjectError::Manifest { index, source })
+}
+
+/// A manifest that is neither JSON nor YAML.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Yaml(#[from] documents::SyntaxError),
 }
 
 /// A manifest in JSON or YAML → compact JSON (JSON input is kept as written, like k8s
 /// `yaml.ToJSON`).
-pub fn manifest_to_json(text: &str) -> Result<Box<RawValue>, String> {
+pub fn manifest_to_json(text: &str) -> Result<Box<RawValue>, ManifestError> {
     let trimmed = text.trim();
     if trimmed.starts_with('{') {
-        return serde_json::from_str::<Box<RawValue>>(trimmed).map_err(|e| e.to_string());
+        return Ok(serde_json::from_str::<Box<RawValue>>(trimmed)?);
     }
-    let docs = documents::split_yaml_slow(text).map_err(|e| e.to_string())?;
+    let docs = documents::split_yaml_slow(text)?;
     let json = docs
         .into_iter()
         .next()
         .map(|d| d.json.into_owned())
         .unwrap_or_else(|| "null".into());
-    RawValue::from_string(json).map_err(|e| e.to_string())
+    Ok(RawValue::from_string(json)?)
 }
 
 fn parse_deprecations(f: &Fields<'_>, origin: &Origin) -> Result<Deprecations, UnmarshalError> {

@@ -130,16 +130,6 @@ pub fn load_dir_with(root: &Path, options: LoadOptions) -> Result<Loaded, Catalo
     Ok(loaded)
 }
 
-/// Loads a catalog directory and fails if any file or document could not be read.
-pub fn load_dir_strict(root: &Path) -> Result<DeclarativeConfig, CatalogError> {
-    let loaded = load_dir(root)?;
-    if loaded.problems.is_empty() {
-        Ok(loaded.config)
-    } else {
-        Err(CatalogError::Invalid(loaded.problems))
-    }
-}
-
 fn relative_name(root: &Path, path: &Path) -> Arc<str> {
     let rel = path.strip_prefix(root).unwrap_or(path);
     Arc::from(rel.to_string_lossy().as_ref())

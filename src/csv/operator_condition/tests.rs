@@ -180,16 +180,18 @@ fn upgradeability_follows_overrides_then_the_observed_condition() {
         "status": {"conditions": [{"type": "Upgradeable", "status": "False", "reason": "R",
             "message": "migrating", "observedGeneration": 2, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     }));
+    let err = upgradeable(Some(&oc)).unwrap_err();
     assert_eq!(
-        upgradeable(Some(&oc)),
-        Err("The operator is not upgradeable: migrating".into())
+        err.to_string(),
+        "The operator is not upgradeable: migrating"
     );
+    assert!(matches!(err, NotUpgradeable::Reported { .. }));
     let status = oc.status.as_mut().unwrap().conditions.as_mut().unwrap();
     status[0].status = "True".into();
     status[0].observed_generation = Some(1);
     assert_eq!(
-        upgradeable(Some(&oc)),
-        Err("The operatorcondition status \"Upgradeable\"=\"True\" is outdated".into())
+        upgradeable(Some(&oc)).unwrap_err().to_string(),
+        "The operatorcondition status \"Upgradeable\"=\"True\" is outdated"
     );
     oc.spec.overrides = Some(vec![
         serde_json::from_value(
@@ -201,10 +203,12 @@ fn upgradeability_follows_overrides_then_the_observed_condition() {
     assert_eq!(upgradeable(Some(&oc)), Ok(()));
     oc.spec.overrides.as_mut().unwrap()[0].status = "False".into();
     oc.spec.overrides.as_mut().unwrap()[0].message = "wait for the backup".into();
+    let err = upgradeable(Some(&oc)).unwrap_err();
     assert_eq!(
-        upgradeable(Some(&oc)),
-        Err("The operator is not upgradeable: wait for the backup".into())
+        err.to_string(),
+        "The operator is not upgradeable: wait for the backup"
     );
+    assert!(matches!(err, NotUpgradeable::Overridden { .. }));
 }
 
 /// A move from OLM: the OperatorCondition, Role and RoleBinding as OLM v0.31 wrote them for a

@@ -7,7 +7,6 @@ use jiff::Timestamp;
 use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
 
 use super::super::certs::{CertInstall, plan_cert_install};
-use super::super::health::{Health, evaluate};
 use super::super::identity::name;
 use super::super::install_strategy::{
     DesiredDeployment, desired_deployments_with_certs, orphaned_deployments,
@@ -15,8 +14,8 @@ use super::super::install_strategy::{
 use super::super::observed::Observed;
 use super::super::rbac_eval::{Request, Scope, ServiceAccountUser};
 use super::super::sync::{Action, CsvSyncOutcome, Decision, DeploymentInstall, Requeue};
-use super::certs::{desired_now, not_ready, record_cert_times};
-use super::{Ctx, INSTALL_TIMEOUT, POLL_INTERVAL, apply_health};
+use super::certs::record_cert_times;
+use super::{Components, Ctx, INSTALL_TIMEOUT, POLL_INTERVAL, check_components};
 
 /// Why the group's installer cannot be built (docs/operator-groups.md §8); OLM only logs it.
 pub(super) fn installer_unavailable(group: &OperatorGroup) -> Option<String> {
@@ -184,24 +183,8 @@ pub fn after_install(
 }
 
 pub(super) fn installing(ctx: &Ctx<'_>, d: &mut Decision) {
-    let desired = match desired_now(ctx) {
-        Ok(desired) => desired,
-        Err(_) => {
-            d.set(
-                CsvPhase::Pending,
-                CsvReason::NeedsReinstall,
-                "calculated deployment install is bad",
-            );
-            return;
-        }
-    };
-    let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
-    let certs_pending = health == Health::Healthy
-        && not_ready(ctx, d, CsvPhase::Installing, CsvReason::InstallWaiting);
-    if !certs_pending {
-        apply_health(d, health, CsvPhase::Installing, CsvReason::InstallWaiting);
-    }
-    if d.phase() != CsvPhase::Installing {
+    let checked = check_components(ctx, d, CsvPhase::Installing, CsvReason::InstallWaiting);
+    if matches!(checked, Components::Reinstall) || d.phase() != CsvPhase::Installing {
         return;
     }
     let since = d

@@ -15,7 +15,8 @@ use jiff::Timestamp;
 use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
 
 use super::gate::{Gate, gate};
-use super::health::Health;
+use super::health::{Health, evaluate};
+use super::install_strategy::DesiredDeployment;
 use super::observed::Observed;
 use super::requirements::{RequirementCheck, check_requirements};
 use super::sync::{CsvSyncOutcome, Decision, Requeue};
@@ -72,6 +73,48 @@ pub fn sync(csv: &ClusterServiceVersion, seen: &Observed, now: Timestamp) -> Csv
         }
     }
     d.finish()
+}
+
+/// What the component check of an installing or running CSV found.
+enum Components {
+    /// Its Deployments cannot be computed: it goes back to `Pending` / `NeedsReinstall`.
+    Reinstall,
+    /// Not (yet) healthy; the decision says why.
+    NotHealthy,
+    /// Every Deployment is healthy and its certificates and APIServices are ready: the
+    /// Deployments it wants now.
+    Healthy(Vec<DesiredDeployment>),
+}
+
+/// The one deployment-health check of `Installing`, `Succeeded` and `Failed`
+/// (docs/csv-phases.md §8): the Deployments the CSV wants now, their health, then its
+/// certificates and APIServices; a CSV not healthy goes to `phase` / `reason` as
+/// [`apply_health`] maps it.
+fn check_components(
+    ctx: &Ctx<'_>,
+    d: &mut Decision,
+    phase: CsvPhase,
+    reason: CsvReason,
+) -> Components {
+    let Ok(desired) = certs::desired_now(ctx) else {
+        d.set(
+            CsvPhase::Pending,
+            CsvReason::NeedsReinstall,
+            "calculated deployment install is bad",
+        );
+        return Components::Reinstall;
+    };
+    let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
+    let healthy = health == Health::Healthy;
+    if healthy && certs::not_ready(ctx, d, phase.clone(), reason.clone()) {
+        return Components::NotHealthy;
+    }
+    apply_health(d, health, phase, reason);
+    if healthy {
+        Components::Healthy(desired)
+    } else {
+        Components::NotHealthy
+    }
 }
 
 /// Maps the health evaluation to a status (docs/csv-phases.md §8 "Outcome"), with the handler's requeue

@@ -94,11 +94,11 @@ pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {
 pub(super) fn fail_invalid_webhooks(ctx: &Ctx<'_>, d: &mut Decision) -> bool {
     match validate_webhooks(ctx.csv) {
         Ok(()) => false,
-        Err(message) => {
+        Err(invalid) => {
             d.set(
                 CsvPhase::Failed,
                 CsvReason::InvalidWebhookDescription,
-                message,
+                invalid.to_string(),
             );
             true
         }

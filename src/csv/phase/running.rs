@@ -4,14 +4,17 @@ use std::time::Duration;
 
 use crate::api::{CsvPhase, CsvReason, UpgradeStrategy};
 
-use super::super::health::{Health, drifted, evaluate};
+use super::super::health::drifted;
 use super::super::identity::name;
 use super::super::replacement::replacement_of;
 use super::super::sync::{Action, Decision, Requeue};
-use super::certs::{desired_now, failed_checks, not_ready, succeeded_checks};
+use super::certs::{failed_checks, succeeded_checks};
 use super::install::stop_without_installer;
 use super::pending::{fail_invalid_webhooks, fail_owner_conflict, repair_permissions};
-use super::{Ctx, apply_health, requirements_or_fail, retry_unknown_requirements, with_summary};
+use super::{
+    Components, Ctx, check_components, requirements_or_fail, retry_unknown_requirements,
+    with_summary,
+};
 
 /// How often a healthy operator is re-checked without any event.
 const SUCCEEDED_RECHECK: Duration = Duration::from_secs(5 * 60);
@@ -59,24 +62,9 @@ pub(super) fn succeeded(ctx: &Ctx<'_>, d: &mut Decision) {
         return;
     }
     d.set_requirements(check.statuses);
-    // Step 6.
-    let Ok(desired) = desired_now(ctx) else {
-        d.set(
-            CsvPhase::Pending,
-            CsvReason::NeedsReinstall,
-            "calculated deployment install is bad",
-        );
-        return;
-    };
-    // Step 7.
-    let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
-    let mut healthy = health == Health::Healthy;
-    if healthy && not_ready(ctx, d, CsvPhase::Failed, CsvReason::ComponentUnhealthy) {
-        healthy = false;
-    } else {
-        apply_health(d, health, CsvPhase::Failed, CsvReason::ComponentUnhealthy);
-    }
-    if healthy {
+    // Steps 6-7.
+    let checked = check_components(ctx, d, CsvPhase::Failed, CsvReason::ComponentUnhealthy);
+    if let Components::Healthy(desired) = checked {
         // docs/csv-phases.md §11 item 6: put back hand-edited or scaled Deployments.
         let drift = drifted(&desired, &ctx.seen.deployments);
         if !drift.is_empty() {
@@ -170,20 +158,6 @@ pub(super) fn failed(ctx: &Ctx<'_>, d: &mut Decision) {
     if failed_checks(ctx, d) {
         return;
     }
-    // Step 9.
-    let Ok(desired) = desired_now(ctx) else {
-        d.set(
-            CsvPhase::Pending,
-            CsvReason::NeedsReinstall,
-            "calculated deployment install is bad",
-        );
-        return;
-    };
-    // Step 10.
-    let health = evaluate(ctx.csv, &desired, &ctx.seen.deployments);
-    if health == Health::Healthy && not_ready(ctx, d, CsvPhase::Pending, CsvReason::NeedsReinstall)
-    {
-        return;
-    }
-    apply_health(d, health, CsvPhase::Pending, CsvReason::NeedsReinstall);
+    // Steps 9-10.
+    check_components(ctx, d, CsvPhase::Pending, CsvReason::NeedsReinstall);
 }

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use super::*;
 use crate::api::keys::INSTALLED_ALONGSIDE_ANNOTATION_PREFIX;
 use crate::csv::fixtures::*;
-use crate::csv::observed::Discovery;
+use crate::csv::observed::{Discovery, DiscoveryFailed};
 
 fn statuses(check: &RequirementCheck) -> Vec<(String, String, String)> {
     check
@@ -132,7 +132,7 @@ fn required_apiservices_need_discovery_and_availability() {
     seen.discovery = Discovery {
         group_versions: [(
             "metrics.k8s.io/v1beta1".to_string(),
-            Err("timeout".to_string()),
+            Err(DiscoveryFailed::new("timeout")),
         )]
         .into(),
     };

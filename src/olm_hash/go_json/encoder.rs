@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::GoJsonError;
 use super::escape::write_go_string;
-use super::quantity::{canonical_quantity, canonical_quantity_number};
 use super::schema::{Field, Presence, Ty};
+use crate::quantity::{canonical_quantity, canonical_quantity_number};
 
 /// Where in the input a value sits, built without allocating while all is well.
 #[derive(Clone, Copy)]

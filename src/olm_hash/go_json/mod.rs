@@ -8,7 +8,6 @@
 
 mod encoder;
 mod escape;
-mod quantity;
 mod schema;
 mod types_meta;
 mod types_pod;
@@ -16,8 +15,8 @@ mod types_volume;
 
 use serde_json::Value;
 
+pub use crate::quantity::{QuantityError, canonical_quantity, canonical_quantity_number};
 pub use escape::{go_quote, write_go_bytes, write_go_string};
-pub use quantity::{QuantityError, canonical_quantity, canonical_quantity_number};
 
 use encoder::Path;
 use schema::Ty;

@@ -15,8 +15,8 @@ use kube::{Resource, ResourceExt};
 use crate::api::{CatalogSource, ConfigMapResourceReference};
 use crate::catalog::{self, CatalogIndex};
 use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
-use crate::registry::configmap_catalog;
-use crate::registry::connection::describe_problems;
+use crate::registry::configmap_catalog::{self, ConfigMapCatalogError};
+use crate::registry::connection::InvalidCatalog;
 
 use super::Reconciler;
 
@@ -25,35 +25,72 @@ use super::Reconciler;
 pub(super) struct LoadedConfigMap {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
-    /// `Err(message)` when the content was refused.
-    pub outcome: Result<(), String>,
+    /// `Err` when the content was refused.
+    pub outcome: Result<(), InvalidConfigMap>,
+}
+
+/// Why a catalog's ConfigMap could not be read or loaded; the text is the status message
+/// (reason `ConfigMapError`).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ConfigMapError {
+    #[error("failed to get catalog config map {name}: configmaps \"{name}\" not found")]
+    NotFound { name: String },
+    #[error("failed to get catalog config map {name}: {source}")]
+    Unreadable {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("loading config map {name} stopped: {source}")]
+    Stopped {
+        name: String,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+}
+
+/// A catalog ConfigMap whose content is refused; the text is the status message (reason
+/// `ConfigMapError`).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("catalog config map {name} is invalid: {problem}")]
+pub(super) struct InvalidConfigMap {
+    name: String,
+    problem: InvalidContent,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+enum InvalidContent {
+    /// Not a package-manifests catalog.
+    #[error(transparent)]
+    Format(#[from] ConfigMapCatalogError),
+    /// A catalog that does not validate.
+    #[error(transparent)]
+    Problems(#[from] InvalidCatalog),
 }
 
 /// Loads the ConfigMap when it changed. Returns the `configMapReference` to record with the
-/// outcome of loading its content, or (outer `Err`) why the ConfigMap could not be read. Both
-/// messages go to `status.message` with reason `ConfigMapError`.
+/// outcome of loading its content, or (outer `Err`) why the ConfigMap could not be read.
 pub(super) async fn sync(
     r: &Reconciler,
     cs: &CatalogSource,
     key: &CatalogRef,
     config_map: &str,
-) -> Result<(ConfigMapResourceReference, Result<(), String>), String> {
+) -> Result<(ConfigMapResourceReference, Result<(), InvalidConfigMap>), ConfigMapError> {
     let ns = cs.namespace().unwrap_or_default();
     let api: Api<ConfigMap> = Api::namespaced(r.ctx.client.clone(), &ns);
     let now = r.ctx.clock.now();
+    let name = config_map.to_owned();
     let cm = match api.get_opt(config_map).await {
         Ok(Some(cm)) => cm,
         Ok(None) => {
-            let message = format!(
-                "failed to get catalog config map {config_map}: configmaps \"{config_map}\" not found"
-            );
-            forget(r, key, &message, HealthReason::SpecInvalid);
-            return Err(message);
+            let err = ConfigMapError::NotFound { name };
+            forget(r, key, &err.to_string(), HealthReason::SpecInvalid);
+            return Err(err);
         }
-        Err(e) => {
-            let message = format!("failed to get catalog config map {config_map}: {e}");
-            forget(r, key, &message, HealthReason::SpecInvalid);
-            return Err(message);
+        Err(source) => {
+            let err = ConfigMapError::Unreadable { name, source };
+            forget(r, key, &err.to_string(), HealthReason::SpecInvalid);
+            return Err(err);
         }
     };
     let uid = cm.meta().uid.clone();
@@ -87,30 +124,32 @@ pub(super) async fn sync(
         Some(l) => l.outcome.clone(),
         None => {
             let data = cm.data.clone().unwrap_or_default();
-            let built = tokio::task::spawn_blocking(move || -> Result<CatalogIndex, String> {
-                let config =
-                    configmap_catalog::declarative_config(&data).map_err(|e| e.to_string())?;
+            let built = tokio::task::spawn_blocking(move || {
+                let config = configmap_catalog::declarative_config(&data)?;
                 let problems = catalog::validate::validate(&config);
                 if !problems.is_empty() {
-                    return Err(describe_problems(&problems));
+                    return Err(InvalidCatalog { problems }.into());
                 }
                 Ok(CatalogIndex::new(config))
             })
             .await
-            .map_err(|e| format!("loading config map {config_map} stopped: {e}"))?;
+            .map_err(|source| ConfigMapError::Stopped {
+                name: name.clone(),
+                source,
+            })?;
             let outcome = match built {
                 Ok(index) => {
                     r.ctx.catalogs.set_index(key, Arc::new(index), now);
                     Ok(())
                 }
                 Err(problem) => {
-                    let message = format!("catalog config map {config_map} is invalid: {problem}");
+                    let invalid = InvalidConfigMap { name, problem };
                     r.ctx.catalogs.set_health(
                         key,
-                        CatalogHealth::unhealthy(HealthReason::Invalid, message.clone(), now),
+                        CatalogHealth::unhealthy(HealthReason::Invalid, invalid.to_string(), now),
                         true,
                     );
-                    Err(message)
+                    Err(invalid)
                 }
             };
             r.loaded_configmaps().insert(

@@ -299,8 +299,8 @@ pub(super) async fn ensure(
                 Ok(puller) => puller
                     .digest(&image, &read.credentials)
                     .await
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(format!("the image client is not set up: {e}")),
+                    .map_err(UpdateCheckError::Pull),
+                Err(e) => Err(UpdateCheckError::NoClient(e)),
             };
             match resolved {
                 Ok(d) => digest = Some(d),
@@ -480,6 +480,15 @@ fn network_policy_matches(live: Option<&NetworkPolicy>, desired: &NetworkPolicy)
         .all(|(k, v)| live.labels().get(k) == Some(v));
     let as_value = |np: &NetworkPolicy| serde_json::to_value(&np.spec).unwrap_or_default();
     labels_ok && as_value(live) == as_value(desired)
+}
+
+/// Why a catalog image could not be checked for a new digest (the catalog keeps serving).
+#[derive(Debug, thiserror::Error)]
+enum UpdateCheckError {
+    #[error(transparent)]
+    Pull(crate::bundle_image::PullError),
+    #[error(transparent)]
+    NoClient(crate::reconcile::bundle_images::NoImageClient),
 }
 
 #[cfg(test)]

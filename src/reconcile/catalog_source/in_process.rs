@@ -14,6 +14,7 @@ use crate::api::event::ObjectEvent;
 use crate::catalog_source::image::{self, CheckOutcome, Decision, Observed, Served, Step};
 use crate::catalog_source::spec;
 use crate::k8s::effects::execute;
+use crate::reconcile::bundle_images::NoImageClient;
 use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
 use kube_runtime::controller::Action;
@@ -213,10 +214,7 @@ async fn check(
     let (store, puller) = match (r.image_catalogs(), r.ctx.bundle_images.puller()) {
         (Ok(store), Ok(puller)) => (store, puller),
         (Err(e), _) => return (failed(e), state.served.clone()),
-        (_, Err(e)) => {
-            let e = SetupError(format!("the image client is not set up: {e}"));
-            return (failed(&e), state.served.clone());
-        }
+        (_, Err(e)) => return (failed(&e), state.served.clone()),
     };
     let secrets = cs.spec.secrets.clone().unwrap_or_default();
     let read = r
@@ -325,11 +323,7 @@ impl CauseKind for ImageCatalogError {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct SetupError(String);
-
-impl CauseKind for SetupError {
+impl CauseKind for NoImageClient {
     fn kind(&self) -> &str {
         "ClientSetupError"
     }

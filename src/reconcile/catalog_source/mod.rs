@@ -102,6 +102,15 @@ pub enum Error {
     StoresStopped(#[from] crate::k8s::store::StoreStopped),
 }
 
+impl crate::k8s::errors::ReconcileFailure for Error {
+    fn error_label(&self) -> &'static str {
+        match self {
+            Error::Status { source, .. } => source.metric_label(),
+            Error::StoresStopped(_) => crate::k8s::errors::SHUTDOWN,
+        }
+    }
+}
+
 /// The controller's own state next to the shared context.
 pub struct Reconciler {
     ctx: Arc<Context>,

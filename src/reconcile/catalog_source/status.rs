@@ -100,11 +100,11 @@ pub(super) async fn sync(r: &Reconciler, cs: &CatalogSource, key: &CatalogRef) -
             match configmap::sync(r, cs, key, name).await {
                 Ok((reference, outcome)) => {
                     status.config_map_reference = Some(reference);
-                    if let Err(message) = outcome {
-                        problem = Some((CatalogSourceReason::ConfigMapError, message));
+                    if let Err(invalid) = outcome {
+                        problem = Some((CatalogSourceReason::ConfigMapError, invalid.to_string()));
                     }
                 }
-                Err(message) => problem = Some((CatalogSourceReason::ConfigMapError, message)),
+                Err(e) => problem = Some((CatalogSourceReason::ConfigMapError, e.to_string())),
             }
         }
         Source::Address(address) => {

@@ -59,6 +59,16 @@ pub enum ReconcileError {
     StoresStopped(#[from] crate::k8s::store::StoreStopped),
 }
 
+impl crate::k8s::errors::ReconcileFailure for ReconcileError {
+    fn error_label(&self) -> &'static str {
+        match self {
+            ReconcileError::Api(e) => e.metric_label(),
+            ReconcileError::Backoff { .. } => crate::k8s::errors::DECISION,
+            ReconcileError::StoresStopped(_) => crate::k8s::errors::SHUTDOWN,
+        }
+    }
+}
+
 /// What each reconcile shares.
 struct Shared {
     client: Client,
@@ -388,4 +398,34 @@ fn error_policy(
     }
     let delay = crate::backoff::delay(attempts, Duration::from_secs(1), RESYNC);
     ControllerAction::requeue(delay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::errors::ReconcileFailure;
+    use crate::k8s::write::{ObjectKey, Operation};
+
+    #[test]
+    fn failed_reconciles_are_labelled_by_their_kind_of_failure() {
+        let conflict = ApiError::new(
+            Operation::WriteStatus,
+            ObjectKey::new::<ClusterServiceVersion>(Some("ns"), "a.v1"),
+            kube::Error::Api(
+                kube::core::Status::failure("the object has been modified", "Conflict")
+                    .with_code(409)
+                    .boxed(),
+            ),
+        );
+        assert_eq!(ReconcileError::Api(conflict).error_label(), "conflict");
+        let not_ready = ReconcileError::Backoff {
+            csv: "a.v1".into(),
+            reason: "waiting for deployment".into(),
+        };
+        assert_eq!(not_ready.error_label(), "decision");
+        let stopped = ReconcileError::StoresStopped(crate::k8s::store::StoreStopped {
+            kind: "ClusterServiceVersion".into(),
+        });
+        assert_eq!(stopped.error_label(), "shutdown");
+    }
 }

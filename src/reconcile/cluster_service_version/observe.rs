@@ -8,7 +8,7 @@ use kube::Client;
 
 use crate::api::ClusterServiceVersion;
 use crate::csv::identity::{name, namespace};
-use crate::csv::{Discovery, Observed, ServerVersion};
+use crate::csv::{Discovery, DiscoveryFailed, Observed, ServerVersion};
 use crate::k8s::errors::is_not_found;
 
 use super::stores::Stores;
@@ -131,7 +131,7 @@ async fn discovery(
         let result = match answer {
             Ok(list) => Ok(list.resources.into_iter().map(|r| r.kind).collect()),
             Err(err) if is_not_found(&err) => Ok(BTreeSet::new()),
-            Err(err) => Err(err.to_string()),
+            Err(err) => Err(DiscoveryFailed::new(err.to_string())),
         };
         if let Ok(kinds) = &result {
             cache.keep(asked_at, key.clone(), kinds.clone());

@@ -6,8 +6,33 @@
 use std::collections::HashMap;
 
 use crate::api::Step;
-use crate::plan::{BundleReference, PulledObjects};
+use crate::plan::image_bundle::MissingStepObject;
+use crate::plan::unpack::PullFailure;
+use crate::plan::{BundleReference, PlanError, PulledObjects};
 use crate::reconcile::Context;
+
+/// Why the objects of a plan's bundle references cannot be had; the pass fails with this text.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleObjectsError {
+    #[error(
+        "the bundle of {bundle} could not be fetched again from its image: {}",
+        .failure.message
+    )]
+    Refetch {
+        bundle: String,
+        failure: PullFailure,
+    },
+    #[error("bundle image {image}: {source}")]
+    Objects {
+        image: String,
+        #[source]
+        source: PlanError,
+    },
+    #[error("bundle image {image} was not fetched")]
+    NotFetched { image: String },
+    #[error(transparent)]
+    MissingObject(#[from] MissingStepObject),
+}
 
 /// `steps` with every bundle reference replaced by its object (the statuses are the same), or
 /// why a referenced bundle cannot be had. `None` when no step references a bundle.
@@ -15,7 +40,7 @@ pub async fn with_bundle_objects(
     ctx: &Context,
     namespace: &str,
     steps: &[Step],
-) -> Result<Option<Vec<Step>>, String> {
+) -> Result<Option<Vec<Step>>, BundleObjectsError> {
     let references: Vec<Option<BundleReference>> = steps
         .iter()
         .map(|s| {
@@ -54,11 +79,9 @@ pub async fn with_bundle_objects(
                 ctx.bundle_images
                     .pull(&key.0, &credentials, None)
                     .await
-                    .map_err(|f| {
-                        format!(
-                            "the bundle of {} could not be fetched again from its image: {}",
-                            step.resolving, f.message
-                        )
+                    .map_err(|failure| BundleObjectsError::Refetch {
+                        bundle: step.resolving.clone(),
+                        failure,
                     })?
             }
         };
@@ -69,7 +92,10 @@ pub async fn with_bundle_objects(
             &step.resolving,
             namespace,
         )
-        .map_err(|e| format!("bundle image {}: {e}", key.0))?;
+        .map_err(|source| BundleObjectsError::Objects {
+            image: key.0.clone(),
+            source,
+        })?;
         bundles.insert(key, objects);
     }
     let mut expanded = steps.to_vec();
@@ -78,7 +104,7 @@ pub async fn with_bundle_objects(
         let key = (reference.pinned_image(), step.resolving.clone());
         let Some(objects) = bundles.get(&key) else {
             // Every key was inserted by the loop above.
-            return Err(format!("bundle image {} was not fetched", key.0));
+            return Err(BundleObjectsError::NotFetched { image: key.0 });
         };
         let object = objects.object_for(step)?;
         step.resource.manifest = Some(object.to_string());

@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use crate::api::BundleLookup;
 use crate::plan::image_bundle::lookup_catalog;
 use crate::plan::lookups::{LookupsWorked, PulledContent};
-use crate::plan::unpack::UnpackPolicy;
+use crate::plan::unpack::{UnpackAnnotationError, UnpackPolicy};
 use crate::reconcile::Context;
 
 /// Works every lookup once, pulling the bundles whose time has come.
@@ -15,7 +15,7 @@ pub async fn work_lookups(
     ctx: &Context,
     namespace: &str,
     lookups: &[BundleLookup],
-    policy: Result<UnpackPolicy, String>,
+    policy: Result<UnpackPolicy, UnpackAnnotationError>,
     now: Timestamp,
 ) -> LookupsWorked {
     let mut worked = LookupsWorked::default();

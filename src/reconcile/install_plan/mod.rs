@@ -58,6 +58,16 @@ pub enum InstallPlanError {
     },
 }
 
+impl crate::k8s::errors::ReconcileFailure for InstallPlanError {
+    fn error_label(&self) -> &'static str {
+        match self {
+            InstallPlanError::Api { source, .. } => source.metric_label(),
+            // The OperatorGroup names a service account no request can carry.
+            InstallPlanError::Identity { .. } => crate::k8s::errors::DECISION,
+        }
+    }
+}
+
 /// What one sync did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Synced {
@@ -83,9 +93,7 @@ where
         return Ok(Synced::Idle);
     };
     let timeout = ctx.bundle_images.options.unpack_timeout;
-    if let Some((lookups, policy)) = sync.lookups(operator_groups, timeout, |t| {
-        parse_go_duration(t).map_err(|e| e.to_string())
-    }) {
+    if let Some((lookups, policy)) = sync.lookups(operator_groups, timeout, parse_go_duration) {
         let worked = lookups::work_lookups(ctx, &namespace, lookups, policy, now).await;
         sync.lookups_worked(worked);
     }
@@ -141,10 +149,10 @@ async fn run_pass(
     };
     Ok(
         match bundle_steps::with_bundle_objects(ctx, namespace, &steps).await {
-            Err(message) => PassReport {
+            Err(unavailable) => PassReport {
                 steps,
                 outcome: PassOutcome::StepFailed {
-                    message,
+                    message: unavailable.to_string(),
                     permanent: false,
                 },
                 warnings: Vec::new(),
@@ -304,7 +312,7 @@ fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, _: Arc<Observe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::errors::error_label;
+    use crate::k8s::errors::ReconcileFailure;
     use crate::k8s::write::{ObjectKey, Operation};
 
     #[test]
@@ -323,7 +331,7 @@ mod tests {
             name: "install-abcde".into(),
             source: Box::new(refused),
         };
-        assert_eq!(error_label(&error), "forbidden");
+        assert_eq!(error.error_label(), "forbidden");
         let text = error.to_string();
         assert!(
             text.starts_with(

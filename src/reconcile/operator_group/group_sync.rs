@@ -10,7 +10,8 @@ use kube::api::Api;
 
 use crate::api::OperatorGroup;
 use crate::k8s::effects::{Effects, execute};
-use crate::k8s::write::{self, ApiError};
+use crate::k8s::read;
+use crate::k8s::write::ApiError;
 use crate::operator_group::group_decision::{
     GroupObserved, GroupProblem, decide_deleted_group, decide_group_sync, group_role_names,
 };
@@ -39,6 +40,17 @@ pub enum GroupSyncError {
         #[source]
         source: ApiError,
     },
+}
+
+impl crate::k8s::errors::ReconcileFailure for GroupSyncError {
+    fn error_label(&self) -> &'static str {
+        match self {
+            GroupSyncError::Targets { .. } | GroupSyncError::ServiceAccountMissing { .. } => {
+                crate::k8s::errors::DECISION
+            }
+            GroupSyncError::Api { source, .. } => source.metric_label(),
+        }
+    }
 }
 
 pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, GroupSyncError> {
@@ -131,7 +143,7 @@ async fn clean_up_deleted(shared: &Shared, key: &NamespacedName) -> Result<Next,
     // under the same name, whose roles have the same names; deleting them would strip the
     // permissions of its operators' users until the next sync re-creates them.
     let groups: Api<OperatorGroup> = Api::namespaced(shared.ctx.client.clone(), &key.namespace);
-    let live = write::get(&groups, &key.name)
+    let live = read::get(&groups, &key.name)
         .await
         .map_err(|source| GroupSyncError::Api {
             group: key.clone(),

@@ -17,6 +17,12 @@ pub struct NamespaceSyncError {
     source: ApiError,
 }
 
+impl crate::k8s::errors::ReconcileFailure for NamespaceSyncError {
+    fn error_label(&self) -> &'static str {
+        self.source.metric_label()
+    }
+}
+
 pub async fn sync(shared: &Shared, name: &str) -> Result<Next, NamespaceSyncError> {
     let Some(ns) = shared.stores.namespaces.get(CLUSTER, name) else {
         return Ok(Next::Done);

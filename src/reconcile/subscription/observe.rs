@@ -10,7 +10,8 @@ use kube::api::Api;
 
 use super::stores::{EXCLUDE_GLOBAL, SubscriptionStores, installed_view};
 use crate::api::{InstallPlan, InstallPlanStatus, Step, StepResource, Subscription};
-use crate::k8s::write::{self, ApiError};
+use crate::k8s::read;
+use crate::k8s::write::ApiError;
 use crate::resolve::{InstalledCsv, OperatorGroups, installed_csv};
 
 /// One namespace as the stores (and, for referenced plans they miss, the API server) show it.
@@ -84,7 +85,7 @@ pub async fn observe(
         {
             continue;
         }
-        match write::get(&api, &name).await? {
+        match read::get(&api, &name).await? {
             Some(plan) => plans.push(without_manifests(&plan)),
             None => gone_plans.push(name),
         }

@@ -39,6 +39,14 @@ pub enum SubscriptionSyncError {
     },
 }
 
+impl crate::k8s::errors::ReconcileFailure for SubscriptionSyncError {
+    fn error_label(&self) -> &'static str {
+        match self {
+            SubscriptionSyncError::Api { source, .. } => source.metric_label(),
+        }
+    }
+}
+
 /// What a namespace sync did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamespaceSynced {

@@ -12,6 +12,8 @@ use crate::plan::{
     BundleSource, PlannedStep, StepObject, bundle_lookup, bundle_source, bundle_steps,
 };
 use crate::resolve::decide::{Dependency, Target};
+
+use super::UnplannableBundle;
 use crate::resolve::input::NamespaceInput;
 
 /// `<package>-<channel>-<catalogName>-<catalogNamespace>` (OLM's name for a dependency
@@ -29,7 +31,7 @@ pub fn dependency_steps(
     input: &NamespaceInput<'_>,
     target: &Target,
     now: &Time,
-) -> Result<(Vec<PlannedStep>, Vec<BundleLookup>), String> {
+) -> Result<(Vec<PlannedStep>, Vec<BundleLookup>), UnplannableBundle> {
     let mut steps = Vec::new();
     let mut lookups = Vec::new();
     for dep in &target.dependencies {
@@ -44,21 +46,26 @@ pub fn dependency_steps(
         let index = input
             .catalog(&dep.catalog)
             .and_then(|c| c.index())
-            .ok_or_else(|| format!("catalog source {} is no longer readable", dep.catalog))?;
+            .ok_or_else(|| UnplannableBundle::CatalogUnreadable {
+                catalog: dep.catalog.clone(),
+            })?;
         let bundle = index.bundle(&dep.package, &dep.bundle).ok_or_else(|| {
-            format!(
-                "dependency {} of {} is not in catalog {}",
-                dep.bundle, dep.required_by, dep.catalog
-            )
-        })?;
-        match bundle_source(bundle, &dep.catalog)
-            .map_err(|e| format!("dependency {} of {}: {e}", dep.bundle, dep.required_by))?
-        {
-            BundleSource::Inline(content) => {
-                steps.extend(bundle_steps(&content, input.namespace, None).map_err(|e| {
-                    format!("dependency {} of {}: {e}", dep.bundle, dep.required_by)
-                })?)
+            UnplannableBundle::DependencyMissing {
+                bundle: dep.bundle.clone(),
+                required_by: dep.required_by.clone(),
+                catalog: dep.catalog.clone(),
             }
+        })?;
+        let of_dependency = |source: UnplannableBundle| UnplannableBundle::Dependency {
+            bundle: dep.bundle.clone(),
+            required_by: dep.required_by.clone(),
+            source: Box::new(source),
+        };
+        match bundle_source(bundle, &dep.catalog).map_err(|e| of_dependency(e.into()))? {
+            BundleSource::Inline(content) => steps.extend(
+                bundle_steps(&content, input.namespace, None)
+                    .map_err(|e| of_dependency(e.into()))?,
+            ),
             BundleSource::Image { image, properties } => lookups.push(bundle_lookup(
                 &dep.bundle,
                 &image,
@@ -73,7 +80,7 @@ pub fn dependency_steps(
     Ok((steps, lookups))
 }
 
-fn subscription_step(namespace: &str, dep: &Dependency) -> Result<PlannedStep, String> {
+fn subscription_step(namespace: &str, dep: &Dependency) -> Result<PlannedStep, UnplannableBundle> {
     let name = dependency_subscription_name(dep);
     let manifest = json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
@@ -92,7 +99,7 @@ fn subscription_step(namespace: &str, dep: &Dependency) -> Result<PlannedStep, S
             "installPlanApproval": "Automatic",
         },
     });
-    let object = StepObject::from_manifest(&dep.bundle, 0, manifest).map_err(|e| e.to_string())?;
+    let object = StepObject::from_manifest(&dep.bundle, 0, manifest)?;
     Ok(PlannedStep {
         resolving: dep.bundle.clone(),
         catalog: dep.catalog.clone(),

@@ -34,8 +34,8 @@ use crate::api::{
     SubscriptionState, SubscriptionStatus, remove_condition, set_condition,
 };
 use crate::plan::{
-    BundleSource, PlanDraft, RESOLUTION_LABEL, ServedSubscription, bundle_lookup, bundle_source,
-    bundle_steps, next_generation, order_plan,
+    BundleSource, ContentError, PlanDraft, PlanError, RESOLUTION_LABEL, ServedSubscription,
+    bundle_lookup, bundle_source, bundle_steps, next_generation, order_plan,
 };
 
 use super::decide::{Outcome, Target, decide};
@@ -224,7 +224,8 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                             changed |= clear_unpack_conditions(&mut conditions);
                             update.plan = Some(PlanRequest { draft, target });
                         }
-                        Err(message) => {
+                        Err(unplannable) => {
+                            let message = unplannable.to_string();
                             let set = set_condition(
                                 &mut conditions,
                                 SubscriptionCondition::new(
@@ -292,6 +293,40 @@ fn superseded_plan<'a>(
     (!still_valid).then_some(plan)
 }
 
+/// Why the bundle a Subscription resolved to cannot be planned; the text is the message of its
+/// `BundleUnpackFailed` condition.
+#[derive(Debug, thiserror::Error)]
+pub enum UnplannableBundle {
+    #[error("catalog source {catalog} is no longer readable")]
+    CatalogUnreadable { catalog: CatalogRef },
+    #[error(
+        "bundle {bundle} is listed in channel {channel:?} of package {package:?} in catalog {catalog} but the catalog has no such bundle"
+    )]
+    BundleMissing {
+        bundle: String,
+        channel: String,
+        package: String,
+        catalog: CatalogRef,
+    },
+    #[error(transparent)]
+    Content(#[from] ContentError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("dependency {bundle} of {required_by} is not in catalog {catalog}")]
+    DependencyMissing {
+        bundle: String,
+        required_by: String,
+        catalog: CatalogRef,
+    },
+    #[error("dependency {bundle} of {required_by}: {source}")]
+    Dependency {
+        bundle: String,
+        required_by: String,
+        #[source]
+        source: Box<UnplannableBundle>,
+    },
+}
+
 /// The plan installing `target` for `sub`, or why its bundle cannot be installed. A bundle
 /// known only by its image gets a bundle lookup instead of steps: the InstallPlan controller
 /// pulls it and appends its steps.
@@ -301,33 +336,38 @@ fn plan_for(
     target: &Target,
     generation: i64,
     now: &Time,
-) -> Result<PlanDraft, String> {
+) -> Result<PlanDraft, UnplannableBundle> {
     let index = input
         .catalog(&target.catalog)
         .and_then(|c| c.index())
-        .ok_or_else(|| format!("catalog source {} is no longer readable", target.catalog))?;
+        .ok_or_else(|| UnplannableBundle::CatalogUnreadable {
+            catalog: target.catalog.clone(),
+        })?;
     let bundle = index
         .bundle(&target.package, &target.bundle)
-        .ok_or_else(|| format!("bundle {} is listed in channel {:?} of package {:?} in catalog {} but the catalog has no such bundle", target.bundle, target.channel, target.package, target.catalog))?;
-    let (mut steps, mut lookups) =
-        match bundle_source(bundle, &target.catalog).map_err(|e| e.to_string())? {
-            BundleSource::Inline(content) => (
-                bundle_steps(&content, input.namespace, target.replaces.as_deref())
-                    .map_err(|e| e.to_string())?,
-                Vec::new(),
-            ),
-            BundleSource::Image { image, properties } => (
-                Vec::new(),
-                vec![bundle_lookup(
-                    &target.bundle,
-                    &image,
-                    &target.catalog,
-                    target.replaces.as_deref(),
-                    &properties,
-                    now,
-                )],
-            ),
-        };
+        .ok_or_else(|| UnplannableBundle::BundleMissing {
+            bundle: target.bundle.clone(),
+            channel: target.channel.clone(),
+            package: target.package.clone(),
+            catalog: target.catalog.clone(),
+        })?;
+    let (mut steps, mut lookups) = match bundle_source(bundle, &target.catalog)? {
+        BundleSource::Inline(content) => (
+            bundle_steps(&content, input.namespace, target.replaces.as_deref())?,
+            Vec::new(),
+        ),
+        BundleSource::Image { image, properties } => (
+            Vec::new(),
+            vec![bundle_lookup(
+                &target.bundle,
+                &image,
+                &target.catalog,
+                target.replaces.as_deref(),
+                &properties,
+                now,
+            )],
+        ),
+    };
     let (dependency_steps, dependency_lookups) =
         dependencies::dependency_steps(input, target, now)?;
     steps.extend(dependency_steps);

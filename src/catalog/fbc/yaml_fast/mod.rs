@@ -79,16 +79,6 @@ fn transcode(
     done
 }
 
-/// Where the fast path gives up on `text` (line of the parser position), for diagnostics.
-#[doc(hidden)]
-pub fn decline_line(text: &str) -> Option<u32> {
-    let mut p = Parser::new(text, String::new());
-    match p.documents(|_, _, _| true) {
-        Some(_) => None,
-        None => Some(p.line),
-    }
-}
-
 struct Parser<'a> {
     text: &'a str,
     b: &'a [u8],

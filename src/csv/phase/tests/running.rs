@@ -57,9 +57,10 @@ fn a_transient_discovery_error_does_not_fail_a_running_operator() {
     }]);
     let mut seen = ready(&[&c]);
     installed(&c, &mut seen, true);
-    seen.discovery
-        .group_versions
-        .insert("apps/v1".into(), Err("connection reset".into()));
+    seen.discovery.group_versions.insert(
+        "apps/v1".into(),
+        Err(crate::csv::DiscoveryFailed::new("connection reset")),
+    );
     let s = sync(&c, &seen, t(10));
     assert!(s.status.is_none(), "{:?}", s.status);
     assert!(matches!(s.requeue, Requeue::Backoff(_)));

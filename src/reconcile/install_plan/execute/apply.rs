@@ -8,10 +8,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, ListParams};
 
 use super::super::apis::StepApi;
-use super::{Pass, csv_resource, step_error, strip_status};
+use super::{Pass, StepError, csv_resource, step_error, strip_status};
 use crate::api::StepStatus;
 use crate::k8s::effects::{Body, Write, perform};
-use crate::k8s::write::{self, ApiError, ObjectKey, Operation, Ownership};
+use crate::k8s::read;
+use crate::k8s::write::{self, ApiError, ObjectKey, Ownership};
 use crate::plan::execution::ParsedStep;
 use crate::plan::kinds::{Scope, StepKind};
 use crate::plan::prepare::{
@@ -21,7 +22,7 @@ use crate::plan::prepare::{
 impl Pass<'_> {
     /// Creates a CRD (`WaitingForApi` until Established) or updates it, keeping the
     /// installed-alongside annotations of the CSVs of this namespace that still exist.
-    pub(super) async fn apply_crd(&self, p: &ParsedStep) -> Result<StepStatus, String> {
+    pub(super) async fn apply_crd(&self, p: &ParsedStep) -> Result<StepStatus, StepError> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
         let key = ObjectKey::new::<CustomResourceDefinition>(None, &p.object.name);
         let mut desired = prepare_object(
@@ -32,9 +33,9 @@ impl Pass<'_> {
             &p.resolving,
             None,
         );
-        let live = write::get(&crds, &p.object.name)
+        let live = read::get(&crds, &p.object.name)
             .await
-            .map_err(|e| step_error("reading", p, &e))?;
+            .map_err(|e| step_error("reading", p, e))?;
         let Some(live) = live else {
             let create = Write::Create {
                 key,
@@ -43,23 +44,20 @@ impl Pass<'_> {
             return match perform(self.admin, &create).await {
                 Ok(created) => {
                     // The created CRD (with its uid, so that its reader role is owned by it).
-                    let created = created
-                        .map(|o| serde_json::to_value(&o))
-                        .transpose()
-                        .map_err(|e| e.to_string())?;
+                    let created = created.map(|o| serde_json::to_value(&o)).transpose()?;
                     if let Some(created) = created {
                         self.ensure_crd_reader(&created)
                             .await
-                            .map_err(|e| step_error("granting olm-rs read access for", p, &e))?;
+                            .map_err(|e| step_error("granting olm-rs read access for", p, e))?;
                     }
                     Ok(StepStatus::WaitingForApi)
                 }
                 // Created by an earlier pass that did not record it: same outcome.
                 Err(e) if e.is_conflict() => Ok(StepStatus::WaitingForApi),
-                Err(e) => Err(step_error("creating", p, &e)),
+                Err(e) => Err(step_error("creating", p, e)),
             };
         };
-        let live = serde_json::to_value(&live).map_err(|e| e.to_string())?;
+        let live = serde_json::to_value(&live)?;
         let csvs = self.csv_names().await?;
         merge_installed_alongside(&live, &mut desired, |ns, name| {
             ns == self.namespace && csvs.iter().any(|c| c == name)
@@ -67,7 +65,7 @@ impl Pass<'_> {
         strip_status(&mut desired);
         write::apply_dynamic(self.admin, &key, &desired, Ownership::Force)
             .await
-            .map_err(|e| step_error("updating", p, &e))?;
+            .map_err(|e| step_error("updating", p, e))?;
         Ok(StepStatus::Present)
     }
 
@@ -84,13 +82,16 @@ impl Pass<'_> {
 
     /// The names of the CSVs of the plan's namespace, read live: a CSV this very pass created
     /// counts.
-    pub(super) async fn csv_names(&self) -> Result<Vec<String>, String> {
+    pub(super) async fn csv_names(&self) -> Result<Vec<String>, StepError> {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.admin.clone(), self.namespace, &csv_resource());
         let list = api
             .list_metadata(&ListParams::default())
             .await
-            .map_err(|e| format!("listing CSVs in {}: {e}", self.namespace))?;
+            .map_err(|source| StepError::ListCsvs {
+                namespace: self.namespace.to_owned(),
+                source,
+            })?;
         Ok(list
             .items
             .into_iter()
@@ -99,11 +100,14 @@ impl Pass<'_> {
     }
 
     /// Whether the CRD `name` is Established with its names accepted.
-    pub(super) async fn established(&self, name: &str) -> Result<bool, String> {
+    pub(super) async fn established(&self, name: &str) -> Result<bool, StepError> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let crd = write::get(&crds, name)
+        let crd = read::get(&crds, name)
             .await
-            .map_err(|e| format!("reading CustomResourceDefinition {name}: {}", e.source))?;
+            .map_err(|source| StepError::ReadCrd {
+                name: name.to_owned(),
+                source,
+            })?;
         let conditions = crd
             .and_then(|c| c.status)
             .and_then(|s| s.conditions)
@@ -123,7 +127,7 @@ impl Pass<'_> {
         p: &ParsedStep,
         api: &StepApi,
         owners: &mut HashMap<String, OwnerCsv>,
-    ) -> Result<StepStatus, String> {
+    ) -> Result<StepStatus, StepError> {
         let resolving = p.resolving.as_str();
         let key = ObjectKey {
             resource: api.resource.clone(),
@@ -144,9 +148,9 @@ impl Pass<'_> {
             resolving,
             owner.as_ref(),
         );
-        let live = read(self.steps, &key)
+        let live = read::get_dynamic(self.steps, &key)
             .await
-            .map_err(|e| step_error("reading", p, &e))?;
+            .map_err(|e| step_error("reading", p, e))?;
         if p.kind.create_only() {
             if live.is_some() {
                 return Ok(StepStatus::Present);
@@ -158,7 +162,7 @@ impl Pass<'_> {
             return match perform(self.steps, &create).await {
                 Ok(_) => Ok(StepStatus::Created),
                 Err(e) if e.is_conflict() => Ok(StepStatus::Present),
-                Err(e) => Err(step_error("creating", p, &e)),
+                Err(e) => Err(step_error("creating", p, e)),
             };
         }
         if p.kind == StepKind::ServiceAccount {
@@ -172,7 +176,7 @@ impl Pass<'_> {
         };
         write::apply_dynamic(self.steps, &key, &desired, Ownership::Force)
             .await
-            .map_err(|e| step_error(action, p, &e))?;
+            .map_err(|e| step_error(action, p, e))?;
         Ok(if live.is_some() {
             StepStatus::Present
         } else {
@@ -186,7 +190,7 @@ impl Pass<'_> {
         &self,
         csv: &str,
         owners: &mut HashMap<String, OwnerCsv>,
-    ) -> Result<OwnerCsv, String> {
+    ) -> Result<OwnerCsv, StepError> {
         if let Some(owner) = owners.get(csv) {
             return Ok(owner.clone());
         }
@@ -195,9 +199,16 @@ impl Pass<'_> {
         let found = api
             .get_metadata_opt(csv)
             .await
-            .map_err(|e| format!("reading ClusterServiceVersion {}/{csv}: {e}", self.namespace))?
+            .map_err(|source| StepError::ReadOwner {
+                namespace: self.namespace.to_owned(),
+                csv: csv.to_owned(),
+                source,
+            })?
             .and_then(|m| m.metadata.uid)
-            .ok_or_else(|| format!("ClusterServiceVersion {}/{csv} does not exist yet, so objects owned by it cannot be created", self.namespace))?;
+            .ok_or_else(|| StepError::OwnerMissing {
+                namespace: self.namespace.to_owned(),
+                csv: csv.to_owned(),
+            })?;
         let owner = OwnerCsv {
             name: csv.to_owned(),
             uid: found,
@@ -205,12 +216,4 @@ impl Pass<'_> {
         owners.insert(csv.to_owned(), owner.clone());
         Ok(owner)
     }
-}
-
-/// The object at `key` as it is now, `None` when absent.
-async fn read(client: &kube::Client, key: &ObjectKey) -> Result<Option<DynamicObject>, ApiError> {
-    key.api(client)
-        .get_opt(&key.name)
-        .await
-        .map_err(|e| ApiError::new(Operation::Get, key.clone(), e))
 }

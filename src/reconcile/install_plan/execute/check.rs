@@ -14,7 +14,7 @@ use super::super::apis::{StepApi, step_api};
 use super::{Pass, failed, step_error};
 use crate::api::Step;
 use crate::k8s::errors::{ApiFailure, is_forbidden};
-use crate::k8s::write;
+use crate::k8s::read;
 use crate::plan::crd_reader::{AGGREGATED_ROLE, reader_role_name};
 use crate::plan::crd_safety::{CrdUpdateCheck, check_crd_update, versions_to_validate};
 use crate::plan::execution::{
@@ -148,18 +148,18 @@ impl Pass<'_> {
         warnings: &mut Vec<PlanWarning>,
     ) -> Result<(), PassOutcome> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
-        let Some(existing) = write::get(&crds, &p.object.name)
+        let Some(existing) = read::get(&crds, &p.object.name)
             .await
-            .map_err(|e| failed(step_error("reading", p, &e)))?
+            .map_err(|e| failed(step_error("reading", p, e)))?
         else {
             return Ok(());
         };
-        let existing = serde_json::to_value(&existing).map_err(|e| failed(e.to_string()))?;
+        let existing = serde_json::to_value(&existing).map_err(failed)?;
         // Before listing the CRD's objects, olm-rs grants itself their read (a CRD installed
         // before olm-rs, by OLM say, has no reader role yet).
         self.ensure_crd_reader(&existing)
             .await
-            .map_err(|e| failed(step_error("granting olm-rs read access for", p, &e)))?;
+            .map_err(|e| failed(step_error("granting olm-rs read access for", p, e)))?;
         let new = &p.object.manifest;
         let mut resources = Vec::new();
         for version in versions_to_validate(&existing, new) {
@@ -180,7 +180,7 @@ impl Pass<'_> {
                 });
                 Ok(())
             }
-            Err(e) => Err(failed(e.to_string())),
+            Err(e) => Err(failed(e)),
         }
     }
 
@@ -219,7 +219,7 @@ impl Pass<'_> {
                 }
             })?;
             for item in page.items {
-                let mut value = serde_json::to_value(&item).map_err(|e| failed(e.to_string()))?;
+                let mut value = serde_json::to_value(&item).map_err(failed)?;
                 // Listed objects carry no apiVersion/kind on every server; the message needs them.
                 value["apiVersion"] = resource.api_version.clone().into();
                 value["kind"] = resource.kind.clone().into();

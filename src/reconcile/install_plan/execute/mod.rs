@@ -141,23 +141,67 @@ fn strip_status(object: &mut Value) {
 }
 
 /// A step error: retried within the plan's retry window.
-fn failed(message: String) -> PassOutcome {
+fn failed(error: impl std::fmt::Display) -> PassOutcome {
     PassOutcome::StepFailed {
-        message,
+        message: error.to_string(),
         permanent: false,
     }
 }
 
-/// The plan's words for a failed API call of step `p` (the server's own message when it gave
-/// one).
-fn step_error(action: &str, p: &ParsedStep, error: &ApiError) -> String {
-    let detail = match &error.source {
+/// Why a step could not be written; the text is the plan's message.
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    /// An API call on the step's object failed.
+    #[error("error {action} {kind} {name}: {}", server_words(&.source.source))]
+    Api {
+        /// `creating`, `updating`, `reading`, …
+        action: &'static str,
+        kind: String,
+        name: String,
+        #[source]
+        source: ApiError,
+    },
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    #[error("listing CSVs in {namespace}: {source}")]
+    ListCsvs {
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("reading CustomResourceDefinition {name}: {}", .source.source)]
+    ReadCrd {
+        name: String,
+        #[source]
+        source: ApiError,
+    },
+    #[error("reading ClusterServiceVersion {namespace}/{csv}: {source}")]
+    ReadOwner {
+        namespace: String,
+        csv: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "ClusterServiceVersion {namespace}/{csv} does not exist yet, so objects owned by it cannot be created"
+    )]
+    OwnerMissing { namespace: String, csv: String },
+}
+
+/// The server's own message when it gave one.
+fn server_words(error: &kube::Error) -> String {
+    match error {
         kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
         other => other.to_string(),
-    };
-    format!(
-        "error {action} {} {}: {detail}",
-        StepKind::manifest_kind(&p.object.kind),
-        p.object.name
-    )
+    }
+}
+
+/// A failed API call of step `p`, in the plan's words.
+fn step_error(action: &'static str, p: &ParsedStep, source: ApiError) -> StepError {
+    StepError::Api {
+        action,
+        kind: StepKind::manifest_kind(&p.object.kind).to_string(),
+        name: p.object.name.clone(),
+        source,
+    }
 }

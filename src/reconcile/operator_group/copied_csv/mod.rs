@@ -76,6 +76,17 @@ pub enum CopySyncError {
     },
 }
 
+impl crate::k8s::errors::ReconcileFailure for CopySyncError {
+    fn error_label(&self) -> &'static str {
+        match self {
+            // A copy that cannot be encoded is a bug, not a refusal of the object.
+            CopySyncError::Encode { .. } => crate::k8s::errors::ApiFailure::Other.metric_label(),
+            CopySyncError::Writes { first, .. } => first.metric_label(),
+            CopySyncError::Api { source, .. } => source.metric_label(),
+        }
+    }
+}
+
 /// The settings in force: OLMConfig `cluster` and the protected namespaces.
 pub fn copy_settings(shared: &Shared) -> CopySettings {
     CopySettings {

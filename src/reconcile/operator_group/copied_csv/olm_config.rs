@@ -11,6 +11,7 @@ use super::super::shared::{NamespacedName, RACE_RETRY, Shared};
 use crate::api::olm_config::CONDITION_DISABLED_COPIED_CSVS;
 use crate::api::{ClusterServiceVersion, OlmConfigStatus, find_condition, set_condition};
 use crate::k8s::effects::{Effects, Write, execute};
+use crate::k8s::read;
 use crate::k8s::write::{self, DeleteOptions, ObjectKey};
 use crate::operator_group::copied_csv::{CopyWrite, RemovalReason};
 use crate::operator_group::copy_decision::targets_all;
@@ -119,7 +120,7 @@ pub async fn note_disabled(
 /// so this reads them live.
 async fn delete_disabled_events(shared: &Shared, key: &NamespacedName) -> bool {
     let api: Api<Event> = Api::namespaced(shared.ctx.client.clone(), &key.namespace);
-    let events = match write::list(&api, &ListParams::default()).await {
+    let events = match read::list(&api, &ListParams::default()).await {
         Ok(list) => list,
         Err(err) => {
             tracing::warn!(csv = %key, error = %err, "cannot list events to clear DisabledCopiedCSVs");

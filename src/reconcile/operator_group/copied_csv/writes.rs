@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus};
 use crate::k8s::errors::is_namespace_terminating;
+use crate::k8s::post_params;
 use crate::k8s::write::{self, ApiError, ObjectKey, Operation};
 
 /// How a write ended.
@@ -101,8 +102,7 @@ impl CopyWriter {
     /// Creates the copy in `namespace`, then writes its status (a create ignores status).
     pub async fn create(&self, namespace: &str) -> Result<Outcome, ApiError> {
         let key = copy_key(namespace, &self.name);
-        let request =
-            Request::new(url(namespace)).create(&write::post_params(), self.create_body.clone());
+        let request = Request::new(url(namespace)).create(&post_params(), self.create_body.clone());
         let created = match self.send(Operation::Create, &key, request).await {
             Ok(created) => created,
             Err(err) if err.is_not_found() => return Ok(Outcome::NamespaceGone),
@@ -136,8 +136,7 @@ impl CopyWriter {
             copy.metadata.resource_version = version.clone();
             let body =
                 serde_json::to_vec(&copy).map_err(encode_error(Operation::Replace, key.clone()))?;
-            let request =
-                Request::new(url(namespace)).replace(&self.name, &write::post_params(), body);
+            let request = Request::new(url(namespace)).replace(&self.name, &post_params(), body);
             match self.send(Operation::Replace, &key, request).await {
                 Ok(updated) => {
                     version = updated.metadata.resource_version;
@@ -178,7 +177,7 @@ impl CopyWriter {
         let request = Request::new(url(namespace)).replace_subresource(
             "status",
             &self.name,
-            &write::post_params(),
+            &post_params(),
             body,
         );
         match self.send(Operation::WriteStatus, &key, request).await {
