@@ -162,14 +162,8 @@ async fn measure(
     let binary = std::env::var_os("OLM_RS_BENCH_BIN")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_olm-rs").into());
-    let mut controller = Controller::spawn_binary(
-        plane,
-        &rendered,
-        &token,
-        "olm-rs-controller",
-        &[],
-        &binary,
-    )?;
+    let mut controller =
+        Controller::spawn_binary(plane, &rendered, &token, "olm-rs-controller", &[], &binary)?;
     controller.wait_ready(WAIT).await?;
     let pid = controller.process.id();
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -242,18 +236,21 @@ async fn install_global_operator(c: &Cluster) -> anyhow::Result<()> {
     subscription["spec"]["sourceNamespace"] = chart::NAMESPACE.into();
     c.create(&cluster::subscriptions(), "operators", subscription)
         .await?;
-    c.wait_for(format!("{} Succeeded in operators", fixtures::V020), || async {
-        let csv = c.get(&cluster::csvs(), "operators", fixtures::V020).await?;
-        let phase = csv
-            .as_ref()
-            .map(|c| cluster::text(c, "/status/phase").to_owned())
-            .unwrap_or_default();
-        Ok(if phase == "Succeeded" {
-            cluster::Progress::Done(())
-        } else {
-            cluster::Progress::Pending(format!("phase {phase:?}"))
-        })
-    })
+    c.wait_for(
+        format!("{} Succeeded in operators", fixtures::V020),
+        || async {
+            let csv = c.get(&cluster::csvs(), "operators", fixtures::V020).await?;
+            let phase = csv
+                .as_ref()
+                .map(|c| cluster::text(c, "/status/phase").to_owned())
+                .unwrap_or_default();
+            Ok(if phase == "Succeeded" {
+                cluster::Progress::Done(())
+            } else {
+                cluster::Progress::Pending(format!("phase {phase:?}"))
+            })
+        },
+    )
     .await
 }
 

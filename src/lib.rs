@@ -16,6 +16,7 @@ pub mod catalog_source;
 pub mod certs;
 pub mod controller;
 pub mod csv;
+pub mod dry_run;
 pub mod error_chain;
 pub mod health;
 pub mod k8s;

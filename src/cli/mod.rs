@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 
 mod crds;
 mod resolve;
+mod takeover;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -48,6 +49,9 @@ pub enum Command {
     /// Start a simulated cluster with OLM in it and the sample catalog, subscribe, and print
     /// every phase change; then stay up for `kubectl` until Ctrl-C.
     Sandbox(sandbox::SandboxArgs),
+    /// Before moving a cluster from OLM to olm-rs: with `--dry-run`, list per object what
+    /// olm-rs would write on the cluster in KUBECONFIG, writing nothing.
+    Takeover(takeover::TakeoverArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -61,5 +65,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Catalog(args) => catalog::run(args),
         Command::Resolve(args) => resolve::run(args),
         Command::Sandbox(args) => sandbox::run(args),
+        Command::Takeover(args) => takeover::run(args),
     }
 }

@@ -16,6 +16,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
+use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::api::{
     CONDITION_UPGRADEABLE, ClusterServiceVersion, GROUP, OperatorCondition, OperatorConditionSpec,
     OperatorConditionStatus, V2, set_condition,
@@ -76,16 +77,22 @@ pub fn plan(
     let owner = condition_owner(name(csv), uid);
     let role = desired_role(csv, &owner);
     if seen.role(name(csv)).is_none_or(|r| {
-        r.rules != role.rules || !has_owner(r.metadata.owner_references.as_ref(), &owner)
+        r.rules != role.rules
+            || !has_owner(r.metadata.owner_references.as_ref(), &owner)
+            || !managed(&r.metadata)
     }) {
         writes.role = Some(role);
     }
     let service_accounts = want.spec.service_accounts.clone().unwrap_or_default();
     let binding = desired_role_binding(csv, &owner, &service_accounts);
     if seen.role_binding(name(csv)).is_none_or(|b| {
-        b.subjects != binding.subjects
-            || b.role_ref != binding.role_ref
+        !same_subjects(
+            b.subjects.as_deref(),
+            binding.subjects.as_deref(),
+            namespace(csv),
+        ) || b.role_ref != binding.role_ref
             || !has_owner(b.metadata.owner_references.as_ref(), &owner)
+            || !managed(&b.metadata)
     }) {
         writes.role_binding = Some(binding);
     }
@@ -175,13 +182,29 @@ fn condition_matches(live: &OperatorCondition, want: &OperatorCondition) -> bool
         && live.spec.deployments == want.spec.deployments
 }
 
+/// The Role's and RoleBinding's metadata: owned by the condition, and labelled `olm.managed`
+/// as OLM v0.31's are (its informers see only labelled objects: without the label, OLM started
+/// again after olm-rs would not find them — tests/e2e_takeover).
 fn metadata(csv: &ClusterServiceVersion, owner: &OwnerReference) -> ObjectMeta {
     ObjectMeta {
         name: Some(name(csv).to_owned()),
         namespace: Some(namespace(csv).to_owned()),
         owner_references: Some(vec![owner.clone()]),
+        labels: Some(
+            [(MANAGED_LABEL.to_owned(), MANAGED_LABEL_VALUE.to_owned())]
+                .into_iter()
+                .collect(),
+        ),
         ..Default::default()
     }
+}
+
+/// Whether `meta` carries `olm.managed: "true"`.
+fn managed(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_LABEL))
+        .is_some_and(|v| v == MANAGED_LABEL_VALUE)
 }
 
 /// Role `<csv>`: get, update and patch on OperatorCondition `<csv>` only.
@@ -198,7 +221,28 @@ pub fn desired_role(csv: &ClusterServiceVersion, owner: &OwnerReference) -> Role
     }
 }
 
-/// RoleBinding `<csv>`: Role `<csv>` for each of `service_accounts` (in the CSV namespace).
+/// Whether two RoleBindings' subjects bind the same accounts: a ServiceAccount subject without
+/// a namespace is the binding's own namespace's (the RBAC authorizer's rule), so OLM's subjects
+/// (no namespace) and those an earlier olm-rs wrote (the namespace spelled out) are the same.
+fn same_subjects(a: Option<&[Subject]>, b: Option<&[Subject]>, ns: &str) -> bool {
+    let normal = |subjects: Option<&[Subject]>| -> Vec<Subject> {
+        subjects
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                if s.kind == "ServiceAccount" && s.namespace.as_deref().is_none_or(str::is_empty) {
+                    s.namespace = Some(ns.to_owned());
+                }
+                s
+            })
+            .collect()
+    };
+    normal(a) == normal(b)
+}
+
+/// RoleBinding `<csv>`: Role `<csv>` for each of `service_accounts`. As OLM writes them, the
+/// subjects name no namespace: they are the binding's (the CSV's) own (docs/operator-conditions.md).
 pub fn desired_role_binding(
     csv: &ClusterServiceVersion,
     owner: &OwnerReference,
@@ -217,7 +261,7 @@ pub fn desired_role_binding(
                 .map(|sa| Subject {
                     kind: "ServiceAccount".to_owned(),
                     name: sa.clone(),
-                    namespace: Some(namespace(csv).to_owned()),
+                    namespace: None,
                     api_group: None,
                 })
                 .collect(),

@@ -11,7 +11,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use kube::ResourceExt;
 use serde::Serialize;
 
@@ -40,6 +40,8 @@ pub struct MemberRbacObserved<'a> {
     pub crd_uid: &'a dyn Fn(&str) -> Option<String>,
     /// The uid of the APIService of this name, when it exists.
     pub api_service_uid: &'a dyn Fn(&str) -> Option<String>,
+    /// The ClusterRole of this name as it is, when it exists.
+    pub cluster_role: &'a dyn Fn(&str) -> Option<Arc<ClusterRole>>,
 }
 
 /// Where the CSV's Roles and RoleBindings go.
@@ -192,6 +194,7 @@ fn api_roles(seen: &MemberRbacObserved<'_>) -> ApiRoles {
             crd_cluster_roles(crd, &owner)
                 .unwrap_or_default()
                 .into_iter()
+                .filter(|r| !in_place(r, seen))
                 .map(|r| Write::apply(r, Ownership::Force)),
         );
     }
@@ -205,6 +208,7 @@ fn api_roles(seen: &MemberRbacObserved<'_>) -> ApiRoles {
         writes.extend(
             api_service_cluster_roles(desc, &owner)
                 .into_iter()
+                .filter(|r| !in_place(r, seen))
                 .map(|r| Write::apply(r, Ownership::Force)),
         );
     }
@@ -213,6 +217,35 @@ fn api_roles(seen: &MemberRbacObserved<'_>) -> ApiRoles {
         hash: hash_of(&(crds, services)),
         complete,
     }
+}
+
+/// Whether the per-API ClusterRole `want` is already there as it should be: the same rules,
+/// every label it should have, and an owner reference to the same object. The owner's kind is
+/// compared without case: OLM v0.31 writes `customresourcedefinition` (docs/operator-groups.md
+/// §9.1), and a role OLM made is taken as it is rather than rewritten after a move.
+fn in_place(want: &ClusterRole, seen: &MemberRbacObserved<'_>) -> bool {
+    let Some(live) = want.metadata.name.as_deref().and_then(seen.cluster_role) else {
+        return false;
+    };
+    let labels_kept = want.metadata.labels.iter().flatten().all(|(k, v)| {
+        live.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(k))
+            .is_some_and(|have| have == v)
+    });
+    let owned = want.metadata.owner_references.iter().flatten().all(|o| {
+        live.metadata.owner_references.iter().flatten().any(|have| {
+            have.uid == o.uid
+                && have.name == o.name
+                && have.api_version == o.api_version
+                && have.kind.eq_ignore_ascii_case(&o.kind)
+        })
+    });
+    live.rules == want.rules
+        && live.aggregation_rule == want.aggregation_rule
+        && labels_kept
+        && owned
 }
 
 fn hash_of(value: &impl Serialize) -> u64 {

@@ -279,7 +279,7 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
     })?;
     let index = match &catalog.content {
         CatalogContent::Ready(index) => index.as_ref(),
-        CatalogContent::Unavailable(reason) => {
+        CatalogContent::Unavailable(reason) | CatalogContent::Loading(reason) => {
             return Err(Box::new(Refusal::CatalogUnavailable {
                 catalog: key,
                 package: spec.name.clone(),

@@ -29,13 +29,16 @@ pub enum CatalogContent {
     Ready(Arc<CatalogIndex>),
     /// Not readable (yet): the reason says why, in plain words.
     Unavailable(String),
+    /// Not read yet: its first load (since the controller started, or since the CatalogSource
+    /// was made again) is under way; the reason says so. Its health is not known yet either.
+    Loading(String),
 }
 
 impl CatalogInput {
     pub fn index(&self) -> Option<&CatalogIndex> {
         match &self.content {
             CatalogContent::Ready(index) => Some(index),
-            CatalogContent::Unavailable(_) => None,
+            CatalogContent::Unavailable(_) | CatalogContent::Loading(_) => None,
         }
     }
 }

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::cluster::{self, Cluster, Progress, field, text};
-use crate::fixtures;
+use crate::fixtures::{self, DEPENDENT};
 use crate::journeys::{configmap_catalog_only, wait_catalog_ready, wait_installed};
 use crate::real_control_plane::images;
 use crate::real_control_plane::real_node::RealNode;
@@ -408,7 +408,7 @@ pub async fn bundle_images_install(c: &Cluster, node: &RealNode) -> anyhow::Resu
 /// each operator's pod running.
 pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    dependent_catalog(&fixtures::e2e_dir().join("catalog"), dir.path())?;
+    fixtures::dependent_catalog(&fixtures::e2e_dir().join("catalog"), dir.path())?;
     let image = images::catalog_image(
         &images::olm_rs_image(Path::new(env!("CARGO_BIN_EXE_olm-rs")))?,
         dir.path(),
@@ -457,84 +457,6 @@ pub async fn dependency_installs(c: &Cluster, node: &RealNode) -> anyhow::Result
     .await;
     c.delete_namespace(&ns).await;
     result
-}
-
-const DEPENDENT: &str = "olm-rs-e2e-dependent";
-
-/// The demo catalog plus a package `olm-rs-e2e-dependent` (one bundle, v1.0.0): the demo
-/// v0.2.0 CSV renamed, owning no API but requiring the Widget API and the demo package.
-fn dependent_catalog(from: &Path, to: &Path) -> anyhow::Result<()> {
-    let demo = to.join("olm-rs-e2e-demo");
-    std::fs::create_dir_all(&demo)?;
-    for file in ["package.yaml", "bundles.yaml"] {
-        std::fs::copy(from.join("olm-rs-e2e-demo").join(file), demo.join(file))?;
-    }
-    let text = std::fs::read_to_string(from.join("olm-rs-e2e-demo/bundles.yaml"))?;
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let mut csv = None;
-    for document in serde_yaml_ng::Deserializer::from_str(&text) {
-        let doc: Value = serde::Deserialize::deserialize(document)?;
-        if doc["name"] != fixtures::V020 {
-            continue;
-        }
-        for property in doc["properties"].as_array().into_iter().flatten() {
-            if property["type"] == "olm.bundle.object" {
-                let data = property["value"]["data"].as_str().unwrap_or_default();
-                let object: Value = serde_json::from_slice(&b64.decode(data)?)?;
-                if object["kind"] == "ClusterServiceVersion" {
-                    csv = Some(object);
-                }
-            }
-        }
-    }
-    let mut csv = csv.context("no v0.2.0 CSV in the demo catalog")?;
-    let name = format!("{DEPENDENT}.v1.0.0");
-    csv["metadata"]["name"] = json!(name);
-    csv["metadata"]["annotations"]
-        .as_object_mut()
-        .map(|a| a.remove("olm.skipRange"));
-    csv["spec"]["version"] = json!("1.0.0");
-    csv["spec"]["displayName"] = json!("olm-rs e2e dependent");
-    if let Some(spec) = csv["spec"].as_object_mut() {
-        spec.remove("replaces");
-    }
-    csv["spec"]["customresourcedefinitions"] = json!({"required": [{
-        "name": "widgets.e2e.olm-rs.dev", "version": "v1", "kind": "Widget",
-        "displayName": "Widget", "description": "The demo operator's API."}]});
-    let strategy = &mut csv["spec"]["install"]["spec"];
-    strategy["permissions"][0]["serviceAccountName"] = json!(DEPENDENT);
-    let deployment = &mut strategy["deployments"][0];
-    deployment["name"] = json!(DEPENDENT);
-    let labels = json!({"app.kubernetes.io/name": DEPENDENT});
-    deployment["spec"]["selector"]["matchLabels"] = labels.clone();
-    deployment["spec"]["template"]["metadata"]["labels"] = labels;
-    deployment["spec"]["template"]["spec"]["serviceAccountName"] = json!(DEPENDENT);
-    let bundle = json!({
-        "schema": "olm.bundle",
-        "name": name,
-        "package": DEPENDENT,
-        "image": "",
-        "properties": [
-            {"type": "olm.package", "value": {"packageName": DEPENDENT, "version": "1.0.0"}},
-            {"type": "olm.package.required",
-             "value": {"packageName": fixtures::PACKAGE, "versionRange": ">=0.2.0 <0.3.0"}},
-            {"type": "olm.gvk.required",
-             "value": {"group": "e2e.olm-rs.dev", "version": "v1", "kind": "Widget"}},
-            {"type": "olm.bundle.object",
-             "value": {"data": b64.encode(serde_json::to_vec(&csv)?)}},
-        ],
-    });
-    let package = json!({"schema": "olm.package", "name": DEPENDENT, "defaultChannel": "stable"});
-    let channel = json!({"schema": "olm.channel", "package": DEPENDENT, "name": "stable",
-                         "entries": [{"name": name}]});
-    let out = to.join(DEPENDENT);
-    std::fs::create_dir_all(&out)?;
-    let docs: Vec<String> = [package, channel, bundle]
-        .iter()
-        .map(serde_yaml_ng::to_string)
-        .collect::<Result<_, _>>()?;
-    std::fs::write(out.join("catalog.yaml"), docs.join("---\n"))?;
-    Ok(())
 }
 
 /// `kubectl get packagemanifests` against the chart-deployed controller: the APIService the

@@ -188,7 +188,12 @@ async fn checks(plane: &ControlPlane, controller: &mut Controller) -> anyhow::Re
     let started = Instant::now();
     let list_path = format!("{BASE}/packagemanifests");
     let all = loop {
-        let (status, body) = get_json(admin, &list_path).await?;
+        // While the APIService becomes Available a request may hang or fail in the aggregator:
+        // that is "not yet", until the wait is over.
+        let (status, body) = match get_json(admin, &list_path).await {
+            Ok(answer) => answer,
+            Err(err) => (0, json!(format!("{err:#}"))),
+        };
         if status == 200 && body["items"].as_array().is_some_and(|i| i.len() == 2) {
             break body;
         }

@@ -75,7 +75,7 @@ pub fn locate() -> anyhow::Result<Result<Binaries, Unavailable>> {
                 )));
             };
             let dir = target_dir()?.join("k8s-bin");
-            unpack(&packed, &dir)?;
+            unpack(&packed, &dir, &PROGRAMS)?;
             dir
         }
     };
@@ -105,12 +105,39 @@ fn etcd() -> Option<PathBuf> {
 /// `<shared>/k8s/bin`: `$OLM_RS_SHARED`, else `<crate>/../shared` (a clean clone in CI), else
 /// `/work/shared` (a worktree).
 fn packed_dir() -> Option<PathBuf> {
+    shared_dir("k8s/bin")
+}
+
+/// Real OLM v0.31's two programs (`../shared/olm/bin/{olm,catalog}.xz`, see
+/// `../shared/olm/README.md`), unpacked once into `target/olm-bin/`: the directory holding
+/// `olm`, `catalog` and OLM's CRDs' directory, or why there is none.
+pub fn olm() -> anyhow::Result<Result<(PathBuf, PathBuf), Unavailable>> {
+    let Some(packed) = shared_dir("olm/bin") else {
+        return Ok(Err(Unavailable(
+            "../shared/olm/bin not found (set OLM_RS_SHARED)".to_owned(),
+        )));
+    };
+    let dir = target_dir()?.join("olm-bin");
+    unpack(&packed, &dir, &OLM_PROGRAMS)?;
+    let crds = packed
+        .parent()
+        .map(|olm| olm.join("crds"))
+        .context("../shared/olm has no parent")?;
+    Ok(Ok((dir, crds)))
+}
+
+/// OLM's operator and catalog operator.
+pub const OLM_PROGRAMS: [&str; 2] = ["olm", "catalog"];
+
+/// `<shared>/<below>` holding a SHA256SUMS: `$OLM_RS_SHARED`, else `<crate>/../shared`, else
+/// `/work/shared`.
+fn shared_dir(below: &str) -> Option<PathBuf> {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     std::env::var_os("OLM_RS_SHARED")
         .map(PathBuf::from)
         .into_iter()
         .chain([crate_dir.join("../shared"), PathBuf::from("/work/shared")])
-        .map(|shared| shared.join("k8s/bin"))
+        .map(|shared| shared.join(below))
         .find(|bin| bin.join("SHA256SUMS").is_file())
 }
 
@@ -127,20 +154,20 @@ fn target_dir() -> anyhow::Result<PathBuf> {
 /// Unpacks every program into `dir` unless `dir/SHA256SUMS` already equals the source's. Each
 /// `.xz` is checked against SHA256SUMS first; unpacking goes to a temporary name and is renamed,
 /// so test binaries running at the same time never see half a file.
-fn unpack(packed: &Path, dir: &Path) -> anyhow::Result<()> {
+fn unpack(packed: &Path, dir: &Path, programs: &[&str]) -> anyhow::Result<()> {
     let sums_path = packed.join("SHA256SUMS");
     let sums = std::fs::read_to_string(&sums_path)
         .with_context(|| format!("reading {}", sums_path.display()))?;
     let stamp = dir.join("SHA256SUMS");
     let done = std::fs::read_to_string(&stamp).is_ok_and(|old| old == sums)
-        && PROGRAMS.iter().all(|p| dir.join(p).is_file());
+        && programs.iter().all(|p| dir.join(p).is_file());
     if done {
         return Ok(());
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let started = std::time::Instant::now();
     std::thread::scope(|scope| {
-        let jobs: Vec<_> = PROGRAMS
+        let jobs: Vec<_> = programs
             .iter()
             .map(|program| scope.spawn(|| unpack_one(packed, &sums, program, dir)))
             .collect();
@@ -152,7 +179,7 @@ fn unpack(packed: &Path, dir: &Path) -> anyhow::Result<()> {
     std::fs::rename(&tmp, &stamp)?;
     println!(
         "e2e-real: unpacked {} into {} in {:.1}s",
-        PROGRAMS.join(" and "),
+        programs.join(" and "),
         dir.display(),
         started.elapsed().as_secs_f64()
     );

@@ -11,6 +11,7 @@ pub mod node;
 pub mod pki;
 pub mod process;
 pub mod real_node;
+pub mod real_olm;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,6 +60,9 @@ pub struct ControlPlane {
     pub client: kube::Client,
     /// Scratch space for the tests (controller logs, kubeconfigs, caches).
     pub dir: PathBuf,
+    /// The API server's audit log: one JSON line per write request (create, update, patch,
+    /// delete), at the `Metadata` level — who wrote what, never the bodies.
+    pub audit_log: PathBuf,
     // Dropped in this order: the processes (in reverse start order) before their directories.
     processes: Vec<Process>,
     _etcd_data: tempfile::TempDir,
@@ -176,6 +180,15 @@ impl ControlPlane {
         } else {
             apiserver.arg("--endpoint-reconciler-type=none");
         }
+        // Every write, for checks that count who writes what (reads are not logged: they are
+        // most requests and tell nothing about changes).
+        let audit_policy = root.join("audit-policy.yaml");
+        std::fs::write(&audit_policy, AUDIT_POLICY)?;
+        let audit_log = root.join("audit.log");
+        apiserver
+            .arg(format!("--audit-policy-file={}", path(&audit_policy)))
+            .arg(format!("--audit-log-path={}", path(&audit_log)))
+            .args(["--audit-log-format=json", "--audit-log-mode=blocking"]);
         // The aggregation layer (APIServices served by a process on this host or a pod, such as
         // the PackageManifest API): the front proxy's CA and client certificate.
         apiserver.args(front_proxy::apiserver_args(&root)?);
@@ -221,6 +234,7 @@ impl ControlPlane {
             admin_config,
             client,
             dir: root,
+            audit_log,
             processes,
             _etcd_data: etcd_data,
             _dir: dir,
@@ -308,6 +322,10 @@ impl Drop for ControlPlane {
         }
     }
 }
+
+/// Write requests at the `Metadata` level; nothing else.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n\
+rules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n- level: None\n";
 
 /// etcd data directories are named `<prefix><pid>-<random>`.
 const ETCD_DIR_PREFIX: &str = "olm-rs-etcd-";

@@ -90,7 +90,8 @@ fn the_plan_creates_the_condition_then_its_rbac_then_nothing() {
     assert_eq!(binding.role_ref.name, "a.v1");
     assert_eq!(
         serde_json::to_value(binding.subjects.as_ref().unwrap()).unwrap(),
-        json!([{"kind": "ServiceAccount", "name": "op-sa", "namespace": NS}])
+        json!([{"kind": "ServiceAccount", "name": "op-sa"}]),
+        "subjects without a namespace, as OLM writes them"
     );
 
     seen.roles = vec![Arc::new(role)];
@@ -210,9 +211,10 @@ fn upgradeability_follows_overrides_then_the_observed_condition() {
     assert!(matches!(err, NotUpgradeable::Overridden { .. }));
 }
 
-/// A move from OLM: the OperatorCondition, Role and RoleBinding as OLM wrote them for a CSV
-/// whose ServiceAccount has cluster and namespaced permissions (listed twice, bound twice) are
-/// taken as they are: nothing to write.
+/// A move from OLM: the OperatorCondition, Role and RoleBinding as OLM v0.31 wrote them for a
+/// CSV whose ServiceAccount has cluster and namespaced permissions (listed twice, bound twice,
+/// the subjects naming no namespace — as tests/e2e_takeover saw them) are taken as they are:
+/// nothing to write. So is a binding an earlier olm-rs wrote with the namespace spelled out.
 #[test]
 fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     let mut c = csv("a.v1");
@@ -235,7 +237,8 @@ fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     })))];
     seen.roles = vec![Arc::new(
         serde_json::from_value(json!({
-            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner},
+            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner,
+                         "labels": {"olm.managed": "true"}},
             "rules": [{"verbs": ["get", "update", "patch"], "apiGroups": ["operators.coreos.com"],
                        "resources": ["operatorconditions"], "resourceNames": ["a.v1"]}]
         }))
@@ -243,9 +246,10 @@ fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     )];
     seen.role_bindings = vec![Arc::new(
         serde_json::from_value(json!({
-            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner},
-            "subjects": [{"kind": "ServiceAccount", "name": "op-sa", "namespace": NS},
-                         {"kind": "ServiceAccount", "name": "op-sa", "namespace": NS}],
+            "metadata": {"name": "a.v1", "namespace": NS, "ownerReferences": owner,
+                         "labels": {"olm.managed": "true"}},
+            "subjects": [{"kind": "ServiceAccount", "name": "op-sa"},
+                         {"kind": "ServiceAccount", "name": "op-sa"}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "a.v1"}
         }))
         .unwrap(),
@@ -254,4 +258,35 @@ fn what_olm_wrote_for_an_account_with_both_permission_kinds_is_left_alone() {
     assert_eq!(writes.condition, None);
     assert_eq!(writes.role, None);
     assert_eq!(writes.role_binding, None);
+
+    let mut spelled_out: RoleBinding = (*seen.role_bindings[0]).clone();
+    for subject in spelled_out.subjects.iter_mut().flatten() {
+        subject.namespace = Some(NS.to_owned());
+    }
+    seen.role_bindings = vec![Arc::new(spelled_out.clone())];
+    assert_eq!(plan(&c, &seen, t(0)).role_binding, None);
+
+    // Without `olm.managed` (as an earlier olm-rs made them), OLM would not see them: labelled.
+    let mut unlabelled: RoleBinding = spelled_out.clone();
+    unlabelled.metadata.labels = None;
+    seen.role_bindings = vec![Arc::new(unlabelled)];
+    let relabelled = plan(&c, &seen, t(0))
+        .role_binding
+        .expect("a RoleBinding to label");
+    assert_eq!(
+        relabelled
+            .metadata
+            .labels
+            .unwrap()
+            .get("olm.managed")
+            .map(String::as_str),
+        Some("true")
+    );
+
+    // Another namespace is another account: rebound.
+    for subject in spelled_out.subjects.iter_mut().flatten() {
+        subject.namespace = Some("elsewhere".to_owned());
+    }
+    seen.role_bindings = vec![Arc::new(spelled_out)];
+    assert!(plan(&c, &seen, t(0)).role_binding.is_some());
 }

@@ -74,6 +74,7 @@ fn decide(
     let bindings: Vec<_> = owned.iter().map(|(_, b)| b.clone()).collect();
     let crd_uid = |name: &str| crds.contains(&name).then(|| format!("uid-{name}"));
     let none = |_: &str| None;
+    let no_role = |_: &str| None;
     decide_member_rbac(&MemberRbacObserved {
         csv,
         roles: &roles,
@@ -81,6 +82,7 @@ fn decide(
         copies,
         crd_uid: &crd_uid,
         api_service_uid: &none,
+        cluster_role: &no_role,
     })
 }
 
@@ -168,4 +170,55 @@ fn member_rbac_decisions() {
     assert!(all_there.complete);
     assert_eq!(all_there.writes.len(), 8);
     assert_eq!(all_there.hash, api.hash, "the hash is of the descriptions");
+}
+
+/// After a move from OLM: the per-API ClusterRoles OLM made (its owner references spell the
+/// CRD's kind in lower case) are taken as they are; a role whose rules differ is rewritten.
+#[test]
+fn per_api_roles_olm_made_are_left_alone() {
+    let own = csv("ops", "Succeeded");
+    let wanted = decide(&own, &[], &[], &["demos.example.com"])
+        .api_roles
+        .expect("Succeeded");
+    let as_olm_made: Vec<Arc<ClusterRole>> = wanted
+        .writes
+        .iter()
+        .map(|w| {
+            let Write::Apply { object, .. } = w else {
+                panic!("an apply: {w:?}")
+            };
+            let mut role: ClusterRole = serde_json::from_value(object.to_json().unwrap()).unwrap();
+            for owner in role.metadata.owner_references.iter_mut().flatten() {
+                owner.kind = owner.kind.to_lowercase();
+            }
+            Arc::new(role)
+        })
+        .collect();
+    let decide_with = |live: &[Arc<ClusterRole>]| {
+        let crd_uid = |name: &str| (name == "demos.example.com").then(|| format!("uid-{name}"));
+        let none = |_: &str| None;
+        let cluster_role = |name: &str| {
+            live.iter()
+                .find(|r| r.metadata.name.as_deref() == Some(name))
+                .cloned()
+        };
+        decide_member_rbac(&MemberRbacObserved {
+            csv: &own,
+            roles: &[],
+            bindings: &[],
+            copies: &[],
+            crd_uid: &crd_uid,
+            api_service_uid: &none,
+            cluster_role: &cluster_role,
+        })
+        .api_roles
+        .expect("Succeeded")
+    };
+    assert_eq!(decide_with(&as_olm_made).writes, Vec::<Write>::new());
+
+    let mut changed = as_olm_made.clone();
+    let mut role = (*changed[0]).clone();
+    role.rules.as_mut().unwrap()[0].verbs = vec!["get".into()];
+    changed[0] = Arc::new(role);
+    assert_eq!(decide_with(&changed).writes.len(), 1);
 }

@@ -7,13 +7,18 @@ use std::sync::Arc;
 use futures::Stream;
 
 use crate::catalog::{CatalogIndex, load_catalog};
-use crate::registry::cache::{CatalogCache, CatalogSnapshot};
+use crate::registry::cache::{CatalogCache, CatalogSnapshot, HealthReason};
 use crate::resolve::{CatalogContent, CatalogInput, CatalogRef};
 
 /// Catalogs visible from a namespace: those in it and, when different, in the global catalog
 /// namespace (docs/resolution.md §2).
 pub trait CatalogSnapshots: Send + Sync {
     fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput>;
+
+    /// Whether the catalog `key` is known and past its first load (fixed sets always are).
+    fn first_load_done(&self, _key: &CatalogRef) -> bool {
+        true
+    }
 }
 
 /// A fixed set of catalogs.
@@ -75,11 +80,19 @@ impl CatalogSnapshots for CatalogCache {
             .map(catalog_input)
             .collect()
     }
+
+    fn first_load_done(&self, key: &CatalogRef) -> bool {
+        self.get(key)
+            .is_some_and(|c| c.health.reason != HealthReason::Loading)
+    }
 }
 
 fn catalog_input(snapshot: CatalogSnapshot) -> CatalogInput {
     let content = match snapshot.index {
         Some(index) => CatalogContent::Ready(index),
+        None if snapshot.health.reason == HealthReason::Loading => {
+            CatalogContent::Loading(format!("catalog {} has not been loaded yet", snapshot.key))
+        }
         None if snapshot.health.message.is_empty() => {
             CatalogContent::Unavailable(format!("catalog {} has not been loaded yet", snapshot.key))
         }

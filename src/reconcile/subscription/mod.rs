@@ -29,6 +29,53 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// Namespaces synced in parallel.
 pub const WORKERS: usize = 2;
 
+/// How long the first syncs wait for the catalogs that exist to be loaded once.
+const FIRST_LOAD_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits (at most [`FIRST_LOAD_WAIT`]) until every CatalogSource of the cluster is registered
+/// and past its first load. A namespace synced before would record its catalogs missing or
+/// unhealthy, then healthy again a second later: after a restart, or a move from OLM, that is
+/// three rewrites of every Subscription for nothing (found by tests/e2e_takeover).
+async fn wait_for_first_loads(ctx: &Context, catalogs: &dyn CatalogSnapshots) {
+    use crate::api::CatalogSource;
+    use crate::resolve::CatalogRef;
+
+    let api: kube::Api<CatalogSource> = kube::Api::all(ctx.client.clone());
+    let keys: Vec<CatalogRef> = match api.list_metadata(&Default::default()).await {
+        Ok(list) => list
+            .items
+            .iter()
+            .map(|c| {
+                CatalogRef::new(
+                    c.metadata.namespace.clone().unwrap_or_default(),
+                    c.metadata.name.clone().unwrap_or_default(),
+                )
+            })
+            .collect(),
+        Err(error) => {
+            tracing::debug!(%error, "cannot list CatalogSources; not waiting for their loads");
+            return;
+        }
+    };
+    let loaded = || keys.iter().all(|key| catalogs.first_load_done(key));
+    let waited = tokio::time::timeout(FIRST_LOAD_WAIT, async {
+        let mut changes = ctx.catalogs.changes();
+        while !loaded() {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    if waited.is_err() {
+        tracing::info!(
+            catalogs = keys.len(),
+            "catalogs not all loaded after {}s; syncing Subscriptions anyway",
+            FIRST_LOAD_WAIT.as_secs()
+        );
+    }
+}
+
 /// Runs the Subscription controller until the process stops. `catalog_changes` yields whenever
 /// a catalog's content or health changed (every namespace with Subscriptions is then synced).
 pub async fn run(
@@ -78,6 +125,7 @@ pub async fn run(
             tracing::warn!(%error, "subscription stores never filled; the controller stops");
             return;
         }
+        wait_for_first_loads(&ctx, catalogs.as_ref()).await;
         run_workers("Subscription", queue.clone(), WORKERS, move |ns: String| {
             let (ctx, stores, catalogs) = (ctx.clone(), stores.clone(), catalogs.clone());
             async move {

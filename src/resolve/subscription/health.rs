@@ -9,7 +9,7 @@ use crate::api::{
     ConditionStatus, SubscriptionCatalogHealth, SubscriptionCondition, SubscriptionConditionType,
     SubscriptionStatus, set_condition,
 };
-use crate::resolve::input::{CatalogInput, CatalogRef};
+use crate::resolve::input::{CatalogContent, CatalogInput, CatalogRef};
 
 const CATALOG_API_VERSION: &str = "operators.coreos.com/v1alpha1";
 
@@ -22,7 +22,28 @@ pub fn update_catalog_health(
     catalogs: &[CatalogInput],
     now: &Time,
 ) -> bool {
-    let mut sorted: Vec<&CatalogInput> = catalogs.iter().collect();
+    let previous = status.catalog_health.clone().unwrap_or_default();
+    // A catalog still loading has no known health yet: what the Subscription last recorded for
+    // it stands (after a controller restart, or a move from OLM, a catalog is not reported
+    // unhealthy for the seconds its first connection takes, then healthy again).
+    let known: Vec<CatalogInput> = catalogs
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if matches!(c.content, CatalogContent::Loading(_))
+                && let Some(recorded) = previous.iter().find(|h| {
+                    let r = &h.catalog_source_ref;
+                    r.name.as_deref() == Some(c.key.name.as_str())
+                        && r.namespace.as_deref() == Some(c.key.namespace.as_str())
+                        && r.uid == c.uid
+                })
+            {
+                c.healthy = recorded.healthy;
+            }
+            c
+        })
+        .collect();
+    let mut sorted: Vec<&CatalogInput> = known.iter().collect();
     sorted.sort_by(|a, b| a.key.cmp(&b.key));
     let health: Vec<SubscriptionCatalogHealth> = sorted
         .iter()
@@ -39,7 +60,6 @@ pub fn update_catalog_health(
             healthy: c.healthy,
         })
         .collect();
-    let previous = status.catalog_health.clone().unwrap_or_default();
     let same_list = previous.len() == health.len()
         && previous.iter().zip(&health).all(|(a, b)| same_entry(a, b));
 
@@ -120,4 +140,90 @@ fn same_entry(a: &SubscriptionCatalogHealth, b: &SubscriptionCatalogHealth) -> b
         )
     };
     id(a) == id(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use jiff::Timestamp;
+
+    use super::*;
+    use crate::catalog::CatalogIndex;
+
+    fn catalog(content: CatalogContent, healthy: bool) -> CatalogInput {
+        CatalogInput {
+            key: CatalogRef {
+                name: "ops".into(),
+                namespace: "olm".into(),
+            },
+            priority: 0,
+            uid: Some("uid-ops".into()),
+            content,
+            healthy,
+        }
+    }
+
+    fn at(secs: i64) -> Time {
+        Time(Timestamp::from_second(secs).unwrap())
+    }
+
+    /// After a restart, or a move from OLM, the catalog is still loading: what the Subscription
+    /// recorded stands, and nothing is written until the load says otherwise.
+    #[test]
+    fn a_catalog_still_loading_keeps_the_health_the_subscription_recorded() {
+        let targeted = catalog(
+            CatalogContent::Ready(Arc::new(CatalogIndex::default())),
+            true,
+        )
+        .key;
+        let mut status = SubscriptionStatus::new(at(0));
+        let ready = catalog(
+            CatalogContent::Ready(Arc::new(CatalogIndex::default())),
+            true,
+        );
+        assert!(update_catalog_health(
+            &mut status,
+            &targeted,
+            std::slice::from_ref(&ready),
+            &at(1)
+        ));
+        // `CatalogSourcesAdded`, then `AllCatalogSourcesHealthy`: settled.
+        update_catalog_health(&mut status, &targeted, std::slice::from_ref(&ready), &at(1));
+        let recorded = status.clone();
+
+        let loading = catalog(CatalogContent::Loading("not loaded yet".into()), false);
+        assert!(!update_catalog_health(
+            &mut status,
+            &targeted,
+            &[loading],
+            &at(2)
+        ));
+        assert_eq!(status, recorded);
+        assert!(!update_catalog_health(
+            &mut status,
+            &targeted,
+            &[ready],
+            &at(3)
+        ));
+
+        // A load that fails is news.
+        let down = catalog(
+            CatalogContent::Unavailable("connection refused".into()),
+            false,
+        );
+        assert!(update_catalog_health(
+            &mut status,
+            &targeted,
+            &[down],
+            &at(4)
+        ));
+        assert!(!status.catalog_health.unwrap()[0].healthy);
+
+        // Never recorded: loading is not healthy.
+        let mut fresh = SubscriptionStatus::new(at(0));
+        let loading = catalog(CatalogContent::Loading("not loaded yet".into()), false);
+        update_catalog_health(&mut fresh, &targeted, &[loading], &at(1));
+        assert!(!fresh.catalog_health.unwrap()[0].healthy);
+    }
 }

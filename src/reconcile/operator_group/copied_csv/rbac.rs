@@ -74,6 +74,7 @@ pub async fn ensure_member_rbac(
             .get(CLUSTER, name)
             .map(|s| s.metadata.uid.clone().unwrap_or_default())
     };
+    let cluster_role = |name: &str| stores.cluster_roles.get(CLUSTER, name);
     let decision = decide_member_rbac(&MemberRbacObserved {
         csv,
         roles: &roles,
@@ -81,6 +82,7 @@ pub async fn ensure_member_rbac(
         copies: &copies,
         crd_uid: &crd_uid,
         api_service_uid: &api_service_uid,
+        cluster_role: &cluster_role,
     });
     let hash = decision.sources;
     match decision.scope {
@@ -127,7 +129,10 @@ pub async fn ensure_member_rbac(
             .get(key)
             .is_some_and(|m| m.api_roles == Some(api_roles.hash));
         if !done {
-            write_all(shared, key, api_roles.writes).await?;
+            // Empty when every role is already in place (as OLM left them after a move).
+            if !api_roles.writes.is_empty() {
+                write_all(shared, key, api_roles.writes).await?;
+            }
             if api_roles.complete {
                 lock(&state.rbac).entry(key.clone()).or_default().api_roles = Some(api_roles.hash);
             }
