@@ -1,5 +1,5 @@
 //! The controller's memory on a real API server, as a cluster operator would read it: the real
-//! `olm-rs run` (this bench's release build) deployed the chart's way (its args, its
+//! `olm-rs run` (see [`controller_binary`] for which build) deployed the chart's way (its args, its
 //! ServiceAccount and RBAC) against etcd + kube-apiserver + kube-controller-manager v1.36 from
 //! `../shared/k8s` (tests/real_control_plane/), with a node simulator in place of a kubelet.
 //!
@@ -12,8 +12,9 @@
 //!
 //! It fails (exit code 1) when the controller's resident memory at 2,000 namespaces exceeds
 //! `OLM_RS_BENCH_MAX_MIB` (default 40): memory is a feature, and this is its gate.
-//! Run: `cargo bench --bench controller_memory`; `OLM_RS_BENCH_BIN=<path>` measures another
-//! build (the container image's: `--profile image --no-default-features`). Without `../shared/k8s`, etcd or helm it says
+//! Run: `cargo build --profile image --no-default-features --bin olm-rs` (the build the container
+//! image ships, which the bench measures when present), then `cargo bench --bench
+//! controller_memory`; `OLM_RS_BENCH_BIN=<path>` measures another build. Without `../shared/k8s`, etcd or helm it says
 //! why and passes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
@@ -120,7 +121,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("\ncontroller memory on the real API server (olm-rs run, release build):");
+    println!("\ncontroller memory on the real API server (olm-rs run):");
     println!(
         "  idle (chart applied, nothing installed): {:.1} MiB RSS ({:.1} anonymous + {:.1} file)",
         idle.0, idle.1, idle.2
@@ -158,10 +159,8 @@ async fn measure(
     chart::apply(&plane.client, &rendered.crds, WAIT).await?;
     chart::apply(&plane.client, &rendered.rest, WAIT).await?;
     let token = chart::service_account_token(&plane.client).await?;
-    // `OLM_RS_BENCH_BIN` measures another build of the controller (the container image's).
-    let binary = std::env::var_os("OLM_RS_BENCH_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_olm-rs").into());
+    let binary = controller_binary();
+    println!("controller_memory: measuring {}", binary.display());
     let mut controller =
         Controller::spawn_binary(plane, &rendered, &token, "olm-rs-controller", &[], &binary)?;
     controller.wait_ready(WAIT).await?;
@@ -210,6 +209,21 @@ async fn measure(
         });
     }
     Ok((idle, readings))
+}
+
+/// The build to measure: `OLM_RS_BENCH_BIN`; else the build that ships in the container image
+/// (`--profile image --no-default-features`, `target/image/olm-rs`) when it was built; else this
+/// bench's own release build (with the `sandbox` feature and `opt-level = 3`, about 10 MiB more
+/// code resident).
+fn controller_binary() -> std::path::PathBuf {
+    if let Some(bin) = std::env::var_os("OLM_RS_BENCH_BIN") {
+        return bin.into();
+    }
+    let image = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/image/olm-rs");
+    if image.is_file() {
+        return image;
+    }
+    env!("CARGO_BIN_EXE_olm-rs").into()
 }
 
 /// The demo package from a ConfigMap catalog in `olm`, subscribed in `operators` (the chart's
