@@ -396,7 +396,22 @@ impl Cluster {
 
     /// Calls `check` every second until it returns `Done`, or fails after the configured timeout
     /// naming `what` and the last state `check` described.
-    pub async fn wait_for<T, F, Fut>(&self, what: impl Display, mut check: F) -> anyhow::Result<T>
+    pub async fn wait_for<T, F, Fut>(&self, what: impl Display, check: F) -> anyhow::Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = anyhow::Result<Progress<T>>>,
+    {
+        self.wait_for_within(self.settings.timeout, what, check)
+            .await
+    }
+
+    /// [`Self::wait_for`] with its own timeout (a wait known to take longer than the usual).
+    pub async fn wait_for_within<T, F, Fut>(
+        &self,
+        timeout: Duration,
+        what: impl Display,
+        mut check: F,
+    ) -> anyhow::Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = anyhow::Result<Progress<T>>>,
@@ -409,10 +424,10 @@ impl Cluster {
                 // Transient API errors are part of life on a real cluster; keep them as state.
                 Err(err) => format!("error: {err:#}"),
             };
-            if started.elapsed() >= self.settings.timeout {
+            if started.elapsed() >= timeout {
                 bail!(
                     "timed out after {}s waiting for {what}; last seen: {last}",
-                    self.settings.timeout.as_secs()
+                    timeout.as_secs()
                 );
             }
             tokio::time::sleep(Duration::from_secs(1)).await;

@@ -106,37 +106,43 @@ pub async fn bad_version_fails_then_recovers(
     );
     println!("e2e-node:   {csv}: Installing / InstallWaiting / {waiting}");
     // Never ready: progressDeadlineSeconds (60) passes, the CSV fails for good with
-    // `InstallCheckFailed`. Crash-looping: the pod is Ready for 15 s at a time, so the CSV flaps as in
+    // `InstallCheckFailed`. Crash-looping: the pod is Ready for 45 s at a time, so the CSV flaps as in
     // OLM — Succeeded, then `Failed / ComponentUnhealthy` ("installing: waiting for deployment
     // …", or "apiServices not installed" when the APIService is checked first), a reinstall;
     // the check waits for a failure naming the Deployment. The CSV's conditions keep every phase it passed, so a short-lived `Failed` is
     // seen too.
+    // A crash-looping pod comes back after a growing back-off: a cycle may pass unseen, so the
+    // failure gets several cycles' time.
     let (reason, message) = c
-        .wait_for(format!("{csv} to fail"), || async {
-            let Some(csv) = c.get(&cluster::csvs(), ns, csv).await? else {
-                return Ok(Progress::Pending("absent".to_owned()));
-            };
-            let failed = field(&csv, "/status/conditions")
-                .and_then(Value::as_array)
-                .and_then(|all| {
-                    all.iter().rev().find(|c| {
-                        c["phase"] == "Failed"
-                            && c["message"]
-                                .as_str()
-                                .is_some_and(|m| m.contains(DEPLOYMENT))
+        .wait_for_within(
+            Duration::from_secs(300),
+            format!("{csv} to fail"),
+            || async {
+                let Some(csv) = c.get(&cluster::csvs(), ns, csv).await? else {
+                    return Ok(Progress::Pending("absent".to_owned()));
+                };
+                let failed = field(&csv, "/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|all| {
+                        all.iter().rev().find(|c| {
+                            c["phase"] == "Failed"
+                                && c["message"]
+                                    .as_str()
+                                    .is_some_and(|m| m.contains(DEPLOYMENT))
+                        })
                     })
+                    .map(|c| {
+                        (
+                            c["reason"].as_str().unwrap_or_default().to_owned(),
+                            c["message"].as_str().unwrap_or_default().to_owned(),
+                        )
+                    });
+                Ok(match failed {
+                    Some(failed) => Progress::Done(failed),
+                    None => Progress::Pending(format!("phase {}", text(&csv, "/status/phase"))),
                 })
-                .map(|c| {
-                    (
-                        c["reason"].as_str().unwrap_or_default().to_owned(),
-                        c["message"].as_str().unwrap_or_default().to_owned(),
-                    )
-                });
-            Ok(match failed {
-                Some(failed) => Progress::Done(failed),
-                None => Progress::Pending(format!("phase {}", text(&csv, "/status/phase"))),
-            })
-        })
+            },
+        )
         .await?;
     println!(
         "e2e-node:   {csv} ({channel}) Failed {:.0}s after subscribing: {reason}: {message}",
