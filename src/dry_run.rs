@@ -173,7 +173,9 @@ pub fn effect(sent: &Sent, current: Option<&Value>) -> Effect {
 }
 
 /// An object without what every write moves: `resourceVersion`, `managedFields`, and the
-/// `generation` (which follows the spec, already compared).
+/// `generation` (which follows the spec, already compared). A Secret's values are replaced by
+/// their length and a short SHA-256, so the report says which key would change without
+/// printing key material.
 fn comparable(object: &Value) -> Value {
     let mut object = object.clone();
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -181,7 +183,25 @@ fn comparable(object: &Value) -> Value {
             meta.remove(field);
         }
     }
+    if object["kind"] == "Secret" {
+        for field in ["data", "stringData"] {
+            if let Some(values) = object.get_mut(field).and_then(Value::as_object_mut) {
+                for value in values.values_mut() {
+                    *value = Value::String(fingerprint(value));
+                }
+            }
+        }
+    }
     object
+}
+
+/// `<n> bytes, sha256 <12 hex>` of a Secret value (as the API server holds it, base64).
+fn fingerprint(value: &Value) -> String {
+    use sha2::{Digest as _, Sha256};
+    let text = value.as_str().unwrap_or_default();
+    let digest = Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("{} bytes, sha256 {hex}", text.len())
 }
 
 /// The report: one line per object, in the order kind, namespace/name; events are counted,
@@ -297,6 +317,34 @@ fn short(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn secret_values_are_never_printed() {
+        let target = super::Target::parse("/api/v1/namespaces/ns/secrets/op-service-cert").unwrap();
+        let secret = |key: &str| {
+            json!({"kind": "Secret", "metadata": {"name": "op-service-cert", "namespace": "ns"},
+                   "data": {"tls.key": key, "tls.crt": "Y2VydA=="}})
+        };
+        let sent = super::Sent {
+            method: "PATCH".into(),
+            target,
+            status: 200,
+            answer: secret("TkVXLUtFWS1NQVRFUklBTA=="),
+        };
+        let effect = super::effect(&sent, Some(&secret("T0xELUtFWS1NQVRFUklBTA==")));
+        let super::Effect::Change(paths) = effect else {
+            panic!("a changed key is a change: {effect:?}");
+        };
+        assert_eq!(paths.len(), 1, "{paths:?}");
+        assert!(
+            paths[0].starts_with("/data/tls.key: \"24 bytes, sha256 "),
+            "{paths:?}"
+        );
+        assert!(
+            !paths[0].contains("TkVX") && !paths[0].contains("T0xE"),
+            "{paths:?}"
+        );
+    }
 
     use super::*;
 
