@@ -602,7 +602,8 @@ fn netns_list() -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
+/// Runs `program`; fails with its stderr (also the real-OLM harness's).
+pub(super) fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
     let output = Command::new(program)
         .args(args)
         .output()
@@ -616,7 +617,8 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_quiet(program: &str, args: &[&str]) -> anyhow::Result<()> {
+/// Runs `program` with its output discarded.
+pub(super) fn run_quiet(program: &str, args: &[&str]) -> anyhow::Result<()> {
     let status = Command::new(program)
         .args(args)
         .stdout(std::process::Stdio::null())

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::ControlPlane;
 use super::process::Process;
-use super::real_node::{BRIDGE, NODE_IP};
+use super::real_node::{BRIDGE, NODE_IP, run, run_quiet};
 
 /// The field manager of what the test applies in OLM's place (its quickstart manifests).
 const MANAGER: &str = "olm-rs-e2e-olm-quickstart";
@@ -246,7 +246,7 @@ impl Drop for RealOlm {
         self.processes.clear();
         for netns in &self.netns {
             // Deleting the namespace destroys its end of the veth pair, and with it the other.
-            let _ = quiet("ip", &["netns", "del", netns]);
+            let _ = run_quiet("ip", &["netns", "del", netns]);
         }
     }
 }
@@ -254,9 +254,9 @@ impl Drop for RealOlm {
 /// A network namespace `netns` with `lo` and an `eth0` at `address` on the node's bridge, its
 /// default route through the node.
 fn join_bridge(netns: &str, address: &str, i: usize) -> anyhow::Result<()> {
-    let _ = quiet("ip", &["netns", "del", netns]);
+    let _ = run_quiet("ip", &["netns", "del", netns]);
     let host_end = format!("olmrs-olm{i}");
-    let _ = quiet("ip", &["link", "del", &host_end]);
+    let _ = run_quiet("ip", &["link", "del", &host_end]);
     run("ip", &["netns", "add", netns])?;
     run(
         "ip",
@@ -295,28 +295,4 @@ async fn healthz(address: &str) -> bool {
     let mut response = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.read_to_end(&mut response)).await;
     response.starts_with(b"HTTP/1.0 200") || response.starts_with(b"HTTP/1.1 200")
-}
-
-fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {program}"))?;
-    ensure!(
-        output.status.success(),
-        "{program} {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(())
-}
-
-fn quiet(program: &str, args: &[&str]) -> anyhow::Result<()> {
-    let status = Command::new(program)
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()?;
-    ensure!(status.success(), "{program} failed");
-    Ok(())
 }
