@@ -54,7 +54,7 @@ impl ApiFailure {
     pub fn metric_label(self) -> &'static str {
         match self {
             ApiFailure::NotFound => "not_found",
-            ApiFailure::Conflict => "conflict",
+            ApiFailure::Conflict => CONFLICT,
             ApiFailure::Forbidden => "forbidden",
             ApiFailure::Unauthorized => "unauthorized",
             ApiFailure::Invalid => "invalid",
@@ -64,6 +64,9 @@ impl ApiFailure {
         }
     }
 }
+
+/// The `error` label of a write refused with 409: it was computed from an older copy.
+pub const CONFLICT: &str = "conflict";
 
 /// The `error` label of a reconcile the core refused: the object itself cannot be reconciled
 /// (a bad spec, a CSV not ready yet).

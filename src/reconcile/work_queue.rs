@@ -2,23 +2,39 @@
 //! workqueue: a key added while it waits is queued once; a key added while it is being worked
 //! on is run again right after; failures are retried after an exponentially growing delay.
 //!
-//! kube-runtime's `Controller` skips keys whose object is gone from its store, but the
-//! OperatorGroup side must act on deletions (ClusterRoles of a deleted group, copies of a
-//! deleted CSV), so those loops run on this queue instead; so does the Subscription side, whose
-//! unit of work is a namespace (docs/resolution.md §1), not an object.
+//! This is olm-rs's one engine: every controller's loop runs on [`run_workers`], which times
+//! each run into the reconcile metrics, wraps it in a tracing span, retries a conflict soon and
+//! any other failure with the queue's back-off (docs/architecture.md §2, "One engine").
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tracing::Instrument as _;
 
 use tokio::sync::Notify;
 
-/// First retry delay after a failure; doubles per consecutive failure of the same key.
-const BASE_DELAY: Duration = Duration::from_millis(5);
-/// Longest retry delay.
-const MAX_DELAY: Duration = Duration::from_secs(300);
+use crate::k8s::errors::{CONFLICT, DECISION, ReconcileFailure};
+use crate::metrics::Metrics;
+
+/// When a run refused with a conflict (409: computed from an older copy) comes back: soon, and
+/// without counting as a failure — the watch is about to deliver the newer object.
+const CONFLICT_RETRY: Duration = Duration::from_millis(200);
+
+/// The wait before a failed key runs again: `first`, doubling per consecutive failure of the
+/// same key, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub first: Duration,
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// client-go's default rate limiter: 5 ms doubling to 5 minutes.
+    pub const DEFAULT: Backoff = Backoff {
+        first: Duration::from_millis(5),
+        max: Duration::from_secs(300),
+    };
+}
 
 struct State<K> {
     queue: VecDeque<K>,
@@ -35,6 +51,7 @@ struct State<K> {
 pub struct WorkQueue<K> {
     state: Arc<Mutex<State<K>>>,
     ready: Arc<Notify>,
+    backoff: Backoff,
 }
 
 impl<K> Clone for WorkQueue<K> {
@@ -42,6 +59,7 @@ impl<K> Clone for WorkQueue<K> {
         Self {
             state: self.state.clone(),
             ready: self.ready.clone(),
+            backoff: self.backoff,
         }
     }
 }
@@ -54,7 +72,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> Default for WorkQueue<K> {
 
 impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     pub fn new() -> Self {
+        Self::with_backoff(Backoff::DEFAULT)
+    }
+
+    /// A queue whose failed keys wait `backoff`.
+    pub fn with_backoff(backoff: Backoff) -> Self {
         Self {
+            backoff,
             state: Arc::new(Mutex::new(State {
                 queue: VecDeque::new(),
                 waiting: HashSet::new(),
@@ -114,7 +138,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             *count = count.saturating_add(1);
             *count
         };
-        let delay = crate::backoff::delay(failures, BASE_DELAY, MAX_DELAY);
+        let delay = crate::backoff::delay(failures, self.backoff.first, self.backoff.max);
         self.add_after(key, delay);
         delay
     }
@@ -181,35 +205,50 @@ pub enum Next {
     After(Duration),
 }
 
-/// Runs `workers` concurrent loops taking keys from `queue` and calling `handle`. Errors are
-/// logged and retried with back-off. Never returns.
-pub async fn run_workers<K, F, Fut, E>(
-    name: &'static str,
-    queue: WorkQueue<K>,
-    workers: usize,
-    handle: F,
-) where
-    K: Clone + Eq + Hash + Send + std::fmt::Debug + 'static,
+/// One controller loop: its kind (the `kind` label of the reconcile metrics and spans) and how
+/// many keys it works on at once.
+#[derive(Clone)]
+pub struct Loop {
+    pub kind: &'static str,
+    pub workers: usize,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Runs `spec.workers` concurrent loops taking keys from `queue` and calling `handle`, each run
+/// timed and counted (`Metrics::timed_reconcile`). A conflict runs again after
+/// [`CONFLICT_RETRY`]; another failure after the queue's back-off. Never returns.
+pub async fn run_workers<K, F, Fut, E>(spec: Loop, queue: WorkQueue<K>, handle: F)
+where
+    K: Clone + Eq + Hash + Send + std::fmt::Display + 'static,
     F: Fn(K) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Next, E>> + Send,
-    E: std::fmt::Display,
+    E: ReconcileFailure,
 {
-    let loops = (0..workers.max(1)).map(|_| {
-        let queue = queue.clone();
-        let handle = handle.clone();
+    let loops = (0..spec.workers.max(1)).map(|_| {
+        let (queue, handle, spec) = (queue.clone(), handle.clone(), spec.clone());
         async move {
             loop {
                 let key = queue.next().await;
-                let span = tracing::debug_span!("reconcile", kind = name, object = ?key);
-                match handle(key.clone()).instrument(span).await {
+                let object = key.to_string();
+                let run = spec.metrics.timed_reconcile(spec.kind, &object, handle(key.clone()));
+                match run.await {
                     Ok(Next::Done) => queue.forget(&key),
                     Ok(Next::After(delay)) => {
                         queue.forget(&key);
                         queue.add_after(key.clone(), delay);
                     }
+                    Err(err) if err.error_label() == CONFLICT => {
+                        tracing::debug!(kind = spec.kind, object, error = %err, "changed while syncing; retrying");
+                        queue.add_after(key.clone(), CONFLICT_RETRY);
+                    }
                     Err(err) => {
                         let delay = queue.retry(key.clone());
-                        tracing::warn!(loop_name = name, ?key, error = %err, retry_in = ?delay, "sync failed");
+                        let error = crate::error_chain::error_chain(&err);
+                        if err.error_label() == DECISION {
+                            tracing::debug!(kind = spec.kind, object, error, retry_in = ?delay, "not ready");
+                        } else {
+                            tracing::warn!(kind = spec.kind, object, error, retry_in = ?delay, "sync failed");
+                        }
                     }
                 }
                 queue.done(&key);
@@ -222,6 +261,17 @@ pub async fn run_workers<K, F, Fut, E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run that cannot fail.
+    #[derive(Debug, thiserror::Error)]
+    #[error("never")]
+    enum Never {}
+
+    impl ReconcileFailure for Never {
+        fn error_label(&self) -> &'static str {
+            match *self {}
+        }
+    }
 
     #[tokio::test]
     async fn duplicates_collapse_and_adds_during_processing_rerun() {
@@ -254,7 +304,7 @@ mod tests {
         for _ in 0..40 {
             q.retry(2);
         }
-        assert_eq!(q.retry(2), MAX_DELAY);
+        assert_eq!(q.retry(2), Backoff::DEFAULT.max);
         // The first retry of key 1 (5 ms) comes back first.
         let next = tokio::time::timeout(Duration::from_secs(5), q.next()).await;
         assert_eq!(next.ok(), Some(1));
@@ -265,11 +315,16 @@ mod tests {
         let q: WorkQueue<u32> = WorkQueue::new();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
-        let runner = tokio::spawn(run_workers("test", q.clone(), 4, move |k: u32| {
+        let spec = Loop {
+            kind: "test",
+            workers: 4,
+            metrics: Arc::new(Metrics::new()),
+        };
+        let runner = tokio::spawn(run_workers(spec, q.clone(), move |k: u32| {
             let record = record.clone();
             async move {
                 record.lock().unwrap().push(k);
-                Ok::<_, std::convert::Infallible>(Next::Done)
+                Ok::<_, Never>(Next::Done)
             }
         }));
         q.add_all(0..100);

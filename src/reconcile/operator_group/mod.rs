@@ -26,7 +26,7 @@ use futures::future::BoxFuture;
 use kube::ResourceExt;
 
 use crate::reconcile::Context;
-use crate::reconcile::work_queue;
+use crate::reconcile::work_queue::{Loop, run_workers};
 
 pub use copy_index::CopyIndex;
 pub use routes::Queues;
@@ -156,70 +156,48 @@ async fn workers(shared: Arc<Shared>) {
     shared.queues.resync(c);
 
     let n = shared.options.workers;
+    let spec = |kind: &'static str, workers: usize| Loop {
+        kind,
+        workers,
+        metrics: shared.ctx.metrics.clone(),
+    };
     let s = shared.clone();
-    let groups = work_queue::run_workers(
-        "operatorgroup",
+    let groups = run_workers(
+        spec("OperatorGroup", n),
         shared.queues.groups.clone(),
-        n,
         move |key| {
             let s = s.clone();
-            async move {
-                let object = key.to_string();
-                let sync = group_sync::sync(&s, &key);
-                s.ctx
-                    .metrics
-                    .timed_reconcile("OperatorGroup", &object, sync)
-                    .await
-            }
+            async move { group_sync::sync(&s, &key).await }
         },
     );
     let s = shared.clone();
-    let namespaces = work_queue::run_workers(
-        "namespace",
+    let namespaces = run_workers(
+        spec("Namespace", n),
         shared.queues.namespaces.clone(),
-        n,
         move |name| {
             let s = s.clone();
-            async move {
-                let sync = namespace_sync::sync(&s, &name);
-                s.ctx
-                    .metrics
-                    .timed_reconcile("Namespace", &name, sync)
-                    .await
-            }
+            async move { namespace_sync::sync(&s, &name).await }
         },
     );
     let copy_state = Arc::new(copied_csv::CopyLoopState::default());
     let s = shared.clone();
     let state = copy_state.clone();
-    let copies =
-        work_queue::run_workers("copied-csv", shared.queues.copies.clone(), n, move |key| {
-            let s = s.clone();
-            let state = state.clone();
-            async move {
-                let object = key.to_string();
-                let sync = copied_csv::sync(&s, &state, &key);
-                // Keyed by the original CSV; its own kind would mix with the CSV controller's.
-                s.ctx
-                    .metrics
-                    .timed_reconcile("CopiedCSV", &object, sync)
-                    .await
-            }
-        });
+    // Keyed by the original CSV; its own kind would mix with the CSV controller's.
+    let copies = run_workers(
+        spec("CopiedCSV", n),
+        shared.queues.copies.clone(),
+        move |key| {
+            let (s, state) = (s.clone(), state.clone());
+            async move { copied_csv::sync(&s, &state, &key).await }
+        },
+    );
     let s = shared.clone();
-    let config = work_queue::run_workers(
-        "olmconfig",
+    let config = run_workers(
+        spec("OLMConfig", 1),
         shared.queues.olm_config.clone(),
-        1,
-        move |()| {
+        move |_| {
             let s = s.clone();
-            async move {
-                let sync = copied_csv::sync_olm_config(&s);
-                s.ctx
-                    .metrics
-                    .timed_reconcile("OLMConfig", "cluster", sync)
-                    .await
-            }
+            async move { copied_csv::sync_olm_config(&s).await }
         },
     );
     let s = shared.clone();

@@ -31,7 +31,7 @@ pub struct Queues {
     /// Copy fan-out of one original CSV.
     pub copies: WorkQueue<NamespacedName>,
     /// The OLMConfig status.
-    pub olm_config: WorkQueue<()>,
+    pub olm_config: WorkQueue<TheOlmConfig>,
 }
 
 fn key_of<K: kube::Resource>(obj: &K) -> NamespacedName {
@@ -165,7 +165,7 @@ impl Queues {
 
     /// The OLMConfig changed: every original (copies may be switched on or off).
     pub fn on_olm_config(&self, stores: &Stores) {
-        self.olm_config.add(());
+        self.olm_config.add(TheOlmConfig);
         self.copies
             .add_all(stores.csvs.all().iter().map(|c| key_of(c.as_ref())));
     }
@@ -209,7 +209,7 @@ impl Queues {
         self.copies
             .add_all(stores.csvs.all().iter().map(|c| key_of(c.as_ref())));
         self.copies.add_all(stores.copies.originals());
-        self.olm_config.add(());
+        self.olm_config.add(TheOlmConfig);
     }
 }
 
@@ -323,5 +323,15 @@ mod tests {
         assert!(queues.copies.is_empty(), "not a CSV's Role");
         assert!(!is_csv_source_rbac(&copied) && !is_csv_source_rbac(&by_group));
         assert!(is_group_role(&group_role.metadata) && !is_group_role(&csv_role.metadata));
+    }
+}
+
+/// The key of the one cluster-wide OLMConfig (`cluster`) on its queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TheOlmConfig;
+
+impl std::fmt::Display for TheOlmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(crate::api::olm_config::OLM_CONFIG_NAME)
     }
 }

@@ -21,7 +21,7 @@ pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
 
 use crate::metrics::CountedKind;
 use crate::reconcile::Context;
-use crate::reconcile::work_queue::{Next, WorkQueue, run_workers};
+use crate::reconcile::work_queue::{Loop, Next, WorkQueue, run_workers};
 use crate::resolve::subscription::RETRY_SOON;
 
 /// Every namespace with Subscriptions is synced at least this often (OLM resyncs too).
@@ -126,17 +126,15 @@ pub async fn run(
             return;
         }
         wait_for_first_loads(&ctx, catalogs.as_ref()).await;
-        run_workers("Subscription", queue.clone(), WORKERS, move |ns: String| {
+        let spec = Loop {
+            kind: "Subscription",
+            workers: WORKERS,
+            metrics: ctx.metrics.clone(),
+        };
+        run_workers(spec, queue.clone(), move |ns: String| {
             let (ctx, stores, catalogs) = (ctx.clone(), stores.clone(), catalogs.clone());
             async move {
-                let synced = ctx
-                    .metrics
-                    .timed_reconcile(
-                        "Subscription",
-                        &ns,
-                        sync_namespace(&ctx, &stores, catalogs.as_ref(), &ns),
-                    )
-                    .await?;
+                let synced = sync_namespace(&ctx, &stores, catalogs.as_ref(), &ns).await?;
                 // Rate-limited on failure (`run_workers`), as OLM retries a failed namespace
                 // sync (docs/resolution.md §9).
                 Ok::<_, SubscriptionSyncError>(if synced.retry_soon {

@@ -162,7 +162,7 @@ pub async fn sync(
             lock(&state.events_cleared).remove(key);
         }
     }
-    shared.queues.olm_config.add(());
+    shared.queues.olm_config.add(super::routes::TheOlmConfig);
     Ok(if raced {
         Next::After(RACE_RETRY)
     } else {
