@@ -15,14 +15,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::ResourceExt;
-use kube_runtime::controller::{Action, Controller};
-use kube_runtime::reflector::ObjectRef;
-use kube_runtime::watcher;
 
 use crate::api::{InstallPlan, OperatorGroup};
 use crate::k8s::effects::{Effects, execute};
-use crate::k8s::indexed_store::IndexedStore;
-use crate::k8s::store::NamespacedStore;
 use crate::k8s::warnings::{self, WarningLog};
 use crate::k8s::write::ApiError;
 use crate::metrics::CountedKind;
@@ -32,6 +27,8 @@ use crate::plan::phase::PassOutcome;
 use crate::plan::scope::ExecuteAs;
 use crate::reconcile::Context;
 use crate::reconcile::catalog_source::spec_check::parse_go_duration;
+use crate::reconcile::operator_group::namespaced_name::NamespacedName;
+use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
 
 pub use crate::plan::decision::INSTALLING_RESYNC;
 use execute::Pass;
@@ -199,36 +196,43 @@ fn api_error(plan: &InstallPlan, source: ApiError) -> InstallPlanError {
     }
 }
 
-/// What the reconciler reads besides the plan itself.
-struct Observer {
-    ctx: Arc<Context>,
-    operator_groups: NamespacedStore<OperatorGroup>,
-}
+/// How many plans are synced at once (a pass may wait on bundle pulls).
+const WORKERS: usize = 8;
 
-/// Runs the InstallPlan controller until the process stops.
+/// A failed sync is tried again after 5 s (a plan waiting on an API call failing), doubling to
+/// 5 minutes while it keeps failing.
+const BACKOFF: Backoff = Backoff {
+    first: Duration::from_secs(5),
+    max: Duration::from_secs(300),
+};
+
+/// Runs the InstallPlan controller until the process stops, on the one engine
+/// (`reconcile::work_queue`), keyed by the plan's namespace and name.
 pub async fn run(ctx: Arc<Context>) {
+    let queue: WorkQueue<NamespacedName> = WorkQueue::with_backoff(BACKOFF);
     // The plans are the process's shared store (the Subscription controller reads them too).
     // Each change of one schedules its sync and keeps `install_plan_count` exact (deletes
-    // included, which the controller itself does not reconcile).
-    let (store, plan_changes) = ctx.watches.install_plans();
-    let (metrics, counted) = (ctx.metrics.clone(), store.clone());
-    let plan_triggers = plan_changes.map(move |plan| {
-        metrics.set_count(CountedKind::InstallPlan, counted.len());
-        ObjectRef::from_obj(plan.as_ref())
-    });
+    // included: the sync of a deleted plan finds it gone and does nothing).
+    let (plans, plan_changes) = ctx.watches.install_plans();
+    let plan_feed = {
+        let (queue, metrics, plans) = (queue.clone(), ctx.metrics.clone(), plans.clone());
+        plan_changes.for_each(move |plan| {
+            metrics.set_count(CountedKind::InstallPlan, plans.len());
+            queue.add(key_of(plan.as_ref()));
+            futures::future::ready(())
+        })
+    };
     // A change of an OperatorGroup (its status naming the namespace, its service account)
     // syncs the plans of its namespace: one waiting on the OperatorGroup check goes on at once.
     let (operator_groups, group_changes) = ctx.watches.operator_groups();
-    let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    // Driven here, not spawned: the subscription ends with the controller.
-    let watch_groups = group_changes.for_each(move |group| {
-        // The controller is gone when the receiver is: nothing left to tell.
-        let _ = changed_tx.send(group.namespace().unwrap_or_default());
-        futures::future::ready(())
-    });
-    let plans_of_namespace = plans_in(store.clone());
-    let group_triggers = tokio_stream::wrappers::UnboundedReceiverStream::new(changed_rx)
-        .flat_map(move |namespace| futures::stream::iter(plans_of_namespace(&namespace)));
+    let group_feed = {
+        let (queue, plans) = (queue.clone(), plans.clone());
+        group_changes.for_each(move |group| {
+            let namespace = group.namespace().unwrap_or_default();
+            queue.add_all(plans.in_namespace(&namespace).iter().map(|p| key_of(p)));
+            futures::future::ready(())
+        })
+    };
     // What the server serves changes with CRDs and APIServices: then discovery is asked again.
     let (_, crd_changes) = ctx.watches.crds();
     let (_, api_service_changes) = ctx.watches.api_services();
@@ -240,73 +244,50 @@ pub async fn run(ctx: Arc<Context>) {
                 futures::future::ready(())
             },
         );
-    let observer = Arc::new(Observer {
-        ctx,
-        operator_groups: operator_groups.clone(),
-    });
-    let controller = async move {
+    let workers = async move {
         // A check on a half-listed cache would report "no operator group" where there is one.
-        if operator_groups.wait_until_ready().await.is_err() {
+        if plans.wait_until_ready().await.is_err()
+            || operator_groups.wait_until_ready().await.is_err()
+        {
             return;
         }
-        Controller::for_stream(
-            futures::stream::pending::<Result<InstallPlan, watcher::Error>>(),
-            store.reader().clone(),
-        )
-        .reconcile_on(plan_triggers)
-        .reconcile_on(group_triggers)
-        .run(reconcile, error_policy, observer)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "install plan reconcile");
+        let spec = Loop {
+            kind: "InstallPlan",
+            workers: WORKERS,
+            metrics: ctx.metrics.clone(),
+        };
+        run_workers(spec, queue, move |key: NamespacedName| {
+            let (ctx, plans, operator_groups) =
+                (ctx.clone(), plans.clone(), operator_groups.clone());
+            async move {
+                // A plan gone from the store was deleted: nothing to do.
+                let Some(plan) = plans.get(&key.namespace, &key.name) else {
+                    return Ok::<_, InstallPlanError>(Next::Done);
+                };
+                let groups = operator_groups.in_namespace(&key.namespace);
+                Ok(match sync_install_plan(&ctx, &plan, &groups).await? {
+                    Synced::Progressed {
+                        requeue: Some(after),
+                    } => Next::After(after),
+                    _ => Next::Done,
+                })
             }
         })
         .await;
     };
     tokio::select! {
-        () = watch_groups => tracing::error!("the OperatorGroup watch of the InstallPlan controller ended"),
+        () = plan_feed => tracing::error!("the InstallPlan watch of the InstallPlan controller ended"),
+        () = group_feed => tracing::error!("the OperatorGroup watch of the InstallPlan controller ended"),
         () = forget_kinds => tracing::error!("the CRD and APIService watches of the InstallPlan controller ended"),
-        () = controller => {}
+        () = workers => {}
     }
 }
 
-/// The plans of a namespace, from the controller's store.
-fn plans_in(store: IndexedStore<InstallPlan>) -> impl Fn(&str) -> Vec<ObjectRef<InstallPlan>> {
-    move |namespace| {
-        store
-            .in_namespace(namespace)
-            .iter()
-            .map(|p| ObjectRef::from_obj(p.as_ref()))
-            .collect()
-    }
-}
-
-async fn reconcile(
-    plan: Arc<InstallPlan>,
-    observer: Arc<Observer>,
-) -> Result<Action, InstallPlanError> {
-    let namespace = plan.namespace().unwrap_or_default();
-    let groups = observer.operator_groups.in_namespace(&namespace);
-    let ctx = &observer.ctx;
-    let synced = ctx
-        .metrics
-        .timed_reconcile(
-            "InstallPlan",
-            &format!("{namespace}/{}", plan.name_any()),
-            sync_install_plan(ctx, &plan, &groups),
-        )
-        .await?;
-    match synced {
-        Synced::Progressed {
-            requeue: Some(after),
-        } => Ok(Action::requeue(after)),
-        _ => Ok(Action::await_change()),
-    }
-}
-
-fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, _: Arc<Observer>) -> Action {
-    tracing::warn!(plan = %plan.name_any(), %error, "install plan sync failed; retrying");
-    Action::requeue(Duration::from_secs(5))
+fn key_of(plan: &InstallPlan) -> NamespacedName {
+    NamespacedName::new(
+        plan.metadata.namespace.as_deref().unwrap_or_default(),
+        &plan.name_any(),
+    )
 }
 
 #[cfg(test)]
