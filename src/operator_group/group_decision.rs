@@ -19,6 +19,7 @@ use crate::api::event::ObjectEvent;
 use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE, PROVIDED_APIS_ANNOTATION};
 use crate::api::{ClusterServiceVersion, CsvPhase, OperatorGroup};
 use crate::k8s::effects::{Body, Effects, Write};
+use crate::k8s::owned_set::OwnedSet;
 use crate::k8s::write::{ObjectKey, Ownership};
 use crate::olm_hash::{OgRoleSuffix, og_cluster_role_name};
 
@@ -268,7 +269,9 @@ fn annotate_members(
     }
 }
 
-/// Applies the group roles that are missing or differ from what `apis` ask for.
+/// The group's roles as an owned set: each one missing or differing from what `apis` ask for
+/// is applied, the others kept. `existing` are the roles of today's names, so a live group
+/// never loses a role here; the roles of a deleted group go in [`decide_deleted_group`].
 fn ensure_group_roles(
     namespace: &str,
     name: &str,
@@ -276,42 +279,49 @@ fn ensure_group_roles(
     existing: &[Arc<ClusterRole>],
     effects: &mut Effects,
 ) {
+    let mut roles = OwnedSet::new();
     for desired in operator_group_cluster_roles(namespace, name, apis) {
+        let key = ObjectKey::of(&desired);
         let found = existing
             .iter()
             .find(|r| r.metadata.name == desired.metadata.name);
         if found.is_some_and(|r| cluster_role_matches(r, &desired)) {
+            roles.keep(key);
             continue;
         }
         let drop_rule = desired.aggregation_rule.is_none()
             && found.is_some_and(|r| r.aggregation_rule.is_some());
-        let key = ObjectKey::of(&desired);
         // These roles are olm-rs's alone; forcing takes them over from OLM v0 after a
         // migration (same names).
-        effects.write(Write::apply(desired, Ownership::Force));
+        roles.want(Write::apply(desired, Ownership::Force));
         if drop_rule {
             // No APIs, no aggregation rule. Named explicitly: an apply that omits a field
             // keeps it when another manager (OLM v0) set it.
-            effects.write(Write::MergePatch {
+            roles.want(Write::MergePatch {
                 key,
                 patch: Body::new(serde_json::json!({"aggregationRule": null})),
                 resource_version: None,
             });
         }
     }
+    roles.found(existing.iter().map(Arc::as_ref));
+    roles.into_effects(effects);
 }
 
 /// The clean-up after the group `namespace/name` went: its ClusterRoles (those of `roles` that
-/// carry its owner labels), each deleted only as observed. Namespace labels and member CSVs
-/// are handled by their own loops.
+/// carry its owner labels) are an owned set of which nothing is wanted, each deleted only as
+/// observed. Namespace labels and member CSVs are handled by their own loops.
 pub fn decide_deleted_group(namespace: &str, name: &str, roles: &[Arc<ClusterRole>]) -> Effects {
     let owner: BTreeMap<String, String> = operator_group_owner_labels(namespace, name);
+    let mut orphans = OwnedSet::new();
+    orphans.found(
+        roles
+            .iter()
+            .filter(|role| owner.iter().all(|(k, v)| role.labels().get(k) == Some(v)))
+            .map(Arc::as_ref),
+    );
     let mut effects = Effects::default();
-    for role in roles {
-        if owner.iter().all(|(k, v)| role.labels().get(k) == Some(v)) {
-            effects.write(Write::delete_observed(role.as_ref()));
-        }
-    }
+    orphans.into_effects(&mut effects);
     effects
 }
 

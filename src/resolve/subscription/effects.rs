@@ -27,6 +27,7 @@ use crate::api::{
     SubscriptionStatus,
 };
 use crate::k8s::effects::{Effects, EventOn, Write};
+use crate::k8s::owned_set::OwnedSet;
 use crate::k8s::write::ObjectKey;
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
 use crate::resolve::ERROR_PREVENTED_RESOLUTION;
@@ -270,11 +271,17 @@ fn free_name(key: &str, plans: &[InstallPlan], gone: &[String]) -> String {
 }
 
 /// Deletes of old plans: every plan counts except the ones a decided status references, the
-/// ones just created or adopted, and the superseded ones (already being deleted).
+/// ones just created or adopted, and the superseded ones (already being deleted). The plans
+/// are an owned set: the sweep's choice (`plan::gc`) says which are kept, the others found in
+/// the namespace are deleted, each only as observed (a plan changed since — approved, say — is
+/// decided again at the next sync).
 fn garbage(plans: &[InstallPlan], kept: &[String]) -> Effects {
-    let view: Vec<PlanForGc> = plans
+    let live: Vec<&InstallPlan> = plans
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    let view: Vec<PlanForGc> = live
+        .iter()
         .map(|p| {
             let name = p.metadata.name.clone().unwrap_or_default();
             PlanForGc {
@@ -289,15 +296,19 @@ fn garbage(plans: &[InstallPlan], kept: &[String]) -> Effects {
             }
         })
         .collect();
-    let mut effects = Effects::default();
-    for name in plans_to_delete(&view) {
-        if let Some(plan) = plans
+    let swept = plans_to_delete(&view);
+    let mut owned = OwnedSet::new();
+    for plan in &live {
+        if !swept
             .iter()
-            .find(|p| p.metadata.name.as_ref() == Some(&name))
+            .any(|name| plan.metadata.name.as_ref() == Some(name))
         {
-            effects.write(Write::delete(ObjectKey::of(plan)));
+            owned.keep(ObjectKey::of(*plan));
         }
     }
+    owned.found(live.iter().copied());
+    let mut effects = Effects::default();
+    owned.into_effects(&mut effects);
     effects
 }
 
