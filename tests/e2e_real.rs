@@ -39,18 +39,8 @@ mod registry_support;
 mod test_operator;
 
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
-#[allow(dead_code)]
 mod common {
-    pub fn operators_dir() -> std::path::PathBuf {
-        let crate_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        std::env::var_os("OLM_RS_SHARED")
-            .map(std::path::PathBuf::from)
-            .into_iter()
-            .chain([crate_dir.join("../shared"), "/work/shared".into()])
-            .find(|p| p.join("data").is_dir())
-            .unwrap_or_else(|| crate_dir.join("../shared"))
-            .join("data/catalogs/community-operators-prod/operators")
-    }
+    pub use crate::real_control_plane::shared_data::operators_dir;
 }
 #[allow(dead_code)]
 mod real_control_plane;
@@ -59,10 +49,9 @@ mod real_control_plane;
 mod suite;
 
 use std::process::ExitCode;
-use std::time::Instant;
 
 use real_control_plane::ControlPlane;
-use real_control_plane::binaries::{self, Unavailable};
+use real_control_plane::suite_runner::Suite;
 
 /// The checks, in the order they run (`--list` prints them).
 const CHECKS: &[&str] = &[
@@ -77,67 +66,29 @@ const CHECKS: &[&str] = &[
     "chart::package_manifests",
 ];
 
+const SUITE: Suite = Suite {
+    label: "e2e-real",
+    checks: CHECKS,
+};
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        for name in CHECKS {
-            println!("{name}: test");
-        }
-        return ExitCode::SUCCESS;
-    }
     // A bare word filters, as with the default test runner: `cargo test foo` runs nothing here
     // unless "foo" is part of a check's name; then all of them run (each builds on the one
     // before).
-    let filter = args.iter().find(|a| !a.starts_with('-')).cloned();
-    let selected: Vec<&str> = CHECKS
-        .iter()
-        .copied()
-        .filter(|name| filter.as_deref().is_none_or(|f| name.contains(f)))
-        .collect();
-    if selected.is_empty() {
+    if SUITE.selected().is_none() {
         return ExitCode::SUCCESS;
     }
-    let bin = match binaries::locate() {
-        Ok(Ok(bin)) => bin,
-        Ok(Err(Unavailable(why))) => {
-            println!("e2e-real: skipped — {why}");
-            return ExitCode::SUCCESS;
-        }
-        Err(err) => {
-            println!("e2e-real: FAILED preparing the control plane's programs: {err:#}");
-            return ExitCode::FAILURE;
-        }
+    let bin = match SUITE.binaries() {
+        Ok(bin) => bin,
+        Err(exit) => return exit,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            println!("e2e-real: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let started = Instant::now();
-    let failures = runtime.block_on(async {
-        let plane = match ControlPlane::start(&bin).await {
-            Ok(plane) => plane,
+    SUITE.run(async {
+        match ControlPlane::start(&bin).await {
+            Ok(plane) => checks::run(plane).await,
             Err(err) => {
                 println!("e2e-real: FAILED starting the control plane: {err:#}");
-                return 1;
+                1
             }
-        };
-        checks::run(plane).await
-    });
-    println!(
-        "e2e-real: {} in {:.1}s",
-        if failures == 0 { "ok" } else { "FAILED" },
-        started.elapsed().as_secs_f64()
-    );
-    if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+        }
+    })
 }

@@ -34,28 +34,10 @@ pub const CHECKS: &[&str] = &[
 const WAIT: Duration = Duration::from_secs(120);
 
 /// Prints each check's outcome and counts the failures.
-#[derive(Default)]
-struct Report {
-    failures: usize,
-}
-
-impl Report {
-    fn check(&mut self, name: &str, started: Instant, result: anyhow::Result<()>) {
-        let secs = started.elapsed().as_secs_f64();
-        match result {
-            Ok(()) => println!("e2e-node: {name} ... ok ({secs:.1}s)"),
-            Err(err) => {
-                self.failures += 1;
-                println!("e2e-node: {name} ... FAILED ({secs:.1}s)\n  {err:#}");
-            }
-        }
-    }
-}
-
 /// Runs the checks whose names contain `filter` (all without one); the node and the chart's
 /// install always run, since every other check builds on them.
 pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) -> usize {
-    let mut report = Report::default();
+    let mut report = crate::SUITE.report();
     let selected = |name: &str| filter.is_none_or(|f| name.contains(f));
     let started = Instant::now();
     report.check("node::pods_run", started, pods_run(plane).await);

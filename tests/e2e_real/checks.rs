@@ -15,39 +15,24 @@ use crate::cluster::{self, Cluster, ControllerAccess, Settings};
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::chart::{self, Controller, Rendered};
 use crate::real_control_plane::node::NodeSimulator;
+use crate::real_control_plane::suite_runner::Report;
 use crate::suite;
 
 /// The longest any one wait of the checks takes.
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Prints each check's outcome and counts the failures.
-#[derive(Default)]
-struct Report {
-    failures: usize,
-}
-
-impl Report {
-    fn check(&mut self, name: &str, started: Instant, result: anyhow::Result<()>) {
-        let secs = started.elapsed().as_secs_f64();
-        match result {
-            Ok(()) => println!("e2e-real: {name} ... ok ({secs:.1}s)"),
-            Err(err) => {
-                self.failures += 1;
-                println!("e2e-real: {name} ... FAILED ({secs:.1}s)\n  {err:#}");
-            }
-        }
-    }
-}
-
 /// Runs every check; returns how many failed.
 pub async fn run(plane: ControlPlane) -> usize {
-    let mut report = Report::default();
+    let mut report = crate::SUITE.report();
     match NodeSimulator::start(plane.client.clone()).await {
         Ok(node) => {
             run_checks(&plane, &mut report).await;
             drop(node);
         }
-        Err(err) => report.check("plane::node_simulator", Instant::now(), Err(err)),
+        Err(err) => {
+            report.check("plane::node_simulator", Instant::now(), Err(err));
+        }
     }
     println!("e2e-real: control plane memory: {}", memory(&plane.pids()));
     // `OLM_RS_E2E_REAL_LOGS=<dir>` keeps every program's log (the control plane's and each
@@ -92,7 +77,10 @@ async fn run_checks(plane: &ControlPlane, report: &mut Report) {
     };
     let (rendered, token) = match setup.await {
         Ok(setup) => setup,
-        Err(err) => return report.check("chart::setup", started, Err(err)),
+        Err(err) => {
+            report.check("chart::setup", started, Err(err));
+            return;
+        }
     };
 
     let started = Instant::now();
@@ -101,14 +89,20 @@ async fn run_checks(plane: &ControlPlane, report: &mut Report) {
             report.check("chart::startup_race", started, Ok(()));
             leader
         }
-        Err(err) => return report.check("chart::startup_race", started, Err(err)),
+        Err(err) => {
+            report.check("chart::startup_race", started, Err(err));
+            return;
+        }
     };
 
     let started = Instant::now();
     let mut standby = match Controller::spawn(plane, &rendered, &token, "olm-rs-controller-b", &[])
     {
         Ok(standby) => standby,
-        Err(err) => return report.check("chart::journeys", started, Err(err)),
+        Err(err) => {
+            report.check("chart::journeys", started, Err(err));
+            return;
+        }
     };
     let result = journeys(plane, &mut leader, &mut standby).await;
     report.check("chart::journeys", started, result);

@@ -12,6 +12,8 @@ pub mod pki;
 pub mod process;
 pub mod real_node;
 pub mod real_olm;
+pub mod shared_data;
+pub mod suite_runner;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
