@@ -67,9 +67,9 @@ pub struct Context {
     pub bundle_images: Arc<bundle_images::BundleImages>,
     /// The kinds several controllers read, each watched and kept once.
     pub watches: Arc<SharedWatches>,
-    /// Resources of InstallPlan step kinds olm-rs does not know, as discovery found them
-    /// (the InstallPlan controller forgets them when a CRD or APIService changes).
-    pub discovered_kinds: Arc<install_plan::apis::DiscoveredKinds>,
+    /// What the API server serves (discovery, its version), asked once and kept until a CRD
+    /// or an APIService changes: the controllers that read it clear it on those events.
+    pub served_apis: Arc<crate::k8s::discovery::ServedApis>,
 }
 
 impl Context {
@@ -80,7 +80,7 @@ impl Context {
         ));
         Self {
             watches: Arc::new(SharedWatches::new(client.clone())),
-            discovered_kinds: Arc::default(),
+            served_apis: Arc::default(),
             client,
             clock,
             events,

@@ -2,14 +2,10 @@
 //! are mapped directly; the extra kinds of §7.3 (PrometheusRule, ConsoleYAMLSample, …) are
 //! looked up by discovery, since their APIs come from CRDs that may or may not be installed.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use kube::Client;
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::discovery::Scope as DiscoveryScope;
 
-use crate::k8s::errors::is_not_found;
+use crate::k8s::discovery::ServedApis;
 use crate::plan::kinds::{Scope, StepKind};
 use crate::plan::object::StepObject;
 
@@ -42,49 +38,11 @@ pub enum ApiLookupError {
     },
 }
 
-/// The resources discovery found for step kinds olm-rs does not know, kept until a CRD or an
-/// APIService changes (only then does what the server serves change): a plan's pass would
-/// otherwise ask discovery again for every such step, on every pass. Only answers that found
-/// the kind are kept; a kind not served yet may come with the next CRD.
-#[derive(Default)]
-pub struct DiscoveredKinds {
-    /// Answers by group/version/kind, with the invalidation count they were asked under.
-    answers: Mutex<(u64, HashMap<String, StepApi>)>,
-}
-
-impl DiscoveredKinds {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, HashMap<String, StepApi>)> {
-        // Every update is one insert or clear: a poisoned lock still holds whole answers.
-        self.answers.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Forgets every answer (a CRD or an APIService changed).
-    pub fn invalidate(&self) {
-        let mut answers = self.lock();
-        answers.0 = answers.0.wrapping_add(1);
-        answers.1.clear();
-    }
-
-    /// The kept answer for `key`, or the invalidation count to ask under.
-    fn cached(&self, key: &str) -> Result<StepApi, u64> {
-        let answers = self.lock();
-        answers.1.get(key).cloned().ok_or(answers.0)
-    }
-
-    /// Keeps an answer asked under `asked_at`, unless a CRD or APIService changed since.
-    fn keep(&self, asked_at: u64, key: String, api: StepApi) {
-        let mut answers = self.lock();
-        if answers.0 == asked_at {
-            answers.1.insert(key, api);
-        }
-    }
-}
-
 /// The resource of `object` (a step of kind `kind`); kinds olm-rs does not know are looked up
-/// by discovery once, then kept in `discovered`.
+/// by discovery, kept in the process's cache of what is served (`k8s::discovery`).
 pub async fn step_api(
     client: &Client,
-    discovered: &DiscoveredKinds,
+    served: &ServedApis,
     kind: StepKind,
     object: &StepObject,
 ) -> Result<StepApi, ApiLookupError> {
@@ -110,25 +68,16 @@ pub async fn step_api(
             scope: kind.scope(),
         });
     }
-    let key = format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind);
-    let asked_at = match discovered.cached(&key) {
-        Ok(api) => return Ok(api),
-        Err(asked_at) => asked_at,
-    };
-    match kube::discovery::pinned_kind(client, &gvk).await {
-        Ok((resource, caps)) => {
-            let api = StepApi {
-                resource,
-                scope: match caps.scope {
-                    DiscoveryScope::Cluster => Scope::Cluster,
-                    DiscoveryScope::Namespaced => Scope::Namespaced,
-                },
-            };
-            discovered.keep(asked_at, key, api.clone());
-            Ok(api)
-        }
-        Err(kube::Error::Discovery(_)) => Err(not_found(object, manifest_kind)),
-        Err(err) if is_not_found(&err) => Err(not_found(object, manifest_kind)),
+    match served.resource_of(client, &gvk).await {
+        Ok(Some(found)) => Ok(StepApi {
+            resource: found.resource,
+            scope: if found.namespaced {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            },
+        }),
+        Ok(None) => Err(not_found(object, manifest_kind)),
         Err(source) => Err(ApiLookupError::Discovery {
             kind: manifest_kind.to_owned(),
             name: object.name.clone(),
@@ -143,45 +92,5 @@ fn not_found(object: &StepObject, kind: &str) -> ApiLookupError {
         version: object.version.clone(),
         kind: kind.to_owned(),
         name: object.name.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn api(plural: &str) -> StepApi {
-        let gvk = GroupVersionKind::gvk("monitoring.coreos.com", "v1", "PrometheusRule");
-        StepApi {
-            resource: ApiResource::from_gvk_with_plural(&gvk, plural),
-            scope: Scope::Namespaced,
-        }
-    }
-
-    #[test]
-    fn an_answer_is_kept_until_a_crd_or_apiservice_changes() {
-        let kinds = DiscoveredKinds::default();
-        let key = "monitoring.coreos.com/v1/PrometheusRule";
-        let asked_at = kinds.cached(key).unwrap_err();
-        kinds.keep(asked_at, key.into(), api("prometheusrules"));
-        assert_eq!(
-            kinds.cached(key).unwrap().resource.plural,
-            "prometheusrules"
-        );
-        kinds.invalidate();
-        assert!(kinds.cached(key).is_err());
-    }
-
-    #[test]
-    fn an_answer_asked_before_a_change_is_not_kept() {
-        let kinds = DiscoveredKinds::default();
-        let key = "monitoring.coreos.com/v1/PrometheusRule";
-        let asked_at = kinds.cached(key).unwrap_err();
-        kinds.invalidate();
-        kinds.keep(asked_at, key.into(), api("prometheusrules"));
-        assert!(
-            kinds.cached(key).is_err(),
-            "the answer may predate the change"
-        );
     }
 }

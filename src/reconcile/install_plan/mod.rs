@@ -142,7 +142,7 @@ async fn run_pass(
         scoped_as: account.as_deref(),
         namespace,
         api_warnings: &api_warnings,
-        discovered: &ctx.discovered_kinds,
+        served_apis: &ctx.served_apis,
     };
     Ok(
         match bundle_steps::with_bundle_objects(ctx, namespace, &steps).await {
@@ -236,11 +236,11 @@ pub async fn run(ctx: Arc<Context>) {
     // What the server serves changes with CRDs and APIServices: then discovery is asked again.
     let (_, crd_changes) = ctx.watches.crds();
     let (_, api_service_changes) = ctx.watches.api_services();
-    let discovered = Arc::clone(&ctx.discovered_kinds);
+    let served_apis = Arc::clone(&ctx.served_apis);
     let forget_kinds =
         futures::stream::select(crd_changes.map(|_| ()), api_service_changes.map(|_| ())).for_each(
             move |()| {
-                discovered.invalidate();
+                served_apis.invalidate();
                 futures::future::ready(())
             },
         );

@@ -43,7 +43,7 @@ impl Pass<'_> {
                 }
                 continue;
             }
-            match step_api(self.steps, self.discovered, p.kind, &p.object).await {
+            match step_api(self.steps, self.served_apis, p.kind, &p.object).await {
                 Ok(api) => {
                     apis.insert(p.index, api);
                 }

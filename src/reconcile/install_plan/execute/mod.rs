@@ -42,7 +42,7 @@ pub struct Pass<'a> {
     /// Where both clients record the API server's warnings (`k8s::warnings::recording`).
     pub api_warnings: &'a WarningLog,
     /// Resources of step kinds olm-rs does not know, as discovery last found them.
-    pub discovered: &'a super::apis::DiscoveredKinds,
+    pub served_apis: &'a crate::k8s::discovery::ServedApis,
 }
 
 impl Pass<'_> {
