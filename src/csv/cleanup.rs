@@ -1,35 +1,39 @@
-//! What the CSV finalizer removes (docs/csv-phases.md §10): cluster-scoped objects labelled for the CSV and
-//! the APIServices it owns. Namespaced objects go with the CSV through ownerReferences; CRDs and
-//! custom resources are never deleted.
+//! The CSV finalizer as one decision (docs/csv-phases.md §10): the cluster-scoped objects found
+//! in the stores with the CSV's owner labels are orphans of an owner that wants nothing any more
+//! (`k8s::owned_set`), deleted as they were observed; once none is seen, the finalizer goes.
+//! Namespaced objects go with the CSV through ownerReferences; CRDs and custom resources are
+//! never deleted.
 
-use crate::api::keys::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
 use crate::api::{CSV_FINALIZER, ClusterServiceVersion};
+use crate::k8s::effects::{Body, Effects, Write};
+use crate::k8s::owned_set::OwnedSet;
+use crate::k8s::write::ObjectKey;
 
-use super::identity::{CSV_KIND, has_owner_labels, name, namespace};
+use super::identity::has_owner_labels;
 use super::observed::Observed;
 
-/// What the finalizer still has to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cleanup {
-    /// Label selector of the CSV's cluster-scoped objects: ClusterRoles, ClusterRoleBindings,
-    /// Mutating/ValidatingWebhookConfigurations are deleted by collection.
-    pub owner_selector: String,
-    /// Owned APIServices to delete (their owner labels name this CSV).
-    pub api_services: Vec<String>,
-    /// ClusterRoles / ClusterRoleBindings still seen with the owner labels.
-    pub remaining: Vec<String>,
-    /// CRDs whose conversion webhook is reset to `strategy: None` (docs/certificates.md §4.3).
-    pub conversion_resets: Vec<String>,
+/// How soon a pass that deleted something looks again: the stores have not seen the deletes
+/// yet, and the finalizer waits until they have.
+pub const CLEANUP_POLL: Duration = Duration::from_secs(1);
+
+/// One finalizer pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinalizerPass {
+    /// The orphans' deletes and the conversion resets, or the finalizer's removal; then a
+    /// requeue while anything is still seen.
+    pub effects: Effects,
+    /// Whether this pass removes the finalizer (the CSV then goes).
+    pub releases: bool,
 }
 
-impl Cleanup {
-    /// The finalizer may go once nothing labelled for the CSV remains.
-    pub fn done(&self) -> bool {
-        self.api_services.is_empty() && self.remaining.is_empty()
-    }
-}
-
-/// Whether the CSV carries OLM's finalizer (and so needs [`cleanup`] before it goes).
+/// Whether the CSV carries OLM's finalizer (and so needs [`finalize`] before it goes).
 pub fn has_finalizer(csv: &ClusterServiceVersion) -> bool {
     csv.metadata
         .finalizers
@@ -38,41 +42,69 @@ pub fn has_finalizer(csv: &ClusterServiceVersion) -> bool {
         .any(|f| f == CSV_FINALIZER)
 }
 
-/// `olm.owner=<csv>,olm.owner.namespace=<ns>,olm.owner.kind=ClusterServiceVersion`.
-pub fn owner_selector(csv: &ClusterServiceVersion) -> String {
-    format!(
-        "{OWNER_LABEL}={},{OWNER_NAMESPACE_LABEL}={},{OWNER_KIND_LABEL}={CSV_KIND}",
-        name(csv),
-        namespace(csv)
-    )
-}
-
-pub fn cleanup(csv: &ClusterServiceVersion, seen: &Observed) -> Cleanup {
-    let api_services = seen
-        .api_services
-        .iter()
-        .filter(|a| has_owner_labels(csv, a.metadata.labels.as_ref()))
-        .filter_map(|a| a.metadata.name.clone())
-        .collect();
-    let roles = seen
-        .cluster_roles
-        .iter()
-        .filter(|r| has_owner_labels(csv, r.metadata.labels.as_ref()))
-        .filter_map(|r| r.metadata.name.as_ref().map(|n| format!("ClusterRole {n}")));
-    let bindings = seen
-        .cluster_role_bindings
-        .iter()
-        .filter(|r| has_owner_labels(csv, r.metadata.labels.as_ref()))
-        .filter_map(|r| {
-            r.metadata
-                .name
-                .as_ref()
-                .map(|n| format!("ClusterRoleBinding {n}"))
+/// One pass of the finalizer of a CSV being deleted, from what the stores hold.
+pub fn finalize(csv: &ClusterServiceVersion, seen: &Observed) -> FinalizerPass {
+    // Nothing is wanted: everything found with the owner labels is an orphan. The
+    // `kube-system` auth-reader bindings carry them in olm-rs (OLM leaks them,
+    // docs/certificates.md §3.5).
+    let mut orphans = OwnedSet::new();
+    orphans
+        .found(labelled(csv, &seen.cluster_role_bindings))
+        .found(labelled(csv, &seen.cluster_roles))
+        .found(labelled(csv, &seen.certs.mutating_webhooks))
+        .found(labelled(csv, &seen.certs.validating_webhooks))
+        .found(labelled(csv, &seen.certs.auth_reader_bindings))
+        .found(labelled(csv, &seen.api_services));
+    let waiting = orphans.orphans().next().is_some();
+    let mut effects = Effects::default();
+    orphans.into_effects(&mut effects);
+    // CRDs converted by the CSV's webhook go back to `strategy: None`, so their objects stay
+    // readable once the operator is gone.
+    for crd in super::certs::check::conversion_resets(csv, seen) {
+        effects.write(Write::MergePatch {
+            key: ObjectKey::new::<CustomResourceDefinition>(None, &crd),
+            patch: Body::new(
+                json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}}),
+            ),
+            resource_version: None,
         });
-    Cleanup {
-        owner_selector: owner_selector(csv),
-        api_services,
-        remaining: roles.chain(bindings).collect(),
-        conversion_resets: super::certs::check::conversion_resets(csv, seen),
+    }
+    if waiting {
+        effects.requeue_after(CLEANUP_POLL);
+    } else {
+        effects.write(release(csv));
+    }
+    FinalizerPass {
+        effects,
+        releases: !waiting,
     }
 }
+
+/// The objects of `objects` that carry the CSV's owner labels.
+fn labelled<'a, K: Resource>(
+    csv: &'a ClusterServiceVersion,
+    objects: &'a [Arc<K>],
+) -> impl Iterator<Item = &'a K> + 'a {
+    objects
+        .iter()
+        .map(|o| o.as_ref())
+        .filter(move |o| has_owner_labels(csv, o.meta().labels.as_ref()))
+}
+
+/// The finalizer's removal, only from the CSV as observed.
+fn release(csv: &ClusterServiceVersion) -> Write {
+    let finalizers: Vec<&String> = csv
+        .finalizers()
+        .iter()
+        .filter(|f| *f != CSV_FINALIZER)
+        .collect();
+    Write::MergePatch {
+        key: ObjectKey::of(csv),
+        patch: Body::new(json!({"metadata": {"finalizers": finalizers}})),
+        resource_version: csv.resource_version(),
+    }
+}
+
+#[cfg(test)]
+#[path = "cleanup_tests.rs"]
+mod tests;

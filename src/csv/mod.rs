@@ -1,11 +1,13 @@
 //! The ClusterServiceVersion lifecycle as pure functions of observed state (docs/csv-phases.md).
 //!
 //! Nothing here talks to a cluster: the reconciler (`reconcile::cluster_service_version`) takes
-//! a snapshot of what it sees ([`Observed`]), asks [`sync`] what to do, and does it.
+//! a snapshot of what it sees ([`Observed`]), asks [`decide`] (or, for a CSV being deleted,
+//! [`cleanup::finalize`]) what to write, and hands the writes to the one executor.
 //!
 //! Map of the module:
 //! - [`gate`] — docs/csv-phases.md §2, the checks before the phase switch;
 //! - [`phase`] — docs/csv-phases.md §3–§5, one handler per phase, and [`after_install`];
+//! - [`sync_effects`] — one sync as writes and its endings, decided once (docs/csv-phases.md §1);
 //! - [`requirements`], [`permissions`], [`rbac_eval`] — docs/csv-phases.md §6;
 //! - [`install_strategy`], [`config_overrides`] — docs/csv-phases.md §7, docs/install-plans.md §4;
 //! - [`health`], [`drift`] — docs/csv-phases.md §8 and §11 item 6;
@@ -33,6 +35,7 @@ pub mod replacement;
 pub mod requirements;
 pub mod strategy;
 pub mod sync;
+pub mod sync_effects;
 pub mod writes;
 
 #[cfg(test)]
@@ -41,3 +44,4 @@ pub(crate) mod fixtures;
 pub use observed::{Discovery, DiscoveryFailed, Observed, Served, ServerVersion};
 pub use phase::{InstallFailure, after_install, after_install_with_certs, sync};
 pub use sync::{Action, CsvSyncOutcome, DeploymentInstall, Requeue};
+pub use sync_effects::{Ending, InstallFailed, SyncEffects, decide};

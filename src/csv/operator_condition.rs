@@ -22,6 +22,9 @@ use crate::api::{
     OperatorConditionStatus, V2, set_condition,
 };
 
+use crate::k8s::effects::Write;
+use crate::k8s::write::Ownership;
+
 use super::identity::{name, namespace};
 use super::observed::Observed;
 use super::sync::truncate_to_seconds;
@@ -98,6 +101,37 @@ pub fn plan(
     }
     writes.status = observed_status(live, now);
     writes
+}
+
+/// The writes of `planned`, in order: the status first, replaced only at the version of the
+/// OperatorCondition it was copied from (a stale copy is refused with a conflict and the
+/// condition's own watch event brings the CSV back), then the OperatorCondition, its Role and
+/// RoleBinding, applied in the CSV's namespace.
+pub fn writes(
+    csv: &ClusterServiceVersion,
+    seen: &Observed,
+    planned: OperatorConditionWrites,
+) -> Vec<Write> {
+    let ns = namespace(csv);
+    let mut out = Vec::new();
+    if let (Some(status), Some(live)) = (planned.status, seen.operator_condition(name(csv)))
+        && let Some(write) = Write::status(live, status)
+    {
+        out.push(write);
+    }
+    if let Some(mut condition) = planned.condition {
+        condition.metadata.namespace = Some(ns.to_owned());
+        out.push(Write::apply(condition, Ownership::Force));
+    }
+    if let Some(mut role) = planned.role {
+        role.metadata.namespace = Some(ns.to_owned());
+        out.push(Write::apply(role, Ownership::Force));
+    }
+    if let Some(mut binding) = planned.role_binding {
+        binding.metadata.namespace = Some(ns.to_owned());
+        out.push(Write::apply(binding, Ownership::Force));
+    }
+    out
 }
 
 /// OperatorCondition `<csv>` as OLM makes it: owned by the CSV, listing the strategy's

@@ -38,7 +38,8 @@ pub enum Action {
     SetProvidedApis { group: String, annotation: String },
     /// Delete these Deployments of the strategy (inter-group API conflicts).
     DeleteDeployments(Vec<String>),
-    /// Run the install (InstallReady); afterwards call [`super::phase::after_install`].
+    /// Run the install (InstallReady); how the sync ends is decided with it
+    /// ([`super::sync_effects::decide`]).
     Install(DeploymentInstall),
     /// Re-apply Deployments whose live objects drifted from the desired ones.
     ReapplyDeployments(Vec<DesiredDeployment>),
@@ -47,7 +48,7 @@ pub enum Action {
     /// Delete webhook configurations of this CSV that no definition asks for any more
     /// (docs/csv-phases.md §8 step 3).
     DeleteWebhookConfigurations(Vec<(WebhookKind, String)>),
-    /// CsvSyncOutcome another CSV of the namespace soon (upgrade hand-offs).
+    /// Sync another CSV of the namespace soon (upgrade hand-offs), named by reference.
     RequeueCsv(String),
     /// Delete this CSV (phase Deleting).
     DeleteCsv,
@@ -108,7 +109,11 @@ pub struct Decision {
 
 impl Decision {
     pub fn new(csv: &ClusterServiceVersion, now: Timestamp) -> Self {
-        let status = csv.status.clone().unwrap_or_default();
+        Self::from_status(csv.status.clone().unwrap_or_default(), now)
+    }
+
+    /// A decision starting from `status` (the CSV's status as observed).
+    pub fn from_status(status: ClusterServiceVersionStatus, now: Timestamp) -> Self {
         Self {
             before: status.clone(),
             status,

@@ -45,6 +45,8 @@ struct State<K> {
     /// Keys added while being processed: queued again when the worker is done.
     again: HashSet<K>,
     failures: HashMap<K, u32>,
+    /// Keys to be queued later, each with its one pending deadline (the earliest asked).
+    delayed: HashMap<K, tokio::time::Instant>,
 }
 
 /// The queue; cloning shares it.
@@ -85,6 +87,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 processing: HashSet::new(),
                 again: HashSet::new(),
                 failures: HashMap::new(),
+                delayed: HashMap::new(),
             })),
             ready: Arc::new(Notify::new()),
         }
@@ -117,16 +120,41 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
-    /// Queues `key` after `delay`.
+    /// Queues `key` after `delay`. A key has at most one pending delayed add, the earliest
+    /// asked (as client-go's delaying queue): a loop that asks to look again after every run —
+    /// the CSV controller's resync — would otherwise start one more timer chain per event.
     pub fn add_after(&self, key: K, delay: Duration) {
         if delay.is_zero() {
             self.add(key);
             return;
         }
+        let at = tokio::time::Instant::now() + delay;
+        {
+            let mut state = self.lock();
+            if state
+                .delayed
+                .get(&key)
+                .is_some_and(|pending| *pending <= at)
+            {
+                return;
+            }
+            state.delayed.insert(key.clone(), at);
+        }
         let queue = self.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            queue.add(key);
+            tokio::time::sleep_until(at).await;
+            // A sooner add_after replaced this one: its own timer adds the key.
+            let due = {
+                let mut state = queue.lock();
+                let due = state.delayed.get(&key) == Some(&at);
+                if due {
+                    state.delayed.remove(&key);
+                }
+                due
+            };
+            if due {
+                queue.add(key);
+            }
         });
     }
 
@@ -308,6 +336,24 @@ mod tests {
         // The first retry of key 1 (5 ms) comes back first.
         let next = tokio::time::timeout(Duration::from_secs(5), q.next()).await;
         assert_eq!(next.ok(), Some(1));
+    }
+
+    #[tokio::test]
+    async fn a_key_has_one_delayed_add_the_earliest() {
+        let ms = Duration::from_millis;
+        let q: WorkQueue<&str> = WorkQueue::new();
+        q.add_after("a", ms(400));
+        q.add_after("a", ms(500));
+        q.add_after("a", ms(20));
+        tokio::time::sleep(ms(100)).await;
+        assert_eq!(q.len(), 1, "the sooner add replaced the later ones");
+        assert_eq!(q.next().await, "a");
+        q.done(&"a");
+        tokio::time::sleep(ms(600)).await;
+        assert!(q.is_idle(), "the replaced timers add nothing");
+        q.add_after("a", ms(20));
+        tokio::time::sleep(ms(100)).await;
+        assert_eq!(q.len(), 1, "a key is delayed again once its add ran");
     }
 
     #[tokio::test]

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, OperatorGroup};
+use crate::api::{
+    ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, OperatorGroup,
+};
 
 use super::super::certs::{CertInstall, plan_cert_install};
 use super::super::identity::name;
@@ -147,13 +149,24 @@ pub fn after_install_with_certs(
     sync
 }
 
-/// The status after the reconciler ran the install of an `InstallReady` CSV.
+/// How the sync of an `InstallReady` CSV ends when its install goes as `outcome` says
+/// (docs/csv-phases.md §3.1 InstallReady). Decided with the install, before any write
+/// ([`crate::csv::sync_effects::decide`]).
 pub fn after_install(
     csv: &ClusterServiceVersion,
     outcome: Result<(), InstallFailure>,
     now: Timestamp,
 ) -> CsvSyncOutcome {
-    let mut d = Decision::new(csv, now);
+    ending_of_install(csv.status.clone().unwrap_or_default(), outcome, now)
+}
+
+/// [`after_install`] from the CSV's status as observed.
+pub fn ending_of_install(
+    before: ClusterServiceVersionStatus,
+    outcome: Result<(), InstallFailure>,
+    now: Timestamp,
+) -> CsvSyncOutcome {
+    let mut d = Decision::from_status(before, now);
     match outcome {
         Ok(()) => {
             d.set(

@@ -1,6 +1,7 @@
 //! The phase machine (docs/csv-phases.md §3–§5): one sync of one CSV as a pure function of what is
-//! observed. [`sync`] decides; the reconciler performs the returned actions and, after an
-//! install, asks [`after_install`] what that means for the status.
+//! observed. [`sync`] decides; [`crate::csv::sync_effects::decide`] turns its actions into
+//! writes and, for an install, decides with [`after_install`] how the sync ends whichever way
+//! the install goes.
 
 mod certs;
 mod install;
@@ -21,7 +22,7 @@ use super::observed::Observed;
 use super::requirements::{RequirementCheck, check_requirements};
 use super::sync::{CsvSyncOutcome, Decision, Requeue};
 
-pub use install::{InstallFailure, after_install, after_install_with_certs};
+pub use install::{InstallFailure, after_install, after_install_with_certs, ending_of_install};
 
 /// OLM fails an install that is not healthy this long after entering `Installing` (docs/csv-phases.md §3.1).
 pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);

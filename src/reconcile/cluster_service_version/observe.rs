@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use kube::Client;
 
 use crate::api::ClusterServiceVersion;
-use crate::csv::identity::{name, namespace};
+use crate::csv::identity::namespace;
 use crate::csv::{Discovery, DiscoveryFailed, Observed, ServerVersion};
 use crate::k8s::errors::is_not_found;
 
@@ -175,11 +175,6 @@ async fn server_version(
         }
         Err(err) => ServerVersion::Unavailable(err.to_string()),
     }
-}
-
-/// Name used in logs.
-pub fn key(csv: &ClusterServiceVersion) -> String {
-    format!("{}/{}", namespace(csv), name(csv))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The reflector stores the CSV reconciler reads, and the trigger streams that fill them: every
-//! watched kind is watched once, its stream both updates the store and requeues the CSVs it
-//! concerns (docs/csv-phases.md §1.1).
+//! watched kind is watched once, its stream both updates the store and queues the keys of the
+//! CSVs it concerns (docs/csv-phases.md §1.1).
 
 use std::sync::Arc;
 
@@ -15,7 +15,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
-use kube_runtime::reflector::ObjectRef;
 use kube_runtime::watcher;
 use serde::de::DeserializeOwned;
 
@@ -30,6 +29,7 @@ use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::Subscribed;
 use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced, watch_config};
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
+use crate::reconcile::keys::NamespacedName;
 
 /// Read-only views of the cluster, shared by every reconcile. Every kind but the CSVs is kept
 /// per namespace (cluster-scoped kinds under `""`), so observing one CSV reads its namespace,
@@ -123,12 +123,20 @@ pub fn managed() -> String {
     format!("{MANAGED_LABEL}=true")
 }
 
-fn csv_ref(name: &str, namespace: &str) -> ObjectRef<ClusterServiceVersion> {
-    ObjectRef::new(name).within(namespace)
+fn csv_ref(name: &str, namespace: &str) -> NamespacedName {
+    NamespacedName::new(namespace, name)
+}
+
+/// The queue key of a CSV: its namespace and name.
+pub fn key_of(csv: &ClusterServiceVersion) -> NamespacedName {
+    NamespacedName::new(
+        csv.metadata.namespace.as_deref().unwrap_or_default(),
+        csv.metadata.name.as_deref().unwrap_or_default(),
+    )
 }
 
 /// The CSV named by an object's owner labels (`olm.owner*`), or its CSV ownerReferences.
-pub fn owners<K: Resource>(obj: &K) -> Vec<ObjectRef<ClusterServiceVersion>> {
+pub fn owners<K: Resource>(obj: &K) -> Vec<NamespacedName> {
     let labels = obj.labels();
     let mut out = Vec::new();
     if labels.get(OWNER_KIND_LABEL).map(String::as_str) == Some(CSV_KIND)
@@ -152,7 +160,7 @@ pub fn owners<K: Resource>(obj: &K) -> Vec<ObjectRef<ClusterServiceVersion>> {
 pub fn csvs_concerned_by_group(
     store: &IndexedStore<ClusterServiceVersion>,
     group: &OperatorGroup,
-) -> Vec<ObjectRef<ClusterServiceVersion>> {
+) -> Vec<NamespacedName> {
     let namespace = group.namespace().unwrap_or_default();
     let claimed = group
         .annotations()
@@ -169,7 +177,7 @@ pub fn csvs_concerned_by_group(
                     == Some(&CsvReason::InterOperatorGroupOwnerConflict)
                 || csv_provided_apis(c).is_ok_and(|apis| !apis.is_disjoint(&claimed))
         })
-        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .map(|c| key_of(c))
         .collect()
 }
 
@@ -177,12 +185,12 @@ pub fn csvs_concerned_by_group(
 pub fn csvs_in(
     store: &IndexedStore<ClusterServiceVersion>,
     namespace: &str,
-) -> Vec<ObjectRef<ClusterServiceVersion>> {
+) -> Vec<NamespacedName> {
     store
         .in_namespace(namespace)
         .iter()
         .filter(|c| !is_copied(c))
-        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .map(|c| key_of(c))
         .collect()
 }
 
@@ -191,7 +199,7 @@ pub fn csvs_in(
 pub fn csvs_using_crd(
     store: &IndexedStore<ClusterServiceVersion>,
     name: &str,
-) -> Vec<ObjectRef<ClusterServiceVersion>> {
+) -> Vec<NamespacedName> {
     store
         .all()
         .iter()
@@ -202,7 +210,7 @@ pub fn csvs_using_crd(
             };
             crds.is_some_and(|d| listed(d.owned.as_ref()) || listed(d.required.as_ref()))
         })
-        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .map(|c| key_of(c))
         .collect()
 }
 
@@ -210,7 +218,7 @@ pub fn csvs_using_crd(
 pub fn csvs_using_api_service(
     store: &IndexedStore<ClusterServiceVersion>,
     api: &APIService,
-) -> Vec<ObjectRef<ClusterServiceVersion>> {
+) -> Vec<NamespacedName> {
     let name = api.name_any();
     let mut out: Vec<_> = store
         .all()
@@ -224,7 +232,7 @@ pub fn csvs_using_api_service(
                     .any(|a| a.api_service_name() == name)
             })
         })
-        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .map(|c| key_of(c))
         .collect();
     out.extend(owners(api));
     out
@@ -235,7 +243,7 @@ pub fn csvs_using_api_service(
 pub fn csvs_for_cluster_binding(
     store: &IndexedStore<ClusterServiceVersion>,
     binding: &ClusterRoleBinding,
-) -> Vec<ObjectRef<ClusterServiceVersion>> {
+) -> Vec<NamespacedName> {
     let mut out = owners(binding);
     for subject in binding.subjects.iter().flatten() {
         if subject.kind == "ServiceAccount"
@@ -252,7 +260,7 @@ pub fn csvs_for_cluster_binding(
 pub fn csvs_of_operator_condition(
     store: &IndexedStore<ClusterServiceVersion>,
     condition: &OperatorCondition,
-) -> Vec<ObjectRef<ClusterServiceVersion>> {
+) -> Vec<NamespacedName> {
     let ns = condition.namespace().unwrap_or_default();
     let name = condition.name_any();
     let mut out = vec![csv_ref(&name, &ns)];
@@ -261,13 +269,13 @@ pub fn csvs_of_operator_condition(
             .in_namespace(&ns)
             .iter()
             .filter(|c| !is_copied(c) && crate::csv::identity::replaces(c) == Some(name.as_str()))
-            .map(|c| ObjectRef::from_obj(c.as_ref())),
+            .map(|c| key_of(c)),
     );
     out
 }
 
 /// The CSV a Subscription installed.
-pub fn csv_of_subscription(sub: &Subscription) -> Vec<ObjectRef<ClusterServiceVersion>> {
+pub fn csv_of_subscription(sub: &Subscription) -> Vec<NamespacedName> {
     let ns = sub.namespace().unwrap_or_default();
     sub.status
         .as_ref()

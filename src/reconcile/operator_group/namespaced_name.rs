@@ -1,23 +1,3 @@
-//! The key of the OperatorGroup side's queues.
+//! The key of the OperatorGroup side's queues: the shared [`crate::reconcile::keys`] one.
 
-/// A namespaced object's namespace and name: the key of the queues.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NamespacedName {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl NamespacedName {
-    pub fn new(namespace: &str, name: &str) -> Self {
-        Self {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-}
-
-impl std::fmt::Display for NamespacedName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub use crate::reconcile::keys::NamespacedName;
