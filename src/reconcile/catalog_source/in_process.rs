@@ -15,9 +15,9 @@ use crate::catalog_source::image::{self, CheckOutcome, Decision, Observed, Serve
 use crate::catalog_source::spec;
 use crate::k8s::effects::execute;
 use crate::reconcile::bundle_images::NoImageClient;
+use crate::reconcile::work_queue::Next;
 use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
-use kube_runtime::controller::Action;
 
 use super::Reconciler;
 
@@ -78,7 +78,7 @@ pub(super) async fn reconcile(
     cs: &CatalogSource,
     key: &CatalogRef,
     notes: Vec<ObjectEvent>,
-) -> Result<Action, super::Error> {
+) -> Result<Next, super::Error> {
     let now = r.ctx.clock.now();
     r.ctx.catalogs.register(
         key,
@@ -101,23 +101,13 @@ pub(super) async fn reconcile(
         .as_ref()
         .is_some_and(|c| c.last_observed_state == crate::api::ConnectionState::Ready);
     let effects = image::effects(cs, decision, leftovers, interval_problem, notes);
-    match execute(&r.ctx.client, &r.ctx.events, &effects).await {
-        Ok(_) => {}
-        // Deleted while this sync ran: its deletion event cleans up.
-        Err(err) if err.is_not_found() => return Ok(Action::await_change()),
-        // Changed while this sync ran: the change brings it back; look again soon anyway.
-        Err(err) if err.is_conflict() => return Ok(Action::requeue(Duration::from_secs(1))),
-        Err(source) => {
-            return Err(super::Error::Status {
-                key: key.clone(),
-                source,
-            });
-        }
+    if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
+        return super::executed_failure(key, err);
     }
     r.ctx
         .metrics
         .catalog_source_ready(&key.namespace, &key.name, ready);
-    Ok(Action::requeue(effects.requeue.unwrap_or(image::RESYNC)))
+    Ok(Next::After(effects.requeue.unwrap_or(image::RESYNC)))
 }
 
 /// Observes what is served, runs the check the core asks for, and returns its decision.

@@ -12,6 +12,7 @@
 //! the cluster can reach registries through port-forwards.
 
 mod configmap;
+mod feeds;
 mod image;
 mod in_process;
 pub use crate::catalog_source::{pod_plan, spec as spec_check};
@@ -21,22 +22,19 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
-use kube_runtime::WatchStreamExt;
-use kube_runtime::controller::{Action, Controller};
-use kube_runtime::reflector::{self, ObjectRef};
-use kube_runtime::watcher::{self, Event};
+use kube_runtime::watcher;
 
 use crate::api::CatalogSource;
 use crate::api::catalog_source::ConnectionState;
 use crate::catalog_source::serving::ServingMode;
 use crate::k8s::effects::execute;
-use crate::k8s::store::{keep_all, reflect_namespaced};
+use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
+use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
 use crate::registry::cache::CatalogRef;
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
@@ -114,6 +112,8 @@ impl crate::k8s::errors::ReconcileFailure for Error {
 /// The controller's own state next to the shared context.
 pub struct Reconciler {
     ctx: Arc<Context>,
+    /// Every CatalogSource of the cluster.
+    catalogs: NamespacedStore<CatalogSource>,
     registry_stores: image::RegistryStores,
     /// Registry pods created and not yet seen in the store, per catalog.
     created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
@@ -149,6 +149,13 @@ impl Reconciler {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
+    }
+
+    /// The catalogs olm-rs holds something for (a connection, a cache entry).
+    fn held_keys(&self) -> Vec<CatalogRef> {
+        let mut keys = self.connections.keys();
+        keys.extend(self.ctx.catalogs.all().into_iter().map(|s| s.key));
+        keys
     }
 
     /// Records that pods of several kinds serve `key` (a connection may read any of them): the
@@ -213,13 +220,13 @@ impl Reconciler {
 /// The CatalogSource a registry object belongs to (its controller owner reference).
 fn catalog_of(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<ObjectRef<CatalogSource>> {
+) -> Option<CatalogRef> {
     let namespace = meta.namespace.as_deref()?;
     meta.owner_references
         .iter()
         .flatten()
         .find(|o| o.kind == "CatalogSource")
-        .map(|o| ObjectRef::new(&o.name).within(namespace))
+        .map(|o| CatalogRef::new(namespace, &o.name))
 }
 
 pub(super) fn key_of(cs: &CatalogSource) -> CatalogRef {
@@ -242,9 +249,10 @@ fn catalog_cache_dir(options: &super::ControllerOptions) -> std::path::PathBuf {
     }
 }
 
-/// Runs the controller until the process stops.
+/// Runs the controller until the process stops, on the one engine (`reconcile::work_queue`),
+/// keyed by the catalog's namespace and name (docs/catalog.md §1).
 pub async fn run(ctx: Arc<Context>) {
-    let (connections, changed) = Connections::new(
+    let (connections, connection_changes) = Connections::new(
         Arc::clone(&ctx.catalogs),
         Arc::clone(&ctx.clock),
         ctx.options.catalog_sources.connection,
@@ -261,6 +269,11 @@ pub async fn run(ctx: Arc<Context>) {
     let (services, service_changes) = ctx.watches.managed_services();
     let (pods, pod_changes) =
         reflect_namespaced(Api::<Pod>::all(client.clone()), managed(), keep_all);
+    let (catalogs, catalog_changes) = reflect_namespaced(
+        Api::<CatalogSource>::all(client.clone()),
+        watcher::Config::default(),
+        keep_all,
+    );
     let registry_stores = image::RegistryStores {
         namespaces,
         service_accounts,
@@ -270,6 +283,7 @@ pub async fn run(ctx: Arc<Context>) {
     };
     let reconciler = Arc::new(Reconciler {
         ctx: Arc::clone(&ctx),
+        catalogs,
         registry_stores,
         created_pods: Mutex::new(HashMap::new()),
         serving_pods: Mutex::new(HashMap::new()),
@@ -278,110 +292,69 @@ pub async fn run(ctx: Arc<Context>) {
         served_images: in_process::ServedImages::default(),
         image_catalogs: std::sync::OnceLock::new(),
     });
-
-    // Deletions are seen on the watch itself (the controller only reconciles objects that
-    // exist); after a relist, catalogs that vanished meanwhile are swept.
-    let (reader, writer) = reflector::store::<CatalogSource>();
-    let sweeper = Arc::clone(&reconciler);
-    let sweep_reader = reader.clone();
-    let catalogs = watcher::watcher(
-        Api::<CatalogSource>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(writer)
-    .inspect(move |event| {
-        // The store is already updated when the event gets here.
-        sweeper.ctx.metrics.set_count(
-            crate::metrics::CountedKind::CatalogSource,
-            sweep_reader.state().len(),
-        );
-        match event {
-            Ok(Event::Delete(cs)) => sweeper.forget(&key_of(cs)),
-            Ok(Event::InitDone) => {
-                for key in sweeper
-                    .connections
-                    .keys()
-                    .into_iter()
-                    .chain(sweeper.ctx.catalogs.all().into_iter().map(|s| s.key))
-                {
-                    let r = ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace);
-                    if sweep_reader.get(&r).is_none() {
-                        sweeper.forget(&key);
-                    }
-                }
-            }
-            _ => {}
+    let queue: WorkQueue<CatalogRef> = WorkQueue::with_backoff(BACKOFF);
+    let feeds = feeds::drive(
+        Arc::clone(&reconciler),
+        queue.clone(),
+        feeds::Triggers {
+            catalogs: catalog_changes,
+            connections: connection_changes,
+            pods: pod_changes,
+            services: service_changes,
+            service_accounts: sa_changes,
+            network_policies: np_changes,
+            namespaces: namespace_changes,
+            config_maps: feeds::config_map_changes(&client),
+        },
+    );
+    let workers = async move {
+        if reconciler.catalogs.wait_until_ready().await.is_err() {
+            return;
         }
-    })
-    .applied_objects();
-
-    let connection_changes = tokio_stream::wrappers::UnboundedReceiverStream::new(changed)
-        .map(|key| ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace));
-    let config_map_reader = reader.clone();
-    // The registry objects' stores also trigger their catalog (its owner reference).
-    let registry_changes = futures::stream::select_all([
-        pod_changes.map(|o| catalog_of(o.meta())).boxed(),
-        service_changes.map(|o| catalog_of(o.meta())).boxed(),
-        sa_changes.map(|o| catalog_of(o.meta())).boxed(),
-        np_changes.map(|o| catalog_of(o.meta())).boxed(),
-        // Keeps the namespace store current; a label change waits for the next sync.
-        namespace_changes.map(|_| None).boxed(),
-    ])
-    .filter_map(futures::future::ready);
-    Controller::for_stream(catalogs, reader)
-        .reconcile_on(registry_changes)
-        .watches(
-            Api::<ConfigMap>::all(client),
-            watcher::Config::default(),
-            move |cm| {
-                // The catalogs reading this ConfigMap.
-                let ns = cm.namespace().unwrap_or_default();
-                let name = cm.name_any();
-                config_map_reader
-                    .state()
-                    .into_iter()
-                    .filter(|cs| {
-                        cs.namespace().as_deref() == Some(ns.as_str())
-                            && cs.spec.config_map.as_deref() == Some(name.as_str())
-                    })
-                    .map(|cs| ObjectRef::from_obj(&*cs))
-                    .collect::<Vec<_>>()
-            },
-        )
-        .reconcile_on(connection_changes)
-        .run(reconcile, error_policy, reconciler)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(%err, "catalogsource reconcile");
-            }
+        // What olm-rs holds for catalogs that no longer exist (a restart of the watch): the sync
+        // of each such key finds no catalog and forgets it.
+        queue.add_all(reconciler.held_keys());
+        let spec = Loop {
+            kind: "CatalogSource",
+            workers: WORKERS,
+            metrics: Arc::clone(&ctx.metrics),
+        };
+        run_workers(spec, queue, move |key: CatalogRef| {
+            let r = Arc::clone(&reconciler);
+            async move { sync(&r, &key).await }
         })
         .await;
+    };
+    tokio::select! {
+        () = feeds => tracing::error!("the watches of the CatalogSource controller ended"),
+        () = workers => {}
+    }
 }
 
-fn error_policy(cs: Arc<CatalogSource>, err: &Error, _: Arc<Reconciler>) -> Action {
-    tracing::warn!(catalog = %key_of(&cs), %err, "catalogsource sync failed");
-    Action::requeue(Duration::from_secs(10))
-}
+/// Catalogs synced at once. A sync may pull a catalog image (in-process serving), so more than
+/// the other controllers: one slow registry must not hold up every catalog.
+const WORKERS: usize = 16;
 
-/// One sync of one CatalogSource.
-pub async fn reconcile(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Action, Error> {
-    let metrics = Arc::clone(&r.ctx.metrics);
-    let key = format!(
-        "{}/{}",
-        cs.metadata.namespace.as_deref().unwrap_or_default(),
-        cs.name_any()
-    );
-    metrics
-        .timed_reconcile("CatalogSource", &key, sync_catalog_source(cs, r))
-        .await
-}
+/// A failed sync is tried again after 10 s (as before the one engine), doubling while it keeps
+/// failing, to at most 5 minutes.
+const BACKOFF: Backoff = Backoff {
+    first: Duration::from_secs(10),
+    max: Duration::from_secs(300),
+};
 
-async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Action, Error> {
-    let key = key_of(&cs);
+/// How soon a catalog whose status write met a newer copy is synced again.
+const CONFLICT_RETRY: Duration = Duration::from_secs(1);
+
+/// One sync of one CatalogSource; a catalog gone from the store (or being deleted) is
+/// forgotten: its connection closed, its cache entry and memos dropped.
+async fn sync(r: &Reconciler, key: &CatalogRef) -> Result<Next, Error> {
+    let Some(cs) = r.catalogs.get(&key.namespace, &key.name) else {
+        r.forget(key);
+        return Ok(Next::Done);
+    };
     if cs.meta().deletion_timestamp.is_some() {
-        r.forget(&key);
-        return Ok(Action::await_change());
+        r.forget(key);
+        return Ok(Next::Done);
     }
     // Deciding on half-listed stores would see registry objects as missing.
     r.registry_stores.ready().await?;
@@ -404,10 +377,10 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
                 })
                 .into_iter()
                 .collect();
-            return in_process::reconcile(&r, &cs, &key, notes).await;
+            return in_process::reconcile(r, &cs, key, notes).await;
         }
     }
-    let outcome = status::sync(&r, &cs, &key).await;
+    let outcome = status::sync(r, &cs, key).await;
     let ready = outcome
         .status
         .connection_state
@@ -416,16 +389,24 @@ async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Resu
     let requeue = outcome.requeue.unwrap_or(RESYNC);
     let effects = crate::catalog_source::effects_of(&cs, outcome.status, outcome.notes);
     if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
-        return match err {
-            // Deleted while this sync ran: its deletion event cleans up.
-            err if err.is_not_found() => Ok(Action::await_change()),
-            // Changed while this sync ran: the change brings it back; look again soon anyway.
-            err if err.is_conflict() => Ok(Action::requeue(Duration::from_secs(1))),
-            source => Err(Error::Status { key, source }),
-        };
+        return executed_failure(key, err);
     }
     r.ctx
         .metrics
         .catalog_source_ready(&key.namespace, &key.name, ready);
-    Ok(Action::requeue(requeue))
+    Ok(Next::After(requeue))
+}
+
+/// What a failed execution means for the next run.
+fn executed_failure(key: &CatalogRef, err: ApiError) -> Result<Next, Error> {
+    match err {
+        // Deleted while this sync ran: the deletion queues its key, which forgets it.
+        err if err.is_not_found() => Ok(Next::Done),
+        // Changed while this sync ran: the change brings it back; look again soon anyway.
+        err if err.is_conflict() => Ok(Next::After(CONFLICT_RETRY)),
+        source => Err(Error::Status {
+            key: key.clone(),
+            source,
+        }),
+    }
 }
