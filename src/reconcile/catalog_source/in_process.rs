@@ -93,7 +93,8 @@ pub(super) async fn reconcile(
         Some(Ok(interval)) => (Some(interval), None),
         Some(Err((fallback, message))) => (Some(fallback), Some(message)),
     };
-    let leftovers = super::image::decide_leftovers(&r.registry_stores.observe_leftovers(cs));
+    let leftovers =
+        crate::catalog_source::registry::decide_leftovers(&r.registry_stores.observe_leftovers(cs));
     let decision = sync(r, cs, key, poll).await;
     let ready = decision
         .status

@@ -29,9 +29,7 @@ use kube::{Resource, ResourceExt};
 use kube_runtime::watcher;
 
 use crate::api::CatalogSource;
-use crate::api::catalog_source::ConnectionState;
 use crate::catalog_source::serving::ServingMode;
-use crate::k8s::effects::execute;
 use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
@@ -84,9 +82,6 @@ impl CatalogSourceOptions {
 /// How long a created registry pod may take to appear in the store before pods are decided
 /// again regardless.
 const CREATED_POD_GRACE: Duration = Duration::from_secs(30);
-
-/// Requeue period when nothing else asks for one (OLM's informer resync).
-const RESYNC: Duration = Duration::from_secs(15 * 60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -158,23 +153,22 @@ impl Reconciler {
         keys
     }
 
-    /// Records that pods of several kinds serve `key` (a connection may read any of them): the
-    /// next settled set counts as a change.
-    fn serving_pods_mixed(&self, key: &CatalogRef) {
+    /// The settled registry pods the connection of `key` was last made for (empty: pods were
+    /// mixed since).
+    fn serving_record(&self, key: &CatalogRef) -> Option<Vec<String>> {
         self.serving_pods
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), Vec::new());
+            .get(key)
+            .cloned()
     }
 
-    /// Records the settled registry pods of `key`; true when they differ from those recorded
-    /// before (the first record after a start is not a change: the connection is new too).
-    fn serving_pods_changed(&self, key: &CatalogRef, names: Vec<String>) -> bool {
-        let mut serving = self.serving_pods.lock().unwrap_or_else(|p| p.into_inner());
-        match serving.insert(key.clone(), names.clone()) {
-            Some(previous) => previous != names,
-            None => false,
-        }
+    /// Records what the connection of `key` reads now (as the decision says).
+    fn record_serving(&self, key: &CatalogRef, names: Vec<String>) {
+        self.serving_pods
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), names);
     }
 
     /// Records a registry pod just created for `key`.
@@ -203,17 +197,6 @@ impl Reconciler {
     fn image_catalogs(&self) -> &Result<Arc<ImageCatalogs>, ImageCatalogError> {
         self.image_catalogs
             .get_or_init(|| in_process::open_store(&catalog_cache_dir(&self.ctx.options)))
-    }
-
-    /// Dialled address for `address`, after overrides.
-    fn dial_address(&self, address: &str) -> String {
-        self.ctx
-            .options
-            .catalog_sources
-            .address_overrides
-            .get(address)
-            .cloned()
-            .unwrap_or_else(|| address.to_owned())
     }
 }
 
@@ -358,43 +341,14 @@ async fn sync(r: &Reconciler, key: &CatalogRef) -> Result<Next, Error> {
     }
     // Deciding on half-listed stores would see registry objects as missing.
     r.registry_stores.ready().await?;
-    if let Ok(spec_check::Source::Image(_)) = spec_check::source(&cs.spec) {
-        let (mode, unknown) = crate::catalog_source::serving::serving_mode(
-            cs.annotations(),
-            r.ctx.options.catalog_sources.serving,
-        );
-        if mode == ServingMode::InProcess {
-            let notes = unknown
-                .map(|e| {
-                    crate::api::event::ObjectEvent::warning(
-                        "InvalidServingMode",
-                        format!(
-                            "annotation {}: {e}; serving {}",
-                            crate::catalog_source::serving::SERVING_ANNOTATION,
-                            mode.as_str()
-                        ),
-                    )
-                })
-                .into_iter()
-                .collect();
-            return in_process::reconcile(r, &cs, key, notes).await;
-        }
+    let (source, notes) = crate::catalog_source::decision::source_to_observe(
+        &cs,
+        r.ctx.options.catalog_sources.serving,
+    );
+    match source {
+        None => in_process::reconcile(r, &cs, key, notes).await,
+        Some(source) => status::sync(r, &cs, key, source).await,
     }
-    let outcome = status::sync(r, &cs, key).await;
-    let ready = outcome
-        .status
-        .connection_state
-        .as_ref()
-        .is_some_and(|c| c.last_observed_state == ConnectionState::Ready);
-    let requeue = outcome.requeue.unwrap_or(RESYNC);
-    let effects = crate::catalog_source::effects_of(&cs, outcome.status, outcome.notes);
-    if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
-        return executed_failure(key, err);
-    }
-    r.ctx
-        .metrics
-        .catalog_source_ready(&key.namespace, &key.name, ready);
-    Ok(Next::After(requeue))
 }
 
 /// What a failed execution means for the next run.
