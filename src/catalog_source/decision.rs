@@ -1,7 +1,7 @@
 //! One sync of a CatalogSource that is not served in-process (docs/catalog.md §1–§4), decided
 //! from what was observed: the spec, the registry connection's state, the ConfigMap's content,
 //! the registry objects in the stores and the image digest the registry answered. Pure: the
-//! controller (`reconcile::catalog_source::status`) observes all of it first, then carries out
+//! controller (`reconcile::catalog_source::sync`) observes all of it first, then carries out
 //! the [`Decision`] — API writes through `k8s::effects::execute`, the connection and the catalog
 //! cache as [`Link`] and [`CacheUpdate`] say.
 //!

@@ -2,6 +2,10 @@
 //! catalog (address, registry pod, ConfigMap), keep one registry connection per catalog, and
 //! publish each catalog's content and health in `ctx.catalogs` for the rest of olm-rs.
 //!
+//! The one shape (docs/catalog.md §1): a queue keyed by catalog, fed by `feeds`; each sync
+//! observes (`sync`, `configmap`, `image`, `in_process`), lets the core decide
+//! (`crate::catalog_source`) and carries out the decision through `k8s::effects::execute`.
+//!
 //! A broken catalog marks only itself: its status says why in plain words, its cache entry is
 //! unhealthy, and no other catalog is affected.
 //!
@@ -16,7 +20,7 @@ mod feeds;
 mod image;
 mod in_process;
 pub use crate::catalog_source::{pod_plan, spec as spec_check};
-mod status;
+mod sync;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -347,7 +351,7 @@ async fn sync(r: &Reconciler, key: &CatalogRef) -> Result<Next, Error> {
     );
     match source {
         None => in_process::reconcile(r, &cs, key, notes).await,
-        Some(source) => status::sync(r, &cs, key, source).await,
+        Some(source) => sync::sync_catalog(r, &cs, key, source).await,
     }
 }
 

@@ -19,7 +19,7 @@ use crate::registry::connection::ConnectionStatus;
 
 use super::{CONFLICT_RETRY, Error, Reconciler, configmap, executed_failure, image};
 
-pub(super) async fn sync(
+pub(super) async fn sync_catalog(
     r: &Reconciler,
     cs: &CatalogSource,
     key: &CatalogRef,
