@@ -157,13 +157,14 @@ pub enum Unhealthy {
     Invalid,
 }
 
-/// A change of the catalog's entry in the shared catalog cache.
+/// A change of the catalog's entry in the shared catalog cache (registered by the controller
+/// before it observes: a catalog being loaded is known as loading).
 #[derive(Debug, Clone)]
 pub enum CacheUpdate {
-    /// Known, with this uid and priority.
-    Register { uid: Option<String>, priority: i64 },
     /// This content is served.
     Index(Arc<CatalogIndex>),
+    /// The content held is current.
+    Ready,
     Unhealthy {
         reason: Unhealthy,
         message: String,
@@ -291,7 +292,7 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
         notes: Vec::new(),
         requeue: None,
         link: Link::Leave,
-        cache: vec![register(cs)],
+        cache: Vec::new(),
         serving_pods: None,
     };
     if let SourceSeen::Invalid(error) = &seen.source {
@@ -386,14 +387,11 @@ pub fn registry_failed(seen: &Observed<'_>, error: &dyn std::fmt::Display) -> Ou
         notes: source_to_observe(cs, seen.serving_default).1,
         requeue: None,
         link: Link::Leave,
-        cache: vec![
-            register(cs),
-            CacheUpdate::Unhealthy {
-                reason: Unhealthy::Unreachable,
-                message: format!("catalog {}: registry server not ensured: {error}", key(cs)),
-                drop_index: false,
-            },
-        ],
+        cache: vec![CacheUpdate::Unhealthy {
+            reason: Unhealthy::Unreachable,
+            message: format!("catalog {}: registry server not ensured: {error}", key(cs)),
+            drop_index: false,
+        }],
         serving_pods: None,
     };
     sync.finish(cs)
@@ -480,13 +478,6 @@ impl Sync {
 
 fn key(cs: &CatalogSource) -> String {
     format!("{}/{}", cs.namespace().unwrap_or_default(), cs.name_any())
-}
-
-fn register(cs: &CatalogSource) -> CacheUpdate {
-    CacheUpdate::Register {
-        uid: cs.meta().uid.clone(),
-        priority: cs.spec.priority.unwrap_or(0),
-    }
 }
 
 /// Stage 2 (docs/catalog.md §4): the ConfigMap's reference in the status, its content in the

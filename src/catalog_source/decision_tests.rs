@@ -95,7 +95,7 @@ fn an_invalid_spec_closes_the_connection_and_says_why() {
         "image and address unset: at least one must be set for sourcetype: grpc"
     );
     assert!(matches!(
-        &outcome.cache[1],
+        &outcome.cache[0],
         CacheUpdate::Unhealthy { reason: Unhealthy::SpecInvalid, message, drop_index: true }
             if message == "catalog olm/ops has an invalid spec: image and address unset: at least one must be set for sourcetype: grpc"
     ));
@@ -249,7 +249,7 @@ fn configmap_catalogs_put_their_content_in_the_cache() {
         content,
     };
     let index = Arc::new(CatalogIndex::new(Default::default()));
-    // (what, seen, reason, message, cache update after Register)
+    // (what, seen, reason, message, cache update)
     let cases = [
         (
             "missing",
@@ -322,7 +322,7 @@ fn configmap_catalogs_put_their_content_in_the_cache() {
                 "{what}"
             );
         }
-        let got = outcome.cache.get(1).map(|u| match u {
+        let got = outcome.cache.first().map(|u| match u {
             CacheUpdate::Index(_) => "Index",
             CacheUpdate::Unhealthy {
                 reason: Unhealthy::SpecInvalid,
@@ -606,7 +606,7 @@ fn a_registry_that_cannot_be_written_marks_the_catalog() {
         "couldn't ensure registry server - pods \"ops-x\" is forbidden"
     );
     assert!(matches!(
-        &outcome.cache[1],
+        &outcome.cache[0],
         CacheUpdate::Unhealthy { reason: Unhealthy::Unreachable, message, drop_index: false }
             if message == "catalog olm/ops: registry server not ensured: pods \"ops-x\" is forbidden"
     ));

@@ -33,11 +33,12 @@ use kube::{Resource, ResourceExt};
 use kube_runtime::watcher;
 
 use crate::api::CatalogSource;
+use crate::catalog_source::decision::{CacheUpdate, Unhealthy};
 use crate::catalog_source::serving::ServingMode;
 use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
-use crate::registry::cache::CatalogRef;
+use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
@@ -148,6 +149,30 @@ impl Reconciler {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
+    }
+
+    /// Changes the catalog's cache entry as a decision says.
+    fn update_cache(&self, key: &CatalogRef, now: jiff::Timestamp, updates: &[CacheUpdate]) {
+        let catalogs = &self.ctx.catalogs;
+        for update in updates {
+            match update {
+                CacheUpdate::Index(index) => catalogs.set_index(key, Arc::clone(index), now),
+                CacheUpdate::Ready => catalogs.set_health(key, CatalogHealth::ready(now), false),
+                CacheUpdate::Unhealthy {
+                    reason,
+                    message,
+                    drop_index,
+                } => {
+                    let reason = match reason {
+                        Unhealthy::SpecInvalid => HealthReason::SpecInvalid,
+                        Unhealthy::Unreachable => HealthReason::Unreachable,
+                        Unhealthy::Invalid => HealthReason::Invalid,
+                    };
+                    let health = CatalogHealth::unhealthy(reason, message.as_str(), now);
+                    catalogs.set_health(key, health, *drop_index);
+                }
+            }
+        }
     }
 
     /// The catalogs olm-rs holds something for (a connection, a cache entry).
@@ -345,6 +370,13 @@ async fn sync(r: &Reconciler, key: &CatalogRef) -> Result<Next, Error> {
     }
     // Deciding on half-listed stores would see registry objects as missing.
     r.registry_stores.ready().await?;
+    // Known from now on (loading until its content is read), before anything is observed.
+    r.ctx.catalogs.register(
+        key,
+        cs.meta().uid.as_deref(),
+        cs.spec.priority.unwrap_or(0),
+        r.ctx.clock.now(),
+    );
     let (source, notes) = crate::catalog_source::decision::source_to_observe(
         &cs,
         r.ctx.options.catalog_sources.serving,

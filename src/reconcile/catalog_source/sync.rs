@@ -8,13 +8,12 @@ use kube::ResourceExt;
 
 use crate::api::CatalogSource;
 use crate::catalog_source::decision::{
-    self, CacheUpdate, Decision, Link, LinkView, Observed, Outcome, ServingPods, SourceSeen,
-    Unhealthy,
+    self, Decision, Link, LinkView, Observed, Outcome, ServingPods, SourceSeen,
 };
 use crate::catalog_source::spec::{Source, SpecError};
 use crate::k8s::effects::{Effects, Write, execute};
 use crate::reconcile::work_queue::Next;
-use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
+use crate::registry::cache::CatalogRef;
 use crate::registry::connection::ConnectionStatus;
 
 use super::{CONFLICT_RETRY, Error, Reconciler, configmap, executed_failure, image};
@@ -102,34 +101,7 @@ async fn write_registry(
 /// What the decision asks beyond API writes: the connection, the catalog cache, and what the
 /// connection was made for.
 fn carry_out(r: &Reconciler, key: &CatalogRef, now: jiff::Timestamp, outcome: &Outcome) {
-    for update in &outcome.cache {
-        match update {
-            CacheUpdate::Register { uid, priority } => {
-                r.ctx.catalogs.register(key, uid.as_deref(), *priority, now)
-            }
-            CacheUpdate::Index(index) => {
-                r.ctx
-                    .catalogs
-                    .set_index(key, std::sync::Arc::clone(index), now)
-            }
-            CacheUpdate::Unhealthy {
-                reason,
-                message,
-                drop_index,
-            } => {
-                let reason = match reason {
-                    Unhealthy::SpecInvalid => HealthReason::SpecInvalid,
-                    Unhealthy::Unreachable => HealthReason::Unreachable,
-                    Unhealthy::Invalid => HealthReason::Invalid,
-                };
-                r.ctx.catalogs.set_health(
-                    key,
-                    CatalogHealth::unhealthy(reason, message.as_str(), now),
-                    *drop_index,
-                );
-            }
-        }
-    }
+    r.update_cache(key, now, &outcome.cache);
     match &outcome.serving_pods {
         Some(ServingPods::Settled(names)) => r.record_serving(key, names.clone()),
         Some(ServingPods::Mixed) => r.record_serving(key, Vec::new()),
