@@ -9,6 +9,7 @@
 pub mod decision;
 pub mod events;
 pub mod image;
+pub mod pod_mode;
 pub mod pod_plan;
 pub mod registry;
 pub mod serving;

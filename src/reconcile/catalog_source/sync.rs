@@ -26,13 +26,7 @@ pub(super) async fn sync_catalog(
 ) -> Result<Next, Error> {
     // Observe.
     let connection = r.connections.status(key).map(link_view);
-    let registry = match &source {
-        Ok(source @ Source::Image(_)) => {
-            let (poll, _) = decision::poll_of(cs, source);
-            Some(image::observe(r, cs, key, poll).await)
-        }
-        _ => None,
-    };
+    let registry;
     let source = match source {
         Err(error) => SourceSeen::Invalid(error),
         Ok(Source::Address(address)) => SourceSeen::Address(address),
@@ -40,10 +34,11 @@ pub(super) async fn sync_catalog(
             let seen = configmap::observe(r, cs, key, &name).await;
             SourceSeen::ConfigMap { name, seen }
         }
-        Ok(Source::Image(_)) => match &registry {
-            Some(registry) => SourceSeen::Registry(registry.seen()),
-            None => unreachable!("an image catalog's registry is observed above"),
-        },
+        Ok(source @ Source::Image(_)) => {
+            let (poll, _) = decision::poll_of(cs, &source);
+            registry = image::observe(r, cs, key, poll).await;
+            SourceSeen::Registry(registry.seen())
+        }
     };
     let options = &r.ctx.options.catalog_sources;
     let seen = Observed {
