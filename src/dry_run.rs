@@ -158,13 +158,7 @@ pub fn effect(sent: &Sent, current: Option<&Value>) -> Effect {
     let Some(current) = current else {
         return Effect::Create;
     };
-    let mut paths = Vec::new();
-    diff(
-        "",
-        &comparable(current),
-        &comparable(&sent.answer),
-        &mut paths,
-    );
+    let paths = crate::json_diff::paths(&comparable(current), &comparable(&sent.answer));
     if paths.is_empty() {
         Effect::NoChange
     } else {
@@ -266,52 +260,6 @@ fn verb(sent: &Sent) -> String {
         _ => "other",
     }
     .to_owned()
-}
-
-/// JSON-pointer paths where `a` and `b` differ, each with both values (shortened).
-fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for key in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                diff(
-                    &format!("{path}/{key}"),
-                    x.get(key).unwrap_or(&Value::Null),
-                    y.get(key).unwrap_or(&Value::Null),
-                    out,
-                );
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                diff(&format!("{path}/{i}"), p, q, out);
-            }
-        }
-        // A list that grows or shrinks: the items only one side has.
-        (Value::Array(x), Value::Array(y)) => {
-            let only = |a: &[Value], b: &[Value]| -> String {
-                let items: Vec<String> = a.iter().filter(|i| !b.contains(i)).map(short).collect();
-                items.join(", ")
-            };
-            out.push(format!(
-                "{path}: {} → {} items, dropped [{}], added [{}]",
-                x.len(),
-                y.len(),
-                only(x, y),
-                only(y, x)
-            ));
-        }
-        _ if a != b => out.push(format!("{path}: {} → {}", short(a), short(b))),
-        _ => {}
-    }
-}
-
-fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 120 {
-        format!("{}…", text.chars().take(120).collect::<String>())
-    } else {
-        text
-    }
 }
 
 #[cfg(test)]

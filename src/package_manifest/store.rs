@@ -143,7 +143,7 @@ impl ManifestStore {
                 Some(n) => Box::new(catalog.package(n).into_iter()),
                 None => Box::new(catalog.packages.iter()),
             };
-            for p in candidates.filter(|p| labels.matches(&p.manifest.metadata.labels)) {
+            for p in candidates.filter(|p| labels.matches_map(&p.manifest.metadata.labels)) {
                 let mut manifest = p.manifest.clone();
                 if let Scope::Namespace(ns) = scope {
                     manifest.metadata.namespace = ns.to_owned();

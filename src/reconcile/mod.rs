@@ -2,9 +2,10 @@
 //! read observed state (shared stores), call the pure core, hand its decision to the one
 //! executor (`k8s::effects`, `k8s::write`; docs/controller-startup.md, "One reconciler shape").
 //!
-//! Every reconciler module exposes `pub async fn run(ctx: Arc<Context>)`, which builds its
-//! `kube_runtime::Controller` (watches, owned objects, triggers) and runs it until the process
-//! stops. `controller::run` starts them all.
+//! Every reconciler module exposes `pub async fn run(ctx: Arc<Context>)`, which feeds its
+//! `work_queue::WorkQueue` with keys from the shared stores' change streams and runs it on the
+//! one engine, `work_queue::run_workers`, until the process stops (docs/architecture.md §2,
+//! "One engine"). `controller::run` starts them all.
 
 pub mod bundle_images;
 pub mod catalog_source;
