@@ -127,14 +127,15 @@ fn address_catalogs_mirror_their_connection() {
     let elsewhere = link("10.0.0.1:50051", ConnectionState::Ready, None);
     let mut refused = ready.clone();
     refused.content_error = Some("catalog invalid: 2 problems".into());
-    let cases: [(
-        &str,
-        Option<&LinkView>,
-        &str,
-        &str,
-        Option<&str>,
-        Option<&str>,
-    ); 5] = [
+    type Case<'a> = (
+        &'a str,
+        Option<&'a LinkView>,
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
+    let cases: [Case<'_>; 5] = [
         (
             "none open yet: dialled, IDLE from now",
             None,

@@ -343,7 +343,14 @@ fn the_cache_serves_new_content_and_says_why_nothing_is_served() {
             .collect()
     };
     // (what, outcome, served after, content loaded, updates)
-    let cases: [(&str, Option<CheckOutcome>, Option<&Served>, bool, Vec<&str>); 5] = [
+    type Case<'a> = (
+        &'a str,
+        Option<CheckOutcome>,
+        Option<&'a Served>,
+        bool,
+        Vec<&'a str>,
+    );
+    let cases: [Case<'_>; 5] = [
         (
             "new content",
             Some(CheckOutcome::Swapped),

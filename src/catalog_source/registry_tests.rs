@@ -70,7 +70,7 @@ fn found_pod(objects: &RegistryObjects, name: &str, version: &str, terminating: 
     pod.metadata = ObjectMeta {
         name: Some(name.to_owned()),
         resource_version: Some(version.to_owned()),
-        deletion_timestamp: terminating.then(|| Time(jiff::Timestamp::UNIX_EPOCH)),
+        deletion_timestamp: terminating.then_some(Time(jiff::Timestamp::UNIX_EPOCH)),
         ..pod.metadata
     };
     Arc::new(pod)

@@ -94,7 +94,7 @@ pub enum Error {
     Status {
         key: CatalogRef,
         #[source]
-        source: ApiError,
+        source: Box<ApiError>,
     },
     #[error(transparent)]
     StoresStopped(#[from] crate::k8s::store::StoreStopped),
@@ -396,7 +396,7 @@ fn executed_failure(key: &CatalogRef, err: ApiError) -> Result<Next, Error> {
         err if err.is_conflict() => Ok(Next::After(CONFLICT_RETRY)),
         source => Err(Error::Status {
             key: key.clone(),
-            source,
+            source: Box::new(source),
         }),
     }
 }
