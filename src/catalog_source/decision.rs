@@ -22,13 +22,14 @@ use crate::api::{
     ConnectionState, GrpcConnectionState, RegistryServiceStatus,
 };
 use crate::catalog::CatalogIndex;
-use crate::k8s::effects::{Effects, Write};
+use crate::k8s::effects::Effects;
 
 use super::pod_mode::pod_mode;
 pub use super::pod_mode::{
     AFTER_RECREATE, AWAITING_POD, DigestAnswer, DigestSeen, Poll, ROLLOUT_RECHECK, RegistrySeen,
     ServingPods, digest_check, poll_of,
 };
+use super::registry::RegistryWrites;
 use super::serving::{SERVING_ANNOTATION, ServingMode, serving_mode};
 use super::spec::{self, Source, SpecError};
 
@@ -153,7 +154,7 @@ pub struct Outcome {
 /// fail, [`registry_failed`] decides instead.
 #[derive(Debug, Clone)]
 pub struct Decision {
-    pub registry: Vec<Write>,
+    pub registry: RegistryWrites,
     pub outcome: Outcome,
 }
 
@@ -214,7 +215,7 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
         });
         sync.problem = Some((CatalogSourceReason::SpecInvalidError, message));
         return Decision {
-            registry: Vec::new(),
+            registry: RegistryWrites::default(),
             outcome: sync.finish(cs),
         };
     }
@@ -225,7 +226,7 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
             ..CatalogSourceStatus::default()
         };
     }
-    let mut registry_writes = Vec::new();
+    let mut registry_writes = RegistryWrites::default();
     match &seen.source {
         SourceSeen::Invalid(_) => {}
         SourceSeen::ConfigMap { name, seen: cm } => {
@@ -257,7 +258,7 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
                 }
                 Err(error) => {
                     return Decision {
-                        registry: Vec::new(),
+                        registry: RegistryWrites::default(),
                         outcome: registry_failed(seen, error),
                     };
                 }

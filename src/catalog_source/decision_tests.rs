@@ -1,7 +1,7 @@
 use super::*;
 use crate::api::keys::POD_SPEC_HASH_LABEL;
 use crate::catalog_source::registry::{self, RegistryObserved};
-use crate::k8s::effects::EventOn;
+use crate::k8s::effects::{EventOn, Write};
 use crate::registry::pod::RegistryObjects;
 use crate::registry::pod::{IMAGE_DIGEST_ANNOTATION, RegistryPodOptions, registry_objects};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
@@ -575,7 +575,11 @@ fn pod_mode_rolls_pods_out_beside_the_serving_one_and_reconnects_only_when_settl
         };
         let decision = decide(&observed(&cs, None, SourceSeen::Registry(seen_registry)));
         let what = case.what;
-        assert_eq!(verbs(&decision.registry), case.registry, "{what}");
+        assert_eq!(
+            verbs(&decision.registry.clone().into_writes()),
+            case.registry,
+            "{what}"
+        );
         let outcome = &decision.outcome;
         assert_eq!(outcome.link, case.link, "{what}");
         assert_eq!(outcome.serving_pods, case.serving_pods, "{what}");

@@ -10,12 +10,11 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::event::ObjectEvent;
 use crate::api::{CatalogSource, CatalogSourceStatus};
-use crate::k8s::effects::Write;
 use crate::registry::pod::{self, RegistryObjects, RegistryObjectsError};
 
 use super::decision::{Observed, RESYNC, Sync};
 use super::pod_plan::{self, PodView};
-use super::registry::{self, RegistryObserved};
+use super::registry::{self, RegistryObserved, RegistryWrites};
 use super::spec::{self, Source};
 
 /// How soon to look again after (re)creating a registry pod.
@@ -120,7 +119,7 @@ pub(super) fn pod_mode(
     objects: &RegistryObjects,
     poll: Option<Poll>,
     observed: &CatalogSourceStatus,
-) -> Vec<Write> {
+) -> RegistryWrites {
     let cs = seen.catalog;
     let now = seen.now;
     let image = cs.spec.image.as_deref().unwrap_or_default();
@@ -162,7 +161,7 @@ pub(super) fn pod_mode(
         registry.awaiting_pod,
         now,
     );
-    let pods_written = !writes.pods.is_empty();
+    let pods_written = writes.touches_pods();
     let (mut recreated, mut switched, mut rolled_to) = (false, false, None);
     if registry.awaiting_pod {
         requeue = Some(AWAITING_POD);
@@ -227,5 +226,5 @@ pub(super) fn pod_mode(
     let address = pod::service_address(&cs.name_any(), &cs.namespace().unwrap_or_default());
     // New pod, new content: read it again from the start.
     sync.connect(seen, &address, recreated || switched);
-    writes.into_writes()
+    writes
 }

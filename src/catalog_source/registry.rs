@@ -35,18 +35,32 @@ pub struct RegistryObserved {
 }
 
 /// The writes that bring a catalog's registry objects to what its spec asks, in order.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RegistryWrites {
-    /// ServiceAccount (created once), Service and NetworkPolicy, before any pod.
+    /// ServiceAccount (created once), Service and NetworkPolicy, then the new pod.
     pub objects: Vec<Write>,
-    /// The pod to create, then the deletions of the pods not kept.
-    pub pods: Vec<Write>,
+    /// The deletions of the pods not kept, after the new pod: the shell records the pod it
+    /// created before any of them can fail.
+    pub orphans: Vec<Write>,
 }
 
 impl RegistryWrites {
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.orphans.is_empty()
+    }
+
+    /// Whether any pod is created or deleted.
+    pub fn touches_pods(&self) -> bool {
+        !self.orphans.is_empty()
+            || self
+                .objects
+                .iter()
+                .any(|w| matches!(w, Write::Create { .. }))
+    }
+
     pub fn into_writes(self) -> Vec<Write> {
         let mut writes = self.objects;
-        writes.extend(self.pods);
+        writes.extend(self.orphans);
         writes
     }
 }
@@ -139,7 +153,12 @@ pub fn decide_registry(
         }),
         ..DeleteOptions::default()
     });
-    writes.pods = pods.into_writes();
+    let (orphans, wanted): (Vec<Write>, Vec<Write>) = pods
+        .into_writes()
+        .into_iter()
+        .partition(|w| matches!(w, Write::Delete { .. }));
+    writes.objects.extend(wanted);
+    writes.orphans = orphans;
     writes
 }
 

@@ -196,7 +196,7 @@ fn a_new_pod_records_its_digest_and_creation_and_deletes_are_as_observed_with_th
         found_pod(&objects, "a", "7", false),
         found_pod(&objects, "b", "8", false),
     ];
-    let writes = decide_registry(&objects, &seen, &plan, true, false, now).pods;
+    let writes = decide_registry(&objects, &seen, &plan, true, false, now).into_writes();
     let deletes: Vec<(Option<u32>, Option<&str>)> = writes
         .iter()
         .filter_map(|w| match w {

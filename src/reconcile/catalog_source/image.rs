@@ -137,9 +137,9 @@ pub(super) async fn observe(
     cs: &CatalogSource,
     key: &CatalogRef,
     poll: Option<Poll>,
+    now: jiff::Timestamp,
 ) -> RegistryObservation {
     let ns = cs.namespace().unwrap_or_default();
-    let now = r.ctx.clock.now();
     let stores = &r.registry_stores;
     let namespace_labels = stores.namespace_labels(&ns);
     let mut found = stores.observe(cs);

@@ -10,6 +10,7 @@ use crate::api::CatalogSource;
 use crate::catalog_source::decision::{
     self, Decision, Link, LinkView, Observed, Outcome, ServingPods, SourceSeen,
 };
+use crate::catalog_source::registry::RegistryWrites;
 use crate::catalog_source::spec::{Source, SpecError};
 use crate::k8s::effects::{Effects, Write, execute};
 use crate::reconcile::work_queue::Next;
@@ -25,6 +26,7 @@ pub(super) async fn sync_catalog(
     source: Result<Source, SpecError>,
 ) -> Result<Next, Error> {
     // Observe.
+    let now = r.ctx.clock.now();
     let connection = r.connections.status(key).map(link_view);
     let registry;
     let source = match source {
@@ -36,14 +38,14 @@ pub(super) async fn sync_catalog(
         }
         Ok(source @ Source::Image(_)) => {
             let (poll, _) = decision::poll_of(cs, &source);
-            registry = image::observe(r, cs, key, poll).await;
+            registry = image::observe(r, cs, key, poll, now).await;
             SourceSeen::Registry(registry.seen())
         }
     };
     let options = &r.ctx.options.catalog_sources;
     let seen = Observed {
         catalog: cs,
-        now: r.ctx.clock.now(),
+        now,
         address_overrides: &options.address_overrides,
         serving_default: options.serving,
         connection: connection.as_ref(),
@@ -71,23 +73,26 @@ pub(super) async fn sync_catalog(
     ))
 }
 
-/// Writes the registry objects; a pod created is remembered until the store shows it.
+/// Writes the registry objects, then deletes the pods not kept; a pod created is remembered
+/// (until the store shows it) before any deletion can fail.
 async fn write_registry(
     r: &Reconciler,
     key: &CatalogRef,
-    writes: Vec<Write>,
+    writes: RegistryWrites,
 ) -> Result<(), crate::k8s::write::ApiError> {
-    if writes.is_empty() {
-        return Ok(());
-    }
-    let effects = Effects {
-        writes,
-        ..Effects::default()
-    };
-    let executed = execute(&r.ctx.client, &r.ctx.events, &effects).await?;
-    for (write, written) in effects.writes.iter().zip(executed.written) {
-        if let (Write::Create { .. }, Some(pod)) = (write, written) {
-            r.expect_pod(key, pod.name_any());
+    for batch in [writes.objects, writes.orphans] {
+        if batch.is_empty() {
+            continue;
+        }
+        let effects = Effects {
+            writes: batch,
+            ..Effects::default()
+        };
+        let executed = execute(&r.ctx.client, &r.ctx.events, &effects).await?;
+        for (write, written) in effects.writes.iter().zip(executed.written) {
+            if let (Write::Create { .. }, Some(pod)) = (write, written) {
+                r.expect_pod(key, pod.name_any());
+            }
         }
     }
     Ok(())
