@@ -15,8 +15,12 @@ use crate::api::event::ObjectEvent;
 use crate::api::{
     CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState,
 };
+use crate::catalog::CatalogIndex;
 use crate::k8s::effects::{Effects, Write};
+use kube::ResourceExt;
+use std::sync::Arc;
 
+use super::decision::{CacheUpdate, Unhealthy};
 use super::pod_plan::until_next_poll;
 
 /// The condition olm-rs adds to an in-process image catalog: what it serves, or why the
@@ -270,6 +274,42 @@ pub fn effects(
     effects.events = status_effects.events;
     effects.requeue_after(decision.requeue);
     effects
+}
+
+/// The catalog cache entry of an in-process catalog after a sync, in order: the content a check
+/// just loaded (`content`, with [`CheckOutcome::Swapped`]), and its health —
+/// ready while something is served, else why nothing is.
+pub fn cache_updates(
+    cs: &CatalogSource,
+    outcome: Option<&CheckOutcome>,
+    served: Option<&Served>,
+    content: Option<Arc<CatalogIndex>>,
+) -> Vec<CacheUpdate> {
+    let mut updates = Vec::new();
+    if let (Some(CheckOutcome::Swapped), Some(index)) = (outcome, content) {
+        updates.push(CacheUpdate::Index(index));
+    }
+    match (served, outcome) {
+        (Some(_), _) => updates.push(CacheUpdate::Ready),
+        (None, Some(CheckOutcome::Failed { kind, message, .. })) => {
+            let reason = if kind == "InvalidCatalog" || kind == "NotACatalog" {
+                Unhealthy::Invalid
+            } else {
+                Unhealthy::Unreachable
+            };
+            updates.push(CacheUpdate::Unhealthy {
+                reason,
+                message: format!(
+                    "catalog {}/{}: {message}",
+                    cs.namespace().unwrap_or_default(),
+                    cs.name_any()
+                ),
+                drop_index: false,
+            });
+        }
+        (None, _) => {}
+    }
+    updates
 }
 
 /// After a check: until the next poll, or the resync.

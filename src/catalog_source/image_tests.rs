@@ -312,3 +312,86 @@ fn effects_write_a_changed_status_once_and_delete_leftovers_first() {
     assert_eq!(e.writes.len(), 1);
     assert_eq!(e.events[0].event.reason, "InvalidIntervalError");
 }
+
+#[test]
+fn the_cache_serves_new_content_and_says_why_nothing_is_served() {
+    let cs: CatalogSource = serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "c", "namespace": "olm"},
+        "spec": {"sourceType": "grpc", "image": "r/c:1"}
+    }))
+    .unwrap();
+    let s = served("r/c:1", "sha256:a", "2026-01-01T00:00:01Z");
+    let index = Arc::new(CatalogIndex::new(Default::default()));
+    let failed = |kind: &str| CheckOutcome::Failed {
+        kind: kind.to_owned(),
+        message: "image r/c:1: refused".to_owned(),
+        transient: false,
+    };
+    let shown = |updates: Vec<CacheUpdate>| -> Vec<String> {
+        updates
+            .into_iter()
+            .map(|u| match u {
+                CacheUpdate::Index(_) => "index".to_owned(),
+                CacheUpdate::Ready => "ready".to_owned(),
+                CacheUpdate::Unhealthy {
+                    reason,
+                    message,
+                    drop_index,
+                } => format!("{reason:?} {message} drop={drop_index}"),
+            })
+            .collect()
+    };
+    // (what, outcome, served after, content loaded, updates)
+    type Case<'a> = (
+        &'a str,
+        Option<CheckOutcome>,
+        Option<&'a Served>,
+        bool,
+        Vec<&'a str>,
+    );
+    let cases: [Case<'_>; 5] = [
+        (
+            "new content",
+            Some(CheckOutcome::Swapped),
+            Some(&s),
+            true,
+            vec!["index", "ready"],
+        ),
+        (
+            "unchanged",
+            Some(CheckOutcome::Unchanged),
+            Some(&s),
+            false,
+            vec!["ready"],
+        ),
+        ("no check", None, Some(&s), false, vec!["ready"]),
+        (
+            "failed with earlier content: still served",
+            Some(failed("Unauthorized")),
+            Some(&s),
+            false,
+            vec!["ready"],
+        ),
+        (
+            "not a catalog, nothing served",
+            Some(failed("NotACatalog")),
+            None,
+            false,
+            vec!["Invalid catalog olm/c: image r/c:1: refused drop=false"],
+        ),
+    ];
+    for (what, outcome, served, loaded, expected) in cases {
+        let content = loaded.then(|| Arc::clone(&index));
+        let updates = cache_updates(&cs, outcome.as_ref(), served, content);
+        assert_eq!(shown(updates), expected, "{what}");
+    }
+    let unreachable = cache_updates(&cs, Some(&failed("Unreachable")), None, None);
+    assert!(matches!(
+        unreachable.as_slice(),
+        [CacheUpdate::Unhealthy {
+            reason: Unhealthy::Unreachable,
+            ..
+        }]
+    ));
+}

@@ -37,12 +37,16 @@ pub struct DesiredPod {
     pub spec_hash: String,
 }
 
+/// The pods of an image catalog as they should be. Every live pod of the catalog not in `keep`
+/// goes: the registry decision hands `keep` and the pods found to the owned-set applier
+/// (`k8s::owned_set`), which deletes the others as they were observed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodPlan {
-    /// Delete with grace period 0 (disrupted pods).
-    pub force_delete: Vec<String>,
-    /// Delete with grace period 1 (stale spec, or replaced by a Ready newer pod).
-    pub delete: Vec<String>,
+    /// Live pods that stay.
+    pub keep: Vec<String>,
+    /// Of the pods that go, those deleted with grace period 0 (disrupted: OLM force-deletes
+    /// them); the others get grace period 1.
+    pub force: Vec<String>,
     /// Create a pod, recording this digest (if known).
     pub create: Option<Option<String>>,
     /// No pod is serving the current spec: the registry is being (re)created.
@@ -54,17 +58,21 @@ pub struct PodPlan {
 }
 
 /// Decides the pod changes. `resolved_digest` is the digest the poll just got from the image
-/// registry (`None` when no poll ran or it failed).
+/// registry (`None` when no poll ran or it failed). Pods already terminating are left alone.
 pub fn plan_pods(pods: &[PodView], desired: &DesiredPod, resolved_digest: Option<&str>) -> PodPlan {
     let mut plan = PodPlan::default();
-    let live: Vec<&PodView> = pods.iter().filter(|p| !p.deleting).collect();
-    let (mut current, stale): (Vec<&PodView>, Vec<&PodView>) = live.into_iter().partition(|p| {
-        p.images == desired.images && p.spec_hash.as_deref() == Some(&desired.spec_hash)
-    });
-    plan.delete.extend(stale.iter().map(|p| p.name.clone()));
+    // Pods of another spec (stale) are not kept.
+    let mut current: Vec<&PodView> = pods
+        .iter()
+        .filter(|p| {
+            !p.deleting
+                && p.images == desired.images
+                && p.spec_hash.as_deref() == Some(&desired.spec_hash)
+        })
+        .collect();
     current.retain(|p| {
         if p.disrupted {
-            plan.force_delete.push(p.name.clone());
+            plan.force.push(p.name.clone());
         }
         !p.disrupted
     });
@@ -76,9 +84,11 @@ pub fn plan_pods(pods: &[PodView], desired: &DesiredPod, resolved_digest: Option
 
     // Newest first: the newest pod's digest is what is being rolled to.
     current.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.name.cmp(&b.name)));
+    let names = |pods: &[&PodView]| pods.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
     if let Some(digest) = resolved_digest
         && !current.iter().any(|p| p.digest.as_deref() == Some(digest))
     {
+        plan.keep = names(&current);
         plan.create = Some(Some(digest.to_owned()));
         plan.rolling = true;
         return plan;
@@ -89,19 +99,22 @@ pub fn plan_pods(pods: &[PodView], desired: &DesiredPod, resolved_digest: Option
     let (newest, older): (Vec<&PodView>, Vec<&PodView>) =
         current.iter().partition(|p| p.digest == target);
     if older.is_empty() {
+        plan.keep = names(&current);
         return plan;
     }
     if newest.iter().any(|p| p.ready) {
-        plan.delete.extend(older.iter().map(|p| p.name.clone()));
+        // The new pod is Ready: only now do the older ones go (docs/catalog.md §3.3).
+        plan.keep = names(&newest);
     } else if newest.iter().all(|p| p.failing) {
         // The new pods do not start; the old ones keep serving. Give up until the next poll.
-        plan.delete.extend(newest.iter().map(|p| p.name.clone()));
+        plan.keep = names(&older);
         plan.failed_update = Some(format!(
             "registry pod {} for image digest {} does not start; keeping the serving pod",
             newest[0].name,
             target.as_deref().unwrap_or("(unknown)")
         ));
     } else {
+        plan.keep = names(&current);
         plan.rolling = true;
     }
     plan
@@ -194,6 +207,14 @@ mod tests {
         }
     }
 
+    /// The live pods the plan does not keep (the owned set deletes them).
+    fn gone(pods: &[PodView], plan: &PodPlan) -> Vec<String> {
+        pods.iter()
+            .filter(|p| !p.deleting && !plan.keep.contains(&p.name))
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
     #[test]
     fn no_pod_creates_one_with_the_known_digest() {
         let plan = plan_pods(&[], &desired(), Some("sha256:a"));
@@ -209,40 +230,46 @@ mod tests {
         stale.spec_hash = Some("h0".into());
         let mut disrupted = pod("evicted", "2026-01-01T00:00:00Z", None, true);
         disrupted.disrupted = true;
-        let plan = plan_pods(&[stale, disrupted], &desired(), None);
-        assert_eq!(plan.delete, ["old"]);
-        assert_eq!(plan.force_delete, ["evicted"]);
+        let pods = [stale, disrupted];
+        let plan = plan_pods(&pods, &desired(), None);
+        assert_eq!(gone(&pods, &plan), ["old", "evicted"]);
+        assert_eq!(plan.force, ["evicted"]);
         assert_eq!(plan.create, Some(None));
     }
 
     #[test]
     fn unchanged_digest_changes_nothing() {
         let pods = [pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true)];
-        assert_eq!(
-            plan_pods(&pods, &desired(), Some("sha256:a")),
-            PodPlan::default()
-        );
-        assert_eq!(plan_pods(&pods, &desired(), None), PodPlan::default());
+        let kept = PodPlan {
+            keep: vec!["p1".into()],
+            ..PodPlan::default()
+        };
+        assert_eq!(plan_pods(&pods, &desired(), Some("sha256:a")), kept);
+        assert_eq!(plan_pods(&pods, &desired(), None), kept);
     }
 
     #[test]
     fn changed_digest_starts_a_pod_beside_and_switches_when_ready() {
         let old = pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true);
-        let plan = plan_pods(std::slice::from_ref(&old), &desired(), Some("sha256:b"));
+        let pods = [old.clone()];
+        let plan = plan_pods(&pods, &desired(), Some("sha256:b"));
         assert_eq!(plan.create, Some(Some("sha256:b".into())));
-        assert!(plan.rolling && plan.delete.is_empty() && !plan.recreating);
+        assert!(plan.rolling && gone(&pods, &plan).is_empty() && !plan.recreating);
 
         let starting = pod("p2", "2026-01-01T01:00:00Z", Some("sha256:b"), false);
-        let plan = plan_pods(&[old.clone(), starting.clone()], &desired(), None);
+        let pods = [old.clone(), starting.clone()];
+        let plan = plan_pods(&pods, &desired(), None);
         assert!(plan.rolling);
-        assert!(plan.delete.is_empty() && plan.create.is_none());
+        assert!(gone(&pods, &plan).is_empty() && plan.create.is_none());
 
         let ready = PodView {
             ready: true,
             ..starting
         };
-        let plan = plan_pods(&[old, ready], &desired(), None);
-        assert_eq!(plan.delete, ["p1"]);
+        let pods = [old, ready];
+        let plan = plan_pods(&pods, &desired(), None);
+        assert_eq!(gone(&pods, &plan), ["p1"]);
+        assert_eq!(plan.keep, ["p2"]);
         assert!(!plan.rolling);
     }
 
@@ -258,13 +285,16 @@ mod tests {
         let old = pod("p1", "2026-01-01T00:00:00Z", Some("sha256:a"), true);
         let mut new = pod("p2", "2026-01-01T01:00:00Z", Some("sha256:b"), false);
         new.failing = true;
-        let plan = plan_pods(&[old, new], &desired(), None);
-        assert_eq!(plan.delete, ["p2"]);
+        let pods = [old, new];
+        let plan = plan_pods(&pods, &desired(), None);
+        assert_eq!(gone(&pods, &plan), ["p2"]);
         assert!(plan.failed_update.unwrap().contains("sha256:b"));
         // A lone failing pod is left to the kubelet's restarts: deleting it would only churn.
         let mut alone = pod("p3", "2026-01-01T00:00:00Z", Some("sha256:a"), false);
         alone.failing = true;
-        assert_eq!(plan_pods(&[alone], &desired(), None), PodPlan::default());
+        let plan = plan_pods(&[alone], &desired(), None);
+        assert_eq!(plan.keep, ["p3"]);
+        assert!(plan.create.is_none() && plan.failed_update.is_none());
     }
 
     #[test]

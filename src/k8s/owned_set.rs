@@ -6,10 +6,10 @@
 //!
 //! It is data, like [`Effects`]: building it performs nothing.
 
-use kube::Resource;
+use kube::{Resource, ResourceExt};
 
 use super::effects::{Effects, Write};
-use super::write::ObjectKey;
+use super::write::{DeleteOptions, ObjectKey};
 
 /// The writes that make the objects of one owner what a decision wants.
 #[derive(Debug, Default)]
@@ -46,11 +46,30 @@ impl OwnedSet {
     where
         K: Resource<DynamicType = ()> + 'a,
     {
+        self.found_with(objects, |_| DeleteOptions::default())
+    }
+
+    /// [`Self::found`], each orphan deleted with the options `options` gives for it (a pod's
+    /// grace period); the delete is still only of the object as observed.
+    pub fn found_with<'a, K>(
+        &mut self,
+        objects: impl IntoIterator<Item = &'a K>,
+        options: impl Fn(&K) -> DeleteOptions,
+    ) -> &mut Self
+    where
+        K: Resource<DynamicType = ()> + 'a,
+    {
         for object in objects {
             let key = ObjectKey::of(object);
             let taken = self.deletes.iter().any(|d| d.key() == &key);
             if !self.wanted.contains(&key) && !taken {
-                self.deletes.push(Write::delete_observed(object));
+                self.deletes.push(Write::Delete {
+                    key,
+                    options: DeleteOptions {
+                        resource_version: object.resource_version(),
+                        ..options(object)
+                    },
+                });
             }
         }
         self
@@ -133,6 +152,22 @@ mod tests {
             unreachable!("the third write is the orphan's delete");
         };
         assert_eq!(options.resource_version.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn orphans_can_carry_delete_options_and_stay_guarded_by_their_version() {
+        let found = [role("x", "7")];
+        let mut set = OwnedSet::new();
+        set.found_with(&found, |_| DeleteOptions {
+            grace_period_seconds: Some(1),
+            ..DeleteOptions::default()
+        });
+        let writes = set.into_writes();
+        let [Write::Delete { options, .. }] = writes.as_slice() else {
+            unreachable!("one delete");
+        };
+        assert_eq!(options.grace_period_seconds, Some(1));
+        assert_eq!(options.resource_version.as_deref(), Some("7"));
     }
 
     #[test]

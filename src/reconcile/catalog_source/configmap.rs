@@ -1,6 +1,6 @@
-//! Stage 2 for `configmap` / `internal` catalogs: read the ConfigMap straight into the catalog
-//! cache (docs/catalog.md §4) — no registry pod. Parsed again only when its resourceVersion
-//! changes.
+//! Observing a `configmap` / `internal` catalog (docs/catalog.md §4): its ConfigMap, read by
+//! name at each sync and parsed again only when its resourceVersion changes — no registry pod.
+//! The decision (`catalog_source::decision`) puts the content in the catalog cache.
 //!
 //! Unlike OLM, olm-rs puts no ownerReference on the user's ConfigMap: OLM's makes deleting the
 //! CatalogSource garbage-collect the user's data (a known pain, docs/catalog.md §4).
@@ -8,13 +8,13 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
-use crate::api::{CatalogSource, ConfigMapResourceReference};
+use crate::api::CatalogSource;
 use crate::catalog::{self, CatalogIndex};
-use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
+use crate::catalog_source::decision::{ConfigMapContent, ConfigMapSeen};
+use crate::registry::cache::CatalogRef;
 use crate::registry::configmap_catalog::{self, ConfigMapCatalogError};
 use crate::registry::connection::InvalidCatalog;
 
@@ -68,49 +68,25 @@ enum InvalidContent {
     Problems(#[from] InvalidCatalog),
 }
 
-/// Loads the ConfigMap when it changed. Returns the `configMapReference` to record with the
-/// outcome of loading its content, or (outer `Err`) why the ConfigMap could not be read.
-pub(super) async fn sync(
+/// Reads the catalog's ConfigMap, and loads its content when it changed since the last load
+/// (the load is the observation: what the content is; the cache is updated as the decision
+/// says).
+pub(super) async fn observe(
     r: &Reconciler,
     cs: &CatalogSource,
     key: &CatalogRef,
     config_map: &str,
-) -> Result<(ConfigMapResourceReference, Result<(), InvalidConfigMap>), ConfigMapError> {
+) -> ConfigMapSeen {
     let ns = cs.namespace().unwrap_or_default();
     let api: Api<ConfigMap> = Api::namespaced(r.ctx.client.clone(), &ns);
-    let now = r.ctx.clock.now();
     let name = config_map.to_owned();
     let cm = match api.get_opt(config_map).await {
         Ok(Some(cm)) => cm,
-        Ok(None) => {
-            let err = ConfigMapError::NotFound { name };
-            forget(r, key, &err.to_string(), HealthReason::SpecInvalid);
-            return Err(err);
-        }
-        Err(source) => {
-            let err = ConfigMapError::Unreadable { name, source };
-            forget(r, key, &err.to_string(), HealthReason::SpecInvalid);
-            return Err(err);
-        }
+        Ok(None) => return unreadable(r, key, ConfigMapError::NotFound { name }),
+        Err(source) => return unreadable(r, key, ConfigMapError::Unreadable { name, source }),
     };
     let uid = cm.meta().uid.clone();
     let resource_version = cm.resource_version();
-
-    let previous = cs
-        .status
-        .as_ref()
-        .and_then(|s| s.config_map_reference.as_ref())
-        .filter(|p| p.name == config_map && p.uid == uid && p.resource_version == resource_version);
-    let reference = ConfigMapResourceReference {
-        name: config_map.to_owned(),
-        namespace: ns,
-        uid: uid.clone(),
-        resource_version: resource_version.clone(),
-        last_update_time: previous
-            .and_then(|p| p.last_update_time.clone())
-            .or(Some(Time(now))),
-    };
-
     let loaded = r.loaded_configmaps().get(key).cloned();
     let already = loaded.as_ref().filter(|l| {
         l.uid == uid
@@ -120,8 +96,10 @@ pub(super) async fn sync(
                 .get(key)
                 .is_some_and(|s| s.index.is_some() || l.outcome.is_err())
     });
-    let outcome = match already {
-        Some(l) => l.outcome.clone(),
+    let content = match already {
+        Some(l) => ConfigMapContent::Unchanged {
+            refused: l.outcome.as_ref().err().map(ToString::to_string),
+        },
         None => {
             let data = cm.data.clone().unwrap_or_default();
             let built = tokio::task::spawn_blocking(move || {
@@ -132,45 +110,43 @@ pub(super) async fn sync(
                 }
                 Ok(CatalogIndex::new(config))
             })
-            .await
-            .map_err(|source| ConfigMapError::Stopped {
-                name: name.clone(),
-                source,
-            })?;
-            let outcome = match built {
-                Ok(index) => {
-                    r.ctx.catalogs.set_index(key, Arc::new(index), now);
-                    Ok(())
+            .await;
+            let built = match built {
+                Ok(built) => built,
+                Err(source) => {
+                    return ConfigMapSeen::Stopped(
+                        ConfigMapError::Stopped { name, source }.to_string(),
+                    );
                 }
+            };
+            let (outcome, content) = match built {
+                Ok(index) => (Ok(()), ConfigMapContent::Loaded(Arc::new(index))),
                 Err(problem) => {
                     let invalid = InvalidConfigMap { name, problem };
-                    r.ctx.catalogs.set_health(
-                        key,
-                        CatalogHealth::unhealthy(HealthReason::Invalid, invalid.to_string(), now),
-                        true,
-                    );
-                    Err(invalid)
+                    let message = invalid.to_string();
+                    (Err(invalid), ConfigMapContent::Refused(message))
                 }
             };
             r.loaded_configmaps().insert(
                 key.clone(),
                 LoadedConfigMap {
-                    uid,
-                    resource_version,
-                    outcome: outcome.clone(),
+                    uid: uid.clone(),
+                    resource_version: resource_version.clone(),
+                    outcome,
                 },
             );
-            outcome
+            content
         }
     };
-    Ok((reference, outcome))
+    ConfigMapSeen::Read {
+        uid,
+        resource_version,
+        content,
+    }
 }
 
-fn forget(r: &Reconciler, key: &CatalogRef, message: &str, reason: HealthReason) {
+/// A ConfigMap that cannot be read: what was loaded from it is forgotten.
+fn unreadable(r: &Reconciler, key: &CatalogRef, error: ConfigMapError) -> ConfigMapSeen {
     r.loaded_configmaps().remove(key);
-    r.ctx.catalogs.set_health(
-        key,
-        CatalogHealth::unhealthy(reason, message, r.ctx.clock.now()),
-        true,
-    );
+    ConfigMapSeen::Unreadable(error.to_string())
 }

@@ -11,13 +11,14 @@ use kube::Resource;
 
 use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
+use crate::catalog::CatalogIndex;
 use crate::catalog_source::image::{self, CheckOutcome, Decision, Observed, Served, Step};
 use crate::catalog_source::spec;
 use crate::k8s::effects::execute;
 use crate::reconcile::bundle_images::NoImageClient;
-use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
+use crate::reconcile::work_queue::Next;
+use crate::registry::cache::CatalogRef;
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
-use kube_runtime::controller::Action;
 
 use super::Reconciler;
 
@@ -78,14 +79,8 @@ pub(super) async fn reconcile(
     cs: &CatalogSource,
     key: &CatalogRef,
     notes: Vec<ObjectEvent>,
-) -> Result<Action, super::Error> {
-    let now = r.ctx.clock.now();
-    r.ctx.catalogs.register(
-        key,
-        cs.meta().uid.as_deref(),
-        cs.spec.priority.unwrap_or(0),
-        now,
-    );
+) -> Result<Next, super::Error> {
+    // Nothing to dial: the content is served from this process (docs/catalog-images.md).
     r.connections.close(key);
     let source = spec::Source::Image(cs.spec.image.clone().unwrap_or_default());
     let (poll, interval_problem) = match spec::poll_interval(&cs.spec, &source) {
@@ -93,7 +88,8 @@ pub(super) async fn reconcile(
         Some(Ok(interval)) => (Some(interval), None),
         Some(Err((fallback, message))) => (Some(fallback), Some(message)),
     };
-    let leftovers = super::image::decide_leftovers(&r.registry_stores.observe_leftovers(cs));
+    let leftovers =
+        crate::catalog_source::registry::decide_leftovers(&r.registry_stores.observe_leftovers(cs));
     let decision = sync(r, cs, key, poll).await;
     let ready = decision
         .status
@@ -101,23 +97,13 @@ pub(super) async fn reconcile(
         .as_ref()
         .is_some_and(|c| c.last_observed_state == crate::api::ConnectionState::Ready);
     let effects = image::effects(cs, decision, leftovers, interval_problem, notes);
-    match execute(&r.ctx.client, &r.ctx.events, &effects).await {
-        Ok(_) => {}
-        // Deleted while this sync ran: its deletion event cleans up.
-        Err(err) if err.is_not_found() => return Ok(Action::await_change()),
-        // Changed while this sync ran: the change brings it back; look again soon anyway.
-        Err(err) if err.is_conflict() => return Ok(Action::requeue(Duration::from_secs(1))),
-        Err(source) => {
-            return Err(super::Error::Status {
-                key: key.clone(),
-                source,
-            });
-        }
+    if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
+        return super::executed_failure(key, err);
     }
     r.ctx
         .metrics
         .catalog_source_ready(&key.namespace, &key.name, ready);
-    Ok(Action::requeue(effects.requeue.unwrap_or(image::RESYNC)))
+    Ok(Next::After(effects.requeue.unwrap_or(image::RESYNC)))
 }
 
 /// Observes what is served, runs the check the core asks for, and returns its decision.
@@ -145,10 +131,12 @@ async fn sync(
     };
     let step = image::next_step(&observed);
     let mut warnings = Vec::new();
+    let mut content = None;
     let (outcome, served) = match step {
         Step::Wait { .. } => (None, state.served.clone()),
         Step::Check { .. } => {
-            let (outcome, served) = check(r, cs, key, &state, &mut warnings).await;
+            let (outcome, served, loaded) = check(r, cs, key, &state, &mut warnings).await;
+            content = loaded;
             let failing = matches!(outcome, CheckOutcome::Failed { .. });
             r.served_images.set(
                 key,
@@ -165,25 +153,9 @@ async fn sync(
             (Some(outcome), served)
         }
     };
-    match (&served, &outcome) {
-        (Some(_), _) => r
-            .ctx
-            .catalogs
-            .set_health(key, CatalogHealth::ready(now), false),
-        (None, Some(CheckOutcome::Failed { kind, message, .. })) => {
-            let reason = if kind == "InvalidCatalog" || kind == "NotACatalog" {
-                HealthReason::Invalid
-            } else {
-                HealthReason::Unreachable
-            };
-            r.ctx.catalogs.set_health(
-                key,
-                CatalogHealth::unhealthy(reason, format!("catalog {key}: {message}"), now),
-                false,
-            );
-        }
-        (None, _) => {}
-    }
+    // The new content is served (and the old released) before unused content is collected.
+    let updates = image::cache_updates(cs, outcome.as_ref(), served.as_ref(), content);
+    r.update_cache(key, now, &updates);
     collect(r);
     let mut decision = image::decide_status(
         &observed_status,
@@ -204,7 +176,7 @@ async fn check(
     key: &CatalogRef,
     state: &ServedState,
     warnings: &mut Vec<ObjectEvent>,
-) -> (CheckOutcome, Option<Served>) {
+) -> (CheckOutcome, Option<Served>, Option<Arc<CatalogIndex>>) {
     let image_ref = cs.spec.image.clone().unwrap_or_default();
     let failed = |e: &dyn CauseKind| CheckOutcome::Failed {
         kind: e.kind().to_owned(),
@@ -213,8 +185,8 @@ async fn check(
     };
     let (store, puller) = match (r.image_catalogs(), r.ctx.bundle_images.puller()) {
         (Ok(store), Ok(puller)) => (store, puller),
-        (Err(e), _) => return (failed(e), state.served.clone()),
-        (_, Err(e)) => return (failed(&e), state.served.clone()),
+        (Err(e), _) => return (failed(e), state.served.clone(), None),
+        (_, Err(e)) => return (failed(&e), state.served.clone(), None),
     };
     let secrets = cs.spec.secrets.clone().unwrap_or_default();
     let read = r
@@ -244,6 +216,7 @@ async fn check(
             return (
                 with_secrets(&ImageCatalogError::from(e)),
                 state.served.clone(),
+                None,
             );
         }
     };
@@ -252,7 +225,7 @@ async fn check(
         && s.image == image_ref
         && r.ctx.catalogs.get(key).is_some_and(|c| c.index.is_some())
     {
-        return (CheckOutcome::Unchanged, state.served.clone());
+        return (CheckOutcome::Unchanged, state.served.clone(), None);
     }
     let started = std::time::Instant::now();
     match store
@@ -262,9 +235,6 @@ async fn check(
         Ok(content) => {
             let now = r.ctx.clock.now();
             let packages = content.index.packages().len();
-            r.ctx
-                .catalogs
-                .set_index(key, Arc::clone(&content.index), now);
             tracing::info!(catalog = %key, image = %image_ref, digest = %digest, origin = ?content.origin, packages, elapsed_ms = started.elapsed().as_millis() as u64, "catalog image served in-process");
             let served = Served {
                 image: image_ref,
@@ -272,9 +242,9 @@ async fn check(
                 packages,
                 since: now,
             };
-            (CheckOutcome::Swapped, Some(served))
+            (CheckOutcome::Swapped, Some(served), Some(content.index))
         }
-        Err(e) => (with_secrets(&e), state.served.clone()),
+        Err(e) => (with_secrets(&e), state.served.clone(), None),
     }
 }
 

@@ -2,6 +2,10 @@
 //! catalog (address, registry pod, ConfigMap), keep one registry connection per catalog, and
 //! publish each catalog's content and health in `ctx.catalogs` for the rest of olm-rs.
 //!
+//! The one shape (docs/catalog.md §1): a queue keyed by catalog, fed by `feeds`; each sync
+//! observes (`sync`, `configmap`, `image`, `in_process`), lets the core decide
+//! (`crate::catalog_source`) and carries out the decision through `k8s::effects::execute`.
+//!
 //! A broken catalog marks only itself: its status says why in plain words, its cache entry is
 //! unhealthy, and no other catalog is affected.
 //!
@@ -12,32 +16,29 @@
 //! the cluster can reach registries through port-forwards.
 
 mod configmap;
+mod feeds;
 mod image;
 mod in_process;
 pub use crate::catalog_source::{pod_plan, spec as spec_check};
-mod status;
+mod sync;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
-use kube_runtime::WatchStreamExt;
-use kube_runtime::controller::{Action, Controller};
-use kube_runtime::reflector::{self, ObjectRef};
-use kube_runtime::watcher::{self, Event};
+use kube_runtime::watcher;
 
 use crate::api::CatalogSource;
-use crate::api::catalog_source::ConnectionState;
+use crate::catalog_source::decision::{CacheUpdate, Unhealthy};
 use crate::catalog_source::serving::ServingMode;
-use crate::k8s::effects::execute;
-use crate::k8s::store::{keep_all, reflect_namespaced};
+use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
-use crate::registry::cache::CatalogRef;
+use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
+use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
@@ -87,16 +88,13 @@ impl CatalogSourceOptions {
 /// again regardless.
 const CREATED_POD_GRACE: Duration = Duration::from_secs(30);
 
-/// Requeue period when nothing else asks for one (OLM's informer resync).
-const RESYNC: Duration = Duration::from_secs(15 * 60);
-
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("CatalogSource {key}: {source}")]
     Status {
         key: CatalogRef,
         #[source]
-        source: ApiError,
+        source: Box<ApiError>,
     },
     #[error(transparent)]
     StoresStopped(#[from] crate::k8s::store::StoreStopped),
@@ -114,6 +112,8 @@ impl crate::k8s::errors::ReconcileFailure for Error {
 /// The controller's own state next to the shared context.
 pub struct Reconciler {
     ctx: Arc<Context>,
+    /// Every CatalogSource of the cluster.
+    catalogs: NamespacedStore<CatalogSource>,
     registry_stores: image::RegistryStores,
     /// Registry pods created and not yet seen in the store, per catalog.
     created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
@@ -151,23 +151,53 @@ impl Reconciler {
             .remove(key);
     }
 
-    /// Records that pods of several kinds serve `key` (a connection may read any of them): the
-    /// next settled set counts as a change.
-    fn serving_pods_mixed(&self, key: &CatalogRef) {
+    /// Changes the catalog's cache entry as a decision says.
+    fn update_cache(&self, key: &CatalogRef, now: jiff::Timestamp, updates: &[CacheUpdate]) {
+        let catalogs = &self.ctx.catalogs;
+        for update in updates {
+            match update {
+                CacheUpdate::Index(index) => catalogs.set_index(key, Arc::clone(index), now),
+                CacheUpdate::Ready => catalogs.set_health(key, CatalogHealth::ready(now), false),
+                CacheUpdate::Unhealthy {
+                    reason,
+                    message,
+                    drop_index,
+                } => {
+                    let reason = match reason {
+                        Unhealthy::SpecInvalid => HealthReason::SpecInvalid,
+                        Unhealthy::Unreachable => HealthReason::Unreachable,
+                        Unhealthy::Invalid => HealthReason::Invalid,
+                    };
+                    let health = CatalogHealth::unhealthy(reason, message.as_str(), now);
+                    catalogs.set_health(key, health, *drop_index);
+                }
+            }
+        }
+    }
+
+    /// The catalogs olm-rs holds something for (a connection, a cache entry).
+    fn held_keys(&self) -> Vec<CatalogRef> {
+        let mut keys = self.connections.keys();
+        keys.extend(self.ctx.catalogs.all().into_iter().map(|s| s.key));
+        keys
+    }
+
+    /// The settled registry pods the connection of `key` was last made for (empty: pods were
+    /// mixed since).
+    fn serving_record(&self, key: &CatalogRef) -> Option<Vec<String>> {
         self.serving_pods
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), Vec::new());
+            .get(key)
+            .cloned()
     }
 
-    /// Records the settled registry pods of `key`; true when they differ from those recorded
-    /// before (the first record after a start is not a change: the connection is new too).
-    fn serving_pods_changed(&self, key: &CatalogRef, names: Vec<String>) -> bool {
-        let mut serving = self.serving_pods.lock().unwrap_or_else(|p| p.into_inner());
-        match serving.insert(key.clone(), names.clone()) {
-            Some(previous) => previous != names,
-            None => false,
-        }
+    /// Records what the connection of `key` reads now (as the decision says).
+    fn record_serving(&self, key: &CatalogRef, names: Vec<String>) {
+        self.serving_pods
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), names);
     }
 
     /// Records a registry pod just created for `key`.
@@ -197,29 +227,18 @@ impl Reconciler {
         self.image_catalogs
             .get_or_init(|| in_process::open_store(&catalog_cache_dir(&self.ctx.options)))
     }
-
-    /// Dialled address for `address`, after overrides.
-    fn dial_address(&self, address: &str) -> String {
-        self.ctx
-            .options
-            .catalog_sources
-            .address_overrides
-            .get(address)
-            .cloned()
-            .unwrap_or_else(|| address.to_owned())
-    }
 }
 
 /// The CatalogSource a registry object belongs to (its controller owner reference).
 fn catalog_of(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<ObjectRef<CatalogSource>> {
+) -> Option<CatalogRef> {
     let namespace = meta.namespace.as_deref()?;
     meta.owner_references
         .iter()
         .flatten()
         .find(|o| o.kind == "CatalogSource")
-        .map(|o| ObjectRef::new(&o.name).within(namespace))
+        .map(|o| CatalogRef::new(namespace, &o.name))
 }
 
 pub(super) fn key_of(cs: &CatalogSource) -> CatalogRef {
@@ -242,9 +261,10 @@ fn catalog_cache_dir(options: &super::ControllerOptions) -> std::path::PathBuf {
     }
 }
 
-/// Runs the controller until the process stops.
+/// Runs the controller until the process stops, on the one engine (`reconcile::work_queue`),
+/// keyed by the catalog's namespace and name (docs/catalog.md §1).
 pub async fn run(ctx: Arc<Context>) {
-    let (connections, changed) = Connections::new(
+    let (connections, connection_changes) = Connections::new(
         Arc::clone(&ctx.catalogs),
         Arc::clone(&ctx.clock),
         ctx.options.catalog_sources.connection,
@@ -261,6 +281,11 @@ pub async fn run(ctx: Arc<Context>) {
     let (services, service_changes) = ctx.watches.managed_services();
     let (pods, pod_changes) =
         reflect_namespaced(Api::<Pod>::all(client.clone()), managed(), keep_all);
+    let (catalogs, catalog_changes) = reflect_namespaced(
+        Api::<CatalogSource>::all(client.clone()),
+        watcher::Config::default(),
+        keep_all,
+    );
     let registry_stores = image::RegistryStores {
         namespaces,
         service_accounts,
@@ -270,6 +295,7 @@ pub async fn run(ctx: Arc<Context>) {
     };
     let reconciler = Arc::new(Reconciler {
         ctx: Arc::clone(&ctx),
+        catalogs,
         registry_stores,
         created_pods: Mutex::new(HashMap::new()),
         serving_pods: Mutex::new(HashMap::new()),
@@ -278,154 +304,99 @@ pub async fn run(ctx: Arc<Context>) {
         served_images: in_process::ServedImages::default(),
         image_catalogs: std::sync::OnceLock::new(),
     });
-
-    // Deletions are seen on the watch itself (the controller only reconciles objects that
-    // exist); after a relist, catalogs that vanished meanwhile are swept.
-    let (reader, writer) = reflector::store::<CatalogSource>();
-    let sweeper = Arc::clone(&reconciler);
-    let sweep_reader = reader.clone();
-    let catalogs = watcher::watcher(
-        Api::<CatalogSource>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(writer)
-    .inspect(move |event| {
-        // The store is already updated when the event gets here.
-        sweeper.ctx.metrics.set_count(
-            crate::metrics::CountedKind::CatalogSource,
-            sweep_reader.state().len(),
-        );
-        match event {
-            Ok(Event::Delete(cs)) => sweeper.forget(&key_of(cs)),
-            Ok(Event::InitDone) => {
-                for key in sweeper
-                    .connections
-                    .keys()
-                    .into_iter()
-                    .chain(sweeper.ctx.catalogs.all().into_iter().map(|s| s.key))
-                {
-                    let r = ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace);
-                    if sweep_reader.get(&r).is_none() {
-                        sweeper.forget(&key);
-                    }
-                }
-            }
-            _ => {}
+    let queue: WorkQueue<CatalogRef> = WorkQueue::with_backoff(BACKOFF);
+    let feeds = feeds::drive(
+        Arc::clone(&reconciler),
+        queue.clone(),
+        feeds::Triggers {
+            catalogs: catalog_changes,
+            connections: connection_changes,
+            pods: pod_changes,
+            services: service_changes,
+            service_accounts: sa_changes,
+            network_policies: np_changes,
+            namespaces: namespace_changes,
+            config_maps: feeds::config_map_changes(&client),
+        },
+    );
+    let workers = async move {
+        if reconciler.catalogs.wait_until_ready().await.is_err() {
+            return;
         }
-    })
-    .applied_objects();
-
-    let connection_changes = tokio_stream::wrappers::UnboundedReceiverStream::new(changed)
-        .map(|key| ObjectRef::<CatalogSource>::new(&key.name).within(&key.namespace));
-    let config_map_reader = reader.clone();
-    // The registry objects' stores also trigger their catalog (its owner reference).
-    let registry_changes = futures::stream::select_all([
-        pod_changes.map(|o| catalog_of(o.meta())).boxed(),
-        service_changes.map(|o| catalog_of(o.meta())).boxed(),
-        sa_changes.map(|o| catalog_of(o.meta())).boxed(),
-        np_changes.map(|o| catalog_of(o.meta())).boxed(),
-        // Keeps the namespace store current; a label change waits for the next sync.
-        namespace_changes.map(|_| None).boxed(),
-    ])
-    .filter_map(futures::future::ready);
-    Controller::for_stream(catalogs, reader)
-        .reconcile_on(registry_changes)
-        .watches(
-            Api::<ConfigMap>::all(client),
-            watcher::Config::default(),
-            move |cm| {
-                // The catalogs reading this ConfigMap.
-                let ns = cm.namespace().unwrap_or_default();
-                let name = cm.name_any();
-                config_map_reader
-                    .state()
-                    .into_iter()
-                    .filter(|cs| {
-                        cs.namespace().as_deref() == Some(ns.as_str())
-                            && cs.spec.config_map.as_deref() == Some(name.as_str())
-                    })
-                    .map(|cs| ObjectRef::from_obj(&*cs))
-                    .collect::<Vec<_>>()
-            },
-        )
-        .reconcile_on(connection_changes)
-        .run(reconcile, error_policy, reconciler)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(%err, "catalogsource reconcile");
-            }
+        // What olm-rs holds for catalogs that no longer exist (a restart of the watch): the sync
+        // of each such key finds no catalog and forgets it.
+        queue.add_all(reconciler.held_keys());
+        let spec = Loop {
+            kind: "CatalogSource",
+            workers: WORKERS,
+            metrics: Arc::clone(&ctx.metrics),
+        };
+        run_workers(spec, queue, move |key: CatalogRef| {
+            let r = Arc::clone(&reconciler);
+            async move { sync(&r, &key).await }
         })
         .await;
+    };
+    tokio::select! {
+        () = feeds => tracing::error!("the watches of the CatalogSource controller ended"),
+        () = workers => {}
+    }
 }
 
-fn error_policy(cs: Arc<CatalogSource>, err: &Error, _: Arc<Reconciler>) -> Action {
-    tracing::warn!(catalog = %key_of(&cs), %err, "catalogsource sync failed");
-    Action::requeue(Duration::from_secs(10))
-}
+/// Catalogs synced at once. A sync may pull a catalog image (in-process serving), so more than
+/// the other controllers: one slow registry must not hold up every catalog.
+const WORKERS: usize = 16;
 
-/// One sync of one CatalogSource.
-pub async fn reconcile(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Action, Error> {
-    let metrics = Arc::clone(&r.ctx.metrics);
-    let key = format!(
-        "{}/{}",
-        cs.metadata.namespace.as_deref().unwrap_or_default(),
-        cs.name_any()
-    );
-    metrics
-        .timed_reconcile("CatalogSource", &key, sync_catalog_source(cs, r))
-        .await
-}
+/// A failed sync is tried again after 10 s (as before the one engine), doubling while it keeps
+/// failing, to at most 5 minutes.
+const BACKOFF: Backoff = Backoff {
+    first: Duration::from_secs(10),
+    max: Duration::from_secs(300),
+};
 
-async fn sync_catalog_source(cs: Arc<CatalogSource>, r: Arc<Reconciler>) -> Result<Action, Error> {
-    let key = key_of(&cs);
+/// How soon a catalog whose status write met a newer copy is synced again.
+const CONFLICT_RETRY: Duration = Duration::from_secs(1);
+
+/// One sync of one CatalogSource; a catalog gone from the store (or being deleted) is
+/// forgotten: its connection closed, its cache entry and memos dropped.
+async fn sync(r: &Reconciler, key: &CatalogRef) -> Result<Next, Error> {
+    let Some(cs) = r.catalogs.get(&key.namespace, &key.name) else {
+        r.forget(key);
+        return Ok(Next::Done);
+    };
     if cs.meta().deletion_timestamp.is_some() {
-        r.forget(&key);
-        return Ok(Action::await_change());
+        r.forget(key);
+        return Ok(Next::Done);
     }
     // Deciding on half-listed stores would see registry objects as missing.
     r.registry_stores.ready().await?;
-    if let Ok(spec_check::Source::Image(_)) = spec_check::source(&cs.spec) {
-        let (mode, unknown) = crate::catalog_source::serving::serving_mode(
-            cs.annotations(),
-            r.ctx.options.catalog_sources.serving,
-        );
-        if mode == ServingMode::InProcess {
-            let notes = unknown
-                .map(|e| {
-                    crate::api::event::ObjectEvent::warning(
-                        "InvalidServingMode",
-                        format!(
-                            "annotation {}: {e}; serving {}",
-                            crate::catalog_source::serving::SERVING_ANNOTATION,
-                            mode.as_str()
-                        ),
-                    )
-                })
-                .into_iter()
-                .collect();
-            return in_process::reconcile(&r, &cs, &key, notes).await;
-        }
+    // Known from now on (loading until its content is read), before anything is observed.
+    r.ctx.catalogs.register(
+        key,
+        cs.meta().uid.as_deref(),
+        cs.spec.priority.unwrap_or(0),
+        r.ctx.clock.now(),
+    );
+    let (source, notes) = crate::catalog_source::decision::source_to_observe(
+        &cs,
+        r.ctx.options.catalog_sources.serving,
+    );
+    match source {
+        None => in_process::reconcile(r, &cs, key, notes).await,
+        Some(source) => sync::sync_catalog(r, &cs, key, source).await,
     }
-    let outcome = status::sync(&r, &cs, &key).await;
-    let ready = outcome
-        .status
-        .connection_state
-        .as_ref()
-        .is_some_and(|c| c.last_observed_state == ConnectionState::Ready);
-    let requeue = outcome.requeue.unwrap_or(RESYNC);
-    let effects = crate::catalog_source::effects_of(&cs, outcome.status, outcome.notes);
-    if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
-        return match err {
-            // Deleted while this sync ran: its deletion event cleans up.
-            err if err.is_not_found() => Ok(Action::await_change()),
-            // Changed while this sync ran: the change brings it back; look again soon anyway.
-            err if err.is_conflict() => Ok(Action::requeue(Duration::from_secs(1))),
-            source => Err(Error::Status { key, source }),
-        };
+}
+
+/// What a failed execution means for the next run.
+fn executed_failure(key: &CatalogRef, err: ApiError) -> Result<Next, Error> {
+    match err {
+        // Deleted while this sync ran: the deletion queues its key, which forgets it.
+        err if err.is_not_found() => Ok(Next::Done),
+        // Changed while this sync ran: the change brings it back; look again soon anyway.
+        err if err.is_conflict() => Ok(Next::After(CONFLICT_RETRY)),
+        source => Err(Error::Status {
+            key: key.clone(),
+            source: Box::new(source),
+        }),
     }
-    r.ctx
-        .metrics
-        .catalog_source_ready(&key.namespace, &key.name, ready);
-    Ok(Action::requeue(requeue))
 }

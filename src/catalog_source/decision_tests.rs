@@ -1,0 +1,709 @@
+use super::*;
+use crate::api::keys::POD_SPEC_HASH_LABEL;
+use crate::catalog_source::registry::{self, RegistryObserved};
+use crate::k8s::effects::{EventOn, Write};
+use crate::registry::pod::RegistryObjects;
+use crate::registry::pod::{IMAGE_DIGEST_ANNOTATION, RegistryPodOptions, registry_objects};
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+fn t(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+const NOW: &str = "2026-01-01T01:00:00Z";
+
+fn catalog(spec: serde_json::Value, status: serde_json::Value) -> CatalogSource {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "CatalogSource",
+        "metadata": {"name": "ops", "namespace": "olm", "uid": "u1", "resourceVersion": "5",
+            "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": spec,
+        "status": status,
+    }))
+    .unwrap()
+}
+
+fn image_catalog(status: serde_json::Value) -> CatalogSource {
+    catalog(
+        serde_json::json!({"sourceType": "grpc", "image": "quay.io/org/catalog:1",
+            "updateStrategy": {"registryPoll": {"interval": "10m"}}}),
+        status,
+    )
+}
+
+fn observed<'a>(
+    cs: &'a CatalogSource,
+    connection: Option<&'a LinkView>,
+    source: SourceSeen<'a>,
+) -> Observed<'a> {
+    static OVERRIDES: std::sync::LazyLock<BTreeMap<String, String>> =
+        std::sync::LazyLock::new(|| {
+            BTreeMap::from([("reg:50051".to_owned(), "127.0.0.1:9000".to_owned())])
+        });
+    Observed {
+        catalog: cs,
+        now: t(NOW),
+        address_overrides: &OVERRIDES,
+        serving_default: ServingMode::Pod,
+        connection,
+        source,
+    }
+}
+
+/// The status the decision writes (`None`: no status write).
+fn written_status(outcome: &Outcome) -> Option<serde_json::Value> {
+    outcome.effects.writes.iter().find_map(|w| match w {
+        Write::Status { status, .. } => Some(status.to_json().unwrap()),
+        _ => None,
+    })
+}
+
+fn events(outcome: &Outcome) -> Vec<String> {
+    outcome
+        .effects
+        .events
+        .iter()
+        .map(|EventOn { event, .. }| format!("{}: {}", event.reason, event.message))
+        .collect()
+}
+
+fn link(address: &str, state: ConnectionState, error: Option<&str>) -> LinkView {
+    LinkView {
+        address: address.to_owned(),
+        state,
+        since: t("2026-01-01T00:30:00Z"),
+        error: error.map(str::to_owned),
+        content_error: None,
+    }
+}
+
+#[test]
+fn an_invalid_spec_closes_the_connection_and_says_why() {
+    let cs = catalog(
+        serde_json::json!({"sourceType": "grpc"}),
+        serde_json::json!({}),
+    );
+    let error = spec::source(&cs.spec).unwrap_err();
+    let decision = decide(&observed(&cs, None, SourceSeen::Invalid(error)));
+    let outcome = &decision.outcome;
+    assert!(decision.registry.is_empty());
+    assert_eq!(outcome.link, Link::Close);
+    let status = written_status(outcome).unwrap();
+    assert_eq!(status["reason"], "SpecInvalidError");
+    assert_eq!(
+        status["message"],
+        "image and address unset: at least one must be set for sourcetype: grpc"
+    );
+    assert!(matches!(
+        &outcome.cache[0],
+        CacheUpdate::Unhealthy { reason: Unhealthy::SpecInvalid, message, drop_index: true }
+            if message == "catalog olm/ops has an invalid spec: image and address unset: at least one must be set for sourcetype: grpc"
+    ));
+    assert_eq!(
+        events(outcome),
+        [
+            "SpecInvalidError: image and address unset: at least one must be set for sourcetype: grpc"
+        ]
+    );
+    assert_eq!(outcome.effects.requeue, Some(RESYNC));
+}
+
+#[test]
+fn address_catalogs_mirror_their_connection() {
+    let cs = catalog(
+        serde_json::json!({"sourceType": "grpc", "address": "reg:50051"}),
+        serde_json::json!({}),
+    );
+    let address = || SourceSeen::Address("reg:50051".into());
+    // (what, connection, state written, lastConnect, reason, message)
+    let ready = link("127.0.0.1:9000", ConnectionState::Ready, None);
+    let failing = link(
+        "127.0.0.1:9000",
+        ConnectionState::TransientFailure,
+        Some("connection refused"),
+    );
+    let elsewhere = link("10.0.0.1:50051", ConnectionState::Ready, None);
+    let mut refused = ready.clone();
+    refused.content_error = Some("catalog invalid: 2 problems".into());
+    type Case<'a> = (
+        &'a str,
+        Option<&'a LinkView>,
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
+    let cases: [Case<'_>; 5] = [
+        (
+            "none open yet: dialled, IDLE from now",
+            None,
+            "IDLE",
+            "2026-01-01T01:00:00Z",
+            None,
+            None,
+        ),
+        (
+            "READY since it connected",
+            Some(&ready),
+            "READY",
+            "2026-01-01T00:30:00Z",
+            None,
+            None,
+        ),
+        (
+            "unreachable",
+            Some(&failing),
+            "TRANSIENT_FAILURE",
+            "2026-01-01T00:30:00Z",
+            Some("RegistryServerError"),
+            Some("couldn't connect to registry - connection refused"),
+        ),
+        (
+            "open to another address: dialled anew",
+            Some(&elsewhere),
+            "IDLE",
+            "2026-01-01T01:00:00Z",
+            None,
+            None,
+        ),
+        (
+            "content refused",
+            Some(&refused),
+            "READY",
+            "2026-01-01T00:30:00Z",
+            Some("RegistryServerError"),
+            Some("catalog invalid: 2 problems"),
+        ),
+    ];
+    for (what, connection, state, since, reason, message) in cases {
+        let decision = decide(&observed(&cs, connection, address()));
+        let outcome = &decision.outcome;
+        assert_eq!(
+            outcome.link,
+            Link::Ensure("127.0.0.1:9000".into()),
+            "{what}"
+        );
+        let status = written_status(outcome).unwrap();
+        let conn = &status["connectionState"];
+        assert_eq!(conn["address"], "reg:50051", "{what}");
+        assert_eq!(conn["lastObservedState"], state, "{what}");
+        assert_eq!(conn["lastConnect"], since, "{what}");
+        assert_eq!(status["registryService"]["protocol"], "grpc", "{what}");
+        assert_eq!(status["reason"].as_str(), reason, "{what}");
+        assert_eq!(status["message"].as_str(), message, "{what}");
+        assert_eq!(outcome.ready, state == "READY", "{what}");
+    }
+    let decision = decide(&observed(&cs, Some(&ready), address()));
+    assert_eq!(
+        events(&decision.outcome),
+        ["RegistryReady: connected to the registry at reg:50051"]
+    );
+}
+
+#[test]
+fn a_status_that_did_not_change_is_not_written() {
+    let cs = catalog(
+        serde_json::json!({"sourceType": "grpc", "address": "reg:50051"}),
+        serde_json::json!({
+            "connectionState": {"address": "reg:50051", "lastObservedState": "READY",
+                "lastConnect": "2026-01-01T00:30:00Z"},
+            "registryService": {"protocol": "grpc", "createdAt": "2026-01-01T00:00:00Z"},
+        }),
+    );
+    let ready = link("127.0.0.1:9000", ConnectionState::Ready, None);
+    let decision = decide(&observed(
+        &cs,
+        Some(&ready),
+        SourceSeen::Address("reg:50051".into()),
+    ));
+    assert!(decision.outcome.effects.writes.is_empty());
+    assert!(decision.outcome.effects.events.is_empty());
+    assert_eq!(decision.outcome.effects.requeue, Some(RESYNC));
+}
+
+#[test]
+fn a_spec_valid_again_starts_from_a_clean_status() {
+    let cs = catalog(
+        serde_json::json!({"sourceType": "grpc", "address": "reg:50051"}),
+        serde_json::json!({"reason": "SpecInvalidError", "message": "bad",
+            "latestImageRegistryPoll": "2026-01-01T00:00:00Z"}),
+    );
+    let decision = decide(&observed(
+        &cs,
+        None,
+        SourceSeen::Address("reg:50051".into()),
+    ));
+    let status = written_status(&decision.outcome).unwrap();
+    assert!(status.get("reason").is_none() && status.get("message").is_none());
+    assert!(status.get("latestImageRegistryPoll").is_none());
+}
+
+#[test]
+fn configmap_catalogs_put_their_content_in_the_cache() {
+    let cs = catalog(
+        serde_json::json!({"sourceType": "configmap", "configMap": "cm"}),
+        serde_json::json!({"connectionState": {"lastObservedState": "READY"}}),
+    );
+    let read = |content| ConfigMapSeen::Read {
+        uid: Some("cm-uid".into()),
+        resource_version: Some("9".into()),
+        content,
+    };
+    let index = Arc::new(CatalogIndex::new(Default::default()));
+    // (what, seen, reason, message, cache update)
+    let cases = [
+        (
+            "missing",
+            ConfigMapSeen::Unreadable(
+                "failed to get catalog config map cm: configmaps \"cm\" not found".into(),
+            ),
+            Some("failed to get catalog config map cm: configmaps \"cm\" not found"),
+            Some("SpecInvalid"),
+        ),
+        (
+            "loaded",
+            read(ConfigMapContent::Loaded(index)),
+            None,
+            Some("Index"),
+        ),
+        (
+            "refused",
+            read(ConfigMapContent::Refused(
+                "catalog config map cm is invalid: no packages".into(),
+            )),
+            Some("catalog config map cm is invalid: no packages"),
+            Some("Invalid"),
+        ),
+        (
+            "refused before, unchanged",
+            read(ConfigMapContent::Unchanged {
+                refused: Some("catalog config map cm is invalid: no packages".into()),
+            }),
+            Some("catalog config map cm is invalid: no packages"),
+            None,
+        ),
+        (
+            "loaded before, unchanged",
+            read(ConfigMapContent::Unchanged { refused: None }),
+            None,
+            None,
+        ),
+        (
+            "loading stopped",
+            ConfigMapSeen::Stopped("loading config map cm stopped: cancelled".into()),
+            Some("loading config map cm stopped: cancelled"),
+            None,
+        ),
+    ];
+    for (what, seen, message, update) in cases {
+        let readable = matches!(seen, ConfigMapSeen::Read { .. });
+        let decision = decide(&observed(
+            &cs,
+            None,
+            SourceSeen::ConfigMap {
+                name: "cm".into(),
+                seen,
+            },
+        ));
+        let outcome = &decision.outcome;
+        assert_eq!(outcome.link, Link::Close, "{what}");
+        let status = written_status(outcome).unwrap();
+        assert!(status.get("connectionState").is_none(), "{what}");
+        assert_eq!(status["message"].as_str(), message, "{what}");
+        if message.is_some() {
+            assert_eq!(status["reason"], "ConfigMapError", "{what}");
+        }
+        if readable {
+            assert_eq!(
+                status["configMapReference"]["resourceVersion"], "9",
+                "{what}"
+            );
+            assert_eq!(
+                status["configMapReference"]["lastUpdateTime"], "2026-01-01T01:00:00Z",
+                "{what}"
+            );
+        }
+        let got = outcome.cache.first().map(|u| match u {
+            CacheUpdate::Index(_) => "Index",
+            CacheUpdate::Unhealthy {
+                reason: Unhealthy::SpecInvalid,
+                ..
+            } => "SpecInvalid",
+            CacheUpdate::Unhealthy {
+                reason: Unhealthy::Invalid,
+                ..
+            } => "Invalid",
+            _ => "other",
+        });
+        assert_eq!(got, update, "{what}");
+    }
+}
+
+/// A registry pod of the catalog: made for `digest`, Ready or not, terminating or not.
+fn registry_pod(
+    objects: &RegistryObjects,
+    name: &str,
+    created: &str,
+    digest: &str,
+    ready: bool,
+    terminating: bool,
+) -> Arc<Pod> {
+    let mut pod = objects.pod.clone();
+    let mut annotations = pod.metadata.annotations.clone().unwrap_or_default();
+    annotations.insert(IMAGE_DIGEST_ANNOTATION.to_owned(), digest.to_owned());
+    annotations.insert(
+        crate::registry::pod::CREATED_AT_ANNOTATION.to_owned(),
+        created.to_owned(),
+    );
+    let mut labels = pod.metadata.labels.clone().unwrap_or_default();
+    labels.insert(
+        POD_SPEC_HASH_LABEL.to_owned(),
+        objects.pod_spec_hash.clone(),
+    );
+    pod.metadata = ObjectMeta {
+        name: Some(name.to_owned()),
+        resource_version: Some("1".to_owned()),
+        annotations: Some(annotations),
+        labels: Some(labels),
+        deletion_timestamp: terminating.then(|| Time(t(NOW))),
+        ..pod.metadata
+    };
+    pod.status = Some(PodStatus {
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: if ready { "True" } else { "False" }.into(),
+            ..PodCondition::default()
+        }]),
+        ..PodStatus::default()
+    });
+    Arc::new(pod)
+}
+
+fn objects_of(cs: &CatalogSource) -> RegistryObjects {
+    registry_objects(cs, &BTreeMap::new(), None, &RegistryPodOptions::default()).unwrap()
+}
+
+fn all_objects(objects: &RegistryObjects, pods: Vec<Arc<Pod>>) -> RegistryObserved {
+    RegistryObserved {
+        service_account: Some(Arc::new(objects.service_account.clone())),
+        network_policy: Some(Arc::new(objects.network_policy.clone())),
+        service: Some(Arc::new(objects.service.clone())),
+        pods,
+    }
+}
+
+fn verbs(writes: &[Write]) -> Vec<String> {
+    writes
+        .iter()
+        .map(|w| {
+            let verb = match w {
+                Write::Apply { .. } => "apply",
+                Write::Create { .. } => "create",
+                Write::Delete { .. } => "delete",
+                Write::MergePatch { .. } => "patch",
+                Write::Status { .. } => "status",
+            };
+            format!("{verb} {}", w.key().name)
+        })
+        .collect()
+}
+
+struct PodCase {
+    what: &'static str,
+    pods: Vec<Arc<Pod>>,
+    digest: Option<DigestSeen>,
+    awaiting_pod: bool,
+    serving_record: Option<Vec<String>>,
+    registry: Vec<&'static str>,
+    link: Link,
+    serving_pods: Option<ServingPods>,
+    requeue: Duration,
+    events: Vec<&'static str>,
+}
+
+#[test]
+fn pod_mode_rolls_pods_out_beside_the_serving_one_and_reconnects_only_when_settled() {
+    // Polled at creation + 10 min would be due at 00:10; the last poll was at 00:55.
+    let cs = image_catalog(serde_json::json!({"latestImageRegistryPoll": "2026-01-01T00:55:00Z"}));
+    let objects = objects_of(&cs);
+    let pod = |name, created, digest, ready, terminating| {
+        registry_pod(&objects, name, created, digest, ready, terminating)
+    };
+    let old = || pod("ops-old", "2026-01-01T00:00:00Z", "sha256:a", true, false);
+    let new_ready = || pod("ops-new", "2026-01-01T00:50:00Z", "sha256:b", true, false);
+    let new_starting = || pod("ops-new", "2026-01-01T00:50:00Z", "sha256:b", false, false);
+    let address = || "ops.olm.svc:50051".to_owned();
+    let poll_wait = Duration::from_secs(5 * 60);
+    let cases = vec![
+        PodCase {
+            what: "no pod: one is created, the connection dialled again (new content)",
+            pods: vec![],
+            digest: None,
+            awaiting_pod: false,
+            serving_record: None,
+            registry: vec!["create ops-"],
+            link: Link::Redial(address()),
+            serving_pods: None,
+            requeue: AFTER_RECREATE,
+            events: vec![
+                "RegistryPodCreated: created a registry pod for image quay.io/org/catalog:1",
+            ],
+        },
+        PodCase {
+            what: "a pod created is not in the store yet: pods left alone",
+            pods: vec![],
+            digest: None,
+            awaiting_pod: true,
+            serving_record: None,
+            registry: vec![],
+            link: Link::Ensure(address()),
+            serving_pods: None,
+            requeue: AWAITING_POD,
+            events: vec![],
+        },
+        PodCase {
+            what: "one settled pod, as recorded: nothing to do",
+            pods: vec![old()],
+            digest: None,
+            awaiting_pod: false,
+            serving_record: Some(vec!["ops-old".into()]),
+            registry: vec![],
+            link: Link::Ensure(address()),
+            serving_pods: Some(ServingPods::Settled(vec!["ops-old".into()])),
+            requeue: poll_wait,
+            events: vec![],
+        },
+        PodCase {
+            what: "a new digest: a pod beside the serving one",
+            pods: vec![old()],
+            digest: Some(DigestSeen {
+                due: true,
+                answer: DigestAnswer::Digest("sha256:b".into()),
+            }),
+            awaiting_pod: false,
+            serving_record: Some(vec!["ops-old".into()]),
+            registry: vec!["create ops-"],
+            link: Link::Ensure(address()),
+            serving_pods: None,
+            requeue: ROLLOUT_RECHECK,
+            events: vec![
+                "CatalogImageUpdated: image quay.io/org/catalog:1 now points at sha256:b; starting a registry pod for it beside the serving one",
+            ],
+        },
+        PodCase {
+            what: "the new pod not Ready: both stay, no reconnect",
+            pods: vec![old(), new_starting()],
+            digest: None,
+            awaiting_pod: false,
+            serving_record: Some(vec!["ops-old".into()]),
+            registry: vec![],
+            link: Link::Ensure(address()),
+            serving_pods: Some(ServingPods::Mixed),
+            requeue: ROLLOUT_RECHECK,
+            events: vec![],
+        },
+        PodCase {
+            what: "the new pod Ready: the old one goes, still no reconnect",
+            pods: vec![old(), new_ready()],
+            digest: None,
+            awaiting_pod: false,
+            serving_record: Some(vec![]),
+            registry: vec!["delete ops-old"],
+            link: Link::Ensure(address()),
+            serving_pods: Some(ServingPods::Mixed),
+            requeue: poll_wait,
+            events: vec![],
+        },
+        PodCase {
+            what: "the old pod terminating: never reconnect while it exists",
+            pods: vec![
+                pod("ops-old", "2026-01-01T00:00:00Z", "sha256:a", true, true),
+                new_ready(),
+            ],
+            digest: None,
+            awaiting_pod: false,
+            serving_record: Some(vec![]),
+            registry: vec![],
+            link: Link::Ensure(address()),
+            serving_pods: Some(ServingPods::Mixed),
+            requeue: poll_wait,
+            events: vec![],
+        },
+        PodCase {
+            what: "the old pod gone: settled on the new one, reconnect",
+            pods: vec![new_ready()],
+            digest: None,
+            awaiting_pod: false,
+            serving_record: Some(vec![]),
+            registry: vec![],
+            link: Link::Redial(address()),
+            serving_pods: Some(ServingPods::Settled(vec!["ops-new".into()])),
+            requeue: poll_wait,
+            events: vec![],
+        },
+        PodCase {
+            what: "the poll failed: the serving pod stays, a warning",
+            pods: vec![old()],
+            digest: Some(DigestSeen {
+                due: true,
+                answer: DigestAnswer::Failed(
+                    "could not check catalog image for updates: unauthorized".into(),
+                ),
+            }),
+            awaiting_pod: false,
+            serving_record: Some(vec!["ops-old".into()]),
+            registry: vec![],
+            link: Link::Ensure(address()),
+            serving_pods: Some(ServingPods::Settled(vec!["ops-old".into()])),
+            requeue: Duration::from_secs(600),
+            events: vec![
+                "CatalogImagePollFailed: could not check catalog image for updates: unauthorized",
+            ],
+        },
+    ];
+    for case in cases {
+        let found = all_objects(&objects, case.pods);
+        let seen_registry = RegistrySeen {
+            objects: Ok(&objects),
+            found: &found,
+            network_policies: true,
+            digest: case.digest.clone(),
+            awaiting_pod: case.awaiting_pod,
+            serving_record: case.serving_record.as_deref(),
+        };
+        let decision = decide(&observed(&cs, None, SourceSeen::Registry(seen_registry)));
+        let what = case.what;
+        assert_eq!(
+            verbs(&decision.registry.clone().into_writes()),
+            case.registry,
+            "{what}"
+        );
+        let outcome = &decision.outcome;
+        assert_eq!(outcome.link, case.link, "{what}");
+        assert_eq!(outcome.serving_pods, case.serving_pods, "{what}");
+        assert_eq!(outcome.effects.requeue, Some(case.requeue), "{what}");
+        let events: Vec<String> = events(outcome)
+            .into_iter()
+            .filter(|e| !e.starts_with("RegistryReady"))
+            .collect();
+        assert_eq!(events, case.events, "{what}");
+        let status = written_status(outcome).unwrap();
+        assert_eq!(status["registryService"]["serviceName"], "ops", "{what}");
+        let polled = case.digest.as_ref().is_some_and(|d| d.due);
+        assert_eq!(
+            status["latestImageRegistryPoll"],
+            if polled { NOW } else { "2026-01-01T00:55:00Z" },
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_registry_that_cannot_be_written_marks_the_catalog() {
+    let cs = image_catalog(serde_json::json!({}));
+    let seen = observed(&cs, None, SourceSeen::Address("unused".into()));
+    let outcome = registry_failed(&seen, &"pods \"ops-x\" is forbidden");
+    assert_eq!(outcome.link, Link::Leave);
+    let status = written_status(&outcome).unwrap();
+    assert_eq!(status["reason"], "RegistryServerError");
+    assert_eq!(
+        status["message"],
+        "couldn't ensure registry server - pods \"ops-x\" is forbidden"
+    );
+    assert!(matches!(
+        &outcome.cache[0],
+        CacheUpdate::Unhealthy { reason: Unhealthy::Unreachable, message, drop_index: false }
+            if message == "catalog olm/ops: registry server not ensured: pods \"ops-x\" is forbidden"
+    ));
+    assert_eq!(outcome.effects.requeue, Some(RESYNC));
+}
+
+#[test]
+fn an_unparsable_poll_interval_is_reported_and_the_default_used() {
+    let cs = catalog(
+        serde_json::json!({"sourceType": "grpc", "image": "quay.io/org/catalog:1",
+            "updateStrategy": {"registryPoll": {"interval": "soon"}}}),
+        serde_json::json!({}),
+    );
+    let objects = objects_of(&cs);
+    let found = all_objects(&objects, vec![]);
+    let registry = RegistrySeen {
+        objects: Ok(&objects),
+        found: &found,
+        network_policies: true,
+        digest: None,
+        awaiting_pod: true,
+        serving_record: None,
+    };
+    let decision = decide(&observed(&cs, None, SourceSeen::Registry(registry)));
+    let status = written_status(&decision.outcome).unwrap();
+    assert_eq!(status["reason"], "InvalidIntervalError");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("error parsing spec.updateStrategy.registryPoll.interval.")
+    );
+}
+
+#[test]
+fn what_to_observe_follows_the_serving_mode() {
+    let image = |annotation: Option<&str>| {
+        let mut cs = image_catalog(serde_json::json!({}));
+        if let Some(value) = annotation {
+            cs.metadata.annotations =
+                Some([(SERVING_ANNOTATION.to_owned(), value.to_owned())].into());
+        }
+        cs
+    };
+    let (source, notes) = source_to_observe(&image(None), ServingMode::InProcess);
+    assert!(source.is_none() && notes.is_empty());
+    let (source, _) = source_to_observe(&image(Some("pod")), ServingMode::InProcess);
+    assert!(matches!(source, Some(Ok(Source::Image(_)))));
+    let (source, notes) = source_to_observe(&image(Some("sidecar")), ServingMode::Pod);
+    assert!(matches!(source, Some(Ok(Source::Image(_)))));
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0].reason, "InvalidServingMode");
+    let address = catalog(
+        serde_json::json!({"sourceType": "grpc", "address": "reg:50051"}),
+        serde_json::json!({}),
+    );
+    let (source, _) = source_to_observe(&address, ServingMode::InProcess);
+    assert_eq!(source, Some(Ok(Source::Address("reg:50051".into()))));
+}
+
+#[test]
+fn the_digest_is_asked_when_a_poll_is_due_or_no_pod_serves() {
+    let cs = image_catalog(serde_json::json!({}));
+    let objects = objects_of(&cs);
+    let serving = [registry::pod_view(&registry_pod(
+        &objects,
+        "ops-a",
+        "2026-01-01T00:00:00Z",
+        "sha256:a",
+        true,
+        false,
+    ))];
+    let poll = |last: &str| {
+        Some(Poll {
+            interval: Duration::from_secs(600),
+            last: Some(t(last)),
+        })
+    };
+    let now = t(NOW);
+    assert_eq!(digest_check(&cs, None, &serving, &objects, now), None);
+    assert_eq!(
+        digest_check(&cs, poll("2026-01-01T00:55:00Z"), &serving, &objects, now),
+        None
+    );
+    assert_eq!(
+        digest_check(&cs, poll("2026-01-01T00:50:00Z"), &serving, &objects, now),
+        Some(true)
+    );
+    assert_eq!(
+        digest_check(&cs, poll("2026-01-01T00:55:00Z"), &[], &objects, now),
+        Some(false)
+    );
+}
