@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use kube::Client;
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::core::{ApiResource, GroupVersion, GroupVersionKind};
 
 use super::errors::is_not_found;
 
@@ -44,15 +44,6 @@ struct Answers {
 pub struct ServedApis {
     answers: Mutex<Answers>,
     server_version: Mutex<Option<(Instant, String)>>,
-}
-
-/// `group/version`, or `version` for the core group: discovery's own spelling.
-pub fn group_version(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        version.to_owned()
-    } else {
-        format!("{group}/{version}")
-    }
 }
 
 impl ServedApis {
@@ -94,7 +85,8 @@ impl ServedApis {
         group: &str,
         version: &str,
     ) -> Result<Served, kube::Error> {
-        let key = group_version(group, version);
+        // `group/version`, or `version` for the core group: discovery's own spelling.
+        let key = GroupVersion::gv(group, version).api_version();
         let asked_at = match self.cached(&key) {
             Ok(served) => return Ok(served),
             Err(asked_at) => asked_at,
@@ -196,7 +188,6 @@ mod tests {
         assert_eq!(served[0].resource.plural, "prometheusrules");
         assert_eq!(served[0].resource.api_version, "monitoring.coreos.com/v1");
         assert!(served[0].namespaced);
-        assert_eq!(group_version("", "v1"), "v1");
     }
 
     #[test]

@@ -308,51 +308,6 @@ pub async fn delete(
     }
 }
 
-/// Server-side applies `status` to the status subresource of `name`, taking every field
-/// (`force`): for a status olm-rs alone writes and derives whole from the object's spec each
-/// time (an OperatorCondition's), where an older copy cannot hold anything newer to lose.
-pub async fn apply_status<K>(
-    api: &Api<K>,
-    name: &str,
-    status: &impl Serialize,
-) -> Result<K, ApiError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
-{
-    let key = || ObjectKey::new::<K>(api.namespace(), name);
-    let status = serde_json::to_value(status)
-        .map_err(|e| ApiError::new(Operation::WriteStatus, key(), kube::Error::SerdeError(e)))?;
-    // apiVersion and kind are mandatory in an apply.
-    let body = serde_json::json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "status": status,
-    });
-    api.patch_status(name, &params(Ownership::Force), &Patch::Apply(body))
-        .await
-        .map_err(|e| ApiError::new(Operation::WriteStatus, key(), e))
-}
-
-/// Deletes every `K` `api` reaches that `selector` selects.
-pub async fn delete_collection<K>(api: &Api<K>, selector: &str) -> Result<(), ApiError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
-{
-    api.delete_collection(
-        &DeleteParams::default(),
-        &kube::api::ListParams::default().labels(selector),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|e| {
-        ApiError::new(
-            Operation::Delete,
-            ObjectKey::new::<K>(api.namespace(), &format!("(labelled {selector})")),
-            e,
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,16 +21,16 @@ use crate::reconcile::Context;
 use crate::reconcile::keys::NamespacedName;
 use crate::reconcile::work_queue::WorkQueue;
 
-use super::observe::DiscoveryCache;
+use crate::k8s::discovery::ServedApis;
 use super::stores::{self, Stores, Trigger, managed, reflect, trigger_of};
 
 /// The stores, and a task per watched kind that queues the CSVs its changes concern.
 pub fn watch(
     ctx: &Context,
     queue: &WorkQueue<NamespacedName>,
-    discovery: &Arc<DiscoveryCache>,
 ) -> (Stores, Vec<BoxFuture<'static, ()>>) {
     let client = &ctx.client;
+    let discovery = &ctx.served_apis;
     // The CSVs are the process's shared store (the OperatorGroup side and resolution read them
     // too): copies are never driven (docs/csv-phases.md §1) and not in it.
     let (csvs, csv_changes) = ctx.watches.csvs();
@@ -150,8 +150,8 @@ fn feed<K: Send + 'static>(
     }))
 }
 
-/// `trigger`, clearing the discovery cache on every change.
-fn forgetting<K: Send + 'static>(trigger: Trigger<K>, cache: &Arc<DiscoveryCache>) -> Trigger<K> {
+/// `trigger`, clearing the process's discovery cache (`k8s::discovery`) on every change.
+fn forgetting<K: Send + 'static>(trigger: Trigger<K>, cache: &Arc<ServedApis>) -> Trigger<K> {
     let cache = Arc::clone(cache);
     trigger.inspect(move |_| cache.invalidate()).boxed()
 }

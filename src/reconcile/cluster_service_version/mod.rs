@@ -58,7 +58,6 @@ struct Shared {
     ctx: Arc<Context>,
     stores: Stores,
     /// Discovery answers kept between syncs (`observe`).
-    discovery: Arc<observe::DiscoveryCache>,
     /// The controller's queue: the feeds, hand-offs between CSVs and requeues add to it.
     queue: WorkQueue<NamespacedName>,
 }
@@ -66,12 +65,10 @@ struct Shared {
 /// Runs the CSV controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
     let queue = WorkQueue::with_backoff(BACKOFF);
-    let discovery = Arc::new(observe::DiscoveryCache::default());
-    let (stores, feeds) = feeds::watch(&ctx, &queue, &discovery);
+    let (stores, feeds) = feeds::watch(&ctx, &queue);
     let shared = Arc::new(Shared {
         ctx,
         stores,
-        discovery,
         queue,
     });
     let workers = {

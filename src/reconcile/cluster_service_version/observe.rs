@@ -2,68 +2,20 @@
 //! stores cannot answer (discovery, server version).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
 
 use kube::Client;
 
 use crate::api::ClusterServiceVersion;
 use crate::csv::identity::namespace;
 use crate::csv::{Discovery, DiscoveryFailed, Observed, ServerVersion};
-use crate::k8s::errors::is_not_found;
+use crate::k8s::discovery::ServedApis;
 
 use super::stores::Stores;
-
-/// Discovery answers and the server version, kept between syncs: every CSV sync asks them, and
-/// they change only when a CRD or an APIService does (the controller clears the group-versions
-/// on those events) or when the control plane is upgraded (the version is read again after
-/// [`SERVER_VERSION_TTL`]). Failures are not kept: the next sync asks again.
-#[derive(Default)]
-pub struct DiscoveryCache {
-    /// Answers, with the invalidation count they were asked under.
-    group_versions: Mutex<(u64, BTreeMap<String, BTreeSet<String>>)>,
-    server_version: Mutex<Option<(std::time::Instant, String)>>,
-}
-
-/// How long a read server version is trusted.
-pub const SERVER_VERSION_TTL: std::time::Duration = std::time::Duration::from_secs(600);
-
-impl DiscoveryCache {
-    /// Forgets every group-version (a CRD or an APIService changed what the server serves).
-    pub fn invalidate(&self) {
-        let mut answers = self
-            .group_versions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        answers.0 = answers.0.wrapping_add(1);
-        answers.1.clear();
-    }
-
-    /// The kept answer for `key`, or the invalidation count to ask under.
-    fn cached(&self, key: &str) -> Result<BTreeSet<String>, u64> {
-        let answers = self
-            .group_versions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        answers.1.get(key).cloned().ok_or(answers.0)
-    }
-
-    /// Keeps an answer asked under `asked_at`, unless a CRD or APIService changed since (the
-    /// answer may predate the change).
-    fn keep(&self, asked_at: u64, key: String, kinds: BTreeSet<String>) {
-        let mut answers = self
-            .group_versions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if answers.0 == asked_at {
-            answers.1.insert(key, kinds);
-        }
-    }
-}
 
 pub async fn observe(
     client: &Client,
     stores: &Stores,
-    cache: &DiscoveryCache,
+    cache: &ServedApis,
     csv: &ClusterServiceVersion,
 ) -> Observed {
     let ns = namespace(csv);
@@ -92,7 +44,7 @@ pub async fn observe(
 /// failures are recorded as unknown.
 async fn discovery(
     client: &Client,
-    cache: &DiscoveryCache,
+    cache: &ServedApis,
     csv: &ClusterServiceVersion,
 ) -> Discovery {
     let mut wanted: BTreeSet<(String, String)> = csv
@@ -115,35 +67,18 @@ async fn discovery(
     );
     let mut group_versions = BTreeMap::new();
     for (group, version) in wanted {
-        let key = Discovery::key(&group, &version);
-        let asked_at = match cache.cached(&key) {
-            Ok(kinds) => {
-                group_versions.insert(key, Ok(kinds));
-                continue;
-            }
-            Err(asked_at) => asked_at,
-        };
-        let answer = if group.is_empty() {
-            client.list_core_api_resources(&version).await
-        } else {
-            client.list_api_group_resources(&key).await
-        };
-        let result = match answer {
-            Ok(list) => Ok(list.resources.into_iter().map(|r| r.kind).collect()),
-            Err(err) if is_not_found(&err) => Ok(BTreeSet::new()),
+        let result = match cache.resources(client, &group, &version).await {
+            Ok(served) => Ok(served.iter().map(|r| r.resource.kind.clone()).collect()),
             Err(err) => Err(DiscoveryFailed::new(err.to_string())),
         };
-        if let Ok(kinds) = &result {
-            cache.keep(asked_at, key.clone(), kinds.clone());
-        }
-        group_versions.insert(key, result);
+        group_versions.insert(Discovery::key(&group, &version), result);
     }
     Discovery { group_versions }
 }
 
 async fn server_version(
     client: &Client,
-    cache: &DiscoveryCache,
+    cache: &ServedApis,
     csv: &ClusterServiceVersion,
 ) -> ServerVersion {
     if csv
@@ -154,51 +89,8 @@ async fn server_version(
     {
         return ServerVersion::default();
     }
-    let mut kept = cache
-        .server_version
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    if let Some((read, version)) = kept.take()
-        && read.elapsed() < SERVER_VERSION_TTL
-    {
-        return ServerVersion::Known(version);
-    }
-    match client.apiserver_version().await {
-        Ok(info) => {
-            *cache
-                .server_version
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) =
-                Some((std::time::Instant::now(), info.git_version.clone()));
-            ServerVersion::Known(info.git_version)
-        }
+    match cache.server_version(client).await {
+        Ok(version) => ServerVersion::Known(version),
         Err(err) => ServerVersion::Unavailable(err.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_answer_asked_before_a_crd_change_is_not_kept() {
-        let cache = DiscoveryCache::default();
-        let key = "example.com/v1".to_owned();
-        let asked_at = cache.cached(&key).unwrap_err();
-        cache.invalidate();
-        cache.keep(asked_at, key.clone(), BTreeSet::new());
-        assert!(cache.cached(&key).is_err(), "stale answer dropped");
-        let asked_at = cache.cached(&key).unwrap_err();
-        cache.keep(asked_at, key.clone(), ["Demo".to_owned()].into());
-        assert_eq!(
-            cache.cached(&key).unwrap(),
-            BTreeSet::from(["Demo".to_owned()])
-        );
-        cache.invalidate();
-        assert!(
-            cache.cached(&key).is_err(),
-            "a CRD event forgets everything"
-        );
     }
 }

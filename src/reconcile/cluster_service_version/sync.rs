@@ -35,7 +35,7 @@ pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, Reconci
     let Some(csv) = stores.csvs.get(&key.namespace, &key.name) else {
         return Ok(Next::Done);
     };
-    let seen = observe::observe(&shared.ctx.client, stores, &shared.discovery, &csv).await;
+    let seen = observe::observe(&shared.ctx.client, stores, &shared.ctx.served_apis, &csv).await;
     if csv.metadata.deletion_timestamp.is_some() {
         return finalize_pass(shared, &csv, &seen).await;
     }
