@@ -247,10 +247,11 @@ fn the_csvs_reach_the_operator_where_it_listens() {
         "/apiserver.local.config/certificates"
     );
     assert_eq!(default_of(&help, "--api-group"), "api.testop.olm-rs.dev");
-    let every_bundle = bundle_dirs()
-        .into_iter()
-        .map(|d| (d, PACKAGE))
-        .chain(bundle_dirs_of(OWN_PACKAGE).into_iter().map(|d| (d, OWN_PACKAGE)));
+    let every_bundle = bundle_dirs().into_iter().map(|d| (d, PACKAGE)).chain(
+        bundle_dirs_of(OWN_PACKAGE)
+            .into_iter()
+            .map(|d| (d, OWN_PACKAGE)),
+    );
     for (dir, package) in every_bundle {
         let csv = csv_of_package(&dir, package);
         let c = container(&csv);
@@ -280,16 +281,15 @@ fn the_csvs_reach_the_operator_where_it_listens() {
 /// The own-namespace package installs beside olm-rs-testop: OwnNamespace supported (so no
 /// conversion webhook, which OLM allows only for AllNamespaces), a validating webhook and an
 /// aggregated API, and neither a CRD group nor an APIService group in common with the other
-/// package (OLM refuses a second operator providing an API).
+/// package (OLM refuses a second operator providing an API), nor an APIService plural and
+/// version (OLM names the APIService's per-API ClusterRoles `<plural>-<version>-…`, without the
+/// group: docs/operator-groups.md §9.1).
 #[test]
 fn the_own_namespace_package_sits_beside_the_other() {
     use olm_rs::catalog::{load_catalog, validate};
     let (_kind, config, mut problems) = load_catalog(&testop_dir().join("catalog-own")).unwrap();
     problems.extend(validate::validate(&config));
-    assert!(
-        problems.iter().all(|p| p.rule.is_warning()),
-        "{problems:?}"
-    );
+    assert!(problems.iter().all(|p| p.rule.is_warning()), "{problems:?}");
     assert_eq!(
         (
             config.packages.len(),
@@ -303,7 +303,15 @@ fn the_own_namespace_package_sits_beside_the_other() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| c["name"].as_str().unwrap().split_once('.').unwrap().1.to_owned())
+            .map(|c| {
+                c["name"]
+                    .as_str()
+                    .unwrap()
+                    .split_once('.')
+                    .unwrap()
+                    .1
+                    .to_owned()
+            })
             .collect();
         let apis: Vec<String> = csv["spec"]["apiservicedefinitions"]["owned"]
             .as_array()
@@ -311,9 +319,21 @@ fn the_own_namespace_package_sits_beside_the_other() {
             .iter()
             .map(|a| a["group"].as_str().unwrap().to_owned())
             .collect();
-        (crds, apis)
+        let roles: Vec<String> = csv["spec"]["apiservicedefinitions"]["owned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                format!(
+                    "{}-{}",
+                    a["name"].as_str().unwrap(),
+                    a["version"].as_str().unwrap()
+                )
+            })
+            .collect();
+        (crds, apis, roles)
     };
-    let others: Vec<(Vec<String>, Vec<String>)> =
+    let others: Vec<(Vec<String>, Vec<String>, Vec<String>)> =
         bundle_dirs().iter().map(|d| groups(&csv_of(d))).collect();
     for dir in bundle_dirs_of(OWN_PACKAGE) {
         let csv = csv_of_package(&dir, OWN_PACKAGE);
@@ -323,7 +343,10 @@ fn the_own_namespace_package_sits_beside_the_other() {
             .iter()
             .map(|m| (m["type"].as_str().unwrap(), m["supported"] == true))
             .collect();
-        assert!(modes["OwnNamespace"] && !modes["AllNamespaces"], "{modes:?}");
+        assert!(
+            modes["OwnNamespace"] && !modes["AllNamespaces"],
+            "{modes:?}"
+        );
         let types: Vec<&str> = csv["spec"]["webhookdefinitions"]
             .as_array()
             .unwrap()
@@ -331,16 +354,21 @@ fn the_own_namespace_package_sits_beside_the_other() {
             .map(|w| w["type"].as_str().unwrap())
             .collect();
         assert_eq!(types, ["ValidatingAdmissionWebhook"]);
-        let (crds, apis) = groups(&csv);
-        for (other_crds, other_apis) in &others {
+        let (crds, apis, roles) = groups(&csv);
+        for (other_crds, other_apis, other_roles) in &others {
             assert!(crds.iter().all(|g| !other_crds.contains(g)), "{crds:?}");
             assert!(apis.iter().all(|g| !other_apis.contains(g)), "{apis:?}");
+            assert!(roles.iter().all(|r| !other_roles.contains(r)), "{roles:?}");
         }
-        // The operator serves the APIService's group, not its default one.
+        // The operator serves the APIService's group and version, not its default ones.
+        let api = &csv["spec"]["apiservicedefinitions"]["owned"][0];
         let args: Vec<String> = serde_json::from_value(container(&csv)["args"].clone()).unwrap();
-        assert!(
-            args.contains(&format!("--api-group={}", apis[0])),
-            "{args:?}"
-        );
+        for (flag, value) in [
+            ("--api-group", &api["group"]),
+            ("--api-version", &api["version"]),
+        ] {
+            let want = format!("{flag}={}", value.as_str().unwrap());
+            assert!(args.contains(&want), "{want} not in {args:?}");
+        }
     }
 }
