@@ -12,10 +12,10 @@
 //! 2. `takeover::move_to_olm_rs` — OLM stopped, olm-rs installed by its chart over OLM's
 //!    namespace (docs/migrating-from-olm.md §2) and left to run: nothing recreated, no
 //!    Deployment generation or template moved, no pod restarted, no content changed (Secrets,
-//!    Services, ServiceAccounts, RBAC, webhook configurations and APIServices with their
-//!    `caBundle`, CRDs, copied CSVs, OperatorConditions), no CSV out of `Succeeded`, no
-//!    InstallPlan made; every write olm-rs made, counted by kind and verb from the audit log;
-//!    `tk-own`'s webhook still denies and its aggregated API still answers.
+//!    Services, ServiceAccounts, RBAC — OLM's in `kube-system` too —, webhook configurations
+//!    and APIServices with their `caBundle`, CRDs, copied CSVs, OperatorConditions), no CSV out
+//!    of `Succeeded`, no InstallPlan made; every write olm-rs made, counted by kind and verb
+//!    from the audit log; `tk-own`'s webhook still denies and its aggregated API still answers.
 //! 3. `takeover::upgrades_under_olm_rs` — OLM's waiting plan approved under olm-rs completes; a
 //!    channel switch upgrades, keeping the Subscription's config.
 //! 4. `takeover::back_to_olm` — olm-rs scaled to zero, OLM started again: it adopts everything
