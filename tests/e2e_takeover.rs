@@ -27,6 +27,8 @@ mod fixtures;
 #[allow(dead_code)]
 #[path = "../e2e/journeys/mod.rs"]
 mod journeys;
+#[path = "e2e_takeover/own_namespace.rs"]
+mod own_namespace;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
 #[path = "e2e_takeover/snapshot.rs"]

@@ -27,8 +27,9 @@ pub struct Seen {
 /// `kind namespace/name` → what was seen.
 pub type Snapshot = BTreeMap<String, Seen>;
 
-/// The kinds compared: namespaced ones in `namespaces` only, cluster-scoped ones when OLM labels
-/// them as its own (`olm.owner`) or they are the operators' CRDs.
+/// The kinds compared: namespaced ones in `namespaces` (and in `kube-system` when labelled
+/// `olm.managed` or `olm.owner`), cluster-scoped ones when OLM labels them as its own
+/// (`olm.owner`) or they are the operators' CRDs.
 fn kinds() -> Vec<(ApiResource, bool)> {
     let rbac = |kind: &str, plural: &str| core("rbac.authorization.k8s.io", "v1", kind, plural);
     vec![
@@ -85,7 +86,11 @@ fn kinds() -> Vec<(ApiResource, bool)> {
 }
 
 /// CRDs the test's operators own.
-const CRDS: [&str; 2] = ["widgets.e2e.olm-rs.dev", "gadgets.testop.olm-rs.dev"];
+const CRDS: [&str; 3] = [
+    "widgets.e2e.olm-rs.dev",
+    "gadgets.testop.olm-rs.dev",
+    "gizmos.own.testop.olm-rs.dev",
+];
 
 /// Takes the picture: every object of [`kinds`] in `namespaces`, and OLM's cluster-scoped ones.
 pub async fn take(client: &kube::Client, namespaces: &[&str]) -> anyhow::Result<Snapshot> {
@@ -96,17 +101,24 @@ pub async fn take(client: &kube::Client, namespaces: &[&str]) -> anyhow::Result<
         for object in list.items {
             let ns = object.metadata.namespace.clone().unwrap_or_default();
             let name = object.metadata.name.clone().unwrap_or_default();
-            let keep = if namespaced {
-                namespaces.contains(&ns.as_str())
-            } else if resource.kind == "CustomResourceDefinition" {
-                CRDS.contains(&name.as_str())
-            } else {
+            let labelled = |key: &str| {
                 object
                     .metadata
                     .labels
                     .as_ref()
-                    .is_some_and(|l| l.contains_key("olm.owner"))
-                    || (resource.kind == "APIService" && name.contains("testop"))
+                    .is_some_and(|l| l.contains_key(key))
+            };
+            let owned_by_olm = labelled("olm.owner");
+            // What OLM makes in kube-system: copied CSVs, and the auth-reader RoleBinding of
+            // each aggregated API's CSV, which OLM labels `olm.managed` only (olm-rs adds the
+            // owner labels, docs/certificates.md §3.5).
+            let keep = if namespaced {
+                namespaces.contains(&ns.as_str())
+                    || (ns == "kube-system" && (owned_by_olm || labelled("olm.managed")))
+            } else if resource.kind == "CustomResourceDefinition" {
+                CRDS.contains(&name.as_str())
+            } else {
+                owned_by_olm || (resource.kind == "APIService" && name.contains("testop"))
             };
             if !keep {
                 continue;

@@ -1,22 +1,26 @@
 //! The move (issue #29), in four checks that build on each other:
 //!
-//! 1. `takeover::olm_installs` — real OLM v0.31 installs, from two catalogs served by
+//! 1. `takeover::olm_installs` — real OLM v0.31 installs, from three catalogs served by
 //!    `olm-rs catalog serve` at an address (CatalogSources in `olm`): the test operator
 //!    (tests/test_operator/: a validating and a conversion webhook, an aggregated API) in
 //!    `operators` for all namespaces, its CSV copied everywhere; a package with a dependency
 //!    (`tk-dep`); the demo with `Subscription.spec.config` env and resources (`tk-config`); the
-//!    demo on a Manual Subscription whose upgrade plan waits for approval (`tk-manual`).
+//!    demo on a Manual Subscription whose upgrade plan waits for approval (`tk-manual`); the
+//!    test operator's own-namespace package (a validating webhook, an aggregated API, no
+//!    conversion webhook) for `tk-own` alone (own_namespace.rs), its webhook configuration
+//!    and APIService `Available`, the API server calling both.
 //! 2. `takeover::move_to_olm_rs` — OLM stopped, olm-rs installed by its chart over OLM's
 //!    namespace (docs/migrating-from-olm.md §2) and left to run: nothing recreated, no
 //!    Deployment generation or template moved, no pod restarted, no content changed (Secrets,
-//!    Services, ServiceAccounts, RBAC, webhook configurations and APIServices with their
-//!    `caBundle`, CRDs, copied CSVs, OperatorConditions), no CSV out of `Succeeded`, no
-//!    InstallPlan made; every write olm-rs made, counted by kind and verb from the audit log.
+//!    Services, ServiceAccounts, RBAC — OLM's in `kube-system` too —, webhook configurations
+//!    and APIServices with their `caBundle`, CRDs, copied CSVs, OperatorConditions), no CSV out
+//!    of `Succeeded`, no InstallPlan made; every write olm-rs made, counted by kind and verb
+//!    from the audit log; `tk-own`'s webhook still denies and its aggregated API still answers.
 //! 3. `takeover::upgrades_under_olm_rs` — OLM's waiting plan approved under olm-rs completes; a
 //!    channel switch upgrades, keeping the Subscription's config.
 //! 4. `takeover::back_to_olm` — olm-rs scaled to zero, OLM started again: it adopts everything
-//!    (nothing recreated or restarted, CSVs `Succeeded`, Subscriptions `AtLatestKnown`) and its
-//!    next upgrade works.
+//!    (nothing recreated or restarted, CSVs `Succeeded`, Subscriptions `AtLatestKnown`), the API
+//!    server still calls `tk-own`'s operator, and OLM's next upgrade works.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +36,7 @@ use crate::chart_install;
 use crate::cluster::{self, Cluster, ControllerAccess, Progress, Settings, field, text};
 use crate::fixtures::{self, DEPENDENT, V010, V020, V030};
 use crate::journeys::{wait_catalog_ready, wait_gone, wait_installed};
+use crate::own_namespace;
 use crate::real_control_plane::process::Process;
 use crate::real_control_plane::real_node::{NODE_IP, RealNode};
 use crate::real_control_plane::real_olm::{self, RealOlm};
@@ -50,7 +55,13 @@ pub const CHECKS: &[&str] = &[
 ];
 
 /// The namespaces whose objects are compared.
-const NAMESPACES: [&str; 4] = ["operators", "tk-dep", "tk-config", "tk-manual"];
+const NAMESPACES: [&str; 5] = [
+    "operators",
+    "tk-dep",
+    "tk-config",
+    "tk-manual",
+    own_namespace::NAMESPACE,
+];
 /// The test's (and OLM's, and the dry run's) user: the admin kubeconfig's certificate.
 const ADMIN_USER: &str = "olm-rs-e2e-admin";
 /// Who olm-rs's chart runs the controller as.
@@ -162,12 +173,15 @@ async fn olm_installs(
     let demo_dir = plane.dir.join("catalog-demo");
     fixtures::dependent_catalog(&fixtures::e2e_dir().join("catalog"), &demo_dir)?;
     let testop_dir = fixtures::e2e_dir().join("testop/catalog");
-    let [demo_port, testop_port] = free_ports::<2>()?;
-    let mut catalogs = Vec::new();
-    for (name, dir, port) in [
+    let own_dir = fixtures::e2e_dir().join("testop/catalog-own");
+    let [demo_port, testop_port, own_port] = free_ports::<3>()?;
+    let served = [
         ("demo", &demo_dir, demo_port),
         ("testop", &testop_dir, testop_port),
-    ] {
+        (own_namespace::CATALOG, &own_dir, own_port),
+    ];
+    let mut catalogs = Vec::new();
+    for (name, dir, port) in served {
         let mut serve = Command::new(olm_rs);
         serve
             .args(["catalog", "serve"])
@@ -195,7 +209,7 @@ async fn olm_installs(
         )
         .await?;
     }
-    for (name, port) in [("demo", demo_port), ("testop", testop_port)] {
+    for (name, _, port) in served {
         c.create(
             &cluster::catalog_sources(),
             "olm",
@@ -229,7 +243,13 @@ async fn olm_installs(
     global(&mut config);
     let mut manual = fixtures::subscription("tk-manual", "demo", "stable", "Manual", Some(V010));
     global(&mut manual);
-    for sub in [testop, dependent, config, manual] {
+    for sub in [
+        testop,
+        dependent,
+        config,
+        manual,
+        own_namespace::subscription(),
+    ] {
         let ns = sub["metadata"]["namespace"]
             .as_str()
             .unwrap_or_default()
@@ -250,6 +270,8 @@ async fn olm_installs(
         wait_csv(c, ns, TESTOP_CSV, "Succeeded").await?;
     }
     wait_deployments_available(c, &NAMESPACES).await?;
+    own_namespace::wait_installed_by_olm(c).await?;
+    own_namespace::calls_succeed(c, "under OLM").await?;
     println!(
         "e2e-takeover:   OLM installed everything in {:.1}s; tk-manual/{upgrade} waits for approval",
         started.elapsed().as_secs_f64()
@@ -282,6 +304,7 @@ async fn move_to_olm_rs(
         .await?;
     }
     let before = snapshot::take(&c.client, &NAMESPACES).await?;
+    own_namespace::ensure_compared(&before)?;
     let dry_run_problems = dry_run(plane, c, &before).await?;
     let phases = PhaseWatch::start(&c.client).await?;
     let mark = audit::mark(&plane.audit_log);
@@ -333,7 +356,7 @@ async fn move_to_olm_rs(
         "e2e-takeover:   {} objects compared: none recreated, rewritten or restarted",
         before.len()
     );
-    Ok(())
+    own_namespace::calls_succeed(c, "under olm-rs").await
 }
 
 /// `olm-rs takeover --dry-run` on the cluster OLM left: it reports, and nothing is written (no
@@ -553,6 +576,7 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
             problems.join("\n    ")
         );
     }
+    own_namespace::calls_succeed(c, "back under OLM").await?;
     // OLM's next upgrade: the Manual Subscription to the fast channel, approved.
     c.merge_patch(
         &cluster::subscriptions(),

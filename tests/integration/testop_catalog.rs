@@ -1,7 +1,8 @@
-//! The test operator's package (e2e/testop/): the catalog validates, `bundles.yaml` is what
-//! `olm-rs catalog render` makes of the bundle directories, each version plays the role the
-//! real-node journeys expect of it (good, never ready, crash loop, fixed), and the CSVs reach
-//! the test operator on the ports and with the flags it really has.
+//! The test operator's packages (e2e/testop/): the catalogs validate, each `bundles.yaml` is
+//! what `olm-rs catalog render` makes of the bundle directories, each version plays the role the
+//! real-node journeys expect of it (good, never ready, crash loop, fixed), the own-namespace
+//! package can sit beside the other one (no API of theirs in common), and the CSVs reach the
+//! test operator on the ports and with the flags it really has.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,10 @@ use serde::Deserialize as _;
 use serde_json::Value;
 
 const PACKAGE: &str = "olm-rs-testop";
+/// The package for one namespace (OwnNamespace): no conversion webhook, APIs of its own.
+const OWN_PACKAGE: &str = "olm-rs-testop-own";
+/// Each package and the catalog directory holding it.
+const CATALOGS: [(&str, &str); 2] = [(PACKAGE, "catalog"), (OWN_PACKAGE, "catalog-own")];
 const BIN: &str = env!("CARGO_BIN_EXE_olm-rs-test-operator");
 /// `OLM_RS_UPDATE_TESTOP_CATALOG=1 cargo test --test integration testop_catalog` rewrites
 /// `bundles.yaml` from the bundle directories.
@@ -21,7 +26,11 @@ fn testop_dir() -> PathBuf {
 }
 
 fn bundle_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(testop_dir().join("bundles").join(PACKAGE))
+    bundle_dirs_of(PACKAGE)
+}
+
+fn bundle_dirs_of(package: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(testop_dir().join("bundles").join(package))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -38,7 +47,11 @@ fn yaml_documents(path: &Path) -> Vec<Value> {
 }
 
 fn csv_of(dir: &Path) -> Value {
-    let path = dir.join(format!("manifests/{PACKAGE}.clusterserviceversion.yaml"));
+    csv_of_package(dir, PACKAGE)
+}
+
+fn csv_of_package(dir: &Path, package: &str) -> Value {
+    let path = dir.join(format!("manifests/{package}.clusterserviceversion.yaml"));
     yaml_documents(&path).remove(0)
 }
 
@@ -104,9 +117,15 @@ fn the_catalog_validates() {
 
 #[test]
 fn bundles_yaml_is_rendered_from_the_bundles() {
+    for (package, catalog) in CATALOGS {
+        bundles_yaml_is_rendered(package, catalog);
+    }
+}
+
+fn bundles_yaml_is_rendered(package: &str, catalog: &str) {
     use olm_rs::catalog::bundle_dir::{self, render};
     let mut rendered = Vec::new();
-    for dir in bundle_dirs() {
+    for dir in bundle_dirs_of(package) {
         let bundle = bundle_dir::read(&dir).unwrap();
         let out = render::render(&bundle, "").unwrap();
         assert!(
@@ -118,12 +137,12 @@ fn bundles_yaml_is_rendered_from_the_bundles() {
         rendered.push(render::bundle_blob(&out.bundle));
     }
     let path = testop_dir()
-        .join("catalog")
-        .join(PACKAGE)
+        .join(catalog)
+        .join(package)
         .join("bundles.yaml");
     if std::env::var_os(UPDATE).is_some() {
         let mut text = format!(
-            "# Rendered from e2e/testop/bundles/{PACKAGE}/*/ (olm-rs catalog render, as opm \
+            "# Rendered from e2e/testop/bundles/{package}/*/ (olm-rs catalog render, as opm \
              render does).\n# Do not edit: {UPDATE}=1 cargo test --test integration \
              testop_catalog rewrites it.\n"
         );
@@ -228,8 +247,13 @@ fn the_csvs_reach_the_operator_where_it_listens() {
         "/apiserver.local.config/certificates"
     );
     assert_eq!(default_of(&help, "--api-group"), "api.testop.olm-rs.dev");
-    for dir in bundle_dirs() {
-        let csv = csv_of(&dir);
+    let every_bundle = bundle_dirs().into_iter().map(|d| (d, PACKAGE)).chain(
+        bundle_dirs_of(OWN_PACKAGE)
+            .into_iter()
+            .map(|d| (d, OWN_PACKAGE)),
+    );
+    for (dir, package) in every_bundle {
+        let csv = csv_of_package(&dir, package);
         let c = container(&csv);
         assert_eq!(c["readinessProbe"]["httpGet"]["port"], health);
         assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
@@ -250,6 +274,101 @@ fn the_csvs_reach_the_operator_where_it_listens() {
                     .any(|l| l.trim() == flag || l.trim().starts_with(&format!("{flag} "))),
                 "{flag} is not a flag of the test operator"
             );
+        }
+    }
+}
+
+/// The own-namespace package installs beside olm-rs-testop: OwnNamespace supported (so no
+/// conversion webhook, which OLM allows only for AllNamespaces), a validating webhook and an
+/// aggregated API, and neither a CRD group nor an APIService group in common with the other
+/// package (OLM refuses a second operator providing an API), nor an APIService plural and
+/// version (OLM names the APIService's per-API ClusterRoles `<plural>-<version>-…`, without the
+/// group: docs/operator-groups.md §9.1).
+#[test]
+fn the_own_namespace_package_sits_beside_the_other() {
+    use olm_rs::catalog::{load_catalog, validate};
+    let (_kind, config, mut problems) = load_catalog(&testop_dir().join("catalog-own")).unwrap();
+    problems.extend(validate::validate(&config));
+    assert!(problems.iter().all(|p| p.rule.is_warning()), "{problems:?}");
+    assert_eq!(
+        (
+            config.packages.len(),
+            config.channels.len(),
+            config.bundles.len()
+        ),
+        (1, 1, 1)
+    );
+    let groups = |csv: &Value| {
+        let crds: Vec<String> = csv["spec"]["customresourcedefinitions"]["owned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c["name"]
+                    .as_str()
+                    .unwrap()
+                    .split_once('.')
+                    .unwrap()
+                    .1
+                    .to_owned()
+            })
+            .collect();
+        let apis: Vec<String> = csv["spec"]["apiservicedefinitions"]["owned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["group"].as_str().unwrap().to_owned())
+            .collect();
+        let roles: Vec<String> = csv["spec"]["apiservicedefinitions"]["owned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                format!(
+                    "{}-{}",
+                    a["name"].as_str().unwrap(),
+                    a["version"].as_str().unwrap()
+                )
+            })
+            .collect();
+        (crds, apis, roles)
+    };
+    let others: Vec<(Vec<String>, Vec<String>, Vec<String>)> =
+        bundle_dirs().iter().map(|d| groups(&csv_of(d))).collect();
+    for dir in bundle_dirs_of(OWN_PACKAGE) {
+        let csv = csv_of_package(&dir, OWN_PACKAGE);
+        let modes: BTreeMap<&str, bool> = csv["spec"]["installModes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["type"].as_str().unwrap(), m["supported"] == true))
+            .collect();
+        assert!(
+            modes["OwnNamespace"] && !modes["AllNamespaces"],
+            "{modes:?}"
+        );
+        let types: Vec<&str> = csv["spec"]["webhookdefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["ValidatingAdmissionWebhook"]);
+        let (crds, apis, roles) = groups(&csv);
+        for (other_crds, other_apis, other_roles) in &others {
+            assert!(crds.iter().all(|g| !other_crds.contains(g)), "{crds:?}");
+            assert!(apis.iter().all(|g| !other_apis.contains(g)), "{apis:?}");
+            assert!(roles.iter().all(|r| !other_roles.contains(r)), "{roles:?}");
+        }
+        // The operator serves the APIService's group and version, not its default ones.
+        let api = &csv["spec"]["apiservicedefinitions"]["owned"][0];
+        let args: Vec<String> = serde_json::from_value(container(&csv)["args"].clone()).unwrap();
+        for (flag, value) in [
+            ("--api-group", &api["group"]),
+            ("--api-version", &api["version"]),
+        ] {
+            let want = format!("{flag}={}", value.as_str().unwrap());
+            assert!(args.contains(&want), "{want} not in {args:?}");
         }
     }
 }

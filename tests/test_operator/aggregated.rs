@@ -1,8 +1,11 @@
 //! A minimal aggregated API server: the discovery documents the kube-apiserver's aggregator
 //! reads (`/apis`, `/apis/<group>`, `/apis/<group>/v1`) and one read-only, cluster-scoped
 //! resource, `reports`, whose single object names the pod serving it and the operator's version
-//! — so a test reading `kubectl get --raw /apis/<group>/v1/reports` through the aggregator sees
-//! which version answered.
+//! — so a test reading `kubectl get --raw /apis/<group>/<version>/reports` through the aggregator
+//! sees which version answered. Group and version are the operator's flags: two packages of the
+//! test operator installed side by side need both their own group and their own version, since
+//! OLM names the per-API ClusterRoles of an APIService `<plural>-<version>-…` without the group
+//! (docs/operator-groups.md §9.1).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -11,13 +14,14 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 pub const DEFAULT_GROUP: &str = "api.testop.olm-rs.dev";
-pub const VERSION: &str = "v1";
+pub const DEFAULT_VERSION: &str = "v1";
 const RESOURCE: &str = "reports";
 const KIND: &str = "Report";
 
 #[derive(Debug, Clone)]
 pub struct Api {
     pub group: String,
+    pub version: String,
     pub report_name: String,
     pub operator_version: String,
 }
@@ -36,11 +40,11 @@ impl Api {
     }
 
     fn group_version(&self) -> String {
-        format!("{}/{VERSION}", self.group)
+        format!("{}/{}", self.group, self.version)
     }
 
     fn api_group(&self) -> Value {
-        let version = json!({"groupVersion": self.group_version(), "version": VERSION});
+        let version = json!({"groupVersion": self.group_version(), "version": self.version});
         json!({
             "name": self.group,
             "versions": [version.clone()],
@@ -59,7 +63,7 @@ impl Api {
 
     /// Whether the path names this group, version and (when given) resource.
     fn serves(&self, group: &str, version: &str, resource: Option<&str>) -> bool {
-        group == self.group && version == VERSION && resource.is_none_or(|r| r == RESOURCE)
+        group == self.group && version == self.version && resource.is_none_or(|r| r == RESOURCE)
     }
 }
 

@@ -14,8 +14,8 @@
 //!   `v1alpha1` `spec.size` ⇄ `v1` `spec.replicas` (webhooks.rs);
 //! - **an aggregated API** (HTTPS, `--apiserver-port`, default 8443, `apiserver.crt`/
 //!   `apiserver.key` in `--apiserver-cert-dir`, default `/apiserver.local.config/certificates`):
-//!   discovery and a read-only, cluster-scoped resource `reports` of group `--api-group`
-//!   (aggregated.rs).
+//!   discovery and a read-only, cluster-scoped resource `reports` of group `--api-group` and
+//!   version `--api-version` (aggregated.rs).
 //!
 //! The certificate files are read again for each new connection when they changed (tls.rs), so
 //! a rotated Secret is served without a restart. Every flag has an environment variable
@@ -75,9 +75,12 @@ struct Args {
         default_value = "/apiserver.local.config/certificates"
     )]
     apiserver_cert_dir: PathBuf,
-    /// API group of the aggregated API (its version is `v1`).
+    /// API group of the aggregated API.
     #[arg(long, env = "TESTOP_API_GROUP", default_value = aggregated::DEFAULT_GROUP)]
     api_group: String,
+    /// API version of the aggregated API.
+    #[arg(long, env = "TESTOP_API_VERSION", default_value = aggregated::DEFAULT_VERSION)]
+    api_version: String,
     /// The version this operator reports (in its `Report` and its log).
     #[arg(long, env = "TESTOP_VERSION", default_value = "0.0.0")]
     operator_version: String,
@@ -131,6 +134,7 @@ async fn main() -> anyhow::Result<()> {
     ));
     let api = aggregated::Api {
         group: args.api_group.clone(),
+        version: args.api_version.clone(),
         report_name: args.report_name.clone(),
         operator_version: version.clone(),
     };
@@ -140,7 +144,7 @@ async fn main() -> anyhow::Result<()> {
         health.local_addr()?,
         webhook.local_addr()?,
         api.group,
-        aggregated::VERSION,
+        api.version,
         apiserver.local_addr()?
     );
     if args.never_ready {
