@@ -39,54 +39,29 @@ mod takeover;
 mod waits;
 
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
-#[allow(dead_code)]
 mod common {
-    pub fn operators_dir() -> std::path::PathBuf {
-        let crate_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        std::env::var_os("OLM_RS_SHARED")
-            .map(std::path::PathBuf::from)
-            .into_iter()
-            .chain([crate_dir.join("../shared"), "/work/shared".into()])
-            .find(|p| p.join("data").is_dir())
-            .unwrap_or_else(|| crate_dir.join("../shared"))
-            .join("data/catalogs/community-operators-prod/operators")
-    }
+    pub use crate::real_control_plane::shared_data::operators_dir;
 }
 #[allow(dead_code)]
 mod real_control_plane;
 
 use std::process::ExitCode;
-use std::time::Instant;
 
-use real_control_plane::ControlPlane;
 use real_control_plane::binaries::{self, Unavailable};
-use real_control_plane::real_node::{self, RealNode};
+use real_control_plane::suite_runner::Suite;
+
+const SUITE: Suite = Suite {
+    label: "e2e-takeover",
+    checks: takeover::CHECKS,
+};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        for name in takeover::CHECKS {
-            println!("{name}: test");
-        }
+    let Some(filter) = SUITE.selected() else {
         return ExitCode::SUCCESS;
-    }
-    let filter = args.iter().find(|a| !a.starts_with('-')).cloned();
-    if filter
-        .as_deref()
-        .is_some_and(|f| !takeover::CHECKS.iter().any(|name| name.contains(f)))
-    {
-        return ExitCode::SUCCESS;
-    }
-    let bin = match binaries::locate() {
-        Ok(Ok(bin)) => bin,
-        Ok(Err(Unavailable(why))) => {
-            println!("e2e-takeover: skipped — {why}");
-            return ExitCode::SUCCESS;
-        }
-        Err(err) => {
-            println!("e2e-takeover: FAILED preparing the cluster's programs: {err:#}");
-            return ExitCode::FAILURE;
-        }
+    };
+    let bin = match SUITE.binaries() {
+        Ok(bin) => bin,
+        Err(exit) => return exit,
     };
     let olm = match binaries::olm() {
         Ok(Ok(olm)) => olm,
@@ -99,57 +74,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Some(why) = real_node::unavailable(&bin) {
-        println!("e2e-takeover: skipped — a real node cannot run here: {why}");
-        return ExitCode::SUCCESS;
+    if let Err(exit) = SUITE.node_available(&bin) {
+        return exit;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            println!("e2e-takeover: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let started = Instant::now();
-    let failures = runtime.block_on(async {
-        let bridge = match real_node::Bridge::create() {
-            Ok(bridge) => bridge,
-            Err(err) => {
-                println!("e2e-takeover: FAILED creating the node's bridge: {err:#}");
-                return 1;
-            }
-        };
-        let plane = match ControlPlane::start_on(&bin, real_node::NETWORK).await {
-            Ok(plane) => plane,
-            Err(err) => {
-                println!("e2e-takeover: FAILED starting the control plane: {err:#}");
-                return 1;
-            }
-        };
-        let node = match RealNode::start(&plane, &bin, bridge).await {
-            Ok(node) => node,
-            Err(err) => {
-                println!("e2e-takeover: FAILED starting the node: {err:#}");
-                return 1;
-            }
-        };
-        let failures = takeover::run(&plane, &node, &olm, filter.as_deref()).await;
-        drop(node);
-        drop(plane);
-        failures
-    });
-    println!(
-        "e2e-takeover: {} in {:.1}s",
-        if failures == 0 { "ok" } else { "FAILED" },
-        started.elapsed().as_secs_f64()
-    );
-    if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    SUITE.run(SUITE.on_real_node(&bin, async |plane, node| {
+        takeover::run(plane, node, &olm, filter.as_deref()).await
+    }))
 }

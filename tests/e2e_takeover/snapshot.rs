@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::ApiResource;
+use olm_rs::json_diff;
 use serde_json::Value;
 
 use crate::cluster::{self, core};
@@ -209,7 +210,7 @@ pub fn differences(
             out.push(format!("{key}: phase {} → {}", old.phase, new.phase));
         }
         let mut paths = Vec::new();
-        diff("", &old.content, &new.content, &mut paths);
+        json_diff::paths_under("", &old.content, &new.content, &mut paths);
         paths.retain(|p| !known(p.split(": ").next().unwrap_or_default()));
         if !paths.is_empty() {
             out.push(format!("{key}: content changed: {}", paths.join("; ")));
@@ -234,59 +235,9 @@ pub fn rewritten(before: &Snapshot, after: &Snapshot) -> Vec<(String, Vec<String
                 return None;
             }
             let mut paths = Vec::new();
-            diff("", &old.content, &new.content, &mut paths);
-            diff("/status", &old.status, &new.status, &mut paths);
+            json_diff::paths_under("", &old.content, &new.content, &mut paths);
+            json_diff::paths_under("/status", &old.status, &new.status, &mut paths);
             Some((key.clone(), paths))
         })
         .collect()
-}
-
-/// JSON-pointer paths where `a` and `b` differ, with both values (shortened). An absent map is
-/// an empty one, so that a label added where there was none is named by its key.
-pub fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
-    let empty = Value::Object(Default::default());
-    let (a, b) = match (a, b) {
-        (Value::Null, Value::Object(_)) => (&empty, b),
-        (Value::Object(_), Value::Null) => (a, &empty),
-        _ => (a, b),
-    };
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for key in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                let child = format!("{path}/{key}");
-                diff(
-                    &child,
-                    x.get(key).unwrap_or(&Value::Null),
-                    y.get(key).unwrap_or(&Value::Null),
-                    out,
-                );
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                diff(&format!("{path}/{i}"), p, q, out);
-            }
-        }
-        // Lists of other lengths: the items only one side has.
-        (Value::Array(x), Value::Array(y)) => {
-            let gone: Vec<String> = x.iter().filter(|i| !y.contains(i)).map(short).collect();
-            let new: Vec<String> = y.iter().filter(|i| !x.contains(i)).map(short).collect();
-            out.push(format!(
-                "{path}: {} → {} items; only before: {gone:?}; only after: {new:?}",
-                x.len(),
-                y.len()
-            ));
-        }
-        _ if a != b => out.push(format!("{path}: {} → {}", short(a), short(b))),
-        _ => {}
-    }
-}
-
-fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 160 {
-        format!("{}…", text.chars().take(160).collect::<String>())
-    } else {
-        text
-    }
 }

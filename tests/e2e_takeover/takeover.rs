@@ -71,24 +71,6 @@ const SETTLE: Duration = Duration::from_secs(60);
 const TESTOP: &str = "olm-rs-testop";
 const TESTOP_CSV: &str = "olm-rs-testop.v0.4.0";
 
-#[derive(Default)]
-struct Report {
-    failures: usize,
-}
-
-impl Report {
-    fn check(&mut self, name: &str, started: Instant, result: &anyhow::Result<()>) {
-        let secs = started.elapsed().as_secs_f64();
-        match result {
-            Ok(()) => println!("e2e-takeover: {name} ... ok ({secs:.1}s)"),
-            Err(err) => {
-                self.failures += 1;
-                println!("e2e-takeover: {name} ... FAILED ({secs:.1}s)\n  {err:#}");
-            }
-        }
-    }
-}
-
 /// Runs the checks in order; each after a failed one is not run. Returns the failures.
 pub async fn run(
     plane: &ControlPlane,
@@ -96,7 +78,7 @@ pub async fn run(
     (olm_bin, olm_crds): &(PathBuf, PathBuf),
     filter: Option<&str>,
 ) -> usize {
-    let mut report = Report::default();
+    let mut report = crate::SUITE.report();
     let c = Cluster {
         client: plane.client.clone(),
         settings: Settings {
@@ -114,32 +96,33 @@ pub async fn run(
     let setup = olm_installs(plane, node, olm_bin, olm_crds, &c).await;
     let (olm, _catalogs) = match setup {
         Ok(running) => {
-            report.check(CHECKS[0], started, &Ok(()));
+            report.check(CHECKS[0], started, Ok(()));
             running
         }
         Err(err) => {
-            report.check(CHECKS[0], started, &Err(err));
+            report.check(CHECKS[0], started, Err(err));
             return report.failures;
         }
     };
 
     let started = Instant::now();
     let result = move_to_olm_rs(plane, node, olm, &c).await;
-    report.check(CHECKS[1], started, &result);
-    if result.is_err() {
+    let failed = result.is_err();
+    report.check(CHECKS[1], started, result);
+    if failed {
         return report.failures;
     }
 
     let started = Instant::now();
     let result = upgrades_under_olm_rs(&c).await;
-    report.check(CHECKS[2], started, &result);
-    if result.is_err() || filter.is_some_and(|f| !CHECKS[3].contains(f)) {
+    let failed = result.is_err();
+    report.check(CHECKS[2], started, result);
+    if failed || filter.is_some_and(|f| !CHECKS[3].contains(f)) {
         return report.failures;
     }
 
     let started = Instant::now();
-    let result = back_to_olm(plane, olm_bin, &c).await;
-    report.check(CHECKS[3], started, &result);
+    report.check(CHECKS[3], started, back_to_olm(plane, olm_bin, &c).await);
     report.failures
 }
 

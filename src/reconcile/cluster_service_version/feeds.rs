@@ -21,8 +21,8 @@ use crate::reconcile::Context;
 use crate::reconcile::keys::NamespacedName;
 use crate::reconcile::work_queue::WorkQueue;
 
-use crate::k8s::discovery::ServedApis;
 use super::stores::{self, Stores, Trigger, managed, reflect, trigger_of};
+use crate::k8s::discovery::ServedApis;
 
 /// The stores, and a task per watched kind that queues the CSVs its changes concern.
 pub fn watch(

@@ -66,11 +66,7 @@ struct Shared {
 pub async fn run(ctx: Arc<Context>) {
     let queue = WorkQueue::with_backoff(BACKOFF);
     let (stores, feeds) = feeds::watch(&ctx, &queue);
-    let shared = Arc::new(Shared {
-        ctx,
-        stores,
-        queue,
-    });
+    let shared = Arc::new(Shared { ctx, stores, queue });
     let workers = {
         let shared = Arc::clone(&shared);
         async move {

@@ -42,11 +42,7 @@ pub async fn observe(
 /// Discovery for the group-versions the CSV's native APIs and required APIServices name.
 /// A group-version the server does not serve (404) is recorded as serving nothing; other
 /// failures are recorded as unknown.
-async fn discovery(
-    client: &Client,
-    cache: &ServedApis,
-    csv: &ClusterServiceVersion,
-) -> Discovery {
+async fn discovery(client: &Client, cache: &ServedApis, csv: &ClusterServiceVersion) -> Discovery {
     let mut wanted: BTreeSet<(String, String)> = csv
         .spec
         .native_apis
