@@ -9,11 +9,12 @@ use crate::certs::{CertSecretData, OLM_CA_HASH_ANNOTATION};
 use crate::csv::certs::resources::KUBE_SYSTEM;
 use crate::csv::certs::{CertObjects, SeenSecret};
 
+use super::created::CreatedWebhooks;
 use super::stores::Stores;
 
-/// The cert objects of namespace `ns` (and the cluster's webhook configurations and
-/// `kube-system` bindings) from the stores.
-pub fn observe_certs(stores: &Stores, ns: &str) -> CertObjects {
+/// The cert objects of namespace `ns` (and the cluster's webhook configurations, with those
+/// just created that the stores have not seen yet, and `kube-system` bindings) from the stores.
+pub fn observe_certs(stores: &Stores, created: &CreatedWebhooks, ns: &str) -> CertObjects {
     CertObjects {
         secrets: stores
             .secrets
@@ -30,8 +31,8 @@ pub fn observe_certs(stores: &Stores, ns: &str) -> CertObjects {
             })
             .collect(),
         services: stores.services.in_namespace(ns),
-        validating_webhooks: stores.validating_webhooks.all(),
-        mutating_webhooks: stores.mutating_webhooks.all(),
+        validating_webhooks: created.validating(stores.validating_webhooks.all()),
+        mutating_webhooks: created.mutating(stores.mutating_webhooks.all()),
         auth_reader_bindings: stores.role_bindings.in_namespace(KUBE_SYSTEM),
     }
 }

@@ -6,6 +6,7 @@
 //! (`k8s::effects`) and says when to look again (docs/csv-phases.md §1).
 
 mod certs;
+mod created;
 mod feeds;
 mod observe;
 mod stores;
@@ -57,7 +58,8 @@ impl crate::k8s::errors::ReconcileFailure for ReconcileError {
 struct Shared {
     ctx: Arc<Context>,
     stores: Stores,
-    /// Discovery answers kept between syncs (`observe`).
+    /// Webhook configurations created and not yet in the stores (`created.rs`).
+    created: created::CreatedWebhooks,
     /// The controller's queue: the feeds, hand-offs between CSVs and requeues add to it.
     queue: WorkQueue<NamespacedName>,
 }
@@ -66,7 +68,12 @@ struct Shared {
 pub async fn run(ctx: Arc<Context>) {
     let queue = WorkQueue::with_backoff(BACKOFF);
     let (stores, feeds) = feeds::watch(&ctx, &queue);
-    let shared = Arc::new(Shared { ctx, stores, queue });
+    let shared = Arc::new(Shared {
+        ctx,
+        stores,
+        created: created::CreatedWebhooks::default(),
+        queue,
+    });
     let workers = {
         let shared = Arc::clone(&shared);
         async move {

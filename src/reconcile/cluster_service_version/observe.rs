@@ -10,12 +10,14 @@ use crate::csv::identity::namespace;
 use crate::csv::{Discovery, DiscoveryFailed, Observed, ServerVersion};
 use crate::k8s::discovery::ServedApis;
 
+use super::created::CreatedWebhooks;
 use super::stores::Stores;
 
 pub async fn observe(
     client: &Client,
     stores: &Stores,
     cache: &ServedApis,
+    created: &CreatedWebhooks,
     csv: &ClusterServiceVersion,
 ) -> Observed {
     let ns = namespace(csv);
@@ -35,7 +37,7 @@ pub async fn observe(
         deployments: stores.deployments.in_namespace(ns),
         subscriptions: stores.subscriptions.in_namespace(ns),
         operator_conditions: stores.operator_conditions.in_namespace(ns),
-        certs: super::certs::observe_certs(stores, ns),
+        certs: super::certs::observe_certs(stores, created, ns),
     }
 }
 

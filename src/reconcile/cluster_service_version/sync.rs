@@ -35,7 +35,14 @@ pub async fn sync(shared: &Shared, key: &NamespacedName) -> Result<Next, Reconci
     let Some(csv) = stores.csvs.get(&key.namespace, &key.name) else {
         return Ok(Next::Done);
     };
-    let seen = observe::observe(&shared.ctx.client, stores, &shared.ctx.served_apis, &csv).await;
+    let seen = observe::observe(
+        &shared.ctx.client,
+        stores,
+        &shared.ctx.served_apis,
+        &shared.created,
+        &csv,
+    )
+    .await;
     if csv.metadata.deletion_timestamp.is_some() {
         return finalize_pass(shared, &csv, &seen).await;
     }
@@ -90,13 +97,18 @@ async fn write(
     };
     for one in &decided.writes {
         match perform(client, &one.write).await {
-            Ok(_) => {}
+            Ok(answer) => remember_created(shared, &one.write, answer),
             Err(err) if one.absent_ok && err.is_not_found() => {}
             Err(err) => return Err(err.into()),
         }
     }
     for one in &decided.install {
-        if let Err(err) = perform(client, &one.write).await {
+        let answer = perform(client, &one.write).await;
+        if let Ok(answer) = answer {
+            remember_created(shared, &one.write, answer);
+            continue;
+        }
+        if let Err(err) = answer {
             let text = err.to_string();
             let failure = if one.forbidden_is_final && err.failure() == ApiFailure::Forbidden {
                 InstallFailure::Forbidden(text)
@@ -107,6 +119,14 @@ async fn write(
         }
     }
     Ok((written, None))
+}
+
+/// A webhook configuration created from a `generateName` is seen by the next syncs even before
+/// the stores have it (`created.rs`).
+fn remember_created(shared: &Shared, write: &Write, answer: Option<kube::core::DynamicObject>) {
+    if let Write::Create { .. } = write {
+        shared.created.record(answer);
+    }
 }
 
 /// The ending's status, written at the version the CSV was last written at (a decision taken
