@@ -32,13 +32,7 @@ fn kinds(writes: &[Write]) -> Vec<String> {
     writes
         .iter()
         .map(|w| {
-            let verb = match w {
-                Write::Apply { .. } => "apply",
-                Write::Create { .. } => "create",
-                Write::Delete { .. } => "delete",
-                Write::MergePatch { .. } => "patch",
-                Write::Status { .. } => "status",
-            };
+            let verb = w.verb();
             format!("{verb} {}", w.key())
         })
         .collect()

@@ -34,11 +34,7 @@ fn shown(effects: &Effects) -> Vec<String> {
         .writes
         .iter()
         .map(|w| {
-            let verb = match w {
-                Write::Delete { .. } => "delete",
-                Write::MergePatch { .. } => "patch",
-                _ => "other",
-            };
+            let verb = w.verb();
             format!("{verb} {}", w.key())
         })
         .collect()

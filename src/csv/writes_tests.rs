@@ -9,13 +9,7 @@ fn shown(writes: &[ActionWrite]) -> Vec<String> {
     writes
         .iter()
         .map(|w| {
-            let verb = match &w.write {
-                Write::Apply { .. } => "apply",
-                Write::Create { .. } => "create",
-                Write::MergePatch { .. } => "patch",
-                Write::Status { .. } => "status",
-                Write::Delete { .. } => "delete",
-            };
+            let verb = w.write.verb();
             format!("{verb} {}", w.write.key())
         })
         .collect()

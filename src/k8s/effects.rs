@@ -163,6 +163,17 @@ impl Write {
         }
     }
 
+    /// What the write does, as tables and logs name it.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Write::Apply { .. } => "apply",
+            Write::Create { .. } => "create",
+            Write::MergePatch { .. } => "patch",
+            Write::Status { .. } => "status",
+            Write::Delete { .. } => "delete",
+        }
+    }
+
     /// The object written.
     pub fn key(&self) -> &ObjectKey {
         match self {

@@ -117,13 +117,7 @@ mod tests {
         writes
             .iter()
             .map(|w| {
-                let verb = match w {
-                    Write::Apply { .. } => "apply",
-                    Write::Create { .. } => "create",
-                    Write::MergePatch { .. } => "patch",
-                    Write::Status { .. } => "status",
-                    Write::Delete { .. } => "delete",
-                };
+                let verb = w.verb();
                 (verb, w.key().name.as_str())
             })
             .collect()
