@@ -469,5 +469,5 @@ fn address_registry_service(
 }
 
 #[cfg(test)]
-#[path = "decision_tests.rs"]
+#[path = "decision_tests/mod.rs"]
 mod tests;
