@@ -265,20 +265,41 @@ pub async fn running_version(c: &Cluster, namespace: &str) -> anyhow::Result<Opt
         .map(str::to_owned))
 }
 
-/// Records the phases every CSV of a namespace goes through, from a watch started before
-/// anything is installed (so no transition is missed).
+/// Records the phases every CSV of a namespace (or of every namespace) goes through, from a
+/// watch started before what is checked happens (so no transition is missed).
 pub struct PhaseRecorder {
+    /// (CSV key, phase), in the order seen: the key is the name for one namespace,
+    /// `namespace/name` for all.
     seen: Arc<Mutex<Vec<(String, String)>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl PhaseRecorder {
+    /// The CSVs of `namespace`, each known by its name.
     pub async fn start(c: &Cluster, namespace: &str) -> anyhow::Result<Self> {
-        let api: Api<DynamicObject> = c.api(&cluster::csvs(), namespace);
+        Self::watch(c.api(&cluster::csvs(), namespace), namespace, |_, name| {
+            name
+        })
+        .await
+    }
+
+    /// The CSVs of every namespace, each known as `namespace/name` (the takeover test's view;
+    /// the e2e journeys watch one namespace).
+    #[allow(dead_code)]
+    pub async fn everywhere(client: &kube::Client) -> anyhow::Result<Self> {
+        let api = Api::all_with(client.clone(), &cluster::csvs());
+        Self::watch(api, "all namespaces", |ns, name| format!("{ns}/{name}")).await
+    }
+
+    async fn watch(
+        api: Api<DynamicObject>,
+        scope: &str,
+        key: fn(String, String) -> String,
+    ) -> anyhow::Result<Self> {
         // Fail now, with a clear error, rather than inside the background task.
         api.list(&ListParams::default().limit(1))
             .await
-            .with_context(|| format!("listing CSVs in {namespace}"))?;
+            .with_context(|| format!("listing CSVs in {scope}"))?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&seen);
         let task = tokio::spawn(async move {
@@ -287,7 +308,10 @@ impl PhaseRecorder {
                 .boxed();
             while let Some(next) = objects.next().await {
                 let Ok(csv) = next else { continue };
-                let name = csv.metadata.name.clone().unwrap_or_default();
+                let name = key(
+                    csv.metadata.namespace.clone().unwrap_or_default(),
+                    csv.metadata.name.clone().unwrap_or_default(),
+                );
                 let phase = text(&csv, "/status/phase").to_owned();
                 if let Ok(mut seen) = sink.lock() {
                     seen.push((name, phase));
@@ -297,12 +321,14 @@ impl PhaseRecorder {
         Ok(Self { seen, task })
     }
 
-    /// The phases `csv` went through, in order, without repeats or the empty initial phase.
+    /// The phases `csv` went through, in order, without repeats or the empty phase of a CSV
+    /// just created (an empty phase later on, a status wiped, is kept).
     pub fn phases_of(&self, csv: &str) -> Vec<String> {
         let seen = self.seen.lock().map(|s| s.clone()).unwrap_or_default();
         let mut phases: Vec<String> = Vec::new();
         for (name, phase) in seen {
-            if name == csv && !phase.is_empty() && phases.last() != Some(&phase) {
+            let initial = phases.is_empty() && phase.is_empty();
+            if name == csv && !initial && phases.last() != Some(&phase) {
                 phases.push(phase);
             }
         }

@@ -35,7 +35,7 @@ use crate::audit;
 use crate::chart_install;
 use crate::cluster::{self, Cluster, ControllerAccess, Progress, Settings, field, text};
 use crate::fixtures::{self, DEPENDENT, V010, V020, V030};
-use crate::journeys::{wait_catalog_ready, wait_gone, wait_installed};
+use crate::journeys::{PhaseRecorder, wait_catalog_ready, wait_gone, wait_installed};
 use crate::own_namespace;
 use crate::real_control_plane::process::Process;
 use crate::real_control_plane::real_node::{NODE_IP, RealNode};
@@ -43,7 +43,7 @@ use crate::real_control_plane::real_olm::{self, RealOlm};
 use crate::real_control_plane::{ControlPlane, free_ports, images};
 use crate::snapshot::{self, Snapshot};
 use crate::waits::{
-    PhaseWatch, approve, wait_csv, wait_deployments_available, wait_plan_phase, wait_plan_waiting,
+    approve, wait_csv, wait_deployments_available, wait_plan_phase, wait_plan_waiting,
 };
 
 /// The checks, in the order they run (`--list` prints them).
@@ -289,7 +289,7 @@ async fn move_to_olm_rs(
     let before = snapshot::take(&c.client, &NAMESPACES).await?;
     own_namespace::ensure_compared(&before)?;
     let dry_run_problems = dry_run(plane, c, &before).await?;
-    let phases = PhaseWatch::start(&c.client).await?;
+    let phases = PhaseRecorder::everywhere(&c.client).await?;
     let mark = audit::mark(&plane.audit_log);
 
     let started = Instant::now();
@@ -513,7 +513,7 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
     })
     .await?;
     let before = snapshot::take(&c.client, &NAMESPACES).await?;
-    let phases = PhaseWatch::start(&c.client).await?;
+    let phases = PhaseRecorder::everywhere(&c.client).await?;
     let logs = plane.dir.join("back");
     std::fs::create_dir_all(&logs)?;
     let mut olm = RealOlm::start(plane, olm_bin, &logs).await?;

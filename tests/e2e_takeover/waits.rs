@@ -1,14 +1,9 @@
 //! What the takeover checks wait for and watch: InstallPlans waiting for approval and their
-//! phases, CSV phases (also every phase a CSV passes through, from a watch), Deployments
-//! available.
-
-use std::sync::{Arc, Mutex};
+//! phases, CSV phases, Deployments available. Every phase a CSV passes through is recorded by
+//! the journeys' `PhaseRecorder::everywhere`.
 
 use anyhow::Context as _;
-use futures::StreamExt as _;
-use kube::api::{Api, DynamicObject, ListParams};
-use kube_runtime::WatchStreamExt as _;
-use kube_runtime::watcher;
+use kube::api::ListParams;
 use serde_json::{Value, json};
 
 use crate::cluster::{self, Cluster, Progress, field, text};
@@ -118,55 +113,4 @@ pub async fn wait_deployments_available(c: &Cluster, namespaces: &[&str]) -> any
         })
     })
     .await
-}
-
-/// The phases every CSV passes through, from a watch on all namespaces.
-pub struct PhaseWatch {
-    seen: Arc<Mutex<Vec<(String, String)>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl PhaseWatch {
-    pub async fn start(client: &kube::Client) -> anyhow::Result<Self> {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster::csvs());
-        api.list(&ListParams::default().limit(1)).await?;
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&seen);
-        let task = tokio::spawn(async move {
-            let mut objects = watcher(api, watcher::Config::default())
-                .applied_objects()
-                .boxed();
-            while let Some(next) = objects.next().await {
-                let Ok(csv) = next else { continue };
-                let key = format!(
-                    "{}/{}",
-                    csv.metadata.namespace.clone().unwrap_or_default(),
-                    csv.metadata.name.clone().unwrap_or_default()
-                );
-                let phase = text(&csv, "/status/phase").to_owned();
-                if let Ok(mut seen) = sink.lock() {
-                    seen.push((key, phase));
-                }
-            }
-        });
-        Ok(Self { seen, task })
-    }
-
-    /// The phases `ns/name` went through, without repeats.
-    pub fn phases_of(&self, key: &str) -> Vec<String> {
-        let seen = self.seen.lock().map(|s| s.clone()).unwrap_or_default();
-        let mut phases: Vec<String> = Vec::new();
-        for (name, phase) in seen {
-            if name == key && phases.last() != Some(&phase) {
-                phases.push(phase);
-            }
-        }
-        phases
-    }
-}
-
-impl Drop for PhaseWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
