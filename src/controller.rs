@@ -95,6 +95,17 @@ pub async fn run(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let probe_addr = options.probe_addr;
     let metrics = Arc::new(Metrics::new());
+    // Said once, and kept in a metric an operator can alert on (docs/image-signatures.md §7).
+    let policy = &options.controller.bundle_images.image_policy;
+    metrics.set_image_policy_enforced(policy.enforced());
+    match policy.file() {
+        Some(file) => {
+            tracing::info!(policy = %file.display(), "in-process image pulls obey the image policy")
+        }
+        None => tracing::warn!(
+            "no image policy (--image-policy): every catalog and bundle image pulled in-process is accepted, as OLM does"
+        ),
+    }
     let probes = tokio::spawn(health::serve(
         probe_addr,
         health::router(readiness.clone()).merge(metrics::router(Arc::clone(&metrics))),

@@ -19,6 +19,7 @@ pub mod csv;
 pub mod dry_run;
 pub mod error_chain;
 pub mod health;
+pub mod image_policy;
 pub mod json_diff;
 pub mod k8s;
 pub mod leader_election;

@@ -123,6 +123,8 @@ pub mod bundle_lookup_reason {
     pub const REGISTRY_UNREACHABLE: &str = "RegistryUnreachable";
     pub const INVALID_BUNDLE_CONTENT: &str = "InvalidBundleContent";
     pub const IMAGE_BLOCKED: &str = "ImageBlocked";
+    /// The image policy refused the bundle image (docs/image-signatures.md §6).
+    pub const IMAGE_POLICY_REFUSED: &str = "ImagePolicyRefused";
     /// Anything else the pull reported.
     pub const PULL_FAILED: &str = "PullFailed";
 }

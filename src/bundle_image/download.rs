@@ -80,14 +80,14 @@ fn check_layers(
 }
 
 /// Collects a blob in memory, refusing more than `limit` bytes.
-struct CappedSink {
-    data: Vec<u8>,
+pub(super) struct CappedSink {
+    pub(super) data: Vec<u8>,
     limit: u64,
-    exceeded: bool,
+    pub(super) exceeded: bool,
 }
 
 impl CappedSink {
-    fn new(limit: u64) -> CappedSink {
+    pub(super) fn new(limit: u64) -> CappedSink {
         CappedSink {
             data: Vec::new(),
             limit,

@@ -89,6 +89,20 @@ pub enum PullError {
     /// catalog at all), or whose labelled directory is missing or empty.
     #[error("image {image} is not a file-based catalog image: {reason}")]
     NotACatalog { image: String, reason: String },
+    /// The image policy refuses the image (docs/image-signatures.md §6): nothing of it is
+    /// unpacked.
+    #[error("image {image} ({digest}) refused by image policy {policy}, scope {scope}: {reason}")]
+    Refused {
+        image: String,
+        digest: String,
+        /// The policy file.
+        policy: String,
+        /// The scope whose requirements applied (`transports.docker."quay.io/org"`, `default`).
+        scope: String,
+        /// Why, in one word (`NoSignature`, `WrongKey`, `IdentityMismatch`, `Rejected`, …).
+        kind: &'static str,
+        reason: String,
+    },
 }
 
 fn tried(secrets: &[String]) -> String {
@@ -127,7 +141,8 @@ impl PullError {
             | PullError::RegistryError { image, .. }
             | PullError::InvalidContent { image, .. }
             | PullError::Cache { image, .. }
-            | PullError::NotACatalog { image, .. } => image,
+            | PullError::NotACatalog { image, .. }
+            | PullError::Refused { image, .. } => image,
         }
     }
 
@@ -144,6 +159,7 @@ impl PullError {
             PullError::InvalidContent { .. } => "InvalidContent",
             PullError::Cache { .. } => "CacheError",
             PullError::NotACatalog { .. } => "NotACatalog",
+            PullError::Refused { .. } => "ImagePolicyRefused",
         }
     }
 }

@@ -20,6 +20,7 @@ mod layers;
 mod puller;
 mod reference;
 mod registries_conf;
+mod signatures;
 
 pub use bundle::PulledBundle;
 pub use cache::CacheStats;
@@ -36,3 +37,4 @@ pub use reference::{ImageName, ImageNameError};
 pub use registries_conf::{
     BlockedBy, PullSource, PullSourcesError, RegistriesConf, RegistriesConfError,
 };
+pub use signatures::{DEFAULT_REGISTRIES_D, ImagePolicyError, load_image_policy};

@@ -3,7 +3,7 @@
 //! mirrors `registries.conf` names, with anonymous access first and then each pull secret that
 //! has a login for the registry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,6 +24,8 @@ use super::error::{CaFileError, ConfigError, PullError};
 use super::layers::{LayerBlob, Limits, unpack_layers};
 use super::reference::ImageName;
 use super::registries_conf::{PullSource, PullSourcesError, RegistriesConf};
+use super::signatures;
+use crate::image_policy::ImagePolicy;
 
 /// The file podman and CRI-O read; used when it exists and no other is given.
 pub const DEFAULT_REGISTRIES_CONF: &str = "/etc/containers/registries.conf";
@@ -45,6 +47,8 @@ pub struct PullerConfig {
     pub connect_timeout: Duration,
     /// Longest wait for the next bytes of an answer.
     pub read_timeout: Duration,
+    /// What every pull obeys (docs/image-signatures.md); by default nothing is checked.
+    pub image_policy: Arc<ImagePolicy>,
 }
 
 impl Default for PullerConfig {
@@ -59,6 +63,7 @@ impl Default for PullerConfig {
             memory_cache_bytes: 128 * 1024 * 1024,
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
+            image_policy: Arc::new(ImagePolicy::accept_anything()),
         }
     }
 }
@@ -122,7 +127,12 @@ struct Inner {
     cache: BundleCache,
     /// One client per (login, plain HTTP or not): a client remembers one login per registry.
     clients: Mutex<HashMap<String, oci_client::Client>>,
+    /// (image as named, digest) pairs the policy accepted in this process: the cache serves
+    /// them; anything else is checked before it is used (the policy is fixed at start).
+    verified: Mutex<HashSet<(String, String)>>,
 }
+
+const MAX_VERIFIED: usize = 4096;
 
 const MAX_CLIENTS: usize = 64;
 
@@ -139,6 +149,7 @@ impl BundlePuller {
             config,
             cache,
             clients: Mutex::new(HashMap::new()),
+            verified: Mutex::new(HashSet::new()),
         }));
         // Fail now, not on the first pull, when the TLS setup is unusable.
         puller.client_for(None, false)?;
@@ -155,13 +166,94 @@ impl BundlePuller {
 
     /// From the memory LRU or the disk cache only, never the network. The disk cache is found
     /// by the reference's digest, so a tag reference is found only in memory.
+    ///
+    /// While a policy is enforced, only content it accepted in this process is served: a disk
+    /// cache written under another policy (or none) is checked again by a pull.
     pub fn cached(&self, image: &str) -> Option<Arc<PulledBundle>> {
         let image = image.trim();
-        if let Some(b) = self.0.cache.memory_get(image) {
-            return Some(b);
+        let hit = match self.0.cache.memory_get(image) {
+            Some(b) => b,
+            None => {
+                let name = ImageName::parse(image).ok()?;
+                let digest = name.digest()?;
+                if !self.accepted(image, digest) {
+                    return None;
+                }
+                self.0.cache.disk_get(image, digest)?
+            }
+        };
+        self.accepted(image, &hit.digest).then_some(hit)
+    }
+
+    /// Whether the policy lets `image` at `digest` be used without asking again: no policy,
+    /// or accepted in this process.
+    fn accepted(&self, image: &str, digest: &str) -> bool {
+        !self.0.config.image_policy.enforced()
+            || self
+                .0
+                .verified
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&(image.to_string(), digest.to_string()))
+    }
+
+    /// Checks `image` (as named) at `digest` against the policy, with the signatures from
+    /// `source` (docs/image-signatures.md §6). A refusal is never retried on another source.
+    async fn check_policy(
+        &self,
+        image: &str,
+        digest: &str,
+        source: &PullSource,
+        client: &oci_client::Client,
+        auth: &RegistryAuth,
+    ) -> Result<(), Failure> {
+        if self.accepted(image, digest) {
+            return Ok(());
         }
-        let name = ImageName::parse(image).ok()?;
-        self.0.cache.disk_get(image, name.digest()?)
+        let started = std::time::Instant::now();
+        let policy = &self.0.config.image_policy;
+        match signatures::check(policy, image, digest, source, client, auth).await {
+            Ok(scope) => {
+                if let Some(scope) = scope {
+                    tracing::info!(%image, %digest, %scope, elapsed_ms = started.elapsed().as_millis() as u64, "image accepted by the image policy");
+                    self.mark_accepted(image, digest);
+                }
+                Ok(())
+            }
+            Err(Failure::Other(e @ PullError::Refused { .. })) => {
+                tracing::warn!(%image, %digest, error = %e, "image refused by the image policy");
+                Err(Failure::Other(e))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn mark_accepted(&self, image: &str, digest: &str) {
+        let mut verified = self.0.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if verified.len() >= MAX_VERIFIED {
+            verified.clear();
+        }
+        verified.insert((image.to_string(), digest.to_string()));
+    }
+
+    /// Checks `image` (as named, a tag say) at `digest` (what it resolved to) against the
+    /// policy, before content of that digest is used from anywhere (docs/image-signatures.md
+    /// §6). `Ok` when no policy is enforced.
+    pub async fn verify(
+        &self,
+        image: &str,
+        digest: &str,
+        creds: &Credentials,
+    ) -> Result<(), PullError> {
+        let image = image.trim();
+        if self.accepted(image, digest) {
+            return Ok(());
+        }
+        let name = parse_name(image)?.with_digest(digest);
+        match self.attempt(image, &name, creds, Operation::Verify).await? {
+            Fetched::Verified => Ok(()),
+            other => Err(other.unexpected(image)),
+        }
     }
 
     /// Pulls (or takes from the cache) and renders the bundle image.
@@ -246,6 +338,7 @@ impl BundlePuller {
         for source in &sources {
             match self.attempt_source(image, source, creds, op).await {
                 Ok(b) => return Ok(b),
+                Err(e @ PullError::Refused { .. }) => return Err(e),
                 Err(e) => {
                     if source.mirror {
                         tracing::debug!(%image, mirror = %source.image, error = %e, "mirror failed; trying the next source");
@@ -389,7 +482,16 @@ impl BundlePuller {
                     .map(Fetched::Digest)
                     .map_err(|e| classify(image, &registry, "image manifest", e))
             }
+            Operation::Verify => {
+                let digest = source.image.digest().unwrap_or_default();
+                self.check_policy(image, digest, source, &client, &auth)
+                    .await
+                    .map(|()| Fetched::Verified)
+            }
             Operation::Catalog => {
+                let digest = source.image.digest().unwrap_or_default();
+                self.check_policy(image, digest, source, &client, &auth)
+                    .await?;
                 let limits = self.0.config.catalog_limits;
                 fetch_catalog(image, source, &client, &auth, &limits)
                     .await
@@ -413,6 +515,14 @@ impl BundlePuller {
             .await
             .map_err(|e| classify(e, "image manifest"))?;
         let reference_digest = source.image.digest().map(str::to_string).or(list_digest);
+        // Signatures sign what the reference names: the image index when there is one.
+        let signed = reference_digest.as_deref().unwrap_or(&manifest_digest);
+        self.check_policy(image, signed, source, client, auth)
+            .await?;
+        if self.0.config.image_policy.enforced() {
+            // The bundle is cached under its platform manifest's digest.
+            self.mark_accepted(image, &manifest_digest);
+        }
         if let Some(b) = self.0.cache.disk_get(image, &manifest_digest) {
             return Ok(b);
         }
@@ -475,12 +585,15 @@ enum Operation {
     Bundle,
     Digest,
     Catalog,
+    /// The image policy's check of a digest, nothing pulled but its signatures.
+    Verify,
 }
 
 enum Fetched {
     Bundle(Arc<PulledBundle>),
     Digest(String),
     Catalog(PulledCatalog),
+    Verified,
 }
 
 impl Fetched {
@@ -490,6 +603,7 @@ impl Fetched {
             Fetched::Bundle(_) => "a bundle",
             Fetched::Digest(_) => "a digest",
             Fetched::Catalog(_) => "a catalog",
+            Fetched::Verified => "a verdict",
         };
         PullError::Cache {
             image: image.to_string(),

@@ -187,7 +187,7 @@ pub fn decide_status(
             let text = format!("{message}{still}");
             status.reason = Some(CatalogSourceReason::RegistryServerError);
             status.message = Some(format!("couldn't serve catalog image - {text}"));
-            set_condition(
+            let changed = set_condition(
                 &mut conditions,
                 meta_condition(
                     CONTENT_CONDITION,
@@ -199,6 +199,11 @@ pub fn decide_status(
                 ),
                 &now,
             );
+            // A refusal by the image policy is a security event: said once per change, with
+            // the image, the scope and why (docs/image-signatures.md §6).
+            if changed && kind == IMAGE_POLICY_REFUSED {
+                events.push(ObjectEvent::warning(IMAGE_POLICY_REFUSED, text.clone()));
+            }
             requeue = if *transient {
                 RETRY_TRANSIENT
             } else {
@@ -292,7 +297,10 @@ pub fn cache_updates(
     match (served, outcome) {
         (Some(_), _) => updates.push(CacheUpdate::Ready),
         (None, Some(CheckOutcome::Failed { kind, message, .. })) => {
-            let reason = if kind == "InvalidCatalog" || kind == "NotACatalog" {
+            let reason = if kind == "InvalidCatalog"
+                || kind == "NotACatalog"
+                || kind == IMAGE_POLICY_REFUSED
+            {
                 Unhealthy::Invalid
             } else {
                 Unhealthy::Unreachable
@@ -311,6 +319,10 @@ pub fn cache_updates(
     }
     updates
 }
+
+/// The kind of a pull the image policy refused (`PullError::kind`), the condition's reason and
+/// the event's.
+pub const IMAGE_POLICY_REFUSED: &str = "ImagePolicyRefused";
 
 /// After a check: until the next poll, or the resync.
 fn next_wait(o: &Observed<'_>) -> Duration {

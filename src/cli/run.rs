@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use jiff::SignedDuration;
+use olm_rs::bundle_image::{DEFAULT_REGISTRIES_D, load_image_policy};
 use olm_rs::catalog_source::serving::ServingMode;
 use olm_rs::certs::ServiceName;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
@@ -73,6 +74,15 @@ pub struct RunArgs {
     /// HTTP), `blocked`. Default: /etc/containers/registries.conf when it exists.
     #[arg(long, env = "OLM_RS_REGISTRIES_CONFIG", value_name = "FILE")]
     pub registries_config: Option<PathBuf>,
+    /// containers-policy.json (the node's is /etc/containers/policy.json): every in-process
+    /// pull of a catalog or bundle image obeys it, sigstore signatures verified
+    /// (docs/image-signatures.md). Unset: every image is accepted, as OLM does.
+    #[arg(long, env = "OLM_RS_IMAGE_POLICY", value_name = "FILE")]
+    pub image_policy: Option<PathBuf>,
+    /// containers-registries.d directory: where signatures are (`use-sigstore-attachments`).
+    /// Default with --image-policy: /etc/containers/registries.d (none when missing).
+    #[arg(long, env = "OLM_RS_REGISTRIES_D", value_name = "DIR")]
+    pub registries_d: Option<PathBuf>,
     /// Extra PEM CA certificates trusted for image registries.
     #[arg(long, env = "OLM_RS_REGISTRY_CA_FILE", value_name = "FILE")]
     pub registry_ca_file: Option<PathBuf>,
@@ -158,12 +168,20 @@ impl RunArgs {
             let default = PathBuf::from(DEFAULT_REGISTRIES_CONFIG);
             default.exists().then_some(default)
         });
+        // An invalid policy stops the controller here: never a silent accept-anything.
+        let registries_d = self
+            .registries_d
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_REGISTRIES_D));
+        let image_policy = load_image_policy(self.image_policy.as_deref(), Some(&registries_d))
+            .context("--image-policy")?;
         let options = BundleImageOptions {
             registries_config,
             registry_ca_file: self.registry_ca_file.clone(),
             cache_dir: self.bundle_cache_dir.clone(),
             pull_secrets: self.pull_secrets.clone(),
             unpack_timeout: self.bundle_unpack_timeout,
+            image_policy: std::sync::Arc::new(image_policy),
         };
         if let Some(error) = BundleImages::new(options.clone()).config_error() {
             anyhow::bail!("bundle image settings: {error}");

@@ -153,6 +153,7 @@ pub struct Metrics {
     reconcile_duration: HistogramFamily<ReconcileLabels>,
     reconcile_errors: Family<ReconcileErrorLabels, Counter>,
     leader: Family<LeaderLabels, Gauge>,
+    image_policy_enforced: Gauge,
     last: Mutex<LastSeries>,
 }
 
@@ -194,6 +195,7 @@ impl Metrics {
             Family::new_with_constructor(duration_histogram);
         let reconcile_errors = Family::default();
         let leader = Family::default();
+        let image_policy_enforced = Gauge::default();
 
         // Help texts are OLM's where the metric is OLM's.
         registry.register(
@@ -272,6 +274,12 @@ impl Metrics {
             "1 while this replica holds the leader Lease, 0 while it stands by",
             leader.clone(),
         );
+        registry.register(
+            "olm_rs_image_policy_enforced",
+            "1 while in-process image pulls obey an image policy (--image-policy), 0 while \
+             every image is accepted as OLM does",
+            image_policy_enforced.clone(),
+        );
 
         Self {
             registry,
@@ -290,8 +298,14 @@ impl Metrics {
             reconcile_duration,
             reconcile_errors,
             leader,
+            image_policy_enforced,
             last: Mutex::new(LastSeries::default()),
         }
+    }
+
+    /// `olm_rs_image_policy_enforced`: set once at start (docs/image-signatures.md §7).
+    pub fn set_image_policy_enforced(&self, enforced: bool) {
+        self.image_policy_enforced.set(i64::from(enforced));
     }
 
     /// The OpenMetrics text exposition of every metric.

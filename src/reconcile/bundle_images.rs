@@ -20,6 +20,7 @@ use crate::api::install_plan::bundle_lookup_reason as reason;
 use crate::bundle_image::{
     BundlePuller, ConfigError, Credentials, PullError, PulledBundle, PullerConfig,
 };
+use crate::image_policy::ImagePolicy;
 use crate::plan::CatalogRef;
 use crate::plan::unpack::{DEFAULT_UNPACK_TIMEOUT, PullFailure};
 
@@ -69,6 +70,9 @@ pub struct BundleImageOptions {
     pub pull_secrets: Vec<SecretRef>,
     /// `--bundle-unpack-timeout` (zero: no deadline).
     pub unpack_timeout: Duration,
+    /// `--image-policy` and `--registries-d`, read: what every in-process pull obeys
+    /// (docs/image-signatures.md); by default nothing is checked, as in OLM.
+    pub image_policy: Arc<ImagePolicy>,
 }
 
 impl Default for BundleImageOptions {
@@ -79,6 +83,7 @@ impl Default for BundleImageOptions {
             cache_dir: None,
             pull_secrets: Vec::new(),
             unpack_timeout: DEFAULT_UNPACK_TIMEOUT,
+            image_policy: Arc::new(ImagePolicy::accept_anything()),
         }
     }
 }
@@ -100,6 +105,10 @@ impl BundleImages {
             options.registry_ca_file.as_deref(),
             options.cache_dir.clone(),
         )
+        .map(|config| PullerConfig {
+            image_policy: Arc::clone(&options.image_policy),
+            ..config
+        })
         .and_then(BundlePuller::new)
         .map_err(Arc::new);
         BundleImages { puller, options }
@@ -269,10 +278,14 @@ pub fn classify(image: &str, error: &PullError) -> PullFailure {
         PullError::TimedOut { .. } => reason::REGISTRY_UNREACHABLE,
         PullError::InvalidContent { .. } => reason::INVALID_BUNDLE_CONTENT,
         PullError::Blocked { .. } => reason::IMAGE_BLOCKED,
+        PullError::Refused { .. } => reason::IMAGE_POLICY_REFUSED,
         _ => reason::PULL_FAILED,
     };
     let text = error.to_string();
-    let message = if text.contains(image) {
+    let message = if matches!(error, PullError::Refused { .. }) {
+        // OLM's words for a bundle that cannot be unpacked, then why.
+        format!("bundle unpacking failed: {text}")
+    } else if text.contains(image) {
         text
     } else {
         format!("bundle image {image}: {text}")
@@ -345,5 +358,27 @@ mod tests {
             },
         );
         assert_eq!(blocked.reason, reason::IMAGE_BLOCKED);
+        let refused = classify(
+            image,
+            &PullError::Refused {
+                image: image.into(),
+                digest: "sha256:ab".into(),
+                policy: "/etc/containers/policy.json".into(),
+                scope: "default".into(),
+                kind: "WrongKey",
+                reason: "no signature accepted: wrong key".into(),
+            },
+        );
+        assert_eq!(refused.reason, reason::IMAGE_POLICY_REFUSED);
+        assert!(!refused.transient);
+        assert!(
+            refused
+                .message
+                .starts_with("bundle unpacking failed: image ")
+                && refused.message.contains("scope default")
+                && refused.message.contains("wrong key"),
+            "{}",
+            refused.message
+        );
     }
 }

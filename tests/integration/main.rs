@@ -19,6 +19,7 @@ mod image_registry;
 mod images;
 mod og_support;
 mod registry_support;
+mod signature_support;
 mod subscription_support;
 
 mod apiserver_catalog_crds;
@@ -53,6 +54,7 @@ mod csv_webhook_validation;
 mod csv_with_operator_groups;
 mod examples_catalog;
 mod fidelity;
+mod image_signatures;
 mod install_plan_controller;
 mod install_plan_crd_updates;
 mod install_plan_execution;

@@ -227,6 +227,16 @@ async fn check(
     {
         return (CheckOutcome::Unchanged, state.served.clone(), None);
     }
+    // A new digest (or the first) is checked against the image policy before its content is
+    // used from anywhere, the disk cache included; refused, the last good content keeps
+    // serving (docs/image-signatures.md §6).
+    if let Err(e) = puller.verify(&image_ref, &digest, &read.credentials).await {
+        return (
+            with_secrets(&ImageCatalogError::from(e)),
+            state.served.clone(),
+            None,
+        );
+    }
     let started = std::time::Instant::now();
     match store
         .content(puller, &image_ref, &digest, &read.credentials)

@@ -49,6 +49,8 @@ pub struct Setup {
     pub catalog_cache_dir: Option<std::path::PathBuf>,
     /// registries.conf for image pulls (marks a test registry as plain HTTP).
     pub registries_conf: Option<std::path::PathBuf>,
+    /// The image policy in-process pulls obey (default: none, anything accepted).
+    pub image_policy: Option<std::sync::Arc<olm_rs::image_policy::ImagePolicy>>,
 }
 
 pub async fn start(setup: Setup) -> Harness {
@@ -103,6 +105,7 @@ pub async fn start(setup: Setup) -> Harness {
         catalog_sources,
         bundle_images: BundleImageOptions {
             registries_config: setup.registries_conf,
+            image_policy: setup.image_policy.unwrap_or_default(),
             ..BundleImageOptions::default()
         },
         ..ControllerOptions::default()

@@ -1,0 +1,428 @@
+//! Image signatures for real (docs/image-signatures.md §8): skopeo makes the keys and signs a
+//! catalog image (the real v4.20 file-based catalog) into a `docker-registry` as sigstore
+//! attachments; for each case — right key, other key, unsigned, a `reject` scope, a re-tag
+//! into another repository under each identity rule, attachments off — `skopeo copy --policy`
+//! and olm-rs decide on the same image with the same policy and registries.d, and must agree.
+//! A refused image is never unpacked, and a refused bundle pull names the scope and the reason.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use olm_rs::bundle_image::{BundlePuller, Credentials, PullError, PullerConfig, load_image_policy};
+
+use crate::registry_support::{Kind, TestRegistry, files_of};
+use crate::signature_support::{Skopeo, SkopeoVerdict};
+
+struct World {
+    registry: TestRegistry,
+    skopeo: Skopeo,
+    dir: tempfile::TempDir,
+    conf: PathBuf,
+    /// registries.d with attachments on for the registry, and an empty one.
+    attachments_on: PathBuf,
+    attachments_off: PathBuf,
+    ours: PathBuf,
+    theirs: PathBuf,
+    /// The manifest digest of the catalog image (every copy keeps it).
+    digest: String,
+}
+
+impl World {
+    async fn start() -> Option<World> {
+        let skopeo = Skopeo::find()?;
+        let registry = TestRegistry::start(Kind::Plain)?;
+        let dir = tempfile::tempdir().unwrap();
+        let (conf, _) = registry.write_client_files(dir.path());
+        let attachments_on = dir.path().join("registries.d");
+        std::fs::create_dir_all(&attachments_on).unwrap();
+        std::fs::write(
+            attachments_on.join("test.yaml"),
+            format!(
+                "docker:\n  {}:\n    use-sigstore-attachments: true\n",
+                registry.host()
+            ),
+        )
+        .unwrap();
+        let attachments_off = dir.path().join("registries-off.d");
+        std::fs::create_dir_all(&attachments_off).unwrap();
+        let ours = skopeo.generate_key(&dir.path().join("ours"));
+        let theirs = skopeo.generate_key(&dir.path().join("theirs"));
+        let fbc = files_of(&crate::common::fbc_v420());
+        let (source, digest) = registry
+            .push_catalog("src/catalog", "v4.20", &fbc, true)
+            .await;
+        let host = registry.host();
+        let on = &attachments_on;
+        skopeo.copy(
+            on,
+            &source,
+            &format!("{host}/olm/catalog:v4.20"),
+            Some(&dir.path().join("ours")),
+        );
+        skopeo.copy(on, &source, &format!("{host}/olm/unsigned:v4.20"), None);
+        // A re-tag into another repository: the signature travels, naming olm/catalog.
+        skopeo.copy(
+            on,
+            &format!("{host}/olm/catalog:v4.20"),
+            &format!("{host}/mirror/catalog:v4.20"),
+            None,
+        );
+        Some(World {
+            registry,
+            skopeo,
+            dir,
+            conf,
+            attachments_on,
+            attachments_off,
+            ours,
+            theirs,
+            digest,
+        })
+    }
+
+    fn host(&self) -> String {
+        self.registry.host()
+    }
+
+    fn write_policy(&self, name: &str, json: &serde_json::Value) -> PathBuf {
+        let p = self.dir.path().join(format!("{name}.json"));
+        std::fs::write(&p, serde_json::to_vec_pretty(json).unwrap()).unwrap();
+        p
+    }
+
+    fn puller(&self, policy: Option<&Path>, registries_d: &Path) -> BundlePuller {
+        let image_policy = load_image_policy(policy, Some(registries_d)).unwrap();
+        let config = PullerConfig::from_files(Some(&self.conf), None, None).unwrap();
+        BundlePuller::new(PullerConfig {
+            image_policy: std::sync::Arc::new(image_policy),
+            ..config
+        })
+        .unwrap()
+    }
+
+    /// olm-rs's verdict: the digest a tag resolves to, then the policy's check of it.
+    async fn olm_rs_verdict(
+        &self,
+        policy: &Path,
+        registries_d: &Path,
+        image: &str,
+    ) -> Result<(), (String, String)> {
+        let puller = self.puller(Some(policy), registries_d);
+        let creds = Credentials::anonymous();
+        let digest = puller.digest(image, &creds).await.unwrap();
+        assert_eq!(digest, self.digest, "{image}");
+        match puller.verify(image, &digest, &creds).await {
+            Ok(()) => Ok(()),
+            Err(PullError::Refused {
+                kind,
+                reason,
+                scope,
+                ..
+            }) => Err((kind.to_string(), format!("{scope}: {reason}"))),
+            Err(other) => panic!("{image}: not a verdict: {other}"),
+        }
+    }
+}
+
+fn sigstore(key: &Path, identity: Option<serde_json::Value>) -> serde_json::Value {
+    let mut req = serde_json::json!({"type": "sigstoreSigned", "keyPath": key});
+    if let Some(id) = identity {
+        req["signedIdentity"] = id;
+    }
+    req
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skopeo_and_olm_rs_agree_on_every_signature_case() {
+    let Some(w) = World::start().await else {
+        return;
+    };
+    let host = w.host();
+    let signed = format!("{host}/olm/catalog:v4.20");
+    let by_digest = format!("{host}/olm/catalog@{}", w.digest);
+    let unsigned = format!("{host}/olm/unsigned:v4.20");
+    let retagged = format!("{host}/mirror/catalog:v4.20");
+    let only = |req: serde_json::Value| serde_json::json!({"default": [{"type": "reject"}], "transports": {"docker": {host.clone(): [req]}}});
+    let pem_b64 = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&w.ours).unwrap());
+    let on = w.attachments_on.clone();
+    let off = w.attachments_off.clone();
+    #[rustfmt::skip]
+    let cases: Vec<(&str, &str, serde_json::Value, &Path, Option<&str>)> = vec![
+        ("signed, right key", &signed, only(sigstore(&w.ours, None)), &on, None),
+        ("signed, by digest", &by_digest, only(sigstore(&w.ours, None)), &on, None),
+        ("signed, right key as keyData", &signed, only(serde_json::json!({"type": "sigstoreSigned", "keyData": pem_b64})), &on, None),
+        ("signed, other key", &signed, only(sigstore(&w.theirs, None)), &on, Some("WrongKey")),
+        ("unsigned", &unsigned, only(sigstore(&w.ours, None)), &on, Some("NoSignature")),
+        ("signed, attachments off in registries.d", &signed, only(sigstore(&w.ours, None)), &off, Some("NoSignature")),
+        ("signed, reject scope", &signed,
+            serde_json::json!({"default": [{"type": "insecureAcceptAnything"}], "transports": {"docker": {format!("{host}/olm"): [{"type": "reject"}]}}}),
+            &on, Some("Rejected")),
+        ("unsigned, a more specific scope accepts it", &unsigned,
+            serde_json::json!({"default": [{"type": "reject"}], "transports": {"docker": {
+                host.clone(): [sigstore(&w.ours, None)],
+                format!("{host}/olm/unsigned"): [{"type": "insecureAcceptAnything"}]}}}),
+            &on, None),
+        ("re-tagged, matchRepoDigestOrExact", &retagged, only(sigstore(&w.ours, None)), &on, Some("IdentityMismatch")),
+        ("re-tagged, matchRepository", &retagged, only(sigstore(&w.ours, Some(serde_json::json!({"type": "matchRepository"})))), &on, Some("IdentityMismatch")),
+        ("re-tagged, exactRepository of the origin", &retagged,
+            only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactRepository", "dockerRepository": format!("{host}/olm/catalog")})))), &on, None),
+        ("re-tagged, remapIdentity to the origin", &retagged,
+            only(sigstore(&w.ours, Some(serde_json::json!({"type": "remapIdentity", "prefix": format!("{host}/mirror"), "signedPrefix": format!("{host}/olm")})))), &on, None),
+        ("signed, exactReference naming another tag", &signed,
+            only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactReference", "dockerReference": format!("{host}/olm/catalog:other")})))), &on, Some("IdentityMismatch")),
+    ];
+    let mut table = Vec::new();
+    for (i, (name, image, policy, registries_d, want)) in cases.into_iter().enumerate() {
+        let file = w.write_policy(&format!("policy-{i}"), &policy);
+        let skopeo = w.skopeo.verdict(&file, registries_d, image);
+        let ours = w.olm_rs_verdict(&file, registries_d, image).await;
+        match (&skopeo, &ours, want) {
+            (SkopeoVerdict::Accepted, Ok(()), None) => {}
+            (SkopeoVerdict::Refused(words), Err((kind, _)), Some(w)) if kind == w => {
+                assert!(
+                    words.contains("rejected"),
+                    "{name}: skopeo failed for another reason: {words}"
+                );
+            }
+            _ => panic!("{name} ({image}): skopeo {skopeo:?}, olm-rs {ours:?}, expected {want:?}"),
+        }
+        table.push(format!(
+            "{name}: {}",
+            match &ours {
+                Ok(()) => "accepted".to_string(),
+                Err((k, why)) => format!("refused {k} ({why})"),
+            }
+        ));
+    }
+    eprintln!("skopeo and olm-rs agree:\n  {}", table.join("\n  "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured() {
+    let Some(w) = World::start().await else {
+        return;
+    };
+    let host = w.host();
+    let creds = Credentials::anonymous();
+    let policy = w.write_policy(
+        "policy",
+        &serde_json::json!({"default": [{"type": "reject"}], "transports": {"docker": {host.clone(): [sigstore(&w.ours, None)]}}}),
+    );
+    let unsigned = format!("{host}/olm/unsigned:v4.20");
+    let signed = format!("{host}/olm/catalog:v4.20");
+
+    // A catalog pull of the unsigned image is refused before any layer is fetched.
+    let puller = w.puller(Some(&policy), &w.attachments_on);
+    let e = puller
+        .pull_catalog(&unsigned, &w.digest, &creds)
+        .await
+        .unwrap_err();
+    let PullError::Refused { kind, scope, .. } = &e else {
+        panic!("{e}");
+    };
+    assert_eq!(
+        (*kind, scope.as_str()),
+        (
+            "NoSignature",
+            format!("transports.docker.{host:?}").as_str()
+        )
+    );
+    assert!(
+        e.to_string().contains(&unsigned) && e.to_string().contains("no signature"),
+        "{e}"
+    );
+    // A bundle pull is checked the same way (tag resolved to its digest, then the check).
+    let e = puller.pull(&unsigned, &creds).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PullError::Refused {
+                kind: "NoSignature",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        puller.stats().downloads,
+        0,
+        "nothing of a refused image was downloaded"
+    );
+    // The signed one is pulled and unpacked.
+    let pulled = puller
+        .pull_catalog(&signed, &w.digest, &creds)
+        .await
+        .unwrap();
+    assert!(!pulled.files.is_empty());
+
+    // Figures: the check's cost (one manifest and one blob fetch, one ECDSA check) against
+    // resolving the tag and pulling the catalog, each on a fresh puller, median of 7.
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (mut resolve, mut check, mut pull) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..7 {
+        let p = w.puller(Some(&policy), &w.attachments_on);
+        let t = Instant::now();
+        let digest = p.digest(&signed, &creds).await.unwrap();
+        resolve.push(t.elapsed());
+        let t = Instant::now();
+        p.verify(&signed, &digest, &creds).await.unwrap();
+        check.push(t.elapsed());
+        let open = w.puller(None, &w.attachments_on);
+        let t = Instant::now();
+        open.pull_catalog(&signed, &digest, &creds).await.unwrap();
+        pull.push(t.elapsed());
+    }
+    let (resolve, check, pull) = (median(resolve), median(check), median(pull));
+    eprintln!(
+        "FIGURES image policy on the v4.20 catalog image ({} files): tag→digest {resolve:?}, signature check {check:?}, catalog pull {pull:?} ({:.1}% added by the check)",
+        pulled.files.len(),
+        100.0 * check.as_secs_f64() / pull.as_secs_f64()
+    );
+}
+
+/// The content condition of a CatalogSource: (status, reason, message).
+fn content_condition(cs: &olm_rs::api::CatalogSource) -> Option<(String, String, String)> {
+    cs.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == olm_rs::catalog_source::image::CONTENT_CONDITION)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_unsigned_digest() {
+    use crate::catalog_source_common::*;
+    use jiff::SignedDuration;
+    use k8s_openapi::api::events::v1::Event;
+    use kube::api::{Api, ListParams, Patch, PatchParams};
+    use olm_rs::api::CatalogSource;
+    use olm_rs::registry::cache::CatalogRef;
+
+    let Some(w) = World::start().await else {
+        return;
+    };
+    let host = w.host();
+    let policy = w.write_policy(
+        "policy",
+        &serde_json::json!({"default": [{"type": "reject"}], "transports": {"docker": {host.clone(): [sigstore(&w.ours, None)]}}}),
+    );
+    let image_policy = load_image_policy(Some(&policy), Some(&w.attachments_on)).unwrap();
+    let h = start(Setup {
+        manual_clock: true,
+        registries_conf: Some(w.conf.clone()),
+        image_policy: Some(std::sync::Arc::new(image_policy)),
+        ..Setup::default()
+    })
+    .await;
+    let clock = h.clock.clone().unwrap();
+    let signed = format!("{host}/olm/catalog:v4.20");
+    let unsigned = format!("{host}/olm/unsigned:v4.20");
+    for (name, image) in [("signed", &signed), ("unsigned", &unsigned)] {
+        create(
+            &h,
+            &catalog_source(
+                "team-a",
+                name,
+                serde_json::json!({"sourceType": "grpc", "image": image,
+                    "updateStrategy": {"registryPoll": {"interval": "10m"}}}),
+            ),
+        )
+        .await;
+    }
+    let digest = w.digest.clone();
+    status_where(&h, "team-a", "signed", "signed catalog served", |s| {
+        state_of(s).as_deref() == Some("READY")
+            && s.conditions
+                .iter()
+                .flatten()
+                .any(|c| c.status == "True" && c.message.contains(&digest))
+    })
+    .await;
+    let key = CatalogRef::new("team-a", "signed");
+    let served = h.ctx.catalogs.get(&key).unwrap().index.unwrap();
+    assert!(!served.packages().is_empty());
+    let refused = status_where(&h, "team-a", "unsigned", "unsigned catalog refused", |s| {
+        s.conditions
+            .iter()
+            .flatten()
+            .any(|c| c.reason == "ImagePolicyRefused")
+    })
+    .await;
+    let (status, _, message) = content_condition(&refused).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains(&unsigned)
+            && message.contains(&format!("transports.docker.{host:?}"))
+            && message.contains("no signature"),
+        "{message}"
+    );
+    assert!(
+        h.ctx
+            .catalogs
+            .get(&CatalogRef::new("team-a", "unsigned"))
+            .and_then(|c| c.index)
+            .is_none()
+    );
+    let events: Api<Event> = Api::namespaced(h.client.clone(), "team-a");
+    eventually("a warning event names the refusal", || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("ImagePolicyRefused")
+                    && e.note.as_deref().is_some_and(|n| n.contains(&unsigned))
+            })
+    })
+    .await;
+
+    // The tag moves to content nobody signed: refused at the poll, the signed content stays.
+    let (_, moved) = w
+        .registry
+        .push_catalog(
+            "olm/catalog",
+            "v4.20",
+            &files_of(&crate::common::fbc_v420())[..3],
+            true,
+        )
+        .await;
+    assert_ne!(moved, w.digest);
+    clock.advance(SignedDuration::from_mins(11));
+    let api: Api<CatalogSource> = Api::namespaced(h.client.clone(), "team-a");
+    api.patch(
+        "signed",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"metadata": {"labels": {"nudge": "1"}}})),
+    )
+    .await
+    .unwrap();
+    let cs = status_where(&h, "team-a", "signed", "new digest refused", |s| {
+        s.conditions
+            .iter()
+            .flatten()
+            .any(|c| c.reason == "ImagePolicyRefused")
+    })
+    .await;
+    let (_, _, message) = content_condition(&cs).unwrap();
+    assert!(
+        message.contains(&moved)
+            && message.contains(&format!("still serving {signed}@{}", w.digest)),
+        "{message}"
+    );
+    assert_eq!(
+        state_of(cs.status.as_ref().unwrap()).as_deref(),
+        Some("READY")
+    );
+    assert!(
+        std::sync::Arc::ptr_eq(&served, &h.ctx.catalogs.get(&key).unwrap().index.unwrap()),
+        "the last good content keeps serving"
+    );
+}
