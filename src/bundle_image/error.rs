@@ -91,18 +91,24 @@ pub enum PullError {
     NotACatalog { image: String, reason: String },
     /// The image policy refuses the image (docs/image-signatures.md §6): nothing of it is
     /// unpacked.
-    #[error("image {image} ({digest}) refused by image policy {policy}, scope {scope}: {reason}")]
-    Refused {
-        image: String,
-        digest: String,
-        /// The policy file.
-        policy: String,
-        /// The scope whose requirements applied (`transports.docker."quay.io/org"`, `default`).
-        scope: String,
-        /// Why, in one word (`NoSignature`, `WrongKey`, `IdentityMismatch`, `Rejected`, …).
-        kind: &'static str,
-        reason: String,
-    },
+    #[error(transparent)]
+    Refused(Box<PolicyRefusal>),
+}
+
+/// An image the policy refused: the image, its digest, the policy file, the scope that applied
+/// and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("image {image} ({digest}) refused by image policy {policy}, scope {scope}: {reason}")]
+pub struct PolicyRefusal {
+    pub image: String,
+    pub digest: String,
+    /// The policy file.
+    pub policy: String,
+    /// The scope whose requirements applied (`transports.docker."quay.io/org"`, `default`).
+    pub scope: String,
+    /// Why, in one word (`NoSignature`, `WrongKey`, `IdentityMismatch`, `Rejected`, …).
+    pub kind: &'static str,
+    pub reason: String,
 }
 
 fn tried(secrets: &[String]) -> String {
@@ -141,8 +147,8 @@ impl PullError {
             | PullError::RegistryError { image, .. }
             | PullError::InvalidContent { image, .. }
             | PullError::Cache { image, .. }
-            | PullError::NotACatalog { image, .. }
-            | PullError::Refused { image, .. } => image,
+            | PullError::NotACatalog { image, .. } => image,
+            PullError::Refused(r) => &r.image,
         }
     }
 
@@ -159,7 +165,7 @@ impl PullError {
             PullError::InvalidContent { .. } => "InvalidContent",
             PullError::Cache { .. } => "CacheError",
             PullError::NotACatalog { .. } => "NotACatalog",
-            PullError::Refused { .. } => "ImagePolicyRefused",
+            PullError::Refused(_) => "ImagePolicyRefused",
         }
     }
 }

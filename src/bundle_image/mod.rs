@@ -27,7 +27,7 @@ pub use cache::CacheStats;
 pub use cache::digest_dir;
 pub use catalog_image::{CATALOG_CONFIGS_LABEL, PulledCatalog, catalog_dir_of};
 pub use credentials::{Credentials, CredentialsError, RegistryLogin};
-pub use error::{CaFileError, ConfigError, PullError};
+pub use error::{CaFileError, ConfigError, PolicyRefusal, PullError};
 pub use layers::{
     LayerBlob, LayerError, Limits, UnpackedFiles, label_dir, unpack_layers, unpack_layers_under,
     write_files,

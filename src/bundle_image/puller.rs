@@ -220,7 +220,7 @@ impl BundlePuller {
                 }
                 Ok(())
             }
-            Err(Failure::Other(e @ PullError::Refused { .. })) => {
+            Err(Failure::Other(e @ PullError::Refused(_))) => {
                 tracing::warn!(%image, %digest, error = %e, "image refused by the image policy");
                 Err(Failure::Other(e))
             }
@@ -338,7 +338,7 @@ impl BundlePuller {
         for source in &sources {
             match self.attempt_source(image, source, creds, op).await {
                 Ok(b) => return Ok(b),
-                Err(e @ PullError::Refused { .. }) => return Err(e),
+                Err(e @ PullError::Refused(_)) => return Err(e),
                 Err(e) => {
                     if source.mirror {
                         tracing::debug!(%image, mirror = %source.image, error = %e, "mirror failed; trying the next source");

@@ -17,7 +17,7 @@ use crate::image_policy::{
 
 use super::classify::{Failure, classify};
 use super::download::CappedSink;
-use super::error::PullError;
+use super::error::{PolicyRefusal, PullError};
 use super::registries_conf::PullSource;
 
 /// The directory podman, skopeo and CRI-O read.
@@ -109,7 +109,7 @@ pub(super) async fn check(
         return Ok(None);
     }
     let refused = |scope: String, reason: String, kind: &'static str| {
-        Failure::Other(PullError::Refused {
+        Failure::Other(PullError::Refused(Box::new(PolicyRefusal {
             image: image.to_string(),
             digest: digest.to_string(),
             policy: policy
@@ -119,7 +119,7 @@ pub(super) async fn check(
             scope,
             kind,
             reason,
-        })
+        })))
     };
     // A reference the policy cannot read is refused: failing closed.
     let intended = DockerRef::parse(image)

@@ -21,8 +21,8 @@ pub use policy::{Policy, PolicyError, ReadFile, Requirement, Scope};
 pub use reference::{DockerRef, DockerRefError};
 pub use registries_d::{Attachments, RegistriesD, RegistriesDError};
 pub use sigstore::{
-    Claims, PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, UntrustedSignature, attachment_tag,
-    parse_payload, payload_for,
+    Claims, PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, SignatureFormatError, UntrustedSignature,
+    attachment_tag, parse_payload, payload_for,
 };
 pub use verdict::{Refusal, SignatureProblem, Signatures, evaluate, needs_signatures};
 

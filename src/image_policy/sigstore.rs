@@ -39,79 +39,117 @@ pub struct Claims {
     pub docker_reference: String,
 }
 
+/// Why a signature cannot even be checked: its layer or payload is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureFormatError {
+    #[error("payload is not JSON: {0}")]
+    NotJson(String),
+    #[error("{at} is not an object")]
+    NotObject { at: &'static str },
+    #[error("{at} has an unknown field {field:?}")]
+    UnknownField { at: &'static str, field: String },
+    #[error("{at}.{field} is missing")]
+    Missing {
+        at: &'static str,
+        field: &'static str,
+    },
+    #[error("{at}.{field} is not a string")]
+    NotString {
+        at: &'static str,
+        field: &'static str,
+    },
+    #[error("critical.type is {0:?}, not {SIGNATURE_TYPE:?}")]
+    WrongType(String),
+    #[error("critical.image.docker-manifest-digest {0:?} is not a digest")]
+    BadDigest(String),
+    #[error("the layer has no {SIGNATURE_ANNOTATION} annotation")]
+    NoAnnotation,
+    #[error("the signature is not base64: {0}")]
+    NotBase64(#[from] base64::DecodeError),
+}
+
 /// Reads a payload as containers/image does: `critical` with exactly `type`, `image`
 /// (exactly `docker-manifest-digest`) and `identity` (exactly `docker-reference`);
 /// `optional` free.
-pub fn parse_payload(payload: &[u8]) -> Result<Claims, String> {
-    let v: Value =
-        serde_json::from_slice(payload).map_err(|e| format!("payload is not JSON: {e}"))?;
+pub fn parse_payload(payload: &[u8]) -> Result<Claims, SignatureFormatError> {
+    let v: Value = serde_json::from_slice(payload)
+        .map_err(|e| SignatureFormatError::NotJson(e.to_string()))?;
     let top = exact(&v, "payload", &["critical", "optional"], &["critical"])?;
     let critical = exact(
-        &top["critical"],
+        field(top, "critical"),
         "critical",
         &["type", "image", "identity"],
         &["type", "image", "identity"],
     )?;
-    let ty = critical["type"].as_str().unwrap_or_default();
+    let ty = text(critical, "critical", "type")?;
     if ty != SIGNATURE_TYPE {
-        return Err(format!("critical.type is {ty:?}, not {SIGNATURE_TYPE:?}"));
+        return Err(SignatureFormatError::WrongType(ty));
     }
     let image = exact(
-        &critical["image"],
+        field(critical, "image"),
         "critical.image",
         &["docker-manifest-digest"],
         &["docker-manifest-digest"],
     )?;
     let identity = exact(
-        &critical["identity"],
+        field(critical, "identity"),
         "critical.identity",
         &["docker-reference"],
         &["docker-reference"],
     )?;
-    let text = |o: &Map<String, Value>, k: &str, at: &str| {
-        o[k].as_str()
-            .map(str::to_string)
-            .ok_or_else(|| format!("{at}.{k} is not a string"))
-    };
-    let manifest_digest = text(image, "docker-manifest-digest", "critical.image")?;
+    let manifest_digest = text(image, "critical.image", "docker-manifest-digest")?;
     if attachment_tag(&manifest_digest).is_none() {
-        return Err(format!(
-            "critical.image.docker-manifest-digest {manifest_digest:?} is not a digest"
-        ));
+        return Err(SignatureFormatError::BadDigest(manifest_digest));
     }
     Ok(Claims {
         manifest_digest,
-        docker_reference: text(identity, "docker-reference", "critical.identity")?,
+        docker_reference: text(identity, "critical.identity", "docker-reference")?,
     })
+}
+
+fn field<'v>(o: &'v Map<String, Value>, key: &str) -> &'v Value {
+    o.get(key).unwrap_or(&Value::Null)
+}
+
+fn text(
+    o: &Map<String, Value>,
+    at: &'static str,
+    key: &'static str,
+) -> Result<String, SignatureFormatError> {
+    field(o, key)
+        .as_str()
+        .map(str::to_string)
+        .ok_or(SignatureFormatError::NotString { at, field: key })
 }
 
 fn exact<'v>(
     v: &'v Value,
-    at: &str,
+    at: &'static str,
     allowed: &[&str],
-    required: &[&str],
-) -> Result<&'v Map<String, Value>, String> {
+    required: &[&'static str],
+) -> Result<&'v Map<String, Value>, SignatureFormatError> {
     let o = v
         .as_object()
-        .ok_or_else(|| format!("{at} is not an object"))?;
+        .ok_or(SignatureFormatError::NotObject { at })?;
     if let Some(k) = o.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(format!("{at} has an unknown field {k:?}"));
+        return Err(SignatureFormatError::UnknownField {
+            at,
+            field: k.clone(),
+        });
     }
     if let Some(k) = required.iter().find(|k| !o.contains_key(**k)) {
-        return Err(format!("{at}.{k} is missing"));
+        return Err(SignatureFormatError::Missing { at, field: k });
     }
     Ok(o)
 }
 
 /// The decoded signature bytes of `sig`, or why there are none.
-pub fn signature_bytes(sig: &UntrustedSignature) -> Result<Vec<u8>, String> {
+pub fn signature_bytes(sig: &UntrustedSignature) -> Result<Vec<u8>, SignatureFormatError> {
     let b64 = sig
         .base64_signature
         .as_deref()
-        .ok_or_else(|| format!("the layer has no {SIGNATURE_ANNOTATION} annotation"))?;
-    base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_err(|e| format!("the signature is not base64: {e}"))
+        .ok_or(SignatureFormatError::NoAnnotation)?;
+    Ok(base64::engine::general_purpose::STANDARD.decode(b64)?)
 }
 
 /// The payload skopeo and cosign write for `reference` at `digest` (tests and docs).
@@ -175,7 +213,7 @@ mod tests {
             ),
         ];
         for (payload, words) in bad {
-            let e = parse_payload(payload.as_bytes()).unwrap_err();
+            let e = parse_payload(payload.as_bytes()).unwrap_err().to_string();
             assert!(e.contains(words), "{payload}: {e}");
         }
     }

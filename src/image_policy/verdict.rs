@@ -7,7 +7,7 @@ use std::fmt;
 
 use super::policy::Requirement;
 use super::reference::DockerRef;
-use super::sigstore::{UntrustedSignature, parse_payload, signature_bytes};
+use super::sigstore::{SignatureFormatError, UntrustedSignature, parse_payload, signature_bytes};
 
 /// The signatures found for the image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub enum Signatures {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SignatureProblem {
     /// Malformed: no annotation, not base64, an unreadable payload.
-    Malformed(String),
+    Malformed(SignatureFormatError),
     /// No key of the requirement verifies it.
     WrongKey,
     /// It signs another manifest.

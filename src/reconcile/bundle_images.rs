@@ -278,11 +278,11 @@ pub fn classify(image: &str, error: &PullError) -> PullFailure {
         PullError::TimedOut { .. } => reason::REGISTRY_UNREACHABLE,
         PullError::InvalidContent { .. } => reason::INVALID_BUNDLE_CONTENT,
         PullError::Blocked { .. } => reason::IMAGE_BLOCKED,
-        PullError::Refused { .. } => reason::IMAGE_POLICY_REFUSED,
+        PullError::Refused(_) => reason::IMAGE_POLICY_REFUSED,
         _ => reason::PULL_FAILED,
     };
     let text = error.to_string();
-    let message = if matches!(error, PullError::Refused { .. }) {
+    let message = if matches!(error, PullError::Refused(_)) {
         // OLM's words for a bundle that cannot be unpacked, then why.
         format!("bundle unpacking failed: {text}")
     } else if text.contains(image) {
@@ -360,14 +360,14 @@ mod tests {
         assert_eq!(blocked.reason, reason::IMAGE_BLOCKED);
         let refused = classify(
             image,
-            &PullError::Refused {
+            &PullError::Refused(Box::new(crate::bundle_image::PolicyRefusal {
                 image: image.into(),
                 digest: "sha256:ab".into(),
                 policy: "/etc/containers/policy.json".into(),
                 scope: "default".into(),
                 kind: "WrongKey",
                 reason: "no signature accepted: wrong key".into(),
-            },
+            })),
         );
         assert_eq!(refused.reason, reason::IMAGE_POLICY_REFUSED);
         assert!(!refused.transient);

@@ -114,12 +114,9 @@ impl World {
         assert_eq!(digest, self.digest, "{image}");
         match puller.verify(image, &digest, &creds).await {
             Ok(()) => Ok(()),
-            Err(PullError::Refused {
-                kind,
-                reason,
-                scope,
-                ..
-            }) => Err((kind.to_string(), format!("{scope}: {reason}"))),
+            Err(PullError::Refused(r)) => {
+                Err((r.kind.to_string(), format!("{}: {}", r.scope, r.reason)))
+            }
             Err(other) => panic!("{image}: not a verdict: {other}"),
         }
     }
@@ -218,11 +215,11 @@ async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured()
         .pull_catalog(&unsigned, &w.digest, &creds)
         .await
         .unwrap_err();
-    let PullError::Refused { kind, scope, .. } = &e else {
+    let PullError::Refused(r) = &e else {
         panic!("{e}");
     };
     assert_eq!(
-        (*kind, scope.as_str()),
+        (r.kind, r.scope.as_str()),
         (
             "NoSignature",
             format!("transports.docker.{host:?}").as_str()
@@ -235,13 +232,7 @@ async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured()
     // A bundle pull is checked the same way (tag resolved to its digest, then the check).
     let e = puller.pull(&unsigned, &creds).await.unwrap_err();
     assert!(
-        matches!(
-            e,
-            PullError::Refused {
-                kind: "NoSignature",
-                ..
-            }
-        ),
+        matches!(&e, PullError::Refused(r) if r.kind == "NoSignature"),
         "{e}"
     );
     assert_eq!(
