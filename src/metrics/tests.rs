@@ -65,6 +65,27 @@ fn fresh_registry_exposes_unlabelled_metrics_at_zero_and_no_labelled_series() {
 }
 
 #[test]
+fn the_image_policy_gauge_says_whether_pulls_are_checked() {
+    let metrics = Metrics::new();
+    assert!(
+        metrics
+            .encode()
+            .lines()
+            .any(|l| l == "olm_rs_image_policy_enforced 0")
+    );
+    metrics.set_image_policy_enforced(true);
+    let text = metrics.encode();
+    assert!(
+        text.lines().any(|l| l == "olm_rs_image_policy_enforced 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE olm_rs_image_policy_enforced gauge"),
+        "{text}"
+    );
+}
+
+#[test]
 fn every_metric_has_olm_name_and_type() {
     let metrics = Metrics::new();
     metrics.catalog_source_ready("olm", "c", true);

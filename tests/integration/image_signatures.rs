@@ -417,3 +417,61 @@ async fn a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_u
         "the last good content keeps serving"
     );
 }
+
+#[test]
+fn olm_rs_run_does_not_start_on_an_invalid_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"default": [{"type": "reject"}], "transports": {"docker": {"quay.io/acme": [{"type": "sigstoreSigned", "keyPath": "/no/such/key.pub"}]}}}"#,
+    )
+    .unwrap();
+    let bad_d = dir.path().join("registries.d");
+    std::fs::create_dir_all(&bad_d).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
+            .arg("run")
+            .args(args)
+            // No cluster: a run that got past the policy would fail on the credentials.
+            .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--image-policy", policy.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(policy.to_str().unwrap())
+            && stderr.contains(r#"transports.docker."quay.io/acme"[0].keyPath"#)
+            && stderr.contains("/no/such/key.pub"),
+        "{stderr}"
+    );
+    // A registries.d that defines default-docker twice stops it too, naming both files.
+    std::fs::write(
+        &policy,
+        r#"{"default": [{"type": "insecureAcceptAnything"}]}"#,
+    )
+    .unwrap();
+    for f in ["a.yaml", "b.yaml"] {
+        std::fs::write(
+            bad_d.join(f),
+            "default-docker:\n  use-sigstore-attachments: true\n",
+        )
+        .unwrap();
+    }
+    let out = run(&[
+        "--image-policy",
+        policy.to_str().unwrap(),
+        "--registries-d",
+        bad_d.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("b.yaml") && stderr.contains("a.yaml") && stderr.contains("default-docker"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Kubernetes credentials"), "{stderr}");
+}
