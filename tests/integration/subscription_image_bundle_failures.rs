@@ -5,7 +5,7 @@
 
 use crate::image_registry::{self as registry, RawEntry, Registry};
 use crate::subscription_image_bundles::{
-    image_env, lookup_condition, nothing_applied, only_plan, widget_layer,
+    image_env, image_env_with_policy, lookup_condition, nothing_applied, only_plan, widget_layer,
 };
 use crate::subscription_support as support;
 
@@ -363,4 +363,84 @@ async fn a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied() {
         .expect_err("a symlink is refused");
     assert_eq!(failure.reason, "InvalidBundleContent");
     assert!(failure.message.contains("passwd.yaml"), "{failure:?}");
+}
+
+/// A P-256 public key nobody here signs with.
+const UNUSED_KEY: &str = "-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEnXRbv7R/TwSX4a66M+wG4Odf4Ag6
+zCDvcWziRZA7j0RIQwyNb4AMYTBeWo3FSsGwxmAKFaVziO32oMJFf+94tA==
+-----END PUBLIC KEY-----
+";
+
+#[tokio::test]
+async fn an_unsigned_bundle_under_a_signature_policy_waits_with_the_scope_and_why() {
+    if !registry::available() {
+        return;
+    }
+    let registry = Registry::start(false);
+    registry
+        .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key.pub");
+    std::fs::write(&key, UNUSED_KEY).unwrap();
+    let policy = dir.path().join("policy.json");
+    let scope = format!("{}/widget-bundle", registry.host());
+    std::fs::write(
+        &policy,
+        json!({"default": [{"type": "reject"}],
+               "transports": {"docker": {scope.clone(): [{"type": "sigstoreSigned", "keyPath": key}]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let registries_d = dir.path().join("registries.d");
+    std::fs::create_dir_all(&registries_d).unwrap();
+    std::fs::write(
+        registries_d.join("all.yaml"),
+        "default-docker:\n  use-sigstore-attachments: true\n",
+    )
+    .unwrap();
+    let image_policy =
+        olm_rs::bundle_image::load_image_policy(Some(&policy), Some(&registries_d)).unwrap();
+    let t = image_env_with_policy(
+        registry,
+        "1.0.0",
+        Value::Null,
+        std::sync::Arc::new(image_policy),
+    )
+    .await;
+    let env = &t.env;
+    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
+        .await;
+    env.sync_subscriptions().await;
+    let name = only_plan(env).await.metadata.name.unwrap();
+    env.sync_plan(&name).await;
+    let plan = env.plan(&name).await;
+    assert_ne!(
+        plan.status.as_ref().map(|s| &s.phase),
+        Some(&InstallPlanPhase::Complete)
+    );
+    let (kind, reason, message) = lookup_condition(&plan).unwrap();
+    assert_eq!(
+        (kind.as_str(), reason.as_str()),
+        ("BundleLookupFailed", "ImagePolicyRefused")
+    );
+    assert!(
+        message.starts_with("bundle unpacking failed: image ")
+            && message.contains("widget-bundle:v1.0.0")
+            && message.contains(&format!("transports.docker.{scope:?}"))
+            && message.contains("no signature"),
+        "{message}"
+    );
+    env.sync_subscriptions().await;
+    let sub = env.subscription("widget").await;
+    assert!(
+        condition(&sub, "BundleUnpackFailed")
+            .unwrap()
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("ImagePolicyRefused")
+    );
+    nothing_applied(env).await;
 }

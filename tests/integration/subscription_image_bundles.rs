@@ -71,11 +71,22 @@ pub struct ImageEnv {
 /// the catalog `community` of [`image_catalog`] (stable up to `last`) and the OperatorGroup
 /// annotations given.
 pub async fn image_env(registry: Registry, last: &str, og_annotations: Value) -> ImageEnv {
+    image_env_with_policy(registry, last, og_annotations, Default::default()).await
+}
+
+/// [`image_env`] whose pulls obey `image_policy` (docs/image-signatures.md).
+pub async fn image_env_with_policy(
+    registry: Registry,
+    last: &str,
+    og_annotations: Value,
+    image_policy: std::sync::Arc<olm_rs::image_policy::ImagePolicy>,
+) -> ImageEnv {
     let dir = tempfile::tempdir().unwrap();
     let options = ControllerOptions {
         bundle_images: BundleImageOptions {
             registries_config: Some(registry.registries_conf(dir.path())),
             cache_dir: Some(dir.path().join("cache")),
+            image_policy,
             ..BundleImageOptions::default()
         },
         ..ControllerOptions::default()
