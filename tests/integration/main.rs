@@ -12,6 +12,7 @@
 
 // Support shared by several test modules.
 mod apiserver_common;
+#[allow(dead_code)] // shared with tests/integration_needs, which uses the rest
 mod catalog_source_common;
 mod common;
 mod csv_support;

@@ -21,7 +21,6 @@ mod apiserver_common;
 #[allow(dead_code)]
 #[path = "../integration/catalog_source_common/mod.rs"]
 mod catalog_source_common;
-#[allow(dead_code)]
 #[path = "../integration/common/mod.rs"]
 mod common;
 #[allow(dead_code)]
@@ -34,7 +33,6 @@ mod images;
 #[allow(dead_code)]
 #[path = "../integration/package_manifests_expected.rs"]
 mod package_manifests_expected;
-#[allow(dead_code)]
 #[path = "../integration/registry_support/mod.rs"]
 mod registry_support;
 #[allow(dead_code)]

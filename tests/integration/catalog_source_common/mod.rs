@@ -1,8 +1,6 @@
 //! Shared setup of the CatalogSource controller tests: the embedded API server with OLM's CRDs,
 //! the controller running against it, and registries served in-process.
 
-#![allow(dead_code)] // shared by tests/integration and tests/integration_needs, each using a subset
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
