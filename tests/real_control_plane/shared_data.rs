@@ -34,10 +34,22 @@ pub fn locate() -> Result<PathBuf, String> {
     }
 }
 
-/// The shared directory; a test that asks for it where there is none is skipped, saying why
-/// (tests/real_control_plane/skip.rs).
+/// What the tests and benches read of the shared directory through [`shared_dir`]; the
+/// real-cluster programs check their own parts (`k8s/bin`, `olm/bin`).
+const DATA: [&str; 2] = ["data/catalogs/community-operators-prod", "spec"];
+
+/// The shared directory with its reference data; a test that asks for it where there is none
+/// (or an incomplete one) is skipped, saying why (tests/real_control_plane/skip.rs).
 pub fn shared_dir() -> PathBuf {
-    locate().unwrap_or_else(|why| super::skip::skip(&why))
+    let dir = locate().unwrap_or_else(|why| super::skip::skip(&why));
+    if let Some(absent) = DATA.iter().find(|part| !dir.join(part).is_dir()) {
+        super::skip::skip(&format!(
+            "needs the shared reference data: {} has no {absent} (README, \"What cargo test \
+             needs\")",
+            dir.display()
+        ));
+    }
+    dir
 }
 
 /// The real catalog (`data/catalogs/community-operators-prod`).
