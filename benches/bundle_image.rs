@@ -31,9 +31,12 @@ fn vm_hwm_kib() -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(reg) = TestRegistry::start(Kind::Plain) else {
-        eprintln!("bundle_image bench skipped: docker-registry is not installed");
-        return;
+    let reg = match TestRegistry::try_start(Kind::Plain) {
+        Ok(reg) => reg,
+        Err(why) => {
+            eprintln!("bundle_image bench skipped: {why}");
+            return;
+        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -12,20 +12,18 @@ use olm_rs::catalog::bundle_dir::{self, render};
 use olm_rs::catalog::fbc::{CsvMetadataHold, LoadOptions};
 use olm_rs::catalog::{CatalogIndex, fbc, validate};
 
-fn shared() -> PathBuf {
-    [
-        std::env::var_os("OLM_RS_SHARED").map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")),
-        Some(PathBuf::from("/work/shared")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|p| p.join("data").is_dir())
-    .expect("shared data not found: set OLM_RS_SHARED")
-}
+// The one place that finds the shared reference data (`$OLM_RS_SHARED`, else `../shared`).
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/shared_data.rs"]
+mod shared_data;
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/skip.rs"]
+mod skip;
+
+use shared_data::shared_dir;
 
 fn catalogs() -> PathBuf {
-    shared().join("data/catalogs/community-operators-prod")
+    shared_dir().join("data/catalogs/community-operators-prod")
 }
 
 fn bundle_dirs() -> Vec<PathBuf> {

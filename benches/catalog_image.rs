@@ -93,9 +93,12 @@ fn sub(package: &str, installed: Option<&str>) -> Subscription {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(reg) = TestRegistry::start(Kind::Plain) else {
-        eprintln!("catalog_image bench skipped: docker-registry is not installed");
-        return;
+    let reg = match TestRegistry::try_start(Kind::Plain) {
+        Ok(reg) => reg,
+        Err(why) => {
+            eprintln!("catalog_image bench skipped: {why}");
+            return;
+        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -37,9 +37,8 @@ mod registry_support;
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
 #[allow(dead_code)]
 mod common {
-    pub fn operators_dir() -> std::path::PathBuf {
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")
-    }
+    pub use crate::real_control_plane::shared_data::operators_dir;
+    pub use crate::real_control_plane::skip::skip;
 }
 
 use std::process::ExitCode;

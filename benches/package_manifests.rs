@@ -11,7 +11,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -19,15 +18,15 @@ use olm_rs::package_manifest::table::{IncludeObject, table};
 use olm_rs::package_manifest::{CatalogMeta, LabelSelector, ManifestStore, Scope};
 use olm_rs::registry::serve;
 
-fn shared_dir() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    std::env::var_os("OLM_RS_SHARED")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([crate_dir.join("../shared"), PathBuf::from("/work/shared")])
-        .find(|p| p.join("data").is_dir())
-        .expect("shared reference data not found (set OLM_RS_SHARED)")
-}
+// The one place that finds the shared reference data (`$OLM_RS_SHARED`, else `../shared`).
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/shared_data.rs"]
+mod shared_data;
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/skip.rs"]
+mod skip;
+
+use shared_data::shared_dir;
 
 fn vm_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

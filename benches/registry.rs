@@ -17,15 +17,15 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use olm_rs::registry::client::{ClientTimeouts, RegistryClient};
 use olm_rs::registry::{queries, serve};
 
-fn shared_dir() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    std::env::var_os("OLM_RS_SHARED")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([crate_dir.join("../shared"), PathBuf::from("/work/shared")])
-        .find(|p| p.join("data").is_dir())
-        .expect("shared reference data not found (set OLM_RS_SHARED)")
-}
+// The one place that finds the shared reference data (`$OLM_RS_SHARED`, else `../shared`).
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/shared_data.rs"]
+mod shared_data;
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/skip.rs"]
+mod skip;
+
+use shared_data::shared_dir;
 
 fn catalog() -> PathBuf {
     shared_dir().join("data/catalogs/community-operators-prod/catalogs/v4.20")

@@ -3,7 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test or bench: a panic is the report
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -18,18 +17,18 @@ use olm_rs::resolve::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups, decide,
 };
 
-fn shared() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    std::env::var_os("OLM_RS_SHARED")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([crate_dir.join("../shared"), PathBuf::from("/work/shared")])
-        .find(|p| p.join("data").is_dir())
-        .expect("shared data (set OLM_RS_SHARED)")
-}
+// The one place that finds the shared reference data (`$OLM_RS_SHARED`, else `../shared`).
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/shared_data.rs"]
+mod shared_data;
+#[allow(dead_code)]
+#[path = "../tests/real_control_plane/skip.rs"]
+mod skip;
+
+use shared_data::shared_dir;
 
 fn v4_20() -> DeclarativeConfig {
-    let dir = shared().join("data/catalogs/community-operators-prod/catalogs/v4.20");
+    let dir = shared_dir().join("data/catalogs/community-operators-prod/catalogs/v4.20");
     load_catalog(&dir).expect("catalog loads").1
 }
 
@@ -342,7 +341,7 @@ fn dependencies(c: &mut Criterion) {
         exclude_global_catalogs: false,
     };
     let bundle_dirs = olm_rs::reconcile::subscription::load_index(
-        &shared().join("data/catalogs/community-operators-prod/operators"),
+        &shared_dir().join("data/catalogs/community-operators-prod/operators"),
     )
     .expect("bundle directories load");
     let pair = [

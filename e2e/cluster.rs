@@ -84,33 +84,38 @@ pub struct Cluster {
     pub settings: Settings,
 }
 
-/// Why the journeys do not run: no cluster was configured. Only an explicit `KUBECONFIG` counts,
-/// so that `cargo test` never touches whatever cluster `~/.kube/config` points at.
-pub fn skip_reason() -> Option<String> {
-    match std::env::var("KUBECONFIG") {
-        Ok(path) if !path.is_empty() => None,
-        _ => Some(
-            "no cluster configured (set KUBECONFIG to run the journeys, e.g. after e2e/kind.sh: \
-             KUBECONFIG=$PWD/e2e/.kind/kubeconfig cargo test --test e2e)"
-                .to_owned(),
-        ),
+/// The variable that names the cluster the journeys drive. It is the suite's own, never
+/// `KUBECONFIG`: a developer's shell usually exports `KUBECONFIG` for a cluster of their own,
+/// and `cargo test` must not create namespaces there (e2e/README.md).
+pub const KUBECONFIG_VAR: &str = "OLM_RS_E2E_KUBECONFIG";
+
+/// The kubeconfig file named by [`KUBECONFIG_VAR`], or why the journeys do not run.
+pub fn kubeconfig_path() -> Result<std::path::PathBuf, String> {
+    match std::env::var_os(KUBECONFIG_VAR) {
+        Some(path) if !path.is_empty() => Ok(path.into()),
+        _ => Err(format!(
+            "no cluster named ({KUBECONFIG_VAR} unset; KUBECONFIG is never read). To run them: \
+             e2e/kind.sh, then {KUBECONFIG_VAR}=$PWD/e2e/.kind/kubeconfig cargo test --test e2e"
+        )),
     }
 }
 
 impl Cluster {
-    /// Connects to the cluster in `KUBECONFIG` and checks olm-rs is installed there. A configured
-    /// but unusable cluster is an error, not a skip.
-    pub async fn connect(settings: Settings) -> anyhow::Result<Self> {
-        let config = Config::infer()
+    /// Connects to the cluster in the kubeconfig `path` (its current context) and checks olm-rs
+    /// is installed there. A named but unusable cluster is an error, not a skip.
+    pub async fn connect(path: &std::path::Path, settings: Settings) -> anyhow::Result<Self> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(path)
+            .with_context(|| format!("{KUBECONFIG_VAR}={}: reading it", path.display()))?;
+        let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
-            .context("reading the cluster configuration from KUBECONFIG")?;
+            .with_context(|| format!("{KUBECONFIG_VAR}={}: no usable context", path.display()))?;
         Self::connect_with(config, settings).await
     }
 
     /// As [`Cluster::connect`], with an explicit client configuration.
     pub async fn connect_with(config: Config, settings: Settings) -> anyhow::Result<Self> {
         let url = config.cluster_url.clone();
-        let client = Client::try_from(config).context("building a client for KUBECONFIG")?;
+        let client = Client::try_from(config).context("building a client for the cluster")?;
         let version = client
             .apiserver_version()
             .await

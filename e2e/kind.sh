@@ -5,7 +5,7 @@
 #   3. the olm-rs image, built and loaded into the nodes,
 #   4. the e2e catalog image (FROM the olm-rs image + e2e/catalog), pushed to the registry,
 #   5. the Helm chart, installed with two replicas (leader election on).
-# Then: KUBECONFIG=$PWD/e2e/.kind/kubeconfig cargo test --test e2e
+# Then: OLM_RS_E2E_KUBECONFIG=$PWD/e2e/.kind/kubeconfig cargo test --test e2e
 #
 # Needs docker, kind and kubectl; helm is used when installed, else fetched by .ci/helm.
 # Settings (environment): KIND_CLUSTER_NAME (olm-rs-e2e), OLM_RS_IMAGE (olm-rs:dev),
@@ -113,7 +113,7 @@ cat <<EOF
 
 Ready. Run the journeys with:
 
-  KUBECONFIG=$KUBECONFIG cargo test --test e2e
+  OLM_RS_E2E_KUBECONFIG=$KUBECONFIG cargo test --test e2e
 
 Remove everything with: e2e/kind.sh delete
 EOF

@@ -126,14 +126,12 @@ pub async fn run(
     };
     if outcome.is_ok() {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let ctx = Arc::new(Context {
-            metrics: Arc::clone(&metrics),
-            ..Context::new(
-                client.clone(),
-                Arc::clone(&clock),
-                options.controller.clone(),
-            )
-        });
+        let ctx = Arc::new(Context::with_metrics(
+            client.clone(),
+            Arc::clone(&clock),
+            options.controller.clone(),
+            Arc::clone(&metrics),
+        ));
         // Served by every replica, leader or not: reads need no Lease.
         let package_tasks = match &options.packages {
             Some(packages) => start_package_api(&client, &ctx, packages, stop_rx.clone()).await,
@@ -246,7 +244,7 @@ async fn start_package_api(
     }
     let contents: Arc<dyn package_server::CatalogContents> = ctx.catalogs.clone();
     let mut tasks = vec![tokio::spawn(package_server::keep_current(
-        client.clone(),
+        ctx.watches.catalog_sources(),
         contents,
         Arc::clone(&packages.store),
     ))];

@@ -37,6 +37,7 @@ mod suite;
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
 mod common {
     pub use crate::real_control_plane::shared_data::operators_dir;
+    pub use crate::real_control_plane::skip::skip;
 }
 #[allow(dead_code)]
 mod real_control_plane;

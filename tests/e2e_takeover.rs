@@ -41,6 +41,7 @@ mod waits;
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
 mod common {
     pub use crate::real_control_plane::shared_data::operators_dir;
+    pub use crate::real_control_plane::skip::skip;
 }
 #[allow(dead_code)]
 mod real_control_plane;
@@ -65,10 +66,7 @@ fn main() -> ExitCode {
     };
     let olm = match binaries::olm() {
         Ok(Ok(olm)) => olm,
-        Ok(Err(Unavailable(why))) => {
-            println!("e2e-takeover: skipped — {why}");
-            return ExitCode::SUCCESS;
-        }
+        Ok(Err(Unavailable(why))) => return SUITE.skip_all(&why),
         Err(err) => {
             println!("e2e-takeover: FAILED unpacking real OLM: {err:#}");
             return ExitCode::FAILURE;

@@ -1,7 +1,7 @@
 //! Watches shared by every controller of the process (docs/controller-startup.md, "One
 //! reconciler shape"). A kind that several controllers read — Namespaces, OperatorGroups,
-//! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services, CSVs and
-//! InstallPlans — is watched once and kept once, reduced to what all its readers need
+//! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services, CSVs, InstallPlans
+//! and CatalogSources — is watched once and kept once, reduced to what all its readers need
 //! (`k8s::slim`); each controller subscribes to its changes.
 //!
 //! The first subscriber starts the watch in a task of its own. The task runs while any view of
@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::api::keys::{COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE};
-use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::k8s::indexed_store::{IndexedStore, IndexedWriter, indexed_store};
 use crate::k8s::slim::{slim, slim_crd};
 use crate::k8s::store::{
@@ -56,6 +56,7 @@ pub struct SharedWatches {
     crds: OnceLock<Kept<CustomResourceDefinition>>,
     api_services: OnceLock<Kept<APIService>>,
     managed_services: OnceLock<Kept<Service>>,
+    catalog_sources: OnceLock<Kept<CatalogSource>>,
     csvs: OnceLock<Driven<ClusterServiceVersion>>,
     install_plans: OnceLock<Driven<InstallPlan>>,
 }
@@ -82,6 +83,7 @@ impl SharedWatches {
             crds: OnceLock::new(),
             api_services: OnceLock::new(),
             managed_services: OnceLock::new(),
+            catalog_sources: OnceLock::new(),
             csvs: OnceLock::new(),
             install_plans: OnceLock::new(),
         }
@@ -183,6 +185,12 @@ impl SharedWatches {
             without_managed_fields,
             driven,
         )
+    }
+
+    /// CatalogSources: the CatalogSource controller drives them, the PackageManifest API (on
+    /// every replica) shows their labels, display name and publisher.
+    pub fn catalog_sources(&self) -> Subscribed<CatalogSource> {
+        self.subscribe(&self.catalog_sources, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     /// Services labelled `olm.managed=true`: catalog pods' and webhook or APIService backends.

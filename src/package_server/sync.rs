@@ -7,14 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::Client;
 use kube::ResourceExt;
-use kube::api::Api;
 use tokio::sync::watch;
 
 use crate::api::catalog_source::CatalogSource;
 use crate::catalog::CatalogIndex;
-use crate::k8s::store::{keep_all, reflect_namespaced, watch_config};
+use crate::k8s::shared::Subscribed;
 use crate::package_manifest::{CatalogMeta, ManifestStore};
 use crate::plan::CatalogRef;
 use crate::registry::cache::CatalogCache;
@@ -59,15 +57,13 @@ pub fn catalog_meta(source: &CatalogSource) -> CatalogMeta {
 /// one pass.
 const SETTLE: Duration = Duration::from_millis(200);
 
-/// Runs until the process stops.
+/// Runs until the process stops. `sources` is the process's one watch of CatalogSources
+/// (`SharedWatches::catalog_sources`), shared with the CatalogSource controller.
 pub async fn keep_current(
-    client: Client,
+    (sources, mut source_changes): Subscribed<CatalogSource>,
     contents: Arc<dyn CatalogContents>,
     store: Arc<ManifestStore>,
 ) {
-    let api: Api<CatalogSource> = Api::all(client);
-    let (sources, mut source_changes) =
-        reflect_namespaced(api, watch_config(None, 500), keep_all::<CatalogSource>);
     let mut content_changes = contents.changes();
     loop {
         tokio::select! {

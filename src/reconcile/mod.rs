@@ -76,6 +76,16 @@ pub struct Context {
 
 impl Context {
     pub fn new(client: Client, clock: Arc<dyn Clock>, options: ControllerOptions) -> Self {
+        Self::with_metrics(client, clock, options, Arc::new(Metrics::new()))
+    }
+
+    /// As [`Context::new`], recording into `metrics` (the registry `/metrics` serves).
+    pub fn with_metrics(
+        client: Client,
+        clock: Arc<dyn Clock>,
+        options: ControllerOptions,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let events = EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok());
         let bundle_images = Arc::new(bundle_images::BundleImages::new(
             options.bundle_images.clone(),
@@ -88,18 +98,8 @@ impl Context {
             events,
             bundle_images,
             options,
-            metrics: Arc::new(Metrics::new()),
-            catalogs: Arc::new(CatalogCache::new()),
+            catalogs: Arc::new(CatalogCache::with_metrics(Arc::clone(&metrics))),
+            metrics,
         }
-    }
-
-    /// The index a CatalogSource serves now, whatever serves it (an image in-process, a
-    /// registry pod, an address, a ConfigMap); `None` until its content is loaded. Swapped
-    /// atomically when new content is served (docs/catalog-images.md §3).
-    pub fn catalog_index(
-        &self,
-        catalog: &crate::plan::CatalogRef,
-    ) -> Option<Arc<crate::catalog::CatalogIndex>> {
-        self.catalogs.get(catalog)?.index
     }
 }

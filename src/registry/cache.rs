@@ -13,6 +13,7 @@ use jiff::Timestamp;
 use tokio::sync::{broadcast, watch};
 
 use crate::catalog::CatalogIndex;
+use crate::metrics::Metrics;
 
 /// Which CatalogSource: the same key the resolver and planner use.
 pub use crate::plan::CatalogRef;
@@ -112,6 +113,8 @@ pub struct CatalogCache {
     entries: RwLock<HashMap<CatalogRef, CatalogSnapshot>>,
     version: watch::Sender<u64>,
     events: broadcast::Sender<CatalogChange>,
+    /// Counts each catalog's new content (`catalog_source_snapshots_total`), whatever loaded it.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Default for CatalogCache {
@@ -128,6 +131,17 @@ impl CatalogCache {
             entries: RwLock::new(HashMap::new()),
             version,
             events,
+            metrics: None,
+        }
+    }
+
+    /// A cache that counts every catalog content it is given in `metrics`
+    /// (`catalog_source_snapshots_total{namespace,name}`: each full read of a catalog, from a
+    /// registry, an image or a ConfigMap, ends here).
+    pub fn with_metrics(metrics: Arc<Metrics>) -> CatalogCache {
+        CatalogCache {
+            metrics: Some(metrics),
+            ..CatalogCache::new()
         }
     }
 
@@ -211,6 +225,9 @@ impl CatalogCache {
                 return; // removed meanwhile: a late load must not resurrect it
             };
             s.index = Some(index);
+            if let Some(metrics) = &self.metrics {
+                metrics.catalog_source_snapshot(&key.namespace, &key.name);
+            }
             let ready = CatalogHealth::ready(now);
             if !s.health.same_as(&ready) {
                 s.health = ready;
@@ -301,6 +318,35 @@ mod tests {
         assert_eq!(names("team-b"), ["olm/community", "team-b/other"]);
         assert_eq!(names("olm"), ["olm/community"]);
         assert_eq!(names("elsewhere"), ["olm/community"]);
+    }
+
+    #[test]
+    fn every_new_content_counts_as_a_snapshot_of_its_catalog() {
+        let metrics = Arc::new(Metrics::new());
+        let cache = CatalogCache::with_metrics(Arc::clone(&metrics));
+        let (a, b) = (CatalogRef::new("olm", "a"), CatalogRef::new("team", "b"));
+        cache.register(&a, Some("1"), 0, now());
+        cache.register(&b, Some("2"), 0, now());
+        cache.set_index(&a, Arc::new(CatalogIndex::default()), now());
+        cache.set_index(&a, Arc::new(CatalogIndex::default()), now());
+        cache.set_index(&b, Arc::new(CatalogIndex::default()), now());
+        // A load that ends after its catalog was removed is not published, so not counted.
+        cache.remove(&b);
+        cache.set_index(&b, Arc::new(CatalogIndex::default()), now());
+        let text = metrics.encode();
+        let mut samples: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("catalog_source_snapshots_total{"))
+            .collect();
+        samples.sort_unstable();
+        assert_eq!(
+            samples,
+            [
+                r#"catalog_source_snapshots_total{namespace="olm",name="a"} 2"#,
+                r#"catalog_source_snapshots_total{namespace="team",name="b"} 1"#,
+            ],
+            "{text}"
+        );
     }
 
     #[test]

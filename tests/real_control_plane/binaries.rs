@@ -67,12 +67,14 @@ pub fn locate() -> anyhow::Result<Result<Binaries, Unavailable>> {
             dir
         }
         None => {
-            let Some(packed) = packed_dir() else {
-                return Ok(Err(Unavailable(
-                    "../shared/k8s/bin not found (set OLM_RS_SHARED, or OLM_RS_K8S_BIN to a \
-                     directory with kube-apiserver and kube-controller-manager)"
-                        .to_owned(),
-                )));
+            let packed = match packed_dir() {
+                Ok(packed) => packed,
+                Err(why) => {
+                    return Ok(Err(Unavailable(format!(
+                        "Kubernetes programs not found: {why} (or set OLM_RS_K8S_BIN to a \
+                         directory with kube-apiserver and kube-controller-manager)"
+                    ))));
+                }
             };
             let dir = target_dir()?.join("k8s-bin");
             unpack(&packed, &dir, &PROGRAMS)?;
@@ -102,20 +104,18 @@ fn etcd() -> Option<PathBuf> {
     })
 }
 
-/// `<shared>/k8s/bin`: `$OLM_RS_SHARED`, else `<crate>/../shared` (a clean clone in CI), else
-/// `/work/shared` (a worktree).
-fn packed_dir() -> Option<PathBuf> {
-    shared_dir("k8s/bin")
+/// `<shared>/k8s/bin`, or why it is not there.
+fn packed_dir() -> Result<PathBuf, String> {
+    shared_subdir("k8s/bin")
 }
 
 /// Real OLM v0.31's two programs (`../shared/olm/bin/{olm,catalog}.xz`, see
 /// `../shared/olm/README.md`), unpacked once into `target/olm-bin/`: the directory holding
 /// `olm`, `catalog` and OLM's CRDs' directory, or why there is none.
 pub fn olm() -> anyhow::Result<Result<(PathBuf, PathBuf), Unavailable>> {
-    let Some(packed) = shared_dir("olm/bin") else {
-        return Ok(Err(Unavailable(
-            "../shared/olm/bin not found (set OLM_RS_SHARED)".to_owned(),
-        )));
+    let packed = match shared_subdir("olm/bin") {
+        Ok(packed) => packed,
+        Err(why) => return Ok(Err(Unavailable(format!("real OLM not found: {why}")))),
     };
     let dir = target_dir()?.join("olm-bin");
     unpack(&packed, &dir, &OLM_PROGRAMS)?;
@@ -129,16 +129,15 @@ pub fn olm() -> anyhow::Result<Result<(PathBuf, PathBuf), Unavailable>> {
 /// OLM's operator and catalog operator.
 pub const OLM_PROGRAMS: [&str; 2] = ["olm", "catalog"];
 
-/// `<shared>/<below>` holding a SHA256SUMS: `$OLM_RS_SHARED`, else `<crate>/../shared`, else
-/// `/work/shared`.
-fn shared_dir(below: &str) -> Option<PathBuf> {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    std::env::var_os("OLM_RS_SHARED")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([crate_dir.join("../shared"), PathBuf::from("/work/shared")])
-        .map(|shared| shared.join(below))
-        .find(|bin| bin.join("SHA256SUMS").is_file())
+/// `<shared>/<below>` holding a SHA256SUMS (the shared directory of
+/// [`super::shared_data::locate`]), or why it is not there.
+fn shared_subdir(below: &str) -> Result<PathBuf, String> {
+    let dir = super::shared_data::locate()?.join(below);
+    if dir.join("SHA256SUMS").is_file() {
+        Ok(dir)
+    } else {
+        Err(format!("{}: no SHA256SUMS there", dir.display()))
+    }
 }
 
 /// The build directory (`target/`): three levels above this test binary

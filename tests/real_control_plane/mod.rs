@@ -13,6 +13,7 @@ pub mod process;
 pub mod real_node;
 pub mod real_olm;
 pub mod shared_data;
+pub mod skip;
 pub mod suite_runner;
 
 use std::path::{Path, PathBuf};

@@ -176,8 +176,8 @@ impl RealNode {
             "the control plane must run on real_node::NETWORK"
         );
         let started = Instant::now();
-        let registry = TestRegistry::start_on(Kind::Plain, NODE_IP)
-            .context("docker-registry is not installed (apt-get install docker-registry)")?;
+        let registry =
+            TestRegistry::try_start_on(Kind::Plain, NODE_IP).map_err(anyhow::Error::msg)?;
         super::images::pause_image()?
             .push(&registry, "pause", "3.10")
             .await?;

@@ -18,7 +18,8 @@ pub struct WorkloadSimulator {
 #[derive(Debug)]
 pub(crate) struct Shared {
     enabled: AtomicBool,
-    delay: Mutex<Duration>,
+    /// How long the simulator waits after a change before it reports status (fixed at start).
+    delay: Duration,
     /// (namespace, name) of Deployments that must fail.
     failing: Mutex<BTreeSet<(String, String)>>,
     pub(crate) wake: Notify,
@@ -29,7 +30,7 @@ impl WorkloadSimulator {
         WorkloadSimulator {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(enabled),
-                delay: Mutex::new(delay),
+                delay,
                 failing: Mutex::new(BTreeSet::new()),
                 wake: Notify::new(),
             }),
@@ -44,11 +45,6 @@ impl WorkloadSimulator {
     pub fn set_enabled(&self, enabled: bool) {
         self.shared.enabled.store(enabled, Ordering::Release);
         self.shared.wake.notify_one();
-    }
-
-    /// How long the simulator waits after a change before it reports status.
-    pub fn set_delay(&self, delay: Duration) {
-        *self.shared.delay.lock().unwrap_or_else(|p| p.into_inner()) = delay;
     }
 
     /// Makes the Deployment `namespace/name` (now or once it exists) report a failed rollout.
@@ -73,6 +69,6 @@ impl WorkloadSimulator {
     }
 
     pub(crate) fn delay(&self) -> Duration {
-        *self.shared.delay.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.delay
     }
 }

@@ -281,11 +281,8 @@ pub async fn run(ctx: Arc<Context>) {
     let (services, service_changes) = ctx.watches.managed_services();
     let (pods, pod_changes) =
         reflect_namespaced(Api::<Pod>::all(client.clone()), managed(), keep_all);
-    let (catalogs, catalog_changes) = reflect_namespaced(
-        Api::<CatalogSource>::all(client.clone()),
-        watcher::Config::default(),
-        keep_all,
-    );
+    // Shared with the PackageManifest API: one watch of CatalogSources per process.
+    let (catalogs, catalog_changes) = ctx.watches.catalog_sources();
     let registry_stores = image::RegistryStores {
         namespaces,
         service_accounts,

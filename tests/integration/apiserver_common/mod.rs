@@ -78,21 +78,3 @@ pub fn widget_crd() -> Value {
         }
     })
 }
-
-/// The shared reference data (`shared/` beside the crate, or `$OLM_RS_SHARED`, or
-/// `/work/shared`).
-pub fn shared_dir() -> std::path::PathBuf {
-    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        std::env::var_os("OLM_RS_SHARED").map(std::path::PathBuf::from),
-        Some(crate_dir.join("../shared")),
-        Some(std::path::PathBuf::from("/work/shared")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.join("data/catalogs").is_dir())
-        .expect(
-            "shared reference data not found: set OLM_RS_SHARED or place shared/ beside the crate",
-        )
-}

@@ -6,24 +6,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::registry_support::{Kind, TestRegistry, registry_binary};
+use crate::registry_support::{Kind, TestRegistry};
 
 pub use crate::registry_support::{PASSWORD, USER};
-
-/// Whether the registry binary exists; outside CI a missing one skips the test (the harness
-/// says so), in CI it fails.
-pub fn available() -> bool {
-    registry_binary().is_some()
-}
 
 /// A running registry (plain HTTP, or htpasswd basic auth with [`USER`]/[`PASSWORD`]).
 pub struct Registry(TestRegistry);
 
 impl Registry {
+    /// Starts a registry; without the registry binary the test is skipped (failed in CI).
     pub fn start(auth: bool) -> Registry {
         let kind = if auth { Kind::BasicAuth } else { Kind::Plain };
-        // `available()` was checked first: the binary exists.
-        Registry(TestRegistry::start(kind).expect("docker-registry present"))
+        Registry(TestRegistry::start(kind))
     }
 
     /// `127.0.0.1:<port>`

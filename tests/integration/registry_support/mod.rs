@@ -3,8 +3,9 @@
 //! config — plain HTTP, htpasswd basic auth, or TLS from a test CA — and bundle images pushed to
 //! it by test code (one gzip layer holding `manifests/` and `metadata/`, an OCI manifest).
 //!
-//! Without `/usr/bin/docker-registry` the tests say so and skip, except in CI (`CI=true`), where
-//! `.ci/run` installs it and a missing binary is a failure.
+//! Without `/usr/bin/docker-registry` a test that starts one is skipped, saying so, except in CI
+//! (`CI=true`), where `.ci/run` installs it and a missing binary is a failure
+//! (tests/real_control_plane/skip.rs).
 
 #![allow(dead_code)] // each test module uses a subset
 
@@ -51,25 +52,19 @@ pub struct TestRegistry {
     token: Option<token::TokenServer>,
 }
 
-/// The registry binary, or `None` after saying why the test skips (outside CI only).
-pub fn registry_binary() -> Option<PathBuf> {
+/// The registry binary (`$OLM_RS_DOCKER_REGISTRY`, else Debian's), or why there is none.
+pub fn registry_binary() -> Result<PathBuf, String> {
     let bin = std::env::var_os("OLM_RS_DOCKER_REGISTRY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(REGISTRY_BIN));
     if bin.is_file() {
-        return Some(bin);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "{} is missing in CI: .ci/run installs the docker-registry package",
+        Ok(bin)
+    } else {
+        Err(format!(
+            "needs {} (apt-get install docker-registry)",
             bin.display()
-        );
+        ))
     }
-    eprintln!(
-        "SKIPPED: {} not found (apt-get install docker-registry); registry tests not run",
-        bin.display()
-    );
-    None
 }
 
 fn free_port(ip: &str) -> u16 {
@@ -78,13 +73,19 @@ fn free_port(ip: &str) -> u16 {
 }
 
 impl TestRegistry {
-    /// Starts a registry, or `None` when the binary is absent outside CI.
-    pub fn start(kind: Kind) -> Option<TestRegistry> {
-        Self::start_on(kind, "127.0.0.1")
+    /// Starts a registry on 127.0.0.1; a test is skipped when the binary is absent (a failure
+    /// in CI).
+    pub fn start(kind: Kind) -> TestRegistry {
+        Self::try_start(kind).unwrap_or_else(|why| super::common::skip(&why))
     }
 
-    /// [`Self::start`] on the address `ip` (a real node's, so that pods reach it too).
-    pub fn start_on(kind: Kind, ip: &str) -> Option<TestRegistry> {
+    /// Starts a registry on 127.0.0.1, or says why there is no registry binary.
+    pub fn try_start(kind: Kind) -> Result<TestRegistry, String> {
+        Self::try_start_on(kind, "127.0.0.1")
+    }
+
+    /// [`Self::try_start`] on the address `ip` (a real node's, so that pods reach it too).
+    pub fn try_start_on(kind: Kind, ip: &str) -> Result<TestRegistry, String> {
         let bin = registry_binary()?;
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port(ip);
@@ -125,7 +126,7 @@ impl TestRegistry {
                 bin.display()
             );
         }
-        Some(reg)
+        Ok(reg)
     }
 
     /// Stops the registry (as if it went down); `restart` brings it back on the same port with
@@ -137,7 +138,7 @@ impl TestRegistry {
 
     pub fn restart(&mut self) {
         self.stop();
-        let bin = registry_binary().expect("registry binary");
+        let bin = registry_binary().expect("the registry binary started this registry");
         let log = std::fs::OpenOptions::new()
             .append(true)
             .open(self.dir.path().join("registry.log"))

@@ -6,7 +6,6 @@ use crate::common;
 use olm_rs::catalog::fbc::{catalog_files, documents, yaml_fast};
 use serde_json::Value;
 
-#[test]
 fn fast_yaml_handles_and_agrees_on_every_v420_file() {
     let root = common::fbc_v420();
     let files = catalog_files(&root).unwrap();
@@ -25,7 +24,6 @@ fn fast_yaml_handles_and_agrees_on_every_v420_file() {
     }
 }
 
-#[test]
 fn fast_yaml_agrees_on_bundle_manifests() {
     let mut handled = 0;
     let mut total = 0;
@@ -70,4 +68,9 @@ fn fast_yaml_agrees_on_bundle_manifests() {
         handled * 10 >= total * 9,
         "fast path handled only {handled} of {total} manifests"
     );
+}
+
+crate::trials! {
+    sync fast_yaml_handles_and_agrees_on_every_v420_file,
+    sync fast_yaml_agrees_on_bundle_manifests,
 }

@@ -18,7 +18,6 @@ fn olm_rs(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-#[test]
 fn validate_exit_codes_and_json() {
     let v420 = common::fbc_v420();
     let (code, stdout, _) = olm_rs(&["catalog", "validate", v420.to_str().unwrap(), "-o", "json"]);
@@ -44,7 +43,6 @@ fn validate_exit_codes_and_json() {
     assert!(stdout.contains("is invalid: 3 problem(s)"), "{stdout}");
 }
 
-#[test]
 fn upgrade_path_json_shape() {
     let v420 = common::fbc_v420();
     let (code, stdout, stderr) = olm_rs(&[
@@ -101,7 +99,6 @@ fn upgrade_path_json_shape() {
 
 /// `--from` names a bundle of another channel of the package: its version comes from the
 /// catalog, so the head's skipRange applies as it would on a cluster (issue #18 item 7).
-#[test]
 fn upgrade_path_from_another_channel_uses_the_catalog_version() {
     let v420 = common::fbc_v420();
     let run = |extra: &[&str]| {
@@ -147,7 +144,6 @@ fn upgrade_path_from_another_channel_uses_the_catalog_version() {
     );
 }
 
-#[test]
 fn graph_and_render() {
     let etcd = common::operators_dir().join("etcd");
     let (code, stdout, _) = olm_rs(&[
@@ -189,4 +185,11 @@ fn graph_and_render() {
     ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("package \"nope\" not found"), "{stderr}");
+}
+
+crate::trials! {
+    sync validate_exit_codes_and_json,
+    sync upgrade_path_json_shape,
+    sync upgrade_path_from_another_channel_uses_the_catalog_version,
+    sync graph_and_render,
 }

@@ -217,7 +217,6 @@ fn load_dir(path: &Path) -> CatalogIndex {
     serve::load_for_serving(path).unwrap().index
 }
 
-#[test]
 fn every_rpc_agrees_with_list_bundles_on_the_test_catalogs() {
     // Inline bundles in two channels each, with replaces, skips and a skipRange.
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
@@ -256,7 +255,6 @@ fn every_rpc_agrees_with_list_bundles_on_the_test_catalogs() {
     assert!(check_catalog("operators/etcd", &etcd) > 5);
 }
 
-#[test]
 fn every_rpc_agrees_with_list_bundles_on_the_v420_catalog() {
     let index = load_dir(&common::fbc_v420());
     let n = check_catalog("v4.20", &index);
@@ -264,7 +262,6 @@ fn every_rpc_agrees_with_list_bundles_on_the_v420_catalog() {
 }
 
 /// The same agreement over a real socket, so the gRPC layer is covered too.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_sends_what_the_queries_answer() {
     let index = Arc::new(CatalogIndex::new(merged(
         widget_catalog(),
@@ -293,4 +290,10 @@ async fn the_server_sends_what_the_queries_answer() {
     }
     let _ = stop.send(());
     task.await.unwrap().unwrap();
+}
+
+crate::trials! {
+    sync every_rpc_agrees_with_list_bundles_on_the_test_catalogs,
+    sync every_rpc_agrees_with_list_bundles_on_the_v420_catalog,
+    multi the_server_sends_what_the_queries_answer,
 }

@@ -171,7 +171,6 @@ const KNOWN_PRUNED: &[(&str, &str)] = &[
     (".spec.support", "an annotation written into spec"),
 ];
 
-#[test]
 fn community_catalog_csvs_round_trip_and_validate() {
     let started = Instant::now();
     let operators = common::shared_dir().join("data/catalogs/community-operators-prod/operators");
@@ -268,7 +267,6 @@ fn yaml_blocks(markdown: &str) -> Vec<(usize, String)> {
     blocks
 }
 
-#[test]
 fn yaml_blocks_are_found_with_their_line() {
     let markdown =
         "# t\n```yaml\nkind: Subscription\n```\ntext\n```\nnot yaml\n```\n  ```yaml\na: 1\n  ```\n";
@@ -281,7 +279,6 @@ fn yaml_blocks_are_found_with_their_line() {
     );
 }
 
-#[test]
 fn spec_examples_of_olm_kinds_round_trip_and_validate() {
     let spec_dir = common::shared_dir().join("spec");
     let kinds = Kinds::new();
@@ -330,4 +327,10 @@ fn spec_examples_of_olm_kinds_round_trip_and_validate() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+crate::trials! {
+    sync community_catalog_csvs_round_trip_and_validate,
+    sync yaml_blocks_are_found_with_their_line,
+    sync spec_examples_of_olm_kinds_round_trip_and_validate,
 }

@@ -66,7 +66,6 @@ fn engine_memberships(index: &CatalogIndex) -> BTreeSet<(String, String, String)
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_bundles_and_packages_match_the_engine_on_community_catalog() {
     let index = community();
     let server = start(Arc::clone(&index)).await;
@@ -176,7 +175,6 @@ async fn list_bundles_and_packages_match_the_engine_on_community_catalog() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_bundle_and_replacements_match_the_engine() {
     let index = community();
     let server = start(Arc::clone(&index)).await;
@@ -290,7 +288,6 @@ fn assert_call_error(err: &ClientError, message: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_client_reads_rebuilds_the_same_catalog() {
     let index = community();
     let server = start(Arc::clone(&index)).await;
@@ -339,7 +336,6 @@ async fn what_the_client_reads_rebuilds_the_same_catalog() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundle_directories_are_served_inline() {
     // A directory of registry+v1 bundle directories: no images, so the manifests travel inline.
     let dir = common::operators_dir().join("etcd");
@@ -372,7 +368,6 @@ async fn bundle_directories_are_served_inline() {
     server.shutdown().await;
 }
 
-#[tokio::test]
 async fn unreachable_registry_is_a_connect_error_naming_the_address() {
     // Bind and drop: nothing listens on that port any more.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -392,7 +387,6 @@ async fn unreachable_registry_is_a_connect_error_naming_the_address() {
     assert!(matches!(err, ClientError::InvalidAddress { .. }), "{err}");
 }
 
-#[test]
 fn wire_field_numbers_are_operator_registrys() {
     use prost::Message;
     // (message bytes, expected first tag = field number << 3 | wire type)
@@ -508,4 +502,13 @@ fn wire_field_numbers_are_operator_registrys() {
         <proto::registry_server::RegistryServer<server::RegistryService> as tonic::server::NamedService>::NAME,
         "api.Registry"
     );
+}
+
+crate::trials! {
+    multi list_bundles_and_packages_match_the_engine_on_community_catalog,
+    multi get_bundle_and_replacements_match_the_engine,
+    multi what_the_client_reads_rebuilds_the_same_catalog,
+    multi bundle_directories_are_served_inline,
+    current unreachable_registry_is_a_connect_error_naming_the_address,
+    sync wire_field_numbers_are_operator_registrys,
 }

@@ -84,7 +84,6 @@ fn cert_manager() -> Arc<CatalogIndex> {
     load_index(dir.path()).unwrap()
 }
 
-#[test]
 fn rabbitmq_messaging_topology_operator_installs_with_rabbitmq_cluster_operator_above_2() {
     let v420 = load_index(&root().join("catalogs/v4.20")).unwrap();
     let bundles =
@@ -109,7 +108,6 @@ fn rabbitmq_messaging_topology_operator_installs_with_rabbitmq_cluster_operator_
     }
 }
 
-#[test]
 fn alloydb_omni_operator_needs_cert_manager_and_finds_it_in_another_catalog() {
     let v420 = load_index(&root().join("catalogs/v4.20")).unwrap();
     let alone = [catalog("community", v420.clone())];
@@ -143,7 +141,6 @@ fn alloydb_omni_operator_needs_cert_manager_and_finds_it_in_another_catalog() {
     assert_eq!(deps, [("cert-manager.v1.13.0", "jetstack")]);
 }
 
-#[test]
 fn every_v4_20_bundle_with_a_requirement_gets_a_plan_or_an_explanation() {
     let v420 = load_index(&root().join("catalogs/v4.20")).unwrap();
     let catalogs = [catalog("community", v420.clone())];
@@ -201,4 +198,10 @@ fn every_v4_20_bundle_with_a_requirement_gets_a_plan_or_an_explanation() {
     }
     assert!(walked >= 15, "only {walked} bundles with requirements");
     assert!(installed > 0, "none of {walked} resolves");
+}
+
+crate::trials! {
+    sync rabbitmq_messaging_topology_operator_installs_with_rabbitmq_cluster_operator_above_2,
+    sync alloydb_omni_operator_needs_cert_manager_and_finds_it_in_another_catalog,
+    sync every_v4_20_bundle_with_a_requirement_gets_a_plan_or_an_explanation,
 }

@@ -23,7 +23,6 @@ async fn serve() -> (ApiServer, ServingHandle) {
     (server, handle)
 }
 
-#[tokio::test]
 async fn kube_client_over_http_from_the_generated_kubeconfig() {
     let (_server, handle) = serve().await;
     assert!(handle.addr().ip().is_loopback() && handle.addr().port() != 0);
@@ -54,24 +53,21 @@ async fn kube_client_over_http_from_the_generated_kubeconfig() {
     assert!(end.is_none() || end.unwrap().is_err());
 }
 
+/// How to get kubectl, in a skipped test's reason.
+pub const KUBECTL_INSTALL: &str = "Debian: apt-get install kubernetes-client";
+
 /// `kubectl` with a private kubeconfig, cache and HOME.
 struct Kubectl {
     dir: tempfile::TempDir,
 }
 
 impl Kubectl {
-    fn find(handle: &ServingHandle) -> Option<Self> {
-        let found = std::process::Command::new("kubectl")
-            .arg("version")
-            .arg("--client")
-            .output();
-        if found.is_err() {
-            eprintln!("kubectl is not on PATH: the kubectl compatibility checks did not run");
-            return None;
-        }
+    /// kubectl for `handle`'s server; the test is skipped without kubectl on PATH.
+    fn find(handle: &ServingHandle) -> Self {
+        crate::common::skip::require_program("kubectl", KUBECTL_INSTALL);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("kubeconfig"), handle.kubeconfig_yaml()).unwrap();
-        Some(Kubectl { dir })
+        Kubectl { dir }
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -149,12 +145,9 @@ fn columns(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
-#[tokio::test]
 async fn kubectl_get_apply_patch_wait_delete() {
     let (server, handle) = serve().await;
-    let Some(k) = Kubectl::find(&handle) else {
-        return;
-    };
+    let k = Kubectl::find(&handle);
 
     let ns = k.run(&["get", "namespaces"]).await;
     let lines: Vec<_> = ns.lines().collect();
@@ -282,12 +275,9 @@ async fn kubectl_get_apply_patch_wait_delete() {
     drop(server);
 }
 
-#[tokio::test]
 async fn kubectl_get_watch_streams_table_rows() {
     let (server, handle) = serve().await;
-    let Some(k) = Kubectl::find(&handle) else {
-        return;
-    };
+    let k = Kubectl::find(&handle);
     let mut child = k
         .command(&["get", "configmaps", "-w", "--request-timeout=0"])
         .stdout(Stdio::piped())
@@ -330,4 +320,10 @@ async fn kubectl_get_watch_streams_table_rows() {
         "one header: {seen:?}"
     );
     child.kill().await.ok();
+}
+
+crate::trials! {
+    current kube_client_over_http_from_the_generated_kubeconfig,
+    current kubectl_get_apply_patch_wait_delete,
+    current kubectl_get_watch_streams_table_rows,
 }

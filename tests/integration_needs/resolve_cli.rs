@@ -71,7 +71,6 @@ fn bundles(report: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn starting_csv_then_every_hop_to_the_head_from_bundle_directories() {
     let dir = tempfile::tempdir().unwrap();
     let sub = subscription(
@@ -110,7 +109,6 @@ fn starting_csv_then_every_hop_to_the_head_from_bundle_directories() {
     );
 }
 
-#[test]
 fn installed_operator_upgrades_hop_by_hop_in_the_file_based_catalog() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = catalogs().join("catalogs/v4.20");
@@ -152,7 +150,6 @@ fn installed_operator_upgrades_hop_by_hop_in_the_file_based_catalog() {
     }
 }
 
-#[test]
 fn channel_switch_reaches_the_head_through_a_skip_range() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = catalogs().join("catalogs/v4.20");
@@ -171,7 +168,6 @@ fn channel_switch_reaches_the_head_through_a_skip_range() {
     assert_eq!(bundles(&report).len(), 1);
 }
 
-#[test]
 fn at_the_head_nothing_is_installed_and_refusals_explain_themselves() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = catalogs().join("catalogs/v4.20");
@@ -219,7 +215,6 @@ fn at_the_head_nothing_is_installed_and_refusals_explain_themselves() {
     );
 }
 
-#[test]
 fn bad_input_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cm.yaml");
@@ -240,7 +235,6 @@ fn bad_input_is_named() {
     assert!(stderr.contains("missing"), "{stderr}");
 }
 
-#[test]
 fn the_dependency_preview_lists_what_the_plan_would_install_besides_the_bundle() {
     let dir = tempfile::tempdir().unwrap();
     let sub = subscription(
@@ -273,4 +267,13 @@ fn the_dependency_preview_lists_what_the_plan_would_install_besides_the_bundle()
         ),
         "{text}"
     );
+}
+
+crate::trials! {
+    sync starting_csv_then_every_hop_to_the_head_from_bundle_directories,
+    sync installed_operator_upgrades_hop_by_hop_in_the_file_based_catalog,
+    sync channel_switch_reaches_the_head_through_a_skip_range,
+    sync at_the_head_nothing_is_installed_and_refusals_explain_themselves,
+    sync bad_input_is_named,
+    sync the_dependency_preview_lists_what_the_plan_would_install_besides_the_bundle,
 }

@@ -35,7 +35,6 @@ fn path(
     )
 }
 
-#[test]
 fn v420_validates_and_indexes() {
     let loaded = fbc::load_dir(&common::fbc_v420()).unwrap();
     assert_eq!(loaded.problems, vec![]);
@@ -57,7 +56,6 @@ fn v420_validates_and_indexes() {
     }
 }
 
-#[test]
 fn long_chain_moves_one_replaces_edge_per_plan() {
     let index = v420();
     let (steps, stopped) = path(
@@ -89,7 +87,6 @@ fn long_chain_moves_one_replaces_edge_per_plan() {
     assert_eq!(steps.last().unwrap(), "quay-operator.v3.10.25");
 }
 
-#[test]
 fn skip_range_on_the_head_is_one_hop() {
     let index = v420();
     let graph = index
@@ -138,7 +135,6 @@ fn skip_range_on_the_head_is_one_hop() {
     assert!(matches!(stopped, Some(NoUpdate::AtHead { .. })));
 }
 
-#[test]
 fn skips_then_replaces_then_skip_range() {
     let index = v420();
     let (steps, stopped) = path(
@@ -173,7 +169,6 @@ fn skips_then_replaces_then_skip_range() {
     assert_eq!(steps.last().unwrap(), "opendatahub-operator.v2.35.0");
 }
 
-#[test]
 fn every_path_from_every_entry_ends_at_the_head_or_says_why() {
     let index = v420();
     let mut checked = 0;
@@ -195,7 +190,6 @@ fn every_path_from_every_entry_ends_at_the_head_or_says_why() {
     assert!(checked > 900, "{checked}");
 }
 
-#[test]
 fn every_bundle_directory_renders() {
     let mut rendered = 0;
     for pkg in std::fs::read_dir(common::operators_dir()).unwrap() {
@@ -225,7 +219,6 @@ fn every_bundle_directory_renders() {
     assert!(rendered > 1500, "{rendered}");
 }
 
-#[test]
 fn render_derives_properties_like_opm() {
     let dir = bundle_dir::read(&common::operators_dir().join("etcd/0.9.4")).unwrap();
     let out = render::render(&dir, "").unwrap();
@@ -284,7 +277,6 @@ fn render_derives_properties_like_opm() {
     assert!(!images.is_empty());
 }
 
-#[test]
 fn dependencies_file_becomes_required_properties() {
     // Find a bundle with a dependencies.yaml declaring an olm.package dependency.
     let mut found = false;
@@ -314,7 +306,6 @@ fn dependencies_file_becomes_required_properties() {
     assert!(found);
 }
 
-#[test]
 fn bundle_directories_read_in_replaces_mode() {
     let (_, config, problems) = load_catalog(&common::operators_dir().join("etcd")).unwrap();
     assert_eq!(problems, vec![]);
@@ -334,4 +325,16 @@ fn bundle_directories_read_in_replaces_mode() {
         etcd.bundle("etcdoperator.v0.9.4").unwrap().channels(),
         ["singlenamespace-alpha"]
     );
+}
+
+crate::trials! {
+    sync v420_validates_and_indexes,
+    sync long_chain_moves_one_replaces_edge_per_plan,
+    sync skip_range_on_the_head_is_one_hop,
+    sync skips_then_replaces_then_skip_range,
+    sync every_path_from_every_entry_ends_at_the_head_or_says_why,
+    sync every_bundle_directory_renders,
+    sync render_derives_properties_like_opm,
+    sync dependencies_file_becomes_required_properties,
+    sync bundle_directories_read_in_replaces_mode,
 }

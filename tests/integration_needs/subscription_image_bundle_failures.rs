@@ -19,11 +19,7 @@ use support::*;
 
 use olm_rs::api::InstallPlanPhase;
 
-#[tokio::test]
 async fn a_missing_tag_fails_in_plain_words_then_installs_once_pushed() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     let mut t = image_env(
         registry,
@@ -123,11 +119,7 @@ fn docker_config_secret(name: &str, host: &str, password: &str) -> Secret {
     }
 }
 
-#[tokio::test]
 async fn wrong_credentials_name_the_secret_tried_and_a_fixed_secret_recovers() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(true);
     registry
         .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
@@ -220,11 +212,7 @@ async fn wrong_credentials_name_the_secret_tried_and_a_fixed_secret_recovers() {
     );
 }
 
-#[tokio::test]
 async fn a_registry_down_keeps_the_lookup_pending_and_retrying_until_it_is_back() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     registry
         .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
@@ -289,11 +277,7 @@ async fn a_registry_down_keeps_the_lookup_pending_and_retrying_until_it_is_back(
     );
 }
 
-#[tokio::test]
 async fn a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     let good = |name: &str, object: Value| (name.to_owned(), serde_json::to_vec(&object).unwrap());
     let files = vec![
@@ -372,11 +356,7 @@ zCDvcWziRZA7j0RIQwyNb4AMYTBeWo3FSsGwxmAKFaVziO32oMJFf+94tA==
 -----END PUBLIC KEY-----
 ";
 
-#[tokio::test]
 async fn an_unsigned_bundle_under_a_signature_policy_waits_with_the_scope_and_why() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     registry
         .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
@@ -443,4 +423,12 @@ async fn an_unsigned_bundle_under_a_signature_policy_waits_with_the_scope_and_wh
             .contains("ImagePolicyRefused")
     );
     nothing_applied(env).await;
+}
+
+crate::trials! {
+    current a_missing_tag_fails_in_plain_words_then_installs_once_pushed,
+    current wrong_credentials_name_the_secret_tried_and_a_fixed_secret_recovers,
+    current a_registry_down_keeps_the_lookup_pending_and_retrying_until_it_is_back,
+    current a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied,
+    current an_unsigned_bundle_under_a_signature_policy_waits_with_the_scope_and_why,
 }

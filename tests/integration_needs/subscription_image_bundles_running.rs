@@ -24,7 +24,7 @@ use olm_rs::reconcile::{Context, ControllerOptions};
 use olm_rs::sandbox::ApiServer;
 
 use crate::catalog_source_common::{LocalRegistry, eventually, serve_index};
-use crate::image_registry::{self as registry, Registry};
+use crate::image_registry::Registry;
 use crate::subscription_image_bundles::{image_catalog, widget_layer};
 
 const NS: &str = "operators";
@@ -88,11 +88,7 @@ async fn phase(csvs: &Api<ClusterServiceVersion>, name: &str) -> Option<String> 
     phase_text(&csvs.get_opt(name).await.ok()??)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_bundles_install_and_upgrade_to_succeeded_with_every_reconciler_running() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     for version in ["1.0.0", "1.1.0"] {
         registry
@@ -249,4 +245,8 @@ async fn image_bundles_install_and_upgrade_to_succeeded_with_every_reconciler_ru
         .unwrap();
     assert_eq!(plans.items.len(), 2, "one plan per version");
     controllers.abort();
+}
+
+crate::trials! {
+    multi image_bundles_install_and_upgrade_to_succeeded_with_every_reconciler_running,
 }

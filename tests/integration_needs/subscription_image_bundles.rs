@@ -152,11 +152,7 @@ pub async fn nothing_applied(env: &Env) {
     );
 }
 
-#[tokio::test]
 async fn a_catalog_of_image_bundles_installs_then_upgrades() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     for version in ["1.0.0", "1.1.0"] {
         registry
@@ -280,11 +276,7 @@ fn big_crd(index: usize, size: usize) -> Value {
     })
 }
 
-#[tokio::test]
 async fn a_bundle_with_8_mib_of_crds_installs_and_the_plan_stays_small() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     let mut manifests = vec![(
         "widget.clusterserviceversion.yaml".to_owned(),
@@ -349,11 +341,7 @@ async fn a_bundle_with_8_mib_of_crds_installs_and_the_plan_stays_small() {
     );
 }
 
-#[tokio::test]
 async fn the_sandbox_installs_from_a_catalog_whose_bundles_are_images() {
-    if !registry::available() {
-        return;
-    }
     let registry = Registry::start(false);
     let image = registry
         .push("widget-bundle", "v1.0.0", widget_layer("1.0.0"))
@@ -396,7 +384,6 @@ async fn the_sandbox_installs_from_a_catalog_whose_bundles_are_images() {
     );
 }
 
-#[test]
 fn bad_bundle_image_flags_stop_olm_rs_run_before_it_connects() {
     let run = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_olm-rs"))
@@ -416,4 +403,11 @@ fn bad_bundle_image_flags_stop_olm_rs_run_before_it_connects() {
     assert!(err.contains("/nonexistent/registries.conf"), "{err}");
     let err = run(&["--registry-ca-file", "/nonexistent/ca.pem"]);
     assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+}
+
+crate::trials! {
+    current a_catalog_of_image_bundles_installs_then_upgrades,
+    current a_bundle_with_8_mib_of_crds_installs_and_the_plan_stays_small,
+    current the_sandbox_installs_from_a_catalog_whose_bundles_are_images,
+    sync bad_bundle_image_flags_stop_olm_rs_run_before_it_connects,
 }

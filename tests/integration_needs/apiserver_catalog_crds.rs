@@ -8,7 +8,8 @@ use crate::apiserver_common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use apiserver_common::{eventually, shared_dir};
+use crate::common::shared_dir;
+use apiserver_common::eventually;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use olm_rs::sandbox::{ApiServer, ApiServerOptions};
 use serde_json::Value;
@@ -65,7 +66,6 @@ fn crd_api(client: kube::Client) -> Api<DynamicObject> {
     )
 }
 
-#[tokio::test]
 async fn catalog_crds_are_established_and_their_examples_keep_declared_fields() {
     let server = ApiServer::with_options(ApiServerOptions {
         simulate_workloads: false,
@@ -205,4 +205,8 @@ async fn catalog_crds_are_established_and_their_examples_keep_declared_fields() 
         created > 50 && checked_fields > 100,
         "created {created}, checked {checked_fields} fields"
     );
+}
+
+crate::trials! {
+    current catalog_crds_are_established_and_their_examples_keep_declared_fields,
 }

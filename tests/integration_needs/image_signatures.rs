@@ -29,9 +29,9 @@ struct World {
 }
 
 impl World {
-    async fn start() -> Option<World> {
-        let skopeo = Skopeo::find()?;
-        let registry = TestRegistry::start(Kind::Plain)?;
+    async fn start() -> World {
+        let skopeo = Skopeo::find();
+        let registry = TestRegistry::start(Kind::Plain);
         let dir = tempfile::tempdir().unwrap();
         let (conf, _) = registry.write_client_files(dir.path());
         let attachments_on = dir.path().join("registries.d");
@@ -68,7 +68,7 @@ impl World {
             &format!("{host}/mirror/catalog:v4.20"),
             None,
         );
-        Some(World {
+        World {
             registry,
             skopeo,
             dir,
@@ -78,7 +78,7 @@ impl World {
             ours,
             theirs,
             digest,
-        })
+        }
     }
 
     fn host(&self) -> String {
@@ -130,11 +130,8 @@ fn sigstore(key: &Path, identity: Option<serde_json::Value>) -> serde_json::Valu
     req
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skopeo_and_olm_rs_agree_on_every_signature_case() {
-    let Some(w) = World::start().await else {
-        return;
-    };
+    let w = World::start().await;
     let host = w.host();
     let signed = format!("{host}/olm/catalog:v4.20");
     let by_digest = format!("{host}/olm/catalog@{}", w.digest);
@@ -195,11 +192,8 @@ async fn skopeo_and_olm_rs_agree_on_every_signature_case() {
     eprintln!("skopeo and olm-rs agree:\n  {}", table.join("\n  "));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured() {
-    let Some(w) = World::start().await else {
-        return;
-    };
+    let w = World::start().await;
     let host = w.host();
     let creds = Credentials::anonymous();
     let policy = w.write_policy(
@@ -286,7 +280,6 @@ fn content_condition(cs: &olm_rs::api::CatalogSource) -> Option<(String, String,
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_unsigned_digest() {
     use crate::catalog_source_common::*;
     use jiff::SignedDuration;
@@ -295,9 +288,7 @@ async fn a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_u
     use olm_rs::api::CatalogSource;
     use olm_rs::registry::cache::CatalogRef;
 
-    let Some(w) = World::start().await else {
-        return;
-    };
+    let w = World::start().await;
     let host = w.host();
     let policy = w.write_policy(
         "policy",
@@ -418,7 +409,6 @@ async fn a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_u
     );
 }
 
-#[test]
 fn olm_rs_run_does_not_start_on_an_invalid_policy() {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.json");
@@ -474,4 +464,11 @@ fn olm_rs_run_does_not_start_on_an_invalid_policy() {
         "{stderr}"
     );
     assert!(!stderr.contains("Kubernetes credentials"), "{stderr}");
+}
+
+crate::trials! {
+    multi skopeo_and_olm_rs_agree_on_every_signature_case,
+    multi refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured,
+    multi a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_unsigned_digest,
+    sync olm_rs_run_does_not_start_on_an_invalid_policy,
 }

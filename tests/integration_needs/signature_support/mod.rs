@@ -25,8 +25,8 @@ pub enum SkopeoVerdict {
 }
 
 impl Skopeo {
-    /// A skopeo with sigstore, or `None` after saying why the test skips (outside CI only).
-    pub fn find() -> Option<Skopeo> {
+    /// A skopeo with sigstore; the test is skipped (failed in CI) when there is none.
+    pub fn find() -> Skopeo {
         let candidates: Vec<PathBuf> = std::env::var_os("OLM_RS_SKOPEO")
             .map(PathBuf::from)
             .into_iter()
@@ -35,18 +35,14 @@ impl Skopeo {
         for program in candidates {
             let s = Skopeo { program };
             if s.has_sigstore() {
-                return Some(s);
+                return s;
             }
         }
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "no skopeo with sigstore in CI: .ci/run runs tests/integration/signature_support/install-skopeo.sh and sets OLM_RS_SKOPEO"
-            );
-        }
-        eprintln!(
-            "SKIPPED: no skopeo that signs sigstore signatures (Debian 12's has sigstore disabled); run tests/integration/signature_support/install-skopeo.sh DIR and set OLM_RS_SKOPEO=DIR/skopeo"
-        );
-        None
+        crate::common::skip(
+            "needs a skopeo that signs sigstore signatures (Debian 12's has sigstore disabled): \
+             bash tests/integration_needs/signature_support/install-skopeo.sh DIR, then \
+             OLM_RS_SKOPEO=DIR/skopeo",
+        )
     }
 
     /// `generate-sigstore-key` came with skopeo 1.10, as did working sigstore in Debian.

@@ -9,7 +9,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_rs::api::{CatalogSource, CatalogSourceReason};
 use olm_rs::registry::cache::{CatalogRef, HealthReason};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn address_catalog_connects_and_loads_into_the_cache() {
     let registry = serve_index(etcd_index()).await;
     let h = start(Setup::default()).await;
@@ -72,7 +71,6 @@ async fn address_catalog_connects_and_loads_into_the_cache() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_catalog_marks_only_itself() {
     let registry = serve_index(etcd_index()).await;
     let h = start(Setup::default()).await;
@@ -155,7 +153,6 @@ async fn unreachable_catalog_marks_only_itself() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_spec_is_reported_and_cleared_when_fixed() {
     let registry = serve_index(etcd_index()).await;
     let h = start(Setup::default()).await;
@@ -211,7 +208,6 @@ async fn invalid_spec_is_reported_and_cleared_when_fixed() {
     assert_eq!(status.message.as_deref(), Some("unknown sourcetype: ftp"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalog_serving_an_invalid_catalog_is_unhealthy_with_the_problems() {
     use olm_rs::catalog::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
     // Two heads in one channel: what a broken remote registry might serve.
@@ -289,7 +285,6 @@ async fn catalog_serving_an_invalid_catalog_is_unhealthy_with_the_problems() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_catsrc_shows_olms_columns() {
     let h = start(Setup::default()).await;
     create(
@@ -325,4 +320,12 @@ async fn kubectl_get_catsrc_shows_olms_columns() {
     assert_eq!(cells[1], "Community Operators");
     assert_eq!(cells[2], "grpc");
     assert_eq!(cells[3], "OperatorHub.io");
+}
+
+crate::trials! {
+    multi address_catalog_connects_and_loads_into_the_cache,
+    multi unreachable_catalog_marks_only_itself,
+    multi invalid_spec_is_reported_and_cleared_when_fixed,
+    multi catalog_serving_an_invalid_catalog_is_unhealthy_with_the_problems,
+    multi kubectl_get_catsrc_shows_olms_columns,
 }

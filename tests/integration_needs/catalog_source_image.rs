@@ -71,11 +71,8 @@ async fn mark_ready(h: &Harness, pod: &Pod) {
     .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
-    let Some(images) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let images = TestRegistry::start(Kind::Plain);
     let files = tempfile::tempdir().unwrap();
     let (conf, _) = images.write_client_files(files.path());
     let (image, first_digest) = images
@@ -272,7 +269,6 @@ async fn image_catalog_runs_a_registry_pod_and_polls_by_digest() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_or_disrupted_pods_are_replaced_and_failures_reported() {
     // Pod mode for every image catalog, from the controller's flag.
     let h = start(Setup {
@@ -340,4 +336,9 @@ async fn stale_or_disrupted_pods_are_replaced_and_failures_reported() {
     .status
     .unwrap();
     assert!(status.message.unwrap().contains("cat.team-a.svc:50051"));
+}
+
+crate::trials! {
+    multi image_catalog_runs_a_registry_pod_and_polls_by_digest,
+    multi stale_or_disrupted_pods_are_replaced_and_failures_reported,
 }

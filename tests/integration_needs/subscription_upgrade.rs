@@ -23,7 +23,6 @@ async fn csv(env: &Env, name: &str) -> Option<serde_json::Value> {
     env.get(CSV.0, CSV.1, CSV.2, name, true).await
 }
 
-#[tokio::test]
 async fn starting_csv_then_one_plan_per_hop_to_the_head() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
@@ -73,7 +72,6 @@ async fn starting_csv_then_one_plan_per_hop_to_the_head() {
     );
 }
 
-#[tokio::test]
 async fn a_channel_switch_follows_a_skip_range_in_one_hop() {
     let mut env = Env::new().await;
     env.add_catalog("community", widget_catalog());
@@ -122,7 +120,6 @@ async fn a_channel_switch_follows_a_skip_range_in_one_hop() {
     );
 }
 
-#[tokio::test]
 async fn a_channel_without_a_path_from_the_installed_version_is_explained() {
     let mut env = Env::new().await;
     let mut catalog = widget_catalog();
@@ -157,7 +154,6 @@ async fn a_channel_without_a_path_from_the_installed_version_is_explained() {
     );
 }
 
-#[tokio::test]
 async fn real_etcd_bundles_upgrade_hop_by_hop() {
     let mut env = Env::new().await;
     let dir = common::shared_dir().join("data/catalogs/community-operators-prod/operators/etcd");
@@ -204,4 +200,11 @@ async fn real_etcd_bundles_upgrade_hop_by_hop() {
         sub.status.as_ref().unwrap().installed_csv.as_deref(),
         Some("etcdoperator.v0.9.4")
     );
+}
+
+crate::trials! {
+    current starting_csv_then_one_plan_per_hop_to_the_head,
+    current a_channel_switch_follows_a_skip_range_in_one_hop,
+    current a_channel_without_a_path_from_the_installed_version_is_explained,
+    current real_etcd_bundles_upgrade_hop_by_hop,
 }

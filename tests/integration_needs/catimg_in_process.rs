@@ -96,11 +96,8 @@ async fn warning_reasons(h: &Harness, ns: &str, name: &str) -> Vec<(String, Stri
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catimg_served_in_process_polled_swapped_and_kept_when_broken() {
-    let Some(registry) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let registry = TestRegistry::start(Kind::Plain);
     let files = tempfile::tempdir().unwrap();
     let (conf, _) = registry.write_client_files(files.path());
     let cache = files.path().join("cache");
@@ -242,11 +239,8 @@ async fn catimg_served_in_process_polled_swapped_and_kept_when_broken() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catimg_one_digest_shared_and_failures_stay_local() {
-    let Some(registry) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let registry = TestRegistry::start(Kind::Plain);
     let files = tempfile::tempdir().unwrap();
     let (conf, _) = registry.write_client_files(files.path());
     let (good, digest) = registry
@@ -333,11 +327,8 @@ async fn catimg_one_digest_shared_and_failures_stay_local() {
     assert!(serving(&one, &digest));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catimg_private_repository_needs_its_pull_secret() {
-    let Some(registry) = TestRegistry::start(Kind::BasicAuth) else {
-        return;
-    };
+    let registry = TestRegistry::start(Kind::BasicAuth);
     let files = tempfile::tempdir().unwrap();
     let (conf, _) = registry.write_client_files(files.path());
     let (image, digest) = registry
@@ -395,11 +386,8 @@ async fn catimg_private_repository_needs_its_pull_secret() {
     assert_eq!(packages(&h, &CatalogRef::new("team-a", "private")), [ONE]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catimg_content_survives_a_restart_without_the_registry() {
-    let Some(mut registry) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let mut registry = TestRegistry::start(Kind::Plain);
     let files = tempfile::tempdir().unwrap();
     let (conf, _) = registry.write_client_files(files.path());
     let cache = files.path().join("cache");
@@ -437,11 +425,8 @@ async fn catimg_content_survives_a_restart_without_the_registry() {
     assert_eq!(packages(&h, &CatalogRef::new("team-a", "pinned")), [ONE]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catimg_pod_mode_by_annotation_and_back_to_in_process() {
-    let Some(registry) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let registry = TestRegistry::start(Kind::Plain);
     let files = tempfile::tempdir().unwrap();
     let (conf, _) = registry.write_client_files(files.path());
     let (image, digest) = registry
@@ -504,4 +489,12 @@ async fn catimg_pod_mode_by_annotation_and_back_to_in_process() {
         (p == 0 && s.is_none()).then_some(())
     })
     .await;
+}
+
+crate::trials! {
+    multi catimg_served_in_process_polled_swapped_and_kept_when_broken,
+    multi catimg_one_digest_shared_and_failures_stay_local,
+    multi catimg_private_repository_needs_its_pull_secret,
+    multi catimg_content_survives_a_restart_without_the_registry,
+    multi catimg_pod_mode_by_annotation_and_back_to_in_process,
 }

@@ -40,11 +40,8 @@ fn first_real_bundle() -> std::path::PathBuf {
         .1
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn images_render_like_their_directories_for_20_real_bundles() {
-    let Some(reg) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::Plain);
     let work = tempfile::tempdir().unwrap();
     let puller = puller_for(&reg, work.path(), None);
     let bundles = registry_support::real_bundle_dirs(20);
@@ -69,11 +66,8 @@ async fn images_render_like_their_directories_for_20_real_bundles() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn basic_auth_takes_the_pull_secret_and_names_those_tried() {
-    let Some(reg) = TestRegistry::start(Kind::BasicAuth) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::BasicAuth);
     let work = tempfile::tempdir().unwrap();
     let (image, _) = reg
         .push_bundle_dir("private/bundle", "v1", &first_real_bundle())
@@ -119,11 +113,8 @@ async fn basic_auth_takes_the_pull_secret_and_names_those_tried() {
     assert!(pulled.csv().is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_registries_need_their_ca() {
-    let Some(reg) = TestRegistry::start(Kind::Tls) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::Tls);
     let work = tempfile::tempdir().unwrap();
     let (image, _) = reg
         .push_bundle_dir("tls/bundle", "v1", &first_real_bundle())
@@ -146,11 +137,8 @@ async fn tls_registries_need_their_ca() {
     assert!(pulled.csv().is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_tags_blocked_registries_and_mirrors() {
-    let Some(reg) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::Plain);
     let work = tempfile::tempdir().unwrap();
     let (image, digest) = reg
         .push_bundle_dir("ns/bundle", "v1", &first_real_bundle())
@@ -201,11 +189,8 @@ async fn missing_tags_blocked_registries_and_mirrors() {
     drop(image);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registry_down_is_transient_and_the_disk_cache_survives_a_restart() {
-    let Some(mut reg) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let mut reg = TestRegistry::start(Kind::Plain);
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
     let (by_digest, _) = reg
@@ -252,11 +237,8 @@ async fn a_registry_down_is_transient_and_the_disk_cache_survives_a_restart() {
     assert_eq!(second.stats().downloads, 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malicious_layers_are_refused_naming_the_image_and_the_file() {
-    let Some(reg) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::Plain);
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
     let (conf, _) = reg.write_client_files(work.path());
@@ -331,11 +313,8 @@ fn with_raw_entry(tar: &[u8], path: &str, data: &[u8], link: Option<&str>) -> Ve
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalog_render_takes_images_and_directories_mixed() {
-    let Some(reg) = TestRegistry::start(Kind::BasicAuth) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::BasicAuth);
     let work = tempfile::tempdir().unwrap();
     let dir = first_real_bundle();
     let (image, _) = reg.push_bundle_dir("cli/bundle", "v1", &dir).await;
@@ -393,11 +372,8 @@ async fn catalog_render_takes_images_and_directories_mixed() {
 /// Multi-architecture bundle images are image indexes (manifest lists). Bundles hold no
 /// binaries, so any entry would do, but the choice must not depend on the order a build tool
 /// wrote: linux/amd64 when the index has it, else its first entry (docs/bundle-images.md).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_indexes_resolve_to_linux_amd64_else_their_first_entry() {
-    let Some(reg) = TestRegistry::start(Kind::Plain) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::Plain);
     let work = tempfile::tempdir().unwrap();
     let puller = puller_for(&reg, work.path(), None);
     let bundles = registry_support::real_bundle_dirs(2);
@@ -442,11 +418,8 @@ async fn image_indexes_resolve_to_linux_amd64_else_their_first_entry() {
 
 /// quay.io, ghcr.io and Docker Hub hand out bearer tokens from a realm: anonymous ones for
 /// public repositories, and ones for a login (from a pull secret) for private ones.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bearer_tokens_from_the_registrys_realm_anonymous_and_with_a_pull_secret() {
-    let Some(reg) = TestRegistry::start(Kind::Token) else {
-        return;
-    };
+    let reg = TestRegistry::start(Kind::Token);
     let work = tempfile::tempdir().unwrap();
     let bundle = first_real_bundle();
     let (public, _) = reg.push_bundle_dir("public/bundle", "v1", &bundle).await;
@@ -480,4 +453,16 @@ async fn bearer_tokens_from_the_registrys_realm_anonymous_and_with_a_pull_secret
         .await
         .unwrap_or_else(|e| panic!("token for a login, {private}: {e}"));
     assert!(pulled.csv().is_some());
+}
+
+crate::trials! {
+    multi images_render_like_their_directories_for_20_real_bundles,
+    multi basic_auth_takes_the_pull_secret_and_names_those_tried,
+    multi tls_registries_need_their_ca,
+    multi missing_tags_blocked_registries_and_mirrors,
+    multi a_registry_down_is_transient_and_the_disk_cache_survives_a_restart,
+    multi malicious_layers_are_refused_naming_the_image_and_the_file,
+    multi catalog_render_takes_images_and_directories_mixed,
+    multi image_indexes_resolve_to_linux_amd64_else_their_first_entry,
+    multi bearer_tokens_from_the_registrys_realm_anonymous_and_with_a_pull_secret,
 }
