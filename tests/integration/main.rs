@@ -56,6 +56,7 @@ mod fidelity;
 mod install_plan_controller;
 mod install_plan_crd_updates;
 mod install_plan_execution;
+mod install_plan_lost_writes;
 mod leader_election;
 mod manifests;
 mod metrics_endpoint;
