@@ -3,7 +3,8 @@
 //!
 //! The certificate lives in the Secret `<service>-cert` (the same CA + serving certificate
 //! pair olm-rs makes for operators' APIServices, `certs::plan_certs`): created when missing,
-//! re-issued 24 h before it expires. Every replica runs this loop; writes are guarded (create,
+//! re-issued 24 h before it expires. Every replica runs this loop, but only the leader writes
+//! (its client is fenced, docs/leader-election.md §2); writes are also guarded (create,
 //! or a patch at the read resourceVersion), so two replicas never keep two different CAs: the
 //! loser of a race re-reads and serves the winner's. The APIService
 //! `v1.packages.operators.coreos.com` gets the CA as `caBundle` only when it points at
@@ -135,6 +136,11 @@ impl CertKeeper {
                     }
                 }
                 Ok(_) => reported_foreign = None,
+                // A standby does not write (docs/leader-election.md §2): the leader issues the
+                // certificate and this replica serves it once it is there.
+                Err(error) if crate::leader_election::Fenced::in_chain(&error) => {
+                    tracing::debug!(%error, "package API certificate: left to the leader");
+                }
                 Err(error) => tracing::warn!(%error, "package API certificate"),
             }
             tokio::time::sleep(PERIOD).await;
