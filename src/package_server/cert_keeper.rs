@@ -111,6 +111,8 @@ const AUTH_CONFIG_NAME: &str = "extension-apiserver-authentication";
 
 /// How often the Secret, the front-proxy settings and the APIService are checked.
 const PERIOD: Duration = Duration::from_secs(30);
+/// How soon a pass whose write was fenced (this replica did not lead) runs again.
+const FENCED_RETRY: Duration = Duration::from_secs(2);
 
 pub struct CertKeeper {
     pub client: Client,
@@ -124,6 +126,7 @@ impl CertKeeper {
     pub async fn run(self) {
         let mut reported_foreign = None;
         loop {
+            let mut wait = PERIOD;
             match self.pass().await {
                 Ok(ApiServiceAction::Foreign { service }) => {
                     if reported_foreign.as_ref() != Some(&service) {
@@ -137,13 +140,15 @@ impl CertKeeper {
                 }
                 Ok(_) => reported_foreign = None,
                 // A standby does not write (docs/leader-election.md §2): the leader issues the
-                // certificate and this replica serves it once it is there.
+                // certificate and this replica serves it once it is there. Looked at again soon:
+                // this replica may be about to lead, and then it issues it.
                 Err(error) if crate::leader_election::Fenced::in_chain(&error) => {
                     tracing::debug!(%error, "package API certificate: left to the leader");
+                    wait = FENCED_RETRY;
                 }
                 Err(error) => tracing::warn!(%error, "package API certificate"),
             }
-            tokio::time::sleep(PERIOD).await;
+            tokio::time::sleep(wait).await;
         }
     }
 
