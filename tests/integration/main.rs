@@ -89,4 +89,5 @@ mod testop_images;
 mod testop_install;
 mod testop_operator;
 mod typed_errors;
+mod watch_expiry;
 mod write_path;
