@@ -58,6 +58,7 @@ mod install_plan_crd_updates;
 mod install_plan_execution;
 mod install_plan_lost_writes;
 mod leader_election;
+mod lost_writes;
 mod manifests;
 mod metrics_endpoint;
 mod operator_group_rbac;
