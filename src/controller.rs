@@ -11,7 +11,7 @@ use kube::Client;
 use crate::access_review;
 use crate::health::{self, Readiness};
 use crate::k8s::clock::{Clock, SystemClock};
-use crate::leader_election::{LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
+use crate::leader_election::{Fence, LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
 use crate::metrics::{self, Metrics};
 use crate::package_server::{self, PackageServing};
 use crate::reconcile::{Context, ControllerOptions};
@@ -126,15 +126,24 @@ pub async fn run(
     };
     if outcome.is_ok() {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        // Every writer holds `writer`: with leader election, it sends writes only while this
+        // replica leads and its renew deadline has not passed (docs/leader-election.md §2).
+        let fence = match &options.leader_election {
+            None => Fence::open(),
+            Some(election) => Fence::closed(election.config, Arc::clone(&clock)),
+        };
+        let writer = fence.guard(&client);
         let ctx = Arc::new(Context::with_metrics(
-            client.clone(),
+            writer.clone(),
             Arc::clone(&clock),
             options.controller.clone(),
             Arc::clone(&metrics),
         ));
         // Served by every replica, leader or not: reads need no Lease.
         let package_tasks = match &options.packages {
-            Some(packages) => start_package_api(&client, &ctx, packages, stop_rx.clone()).await,
+            Some(packages) => {
+                start_package_api(&client, &writer, &ctx, packages, stop_rx.clone()).await
+            }
             None => Ok(Vec::new()),
         };
         let package_tasks = match package_tasks {
@@ -157,10 +166,10 @@ pub async fn run(
             .as_ref()
             .and_then(|p| p.serving_pod.clone());
         let leading = {
-            let client = client.clone();
+            let writer = writer.clone();
             async move {
                 if let Some(pod) = &serving_pod {
-                    package_server::serving_pod::mark(&client, pod, true).await;
+                    package_server::serving_pod::mark(&writer, pod, true).await;
                 }
                 run_reconcilers(ctx).await
             }
@@ -174,7 +183,8 @@ pub async fn run(
             // update must be able to start new replicas while the old leader holds the Lease.
             Some(election) => {
                 let elector = LeaderElector::new(client, election.lock, election.config, clock)
-                    .with_metrics(Arc::clone(&metrics));
+                    .with_metrics(Arc::clone(&metrics))
+                    .with_fence(fence);
                 outcome = elector
                     .run(leading, shutdown)
                     .await
@@ -232,9 +242,14 @@ async fn wait_until_allowed(client: &Client, readiness: &Readiness) -> Result<()
 }
 
 /// Starts keeping the PackageManifests current and, for `olm-rs run`, serving them over
-/// HTTPS with their certificate kept; returns the tasks to stop at shutdown.
+/// HTTPS with their certificate kept; returns the tasks to stop at shutdown. `writer` is the
+/// fenced client: the certificate keeper writes only as the leader. `client` serves the
+/// reads, the access reviews, and the one write a replica makes before it may lead: taking
+/// the serving label off its own Pod, so that the Service does not send requests to a
+/// replica that just started (docs/leader-election.md §2).
 async fn start_package_api(
     client: &Client,
+    writer: &Client,
     ctx: &Arc<Context>,
     packages: &PackageServing,
     stop: tokio::sync::watch::Receiver<bool>,
@@ -269,7 +284,7 @@ async fn start_package_api(
             wait_for(stop),
         )));
         let keeper = package_server::cert_keeper::CertKeeper {
-            client: client.clone(),
+            client: writer.clone(),
             service: https.service.clone(),
             clock: Arc::clone(&ctx.clock),
             tls,

@@ -231,6 +231,14 @@ pub fn must_step_down(last_renewed: Timestamp, now: Timestamp, config: &LeaseCon
     now >= deadline
 }
 
+/// Whether a replica may send a write now (docs/leader-election.md §2): only while it leads
+/// (`last_renewed` is the start of its last successful renewal, `None` when it does not lead)
+/// and before that renewal's deadline. A clock that went back past the renewal closes the
+/// gate too: the deadline can no longer be judged, and the next renewal reopens it.
+pub fn may_write(last_renewed: Option<Timestamp>, now: Timestamp, config: &LeaseConfig) -> bool {
+    last_renewed.is_some_and(|at| now >= at && !must_step_down(at, now, config))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,6 +447,47 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn writes_are_allowed_only_between_a_renewal_and_its_deadline() {
+        let config = LeaseConfig::default();
+        let cases = [
+            (None, 0, false, "not leading (standby, or leadership lost)"),
+            (Some(0), 0, true, "just renewed"),
+            (Some(0), 9, true, "before the renew deadline"),
+            (Some(0), 10, false, "at the renew deadline"),
+            (
+                Some(0),
+                14,
+                false,
+                "past it, the Lease not yet expired for the others",
+            ),
+            (Some(0), 100, false, "long past it, the network back"),
+            (Some(10), 5, false, "the clock went back past the renewal"),
+        ];
+        for (renewed, now, allowed, what) in cases {
+            assert_eq!(
+                may_write(renewed.map(t), t(now), &config),
+                allowed,
+                "{what}"
+            );
+        }
+        // The gate closes before the earliest moment a rival may take the Lease.
+        let rival_view = seen(record(Some("leader"), 0, 0), 0);
+        let first_take_over = (0..100)
+            .find(|&now| {
+                matches!(
+                    decide("rival", Some(&rival_view), t(now), &config),
+                    Decision::Write { .. }
+                )
+            })
+            .unwrap();
+        let last_write = (0..100)
+            .filter(|&now| may_write(Some(t(0)), t(now), &config))
+            .max()
+            .unwrap();
+        assert_eq!((last_write, first_take_over), (9, 15));
     }
 
     #[test]

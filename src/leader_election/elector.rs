@@ -15,6 +15,7 @@ use kube::Client;
 use kube::api::Api;
 
 use super::decision::{self, Claim, Decision, LeaseConfig, LeaseRecord, Observation};
+use super::fence::Fence;
 use crate::k8s::clock::Clock;
 use crate::k8s::errors::is_conflict;
 use crate::metrics::Metrics;
@@ -69,6 +70,8 @@ pub struct LeaderElector {
     config: LeaseConfig,
     clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
+    /// Told of every renewal and every loss, so writers stop at the renew deadline.
+    fence: Option<Fence>,
     observed: Option<Observation>,
     /// When our last successful write started; `None` while not leading.
     last_renewed: Option<Timestamp>,
@@ -88,6 +91,7 @@ impl LeaderElector {
             config,
             clock,
             metrics: None,
+            fence: None,
             observed: None,
             last_renewed: None,
         }
@@ -97,6 +101,13 @@ impl LeaderElector {
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         metrics.set_leader(&self.lock.name, false);
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Keeps `fence` open exactly while this candidate may act (docs/leader-election.md §2).
+    pub fn with_fence(mut self, fence: Fence) -> Self {
+        fence.renewed(self.last_renewed);
+        self.fence = Some(fence);
         self
     }
 
@@ -309,6 +320,9 @@ impl LeaderElector {
 
     fn set_leading(&mut self, renewed_at: Option<Timestamp>) {
         self.last_renewed = renewed_at;
+        if let Some(fence) = &self.fence {
+            fence.renewed(renewed_at);
+        }
         if let Some(metrics) = &self.metrics {
             metrics.set_leader(&self.lock.name, renewed_at.is_some());
         }

@@ -3,7 +3,8 @@
 //!
 //! The certificate lives in the Secret `<service>-cert` (the same CA + serving certificate
 //! pair olm-rs makes for operators' APIServices, `certs::plan_certs`): created when missing,
-//! re-issued 24 h before it expires. Every replica runs this loop; writes are guarded (create,
+//! re-issued 24 h before it expires. Every replica runs this loop, but only the leader writes
+//! (its client is fenced, docs/leader-election.md §2); writes are also guarded (create,
 //! or a patch at the read resourceVersion), so two replicas never keep two different CAs: the
 //! loser of a race re-reads and serves the winner's. The APIService
 //! `v1.packages.operators.coreos.com` gets the CA as `caBundle` only when it points at
@@ -110,6 +111,8 @@ const AUTH_CONFIG_NAME: &str = "extension-apiserver-authentication";
 
 /// How often the Secret, the front-proxy settings and the APIService are checked.
 const PERIOD: Duration = Duration::from_secs(30);
+/// How soon a pass whose write was fenced (this replica did not lead) runs again.
+const FENCED_RETRY: Duration = Duration::from_secs(2);
 
 pub struct CertKeeper {
     pub client: Client,
@@ -123,6 +126,7 @@ impl CertKeeper {
     pub async fn run(self) {
         let mut reported_foreign = None;
         loop {
+            let mut wait = PERIOD;
             match self.pass().await {
                 Ok(ApiServiceAction::Foreign { service }) => {
                     if reported_foreign.as_ref() != Some(&service) {
@@ -135,9 +139,16 @@ impl CertKeeper {
                     }
                 }
                 Ok(_) => reported_foreign = None,
+                // A standby does not write (docs/leader-election.md §2): the leader issues the
+                // certificate and this replica serves it once it is there. Looked at again soon:
+                // this replica may be about to lead, and then it issues it.
+                Err(error) if crate::leader_election::Fenced::in_chain(&error) => {
+                    tracing::debug!(%error, "package API certificate: left to the leader");
+                    wait = FENCED_RETRY;
+                }
                 Err(error) => tracing::warn!(%error, "package API certificate"),
             }
-            tokio::time::sleep(PERIOD).await;
+            tokio::time::sleep(wait).await;
         }
     }
 

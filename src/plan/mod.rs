@@ -5,6 +5,7 @@
 //! (`execution`), the order steps are listed and applied in (`order`), the bundle lookups
 //! (`lookups`, `unpack`). Nothing here talks to a cluster. docs/install-plans.md §5–§11.
 
+pub mod alongside;
 pub mod content;
 pub mod crd_reader;
 pub mod crd_safety;

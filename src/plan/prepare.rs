@@ -139,39 +139,6 @@ pub fn merge_owner_references(live: Option<&Value>, desired: &mut Value) {
     }
 }
 
-/// The installed-alongside annotations a CRD update keeps: those of the live CRD whose CSV
-/// still exists (`csv_exists(namespace, name)`), plus the one the step already carries.
-pub fn merge_installed_alongside(
-    live: &Value,
-    desired: &mut Value,
-    csv_exists: impl Fn(&str, &str) -> bool,
-) {
-    const PREFIX: &str = "operatorframework.io/installed-alongside-";
-    let Some(live_annotations) = live
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-    else {
-        return;
-    };
-    let Some(metadata) = desired.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let annotations = sub_map(metadata, "annotations");
-    for (key, value) in live_annotations {
-        let Some(target) = value.as_str() else {
-            continue;
-        };
-        if !key.starts_with(PREFIX) || annotations.contains_key(key) {
-            continue;
-        }
-        if let Some((ns, csv)) = target.split_once('/')
-            && csv_exists(ns, csv)
-        {
-            annotations.insert(key.clone(), value.clone());
-        }
-    }
-}
-
 fn sub_map<'a>(parent: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
     let entry = parent
         .entry(key)
@@ -238,29 +205,6 @@ mod tests {
         );
         let key = installed_alongside_annotation_key("ns", "op.v1");
         assert_eq!(out["metadata"]["annotations"][key.as_str()], "ns/op.v1");
-    }
-
-    #[test]
-    fn crd_update_keeps_annotations_of_csvs_that_still_exist() {
-        let live = json!({"metadata": {"annotations": {
-            installed_alongside_annotation_key("ns", "op.v0"): "ns/op.v0",
-            installed_alongside_annotation_key("other", "gone.v1"): "other/gone.v1",
-            "unrelated": "x"}}});
-        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "w.example.com"}});
-        let mut desired = prepare_object(
-            StepKind::CustomResourceDefinition,
-            Scope::Cluster,
-            &crd,
-            "ns",
-            "op.v1",
-            None,
-        );
-        merge_installed_alongside(&live, &mut desired, |ns, name| {
-            ns == "ns" && name == "op.v0"
-        });
-        let annotations = desired["metadata"]["annotations"].as_object().unwrap();
-        assert_eq!(annotations.len(), 2, "{annotations:?}");
-        assert!(annotations.values().any(|v| v == "ns/op.v0"));
     }
 
     #[test]

@@ -515,3 +515,90 @@ fn unsafe_lease_timings_are_refused_at_startup() {
         "{stderr}"
     );
 }
+
+/// docs/leader-election.md §2: a replica cut off from the API server stops writing at its renew
+/// deadline — before a standby may take the Lease — and does not write when the network comes
+/// back either, until it has won the Lease again. Every write goes through the executor, with
+/// the fenced client the reconcilers hold.
+#[tokio::test]
+async fn a_leader_past_its_renew_deadline_sends_no_write_until_it_leads_again() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use olm_rs::k8s::effects::{Body, Write, perform};
+    use olm_rs::k8s::write::ObjectKey;
+    use olm_rs::leader_election::{Fence, Fenced};
+
+    let (_server, client) = cluster().await;
+    let config = LeaseConfig::default();
+    let clock = ManualClock::new(start());
+    let fence = Fence::closed(config, Arc::new(clock.clone()));
+    let mut a = LeaderElector::new(client.clone(), lock("a"), config, Arc::new(clock.clone()))
+        .with_fence(fence.clone());
+    let mut b = LeaderElector::new(client.clone(), lock("b"), config, Arc::new(clock.clone()));
+    let writer = fence.guard(&client);
+    let key = ObjectKey::new::<ConfigMap>(Some(NS), "work");
+    let set = |value: &str| Write::MergePatch {
+        key: key.clone(),
+        patch: Body::new(serde_json::json!({"data": {"value": value}})),
+        resource_version: None,
+    };
+    let stored = || async {
+        Api::<ConfigMap>::namespaced(client.clone(), NS)
+            .get_opt("work")
+            .await
+            .unwrap()
+            .and_then(|c| c.data)
+            .and_then(|d| d.get("value").cloned())
+    };
+    let fenced = |result: Result<_, olm_rs::k8s::write::ApiError>, when: &str| match result {
+        Err(e) => assert!(Fenced::in_chain(&e), "{when}: {e}"),
+        Ok(_) => panic!("{when}: the write was sent"),
+    };
+
+    let create = Write::Create {
+        key: key.clone(),
+        object: Body::new(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "work", "namespace": NS}, "data": {"value": "0"}
+        })),
+    };
+    fenced(perform(&writer, &create).await, "a standby");
+    assert_eq!(stored().await, None, "nothing reached the server");
+
+    assert_eq!(a.try_acquire_or_renew().await.unwrap(), Attempt::Leading);
+    perform(&writer, &create).await.expect("the leader writes");
+    clock.advance(SignedDuration::from_secs(9));
+    perform(&writer, &set("1"))
+        .await
+        .expect("before the deadline");
+
+    // Cut off: a's renewals do not reach the server. At its renew deadline the fence closes,
+    // five seconds before b may take the Lease.
+    clock.advance(SignedDuration::from_secs(1));
+    fenced(perform(&writer, &set("2")).await, "at the renew deadline");
+    assert_eq!(
+        b.try_acquire_or_renew().await.unwrap(),
+        Attempt::HeldBy("a".into())
+    );
+    clock.advance(config.lease_duration);
+    assert_eq!(b.try_acquire_or_renew().await.unwrap(), Attempt::Leading);
+
+    // The network is back: a still sends nothing, and learns that b leads.
+    fenced(perform(&writer, &set("3")).await, "the network back");
+    assert_eq!(
+        a.try_acquire_or_renew().await.unwrap(),
+        Attempt::HeldBy("b".into())
+    );
+    fenced(perform(&writer, &set("4")).await, "b leads");
+    assert_eq!(
+        stored().await.as_deref(),
+        Some("1"),
+        "no write after the deadline"
+    );
+    assert_eq!(fence.refused(), 4);
+
+    // a writes again only once it leads again.
+    b.release().await.unwrap();
+    assert_eq!(a.try_acquire_or_renew().await.unwrap(), Attempt::Leading);
+    perform(&writer, &set("5")).await.expect("leading again");
+    assert_eq!(stored().await.as_deref(), Some("5"));
+}

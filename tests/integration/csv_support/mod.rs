@@ -86,8 +86,25 @@ impl Harness {
         .await
     }
 
+    /// [`Harness::start_all_controllers`] with the controllers' client made by `through` from
+    /// the API server's (a client that loses requests, say); the test's own client is not.
+    pub async fn start_all_controllers_through(through: impl FnOnce(Client) -> Client) -> Self {
+        Self::start_running_through(ControllerOptions::default(), through, |ctx| {
+            Box::pin(olm_rs::controller::run_reconcilers(ctx))
+        })
+        .await
+    }
+
     async fn start_running(
         options: ControllerOptions,
+        reconcilers: impl FnOnce(Arc<Context>) -> futures::future::BoxFuture<'static, ()>,
+    ) -> Self {
+        Self::start_running_through(options, |c| c, reconcilers).await
+    }
+
+    async fn start_running_through(
+        options: ControllerOptions,
+        through: impl FnOnce(Client) -> Client,
         reconcilers: impl FnOnce(Arc<Context>) -> futures::future::BoxFuture<'static, ()>,
     ) -> Self {
         // `RUST_LOG=olm_rs=debug cargo test --test integration csv_install` shows the reconciler's view.
@@ -110,7 +127,7 @@ impl Harness {
         // trigger compares those stamps with the CSV's lastUpdateTime (docs/csv-phases.md §1.1).
         let clock = ManualClock::new(jiff::Timestamp::now());
         let ctx = Arc::new(Context::new(
-            client.clone(),
+            through(client.clone()),
             Arc::new(clock.clone()),
             options,
         ));

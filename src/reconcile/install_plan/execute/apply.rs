@@ -9,19 +9,23 @@ use kube::api::{Api, DynamicObject, ListParams};
 
 use super::super::apis::StepApi;
 use super::{Pass, StepError, csv_resource, step_error, strip_status};
-use crate::api::StepStatus;
+use crate::api::keys::COPIED_FROM_LABEL;
+use crate::api::{InstallPlan, StepStatus};
 use crate::k8s::effects::{Body, Write, perform};
 use crate::k8s::read;
 use crate::k8s::write::{self, ApiError, ObjectKey, Ownership};
+use crate::plan::alongside::{
+    AlongsideCsv, AlongsideFacts, alongside_csvs, alongside_repair, merge_installed_alongside,
+    plan_still_installs,
+};
 use crate::plan::execution::ParsedStep;
 use crate::plan::kinds::{Scope, StepKind};
-use crate::plan::prepare::{
-    OwnerCsv, merge_installed_alongside, merge_owner_references, prepare_object,
-};
+use crate::plan::prepare::{OwnerCsv, merge_owner_references, prepare_object};
 
 impl Pass<'_> {
     /// Creates a CRD (`WaitingForApi` until Established) or updates it, keeping the
-    /// installed-alongside annotations of the CSVs of this namespace that still exist.
+    /// installed-alongside annotations of every CSV that exists or that a plan still
+    /// installing will create (`plan::alongside`).
     pub(super) async fn apply_crd(&self, p: &ParsedStep) -> Result<StepStatus, StepError> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
         let key = ObjectKey::new::<CustomResourceDefinition>(None, &p.object.name);
@@ -58,10 +62,8 @@ impl Pass<'_> {
             };
         };
         let live = serde_json::to_value(&live)?;
-        let csvs = self.csv_names().await?;
-        merge_installed_alongside(&live, &mut desired, |ns, name| {
-            ns == self.namespace && csvs.iter().any(|c| c == name)
-        });
+        let facts = self.alongside_facts(&live).await?;
+        merge_installed_alongside(&live, &mut desired, &facts);
         strip_status(&mut desired);
         write::apply_dynamic(self.admin, &key, &desired, Ownership::Force)
             .await
@@ -80,23 +82,92 @@ impl Pass<'_> {
             .map(|_| ())
     }
 
-    /// The names of the CSVs of the plan's namespace, read live: a CSV this very pass created
-    /// counts.
-    pub(super) async fn csv_names(&self) -> Result<Vec<String>, StepError> {
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.admin.clone(), self.namespace, &csv_resource());
-        let list = api
-            .list_metadata(&ListParams::default())
+    /// What a CRD update must know of the CSVs the live CRD's annotations name, per namespace
+    /// named: first its InstallPlans that still install, then its CSVs (in that order, so no
+    /// CSV falls between the two reads, `plan::alongside::AlongsideFacts`). Read live: a CSV
+    /// created a moment ago counts.
+    async fn alongside_facts(&self, live: &serde_json::Value) -> Result<AlongsideFacts, StepError> {
+        let named = alongside_csvs(live);
+        let mut namespaces: Vec<&str> = named.iter().map(|c| c.namespace.as_str()).collect();
+        namespaces.dedup();
+        let mut facts = AlongsideFacts::default();
+        for namespace in namespaces {
+            let plans: Api<InstallPlan> = Api::namespaced(self.admin.clone(), namespace);
+            let plans = plans.list(&ListParams::default()).await.map_err(|source| {
+                StepError::ListPlans {
+                    namespace: namespace.to_owned(),
+                    source,
+                }
+            })?;
+            for plan in plans.items {
+                let installs = plan
+                    .status
+                    .as_ref()
+                    .is_none_or(|s| plan_still_installs(&s.phase));
+                if installs {
+                    facts.coming.extend(
+                        plan.spec
+                            .cluster_service_version_names
+                            .iter()
+                            .map(|name| AlongsideCsv::new(namespace, name)),
+                    );
+                }
+            }
+            let csvs: Api<DynamicObject> =
+                Api::namespaced_with(self.admin.clone(), namespace, &csv_resource());
+            let csvs = csvs
+                .list_metadata(&ListParams::default())
+                .await
+                .map_err(|source| StepError::ListCsvs {
+                    namespace: namespace.to_owned(),
+                    source,
+                })?;
+            facts.existing.extend(
+                csvs.items
+                    .into_iter()
+                    .filter(|o| {
+                        !o.metadata
+                            .labels
+                            .as_ref()
+                            .is_some_and(|l| l.contains_key(COPIED_FROM_LABEL))
+                    })
+                    .filter_map(|o| o.metadata.name)
+                    .map(|name| AlongsideCsv::new(namespace, &name)),
+            );
+        }
+        Ok(facts)
+    }
+
+    /// A CRD step done by an earlier pass is verified before the plan completes: the CRD must
+    /// still carry the installed-alongside annotation of the plan's CSV, or that CSV waits on
+    /// it forever (docs/install-plans.md §7.3). A missing one is added back by a merge patch
+    /// of that annotation alone, guarded by the CRD's resourceVersion: the CRD's spec may
+    /// have moved on since this plan applied it, and is not written again.
+    pub(super) async fn keep_alongside(&self, p: &ParsedStep) -> Result<(), StepError> {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
+        let crd = read::get(&crds, &p.object.name)
             .await
-            .map_err(|source| StepError::ListCsvs {
-                namespace: self.namespace.to_owned(),
+            .map_err(|source| StepError::ReadCrd {
+                name: p.object.name.clone(),
                 source,
             })?;
-        Ok(list
-            .items
-            .into_iter()
-            .filter_map(|o| o.metadata.name)
-            .collect())
+        let Some(crd) = crd else {
+            return Err(StepError::CrdGone {
+                name: p.object.name.clone(),
+            });
+        };
+        let crd = serde_json::to_value(&crd)?;
+        if let Some(repair) = alongside_repair(&crd, self.namespace, &p.resolving) {
+            tracing::warn!(
+                crd = %p.object.name,
+                csv = %format!("{}/{}", self.namespace, p.resolving),
+                "the CRD lost the installed-alongside annotation of the plan's CSV; adding it back"
+            );
+            perform(self.admin, &repair)
+                .await
+                .map_err(|e| step_error("annotating", p, e))?;
+        }
+        Ok(())
     }
 
     /// Whether the CRD `name` is Established with its names accepted.

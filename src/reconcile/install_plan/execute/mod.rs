@@ -117,6 +117,14 @@ impl Pass<'_> {
                 Err(message) => return failed(message),
             }
         }
+        // Every other step is written: before the plan completes, each of its CRDs must still
+        // carry the annotation its CSV's requirement check looks for (docs/install-plans.md
+        // §7.3). The CSV exists now, so no later update of the CRD drops it again.
+        for &i in &plan.order.crds {
+            if let Err(message) = self.keep_alongside(&plan.steps[i]).await {
+                return failed(message);
+            }
+        }
         PassOutcome::Done
     }
 
@@ -169,6 +177,16 @@ enum StepError {
         #[source]
         source: kube::Error,
     },
+    #[error("listing InstallPlans in {namespace}: {source}")]
+    ListPlans {
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "CustomResourceDefinition {name} was applied by this plan and is gone; the plan cannot complete without it"
+    )]
+    CrdGone { name: String },
     #[error("reading CustomResourceDefinition {name}: {}", .source.source)]
     ReadCrd {
         name: String,
