@@ -238,6 +238,7 @@ async fn start_package_api(
         client.clone(),
         contents,
         Arc::clone(&packages.store),
+        packages.feed.clone(),
     ))];
     if let Some(https) = &packages.https {
         let listener = package_server::tls::bind(https.addr)
@@ -250,6 +251,7 @@ async fn start_package_api(
         let tls = Arc::new(package_server::tls::TlsState::default());
         let api = package_server::PackageApi {
             store: Arc::clone(&packages.store),
+            feed: packages.feed.clone(),
             authorizer: Arc::new(package_server::SubjectAccessReviewer::new(client.clone())),
             clock: Arc::clone(&ctx.clock),
         };

@@ -62,6 +62,7 @@ mod metrics_endpoint;
 mod operator_group_rbac;
 mod operator_group_sync;
 mod package_manifests_expected;
+mod package_manifests_fresh;
 mod package_manifests_sandbox;
 mod package_manifests_serving_pod;
 mod registry_bad_input;
