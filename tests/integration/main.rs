@@ -38,6 +38,7 @@ mod catalog_source_address;
 mod catalog_source_configmap;
 mod catalog_source_image;
 mod catalog_yaml_fast;
+mod catimg_fallback;
 mod catimg_in_process;
 mod certs_issue;
 mod certs_olm_hash_api;

@@ -49,6 +49,9 @@ pub struct Setup {
     pub catalog_cache_dir: Option<std::path::PathBuf>,
     /// registries.conf for image pulls (marks a test registry as plain HTTP).
     pub registries_conf: Option<std::path::PathBuf>,
+    /// How long an image the controller cannot pull is served by its registry pod before
+    /// in-process serving is tried again (default: the controller's).
+    pub fallback_retry: Option<Duration>,
 }
 
 pub async fn start(setup: Setup) -> Harness {
@@ -92,6 +95,7 @@ pub async fn start(setup: Setup) -> Harness {
     let mut catalog_sources = CatalogSourceOptions::quick();
     catalog_sources.address_overrides = setup.address_overrides;
     catalog_sources.serving = setup.serving;
+    catalog_sources.fallback_retry = setup.fallback_retry;
     let catalog_cache = tempfile::tempdir().unwrap();
     catalog_sources.cache_dir = Some(
         setup
