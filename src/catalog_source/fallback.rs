@@ -206,13 +206,15 @@ mod tests {
     #[test]
     fn only_failures_the_node_may_not_meet_fall_back() {
         let minute = Duration::from_secs(60);
-        let table: Vec<(
-            &str,
+        // (case, outcome, served in-process, previous fallback, (since, retry_at) wanted)
+        type Row = (
+            &'static str,
             CheckOutcome,
             bool,
             Option<Fallback>,
             Option<(i64, i64)>,
-        )> = vec![
+        );
+        let table: Vec<Row> = vec![
             (
                 "unreachable",
                 failed("Unreachable"),

@@ -155,13 +155,15 @@ mod tests {
         let stable = index.package("etcd").unwrap().channel("stable").unwrap();
         let beta = index.package("etcd").unwrap().channel("beta").unwrap();
         let groups = OperatorGroups::default();
-        let table: Vec<(
-            &str,
+        // (case, installed CSVs, other Subscriptions, channels followed, standing wanted)
+        type Row<'c> = (
+            &'static str,
             Vec<InstalledCsv>,
             Vec<Subscription>,
-            Vec<&ChannelIndex>,
-            &str,
-        )> = vec![
+            Vec<&'c ChannelIndex>,
+            &'static str,
+        );
+        let table: Vec<Row<'_>> = vec![
             (
                 "the package's CSV in the channel",
                 vec![csv("etcd.v2", Some("etcd"))],

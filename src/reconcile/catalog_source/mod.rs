@@ -422,17 +422,16 @@ async fn serve_image(
         .unwrap_or(fallback::RETRY_IN_PROCESS);
     match fallback::route(current.as_ref(), &image, &touched, now) {
         Route::RegistryPod(f) => return by_registry_pod(r, cs, key, f.clone()).await,
-        Route::Retry(f) => match in_process::probe(r, cs, key).await {
-            // Still out of reach: the registry pod keeps serving until the next try.
-            Err(outcome) => {
-                if let Some(next) =
+        Route::Retry(f) => {
+            // Still out of reach: the registry pod keeps serving until the next try. Reached,
+            // or failing for another cause: in-process serving takes over (and reports it).
+            if let Err(outcome) = in_process::probe(r, cs, key).await
+                && let Some(next) =
                     fallback::after_check(&outcome, false, &image, &touched, Some(f), now, retry)
-                {
-                    return by_registry_pod(r, cs, key, next).await;
-                }
+            {
+                return by_registry_pod(r, cs, key, next).await;
             }
-            Ok(()) => {}
-        },
+        }
         Route::InProcess => {}
     }
     // In-process: the registry pod of a fallback is removed as pod mode's leftovers are.
