@@ -23,6 +23,9 @@ pub const JOURNEYS: &[(&str, Journey)] = &[
     ("manual", |c, ns| {
         Box::pin(async move { journeys::manual::run(c, ns).await.map(|()| Outcome::Ran) })
     }),
+    ("adoption", |c, ns| {
+        Box::pin(async move { journeys::adoption::run(c, ns).await.map(|()| Outcome::Ran) })
+    }),
     ("global", |c, ns| {
         Box::pin(async move { journeys::global::run(c, ns).await.map(|()| Outcome::Ran) })
     }),

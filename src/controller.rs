@@ -262,6 +262,7 @@ async fn start_package_api(
         ctx.watches.catalog_sources(),
         contents,
         Arc::clone(&packages.store),
+        packages.feed.clone(),
     ))];
     if let Some(https) = &packages.https {
         let listener = package_server::tls::bind(https.addr)
@@ -274,6 +275,7 @@ async fn start_package_api(
         let tls = Arc::new(package_server::tls::TlsState::default());
         let api = package_server::PackageApi {
             store: Arc::clone(&packages.store),
+            feed: packages.feed.clone(),
             authorizer: Arc::new(package_server::SubjectAccessReviewer::new(client.clone())),
             clock: Arc::clone(&ctx.clock),
         };

@@ -183,7 +183,7 @@ async fn user_journeys_against_the_embedded_api_server_and_olm_rs_run() {
     );
     assert_eq!(
         summary.passed,
-        ["leader", "automatic", "manual", "global"],
+        ["leader", "automatic", "manual", "adoption", "global"],
         "journeys that passed"
     );
     let skipped: Vec<&str> = summary

@@ -74,7 +74,11 @@ pub async fn run(c: &Cluster, ns: &str) -> anyhow::Result<()> {
 }
 
 /// Waits until the Subscription waits for approval of a plan other than `not`; returns its name.
-async fn pending_plan(c: &Cluster, ns: &str, not: Option<&str>) -> anyhow::Result<String> {
+pub(super) async fn pending_plan(
+    c: &Cluster,
+    ns: &str,
+    not: Option<&str>,
+) -> anyhow::Result<String> {
     c.wait_for(
         format!("Subscription {ns}/demo to wait for approval of a new plan"),
         || async {
@@ -118,7 +122,7 @@ async fn expect_unapproved(c: &Cluster, ns: &str, plan: &str, csv: &str) -> anyh
 }
 
 /// What `kubectl patch installplan … --type merge -p '{"spec":{"approved":true}}'` does.
-async fn approve(c: &Cluster, ns: &str, plan: &str) -> anyhow::Result<()> {
+pub(super) async fn approve(c: &Cluster, ns: &str, plan: &str) -> anyhow::Result<()> {
     c.merge_patch(
         &cluster::install_plans(),
         ns,

@@ -1,5 +1,6 @@
 //! The user journeys, each in its own namespace, and the checks they share.
 
+pub mod adoption;
 pub mod automatic;
 pub mod global;
 pub mod image;

@@ -24,6 +24,7 @@ use crate::api::{
 use crate::catalog::CatalogIndex;
 use crate::k8s::effects::Effects;
 
+use super::fallback::{Fallback, mark_status};
 use super::pod_mode::pod_mode;
 pub use super::pod_mode::{
     AFTER_RECREATE, AWAITING_POD, DigestAnswer, DigestSeen, Poll, ROLLOUT_RECHECK, RegistrySeen,
@@ -59,6 +60,9 @@ pub struct Observed<'a> {
     pub serving_default: ServingMode,
     /// The catalog's registry connection, if one is open.
     pub connection: Option<&'a LinkView>,
+    /// Why an image catalog served in-process by default is served by its registry pod
+    /// instead (docs/catalog-images.md §7).
+    pub fallback: Option<&'a Fallback>,
     /// What was read for the kind of catalog the spec describes.
     pub source: SourceSeen<'a>,
 }
@@ -255,6 +259,18 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
             match registry.objects {
                 Ok(objects) => {
                     registry_writes = pod_mode(&mut sync, seen, registry, objects, poll, &observed);
+                    mark_status(
+                        &mut sync.status,
+                        seen.fallback,
+                        cs.metadata.generation,
+                        seen.now,
+                        &mut sync.notes,
+                    );
+                    if let Some(f) = seen.fallback {
+                        let until = Duration::try_from(f.retry_at.duration_since(seen.now))
+                            .unwrap_or(Duration::ZERO);
+                        sync.requeue = Some(sync.requeue.unwrap_or(RESYNC).min(until));
+                    }
                 }
                 Err(error) => {
                     return Decision {

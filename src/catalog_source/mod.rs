@@ -2,12 +2,14 @@
 //! it (`spec`), how an image catalog is served — in-process or by a registry pod (`serving`) —,
 //! one sync of an address, ConfigMap or pod-mode catalog (`decision`), its registry objects
 //! (`registry`) and pods (`pod_plan`), and what an in-process image catalog does next and the
-//! status that says so (`image`). No client, no clock reads, no async: the controller
+//! status that says so (`image`), and when an image the controller cannot pull is served by a
+//! registry pod instead (`fallback`). No client, no clock reads, no async: the controller
 //! (`reconcile::catalog_source`) observes, calls these, and carries out what they return.
 //! docs/catalog-images.md.
 
 pub mod decision;
 pub mod events;
+pub mod fallback;
 pub mod image;
 pub mod pod_mode;
 pub mod pod_plan;

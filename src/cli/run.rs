@@ -261,6 +261,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             PackageServing {
                 serving_pod,
                 store: Arc::new(ManifestStore::new(args.global_catalog_namespace.clone())),
+                feed: Default::default(),
                 https: Some(HttpsOptions {
                     addr: args.package_api_addr,
                     service: ServiceName::new(&args.package_api_service, &namespace),

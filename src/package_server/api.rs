@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::auth::{Access, Authorizer, Identity};
 use super::discovery;
+use super::sync::FeedSlot;
 use crate::k8s::clock::Clock;
 use crate::package_manifest::icon::icon_response;
 use crate::package_manifest::table::{self, IncludeObject};
@@ -25,6 +26,8 @@ use crate::package_manifest::{LabelSelector, ManifestStore, Scope, name_from_fie
 #[derive(Clone)]
 pub struct PackageApi {
     pub store: Arc<ManifestStore>,
+    /// Brings `store` up to the catalogs' current content before a read (`sync.rs`).
+    pub feed: FeedSlot,
     pub authorizer: Arc<dyn Authorizer>,
     pub clock: Arc<dyn Clock>,
 }
@@ -123,6 +126,12 @@ async fn handle(State(api): State<PackageApi>, req: Request) -> Response {
     }
     if parts.method != Method::GET {
         return method_not_supported(parts.method.as_str());
+    }
+    if matches!(
+        target,
+        Target::List { .. } | Target::Get { .. } | Target::Icon { .. }
+    ) {
+        api.feed.refresh();
     }
     let accept = parts
         .headers

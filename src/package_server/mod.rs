@@ -14,7 +14,7 @@ pub mod tls;
 
 pub use api::{PackageApi, router};
 pub use auth::{AllowAll, Authorizer, Identity, SubjectAccessReviewer};
-pub use sync::{CatalogContents, keep_current};
+pub use sync::{CatalogContents, FeedSlot, ManifestFeed, keep_current};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,6 +26,8 @@ use crate::package_manifest::ManifestStore;
 #[derive(Debug, Clone)]
 pub struct PackageServing {
     pub store: Arc<ManifestStore>,
+    /// Shared with the request handler: requests bring the store up to date through it.
+    pub feed: FeedSlot,
     /// `Some` for `olm-rs run`: HTTPS for the aggregation layer. `None`: the store is only
     /// kept current (the sandbox's embedded API server routes requests to it).
     pub https: Option<HttpsOptions>,

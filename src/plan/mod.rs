@@ -24,6 +24,7 @@ pub mod phase;
 pub mod prepare;
 pub mod rbac;
 pub mod scope;
+pub mod scoped_refusal;
 pub mod steps;
 pub mod unpack;
 

@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 
 use crate::api::Subscription;
-use crate::catalog::CatalogIndex;
 use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
 use crate::catalog::semver_range::Version;
 use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
 
+use super::adoption::{Standing, unclaimed_standing};
 use super::explain::{Refusal, Unsatisfiable, similar_names};
 use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
 use super::joint;
@@ -324,10 +324,23 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
     match current {
         Some(current) => search.upgrade(current, claims),
         None => {
-            if let Some(csv) = orphan_of_package(ns, index, &spec.name) {
-                return Ok(Outcome::Adopt {
-                    csv: csv.name.clone(),
-                });
+            match unclaimed_standing(ns, index, &spec.name, &channels) {
+                Some(Standing::Adopt(csv)) => {
+                    return Ok(Outcome::Adopt {
+                        csv: csv.name.clone(),
+                    });
+                }
+                Some(Standing::InTheWay(csv, foreign)) => {
+                    return Err(Box::new(Refusal::InstalledInTheWay {
+                        subscription: sub_name.to_owned(),
+                        csv: csv.name.clone(),
+                        package: spec.name.clone(),
+                        catalog: key.clone(),
+                        channel: wanted_channel.map(str::to_owned),
+                        foreign,
+                    }));
+                }
+                None => {}
             }
             let starting = spec.starting_csv.as_deref().filter(|s| !s.is_empty());
             search.fresh(starting, claims)
@@ -348,30 +361,6 @@ pub(super) fn ranked_channels<'a>(
     let mut channels: Vec<&ChannelIndex> = package.channels().iter().collect();
     channels.sort_by_key(|c| (Some(c.name()) != default, c.name().to_owned()));
     Some(channels)
-}
-
-/// An installed CSV of `package` that no Subscription claims (neither as installed nor as
-/// current CSV). OLM refuses a new Subscription next to it ("exists and is not referenced by
-/// a subscription", known pain); olm-rs adopts it instead.
-pub(super) fn orphan_of_package<'a>(
-    ns: &'a NamespaceInput<'_>,
-    index: &CatalogIndex,
-    package: &str,
-) -> Option<&'a InstalledCsv> {
-    let claimed = |name: &str| {
-        ns.subscriptions.iter().any(|s| {
-            s.status.as_ref().is_some_and(|st| {
-                st.installed_csv.as_deref() == Some(name) || st.current_csv.as_deref() == Some(name)
-            })
-        })
-    };
-    ns.installed.iter().find(|csv| {
-        let of_package = match &csv.package {
-            Some(p) => p == package,
-            None => index.bundle(package, &csv.name).is_some(),
-        };
-        of_package && !claimed(&csv.name)
-    })
 }
 
 /// One Subscription's search: `'s` is the search's own data, `'a` the namespace's.

@@ -6,6 +6,7 @@
 
 use crate::catalog::upgrade_graph::{GraphError, NoUpdate};
 
+use super::adoption::Foreign;
 pub use super::explain_conflict::Unsatisfiable;
 use super::input::CatalogRef;
 
@@ -122,6 +123,22 @@ pub enum Refusal {
         "constraints not satisfiable: there can be only one operator from package {package}; package {package:?} is already subscribed to by Subscription {other} in this namespace, and only one operator of a package can be installed in a namespace"
     )]
     PackageAlreadySubscribed { package: String, other: String },
+    /// An installed CSV no Subscription claims stands where this one would install, and is
+    /// not its to adopt (docs/resolution.md §4.2): OLM's sentence first, then why; the CSV is
+    /// left as it is.
+    #[error(
+        "constraints not satisfiable: clusterserviceversion {csv} exists and is not referenced by a subscription; Subscription {subscription} does not adopt it because {}; olm-rs leaves {csv} as it is: delete it for package {package:?} to be installed from catalog {catalog}, or subscribe to what it was installed from",
+        foreign_words(.foreign, .package, .channel.as_deref(), .catalog)
+    )]
+    InstalledInTheWay {
+        subscription: String,
+        csv: String,
+        package: String,
+        catalog: CatalogRef,
+        /// The Subscription's channel; `None`: it follows any.
+        channel: Option<String>,
+        foreign: Foreign,
+    },
     /// Every candidate was rejected for the namespace's invariants or its requirements.
     #[error("{0}")]
     Unsatisfiable(Box<Unsatisfiable>),
@@ -211,6 +228,23 @@ fn quoted(names: &[String]) -> String {
 
 fn default_note(default: Option<&str>) -> String {
     default.map_or_else(String::new, |d| format!(" (default {d:?})"))
+}
+
+fn foreign_words(
+    foreign: &Foreign,
+    package: &str,
+    channel: Option<&str>,
+    catalog: &CatalogRef,
+) -> String {
+    match foreign {
+        Foreign::NotInChannels => format!(
+            "it is not in {} of package {package:?} in catalog {catalog}",
+            channel_words(channel)
+        ),
+        Foreign::OtherPackage(other) => format!(
+            "it belongs to package {other:?}, though package {package:?} in catalog {catalog} has a bundle of that name"
+        ),
+    }
 }
 
 fn channel_words(channel: Option<&str>) -> String {

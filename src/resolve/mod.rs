@@ -6,6 +6,7 @@
 //! for the whole namespace on resolvo (model.rs, joint.rs), or a refusal in plain words
 //! (solver.rs walks the candidates to say why; explain*.rs words it).
 
+pub mod adoption;
 pub mod candidates;
 pub mod cel_rule;
 pub mod decide;

@@ -3,7 +3,8 @@
 use crate::api::Subscription;
 use crate::catalog::index::ChannelIndex;
 
-use super::decide::{Why, orphan_of_package, ranked_channels};
+use super::adoption::unclaimed_standing;
+use super::decide::{Why, ranked_channels};
 use super::input::{CatalogRef, InstalledCsv, NamespaceInput};
 use super::model::BundleItem;
 
@@ -23,7 +24,8 @@ pub struct RootOption<'a> {
 
 /// `sub` as the solver sees it: its candidates in order of preference, the channel head down
 /// (or `startingCSV`), or the upgrade candidates nearest the head first. `None` when anything
-/// stands in the way (no OperatorGroup, catalog, package or channel; an installed CSV to adopt;
+/// stands in the way (no OperatorGroup, catalog, package or channel; an installed CSV to adopt
+/// or in the way;
 /// nothing to upgrade to): `decide_one` then says what.
 /// How many of a Subscription's candidates to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +98,7 @@ pub fn participant<'a, 's>(
             }
         }
         None => {
-            if orphan_of_package(ns, index, &spec.name).is_some() {
+            if unclaimed_standing(ns, index, &spec.name, &channels).is_some() {
                 return None;
             }
             match spec.starting_csv.as_deref().filter(|s| !s.is_empty()) {

@@ -390,6 +390,36 @@ fn an_unclaimed_csv_of_the_package_is_adopted() {
 }
 
 #[test]
+fn an_unclaimed_csv_outside_the_subscribed_channel_is_named_and_left_alone() {
+    let mut w = World::new();
+    // etcd.v4 is only in channel "fast"; the Subscription follows "stable".
+    w.installed
+        .push(installed("etcd.v4", Some("etcd"), "4.0.0", "EtcdCluster"));
+    let r = refusal(w.one(sub("etcd", "etcd", Some("stable"), None)));
+    assert_eq!(r.reason(), CONSTRAINTS_NOT_SATISFIABLE);
+    assert_eq!(
+        r.to_string(),
+        "constraints not satisfiable: clusterserviceversion etcd.v4 exists and is not referenced by a subscription; Subscription etcd does not adopt it because it is not in channel \"stable\" of package \"etcd\" in catalog olm/community; olm-rs leaves etcd.v4 as it is: delete it for package \"etcd\" to be installed from catalog olm/community, or subscribe to what it was installed from"
+    );
+    // Following "fast", the same CSV is adopted.
+    assert_eq!(
+        w.one(sub("etcd", "etcd", Some("fast"), None)),
+        Outcome::Adopt {
+            csv: "etcd.v4".into()
+        }
+    );
+    // A CSV of another package that carries a bundle's name is refused by name too.
+    w.installed = vec![installed("etcd.v3", Some("etcd-fork"), "3.0.0", "Fork")];
+    let r = refusal(w.one(sub("etcd", "etcd", None, None)));
+    assert!(
+        r.to_string().contains(
+            "clusterserviceversion etcd.v3 exists and is not referenced by a subscription; Subscription etcd does not adopt it because it belongs to package \"etcd-fork\", though package \"etcd\" in catalog olm/community has a bundle of that name"
+        ),
+        "{r}"
+    );
+}
+
+#[test]
 fn deprecated_property_bundles_are_passed_over() {
     let mut config = DeclarativeConfig {
         packages: vec![Package {

@@ -29,7 +29,7 @@ use crate::controller::{self, RunError, RunOptions};
 use crate::k8s::clock::SystemClock;
 use crate::package_manifest::ManifestStore;
 use crate::package_manifest::types::{GROUP, VERSION};
-use crate::package_server::{AllowAll, PackageApi, PackageServing, discovery, router};
+use crate::package_server::{AllowAll, FeedSlot, PackageApi, PackageServing, discovery, router};
 use crate::reconcile::ControllerOptions;
 use crate::reconcile::bundle_images::BundleImageOptions;
 use crate::reconcile::catalog_source::CatalogSourceOptions;
@@ -117,8 +117,10 @@ impl<T> Stoppable<T> {
 /// controller process (`RunOptions::packages`).
 pub fn package_api(api: &ApiServer) -> PackageServing {
     let store = Arc::new(ManifestStore::new(CATALOG_NAMESPACE));
+    let feed = FeedSlot::default();
     let handler = PackageApi {
         store: Arc::clone(&store),
+        feed: feed.clone(),
         authorizer: Arc::new(AllowAll),
         clock: Arc::new(SystemClock),
     };
@@ -130,6 +132,7 @@ pub fn package_api(api: &ApiServer) -> PackageServing {
     });
     PackageServing {
         store,
+        feed,
         https: None,
         serving_pod: None,
     }

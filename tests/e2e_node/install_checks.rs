@@ -93,6 +93,14 @@ async fn scoped(c: &Cluster, ns: &str) -> anyhow::Result<()> {
         message.contains(&format!("{ns}/installer")) && message.contains("may not create"),
         "the message does not name the account and what it may not do: {message}"
     );
+    // OLM's words for the first refused step come first (docs/install-plans.md §10).
+    let olm = format!("is forbidden: User \"system:serviceaccount:{ns}:installer\" cannot ");
+    ensure!(
+        message
+            .find(&olm)
+            .is_some_and(|at| at < message.find("may not create").unwrap_or(0)),
+        "the message does not lead with OLM's sentence ({olm}…): {message}"
+    );
     // Held for a while: still nothing written (the CRD first of all).
     tokio::time::sleep(std::time::Duration::from_secs(8)).await;
     ensure!(

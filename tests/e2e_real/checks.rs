@@ -268,7 +268,7 @@ async fn journeys(
         leader.process.log_tail(40)
     );
     ensure!(
-        summary.passed == ["leader", "automatic", "manual", "global"],
+        summary.passed == ["leader", "automatic", "manual", "adoption", "global"],
         "journeys that passed: {:?}",
         summary.passed
     );

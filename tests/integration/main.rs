@@ -51,6 +51,7 @@ mod manifests;
 mod metrics_endpoint;
 mod operator_group_rbac;
 mod operator_group_sync;
+mod package_manifests_fresh;
 mod package_manifests_serving_pod;
 mod registry_bad_input;
 mod run_preflight;

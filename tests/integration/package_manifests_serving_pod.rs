@@ -73,6 +73,7 @@ fn options(pod: PodRef, leader_election: Option<LeaderElectionOptions>) -> RunOp
         leader_election,
         packages: Some(PackageServing {
             store: Arc::new(ManifestStore::new(NS)),
+            feed: Default::default(),
             https: None,
             serving_pod: Some(pod),
         }),

@@ -50,6 +50,7 @@ mod catalog_real_data;
 mod catalog_source_address;
 mod catalog_source_image;
 mod catalog_yaml_fast;
+mod catimg_fallback;
 mod catimg_in_process;
 mod fidelity;
 mod image_signatures;
@@ -76,6 +77,7 @@ fn main() -> std::process::ExitCode {
             catalog_source_address::trials(),
             catalog_source_image::trials(),
             catalog_yaml_fast::trials(),
+            catimg_fallback::trials(),
             catimg_in_process::trials(),
             fidelity::trials(),
             image_signatures::trials(),

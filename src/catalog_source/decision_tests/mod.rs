@@ -48,6 +48,7 @@ fn observed<'a>(
         address_overrides: &OVERRIDES,
         serving_default: ServingMode::Pod,
         connection,
+        fallback: None,
         source,
     }
 }

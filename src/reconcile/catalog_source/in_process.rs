@@ -74,12 +74,13 @@ const COLLECT_GRACE: Duration = Duration::from_secs(60 * 60);
 /// One sync of an in-process image catalog, in the one controller shape: observe (stores, what
 /// is served, the registry when the core asks for a check), decide (`catalog_source::image`),
 /// and hand the effects to the one executor.
+/// Returns what the check (if one ran) found, and whether content is served in-process.
 pub(super) async fn reconcile(
     r: &Reconciler,
     cs: &CatalogSource,
     key: &CatalogRef,
     notes: Vec<ObjectEvent>,
-) -> Result<Next, super::Error> {
+) -> Result<(Next, Option<CheckOutcome>, bool), super::Error> {
     // Nothing to dial: the content is served from this process (docs/catalog-images.md).
     r.connections.close(key);
     let source = spec::Source::Image(cs.spec.image.clone().unwrap_or_default());
@@ -90,7 +91,8 @@ pub(super) async fn reconcile(
     };
     let leftovers =
         crate::catalog_source::registry::decide_leftovers(&r.registry_stores.observe_leftovers(cs));
-    let decision = sync(r, cs, key, poll).await;
+    let (decision, outcome) = sync(r, cs, key, poll).await;
+    let served = r.served_images.get(key).served.is_some();
     let ready = decision
         .status
         .connection_state
@@ -98,12 +100,44 @@ pub(super) async fn reconcile(
         .is_some_and(|c| c.last_observed_state == crate::api::ConnectionState::Ready);
     let effects = image::effects(cs, decision, leftovers, interval_problem, notes);
     if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
-        return super::executed_failure(key, err);
+        return super::executed_failure(key, err).map(|next| (next, outcome, served));
     }
     r.ctx
         .metrics
         .catalog_source_ready(&key.namespace, &key.name, ready);
-    Ok(Next::After(effects.requeue.unwrap_or(image::RESYNC)))
+    Ok((
+        Next::After(effects.requeue.unwrap_or(image::RESYNC)),
+        outcome,
+        served,
+    ))
+}
+
+/// Whether the controller can pull the catalog's image now: one digest request with the
+/// catalog's credentials, nothing served or cached (docs/catalog-images.md §7). `Err` carries
+/// the failure as a check outcome.
+pub(super) async fn probe(
+    r: &Reconciler,
+    cs: &CatalogSource,
+    key: &CatalogRef,
+) -> Result<(), CheckOutcome> {
+    let image_ref = cs.spec.image.clone().unwrap_or_default();
+    let failed = |e: &dyn CauseKind| CheckOutcome::Failed {
+        kind: e.kind().to_owned(),
+        message: e.to_string(),
+        transient: e.transient(),
+    };
+    let puller = r.ctx.bundle_images.puller().map_err(|e| failed(&e))?;
+    let secrets = cs.spec.secrets.clone().unwrap_or_default();
+    let read = r
+        .ctx
+        .bundle_images
+        .read_credentials(&r.ctx.client, &key.namespace, &secrets)
+        .await;
+    puller
+        .digest(&image_ref, &read.credentials)
+        .await
+        .map(|_| ())
+        .map_err(|e| failed(&ImageCatalogError::from(e)))
 }
 
 /// Observes what is served, runs the check the core asks for, and returns its decision.
@@ -112,7 +146,7 @@ async fn sync(
     cs: &CatalogSource,
     key: &CatalogRef,
     poll_interval: Option<Duration>,
-) -> Decision {
+) -> (Decision, Option<CheckOutcome>) {
     let now = r.ctx.clock.now();
     let image_ref = cs.spec.image.clone().unwrap_or_default();
     let state = r.served_images.get(key);
@@ -166,7 +200,7 @@ async fn sync(
         cs.meta().generation,
     );
     decision.events.extend(warnings);
-    decision
+    (decision, outcome)
 }
 
 /// Asks the registry for the digest and serves its content when it is new.

@@ -33,8 +33,10 @@ use kube::{Resource, ResourceExt};
 use kube_runtime::watcher;
 
 use crate::api::CatalogSource;
+use crate::api::event::ObjectEvent;
 use crate::catalog_source::decision::{CacheUpdate, Unhealthy};
-use crate::catalog_source::serving::ServingMode;
+use crate::catalog_source::fallback::{self, Fallback, Route};
+use crate::catalog_source::serving::{SERVING_ANNOTATION, ServingMode};
 use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
@@ -62,6 +64,10 @@ pub struct CatalogSourceOptions {
     /// Where in-process catalog images are unpacked (`--catalog-cache-dir`); default: a
     /// `catalog-images` directory in the bundle cache directory, else in the temp directory.
     pub cache_dir: Option<std::path::PathBuf>,
+    /// How long an image catalog the controller could not pull is served by its registry pod
+    /// before in-process serving is tried again; `None`: `fallback::RETRY_IN_PROCESS`
+    /// (docs/catalog-images.md §7).
+    pub fallback_retry: Option<Duration>,
 }
 
 impl CatalogSourceOptions {
@@ -125,6 +131,8 @@ pub struct Reconciler {
     served_images: in_process::ServedImages,
     /// Opened on first use: a controller without in-process catalogs creates no directory.
     image_catalogs: std::sync::OnceLock<Result<Arc<ImageCatalogs>, ImageCatalogError>>,
+    /// Image catalogs served by their registry pod because the controller could not pull them.
+    fallbacks: Mutex<HashMap<CatalogRef, Fallback>>,
 }
 
 impl Reconciler {
@@ -145,6 +153,7 @@ impl Reconciler {
             .remove(key);
         self.loaded_configmaps().remove(key);
         self.served_images.forget(key);
+        self.fallbacks().remove(key);
         self.serving_pods
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -220,6 +229,10 @@ impl Reconciler {
         }
         created.remove(key);
         false
+    }
+
+    fn fallbacks(&self) -> std::sync::MutexGuard<'_, HashMap<CatalogRef, Fallback>> {
+        self.fallbacks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The content store of in-process catalog images.
@@ -300,6 +313,7 @@ pub async fn run(ctx: Arc<Context>) {
         configmaps: Mutex::new(HashMap::new()),
         served_images: in_process::ServedImages::default(),
         image_catalogs: std::sync::OnceLock::new(),
+        fallbacks: Mutex::new(HashMap::new()),
     });
     let queue: WorkQueue<CatalogRef> = WorkQueue::with_backoff(BACKOFF);
     let feeds = feeds::drive(
@@ -379,9 +393,78 @@ async fn sync(r: &Reconciler, key: &CatalogRef) -> Result<Next, Error> {
         r.ctx.options.catalog_sources.serving,
     );
     match source {
-        None => in_process::reconcile(r, &cs, key, notes).await,
-        Some(source) => sync::sync_catalog(r, &cs, key, source).await,
+        None => serve_image(r, &cs, key, notes).await,
+        Some(source) => sync::sync_catalog(r, &cs, key, source, None).await,
     }
+}
+
+/// An image catalog served in-process by default — or, while the controller cannot pull its
+/// image and the node may, by its registry pod (docs/catalog-images.md §7). A catalog whose
+/// annotation asks for in-process serving gets no fallback: it reports the failure.
+async fn serve_image(
+    r: &Reconciler,
+    cs: &CatalogSource,
+    key: &CatalogRef,
+    notes: Vec<ObjectEvent>,
+) -> Result<Next, Error> {
+    let now = r.ctx.clock.now();
+    let image = cs.spec.image.clone().unwrap_or_default();
+    let touched = fallback::fingerprint(cs);
+    let current = r.fallbacks().get(key).cloned();
+    let retry = r
+        .ctx
+        .options
+        .catalog_sources
+        .fallback_retry
+        .unwrap_or(fallback::RETRY_IN_PROCESS);
+    match fallback::route(current.as_ref(), &image, &touched, now) {
+        Route::RegistryPod(f) => return by_registry_pod(r, cs, key, f.clone()).await,
+        Route::Retry(f) => {
+            // Still out of reach: the registry pod keeps serving until the next try. Reached,
+            // or failing for another cause: in-process serving takes over (and reports it).
+            if let Err(outcome) = in_process::probe(r, cs, key).await
+                && let Some(next) =
+                    fallback::after_check(&outcome, false, &image, &touched, Some(f), now, retry)
+            {
+                return by_registry_pod(r, cs, key, next).await;
+            }
+        }
+        Route::InProcess => {}
+    }
+    // In-process: the registry pod of a fallback is removed as pod mode's leftovers are.
+    r.fallbacks().remove(key);
+    let (next, outcome, served) = in_process::reconcile(r, cs, key, notes).await?;
+    let explicit = cs.annotations().contains_key(SERVING_ANNOTATION);
+    let fell_back = outcome.as_ref().filter(|_| !explicit).and_then(|outcome| {
+        fallback::after_check(
+            outcome,
+            served,
+            &image,
+            &touched,
+            current.as_ref(),
+            now,
+            retry,
+        )
+    });
+    match fell_back {
+        Some(f) => {
+            tracing::info!(catalog = %key, image = %f.image, cause = %f.cause, "catalog image served by a registry pod: the controller cannot pull it");
+            by_registry_pod(r, cs, key, f).await
+        }
+        None => Ok(next),
+    }
+}
+
+/// Records `f` and syncs the catalog as a pod-mode image catalog that says why.
+async fn by_registry_pod(
+    r: &Reconciler,
+    cs: &CatalogSource,
+    key: &CatalogRef,
+    f: Fallback,
+) -> Result<Next, Error> {
+    r.fallbacks().insert(key.clone(), f.clone());
+    let source = Ok(crate::catalog_source::spec::Source::Image(f.image.clone()));
+    sync::sync_catalog(r, cs, key, source, Some(&f)).await
 }
 
 /// What a failed execution means for the next run.

@@ -10,6 +10,7 @@ use crate::api::CatalogSource;
 use crate::catalog_source::decision::{
     self, Decision, Link, LinkView, Observed, Outcome, ServingPods, SourceSeen,
 };
+use crate::catalog_source::fallback::Fallback;
 use crate::catalog_source::registry::RegistryWrites;
 use crate::catalog_source::spec::{Source, SpecError};
 use crate::k8s::effects::{Effects, Write, execute};
@@ -24,6 +25,7 @@ pub(super) async fn sync_catalog(
     cs: &CatalogSource,
     key: &CatalogRef,
     source: Result<Source, SpecError>,
+    fallback: Option<&Fallback>,
 ) -> Result<Next, Error> {
     // Observe.
     let now = r.ctx.clock.now();
@@ -49,6 +51,7 @@ pub(super) async fn sync_catalog(
         address_overrides: &options.address_overrides,
         serving_default: options.serving,
         connection: connection.as_ref(),
+        fallback,
         source,
     };
 

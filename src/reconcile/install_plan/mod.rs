@@ -134,12 +134,12 @@ async fn run_pass(
     let steps_client = warnings::recording(&steps_client, &api_warnings);
     let account = match identity {
         ExecuteAs::Controller => None,
-        ExecuteAs::ServiceAccount { namespace, name } => Some(format!("{namespace}/{name}")),
+        ExecuteAs::ServiceAccount { name, .. } => Some(name.as_str()),
     };
     let pass = Pass {
         admin: &admin,
         steps: &steps_client,
-        scoped_as: account.as_deref(),
+        scoped_as: account,
         namespace,
         api_warnings: &api_warnings,
         served_apis: &ctx.served_apis,

@@ -146,7 +146,12 @@ fn subscription_effects(
     let mut create = None;
     let mut choice = None;
     if let Some(request) = &update.plan {
-        match adoptable(plans, &request.draft, superseded_name.as_deref()) {
+        let installed = view
+            .state
+            .input
+            .installed_csv(&request.target.bundle)
+            .is_some();
+        match adoptable(plans, &request.draft, superseded_name.as_deref(), installed) {
             Some(plan) => {
                 let name = plan.metadata.name.clone().unwrap_or_default();
                 let mut seen = plan.clone();
@@ -227,14 +232,21 @@ fn subscription_effects(
 }
 
 /// A plan made for the same resolution and approval that can serve the Subscription (not the
-/// one being superseded, not one being deleted).
+/// one being superseded, not one being deleted). A completed plan serves only while the CSV it
+/// installed is there (`installed`): once that CSV is deleted, its work is undone and a new plan
+/// installs it again (docs/install-plans.md §1.1).
 fn adoptable<'a>(
     plans: &'a [InstallPlan],
     draft: &PlanDraft,
     superseded: Option<&str>,
+    installed: bool,
 ) -> Option<&'a InstallPlan> {
     let key = draft.resolution_key();
     plans.iter().find(|p| {
+        let completed = p
+            .status
+            .as_ref()
+            .is_some_and(|s| s.phase == InstallPlanPhase::Complete);
         p.metadata
             .labels
             .as_ref()
@@ -243,6 +255,7 @@ fn adoptable<'a>(
             && p.spec.approval == draft.approval
             && p.metadata.name.as_deref() != superseded
             && p.metadata.deletion_timestamp.is_none()
+            && (installed || !completed)
     })
 }
 

@@ -608,3 +608,74 @@ fn the_namespace_hears_of_each_failure_once_and_a_subscription_never_read_is_not
     assert!(decision.subscriptions[0].effects.is_empty());
     assert_eq!(decision.subscriptions[0].plan, None);
 }
+
+#[test]
+fn a_deleted_csv_of_a_live_subscription_is_installed_again_by_a_new_plan() {
+    use crate::api::SubscriptionState;
+    // No startingCSV: the head, etcd.v3, in one plan.
+    let mut c = Cluster::new(vec![sub("etcd", None, None)]);
+    let first = settle(&mut c);
+    assert_eq!(first.len(), 1);
+    complete(&mut c, &first[0], "etcd.v3", "3.0.0");
+    assert!(settle(&mut c).is_empty());
+    assert_eq!(c.status().state(), SubscriptionState::AtLatestKnown);
+
+    // Someone deletes the CSV (OLM's way out of a wedged install).
+    c.installed.clear();
+    let decision = c.decide();
+    let second = key_of(&decision);
+    assert_ne!(
+        second, first[0],
+        "the completed plan that made the deleted CSV is not taken again"
+    );
+    let effects = &decision.subscriptions[0].effects;
+    assert_eq!(
+        events(effects),
+        [
+            "Warning InstalledCSVDeleted on Subscription/etcd",
+            "Normal InstallPlanCreated on Subscription/etcd"
+        ]
+    );
+    c.apply(&decision);
+    // The next decision attaches the plan it finds (no other is made).
+    assert!(settle(&mut c).is_empty());
+    let st = c.status();
+    assert_eq!(
+        (
+            st.state(),
+            st.current_csv.as_deref(),
+            st.installed_csv.as_deref()
+        ),
+        (SubscriptionState::UpgradePending, Some("etcd.v3"), None)
+    );
+    assert_eq!(
+        st.install_plan_ref.as_ref().and_then(|r| r.name.as_deref()),
+        Some(second.as_str())
+    );
+
+    // The new plan makes the CSV again: installed, and nothing more to do.
+    complete(&mut c, &second, "etcd.v3", "3.0.0");
+    assert!(settle(&mut c).is_empty());
+    assert_eq!(
+        (c.status().state(), c.status().installed_csv.as_deref()),
+        (SubscriptionState::AtLatestKnown, Some("etcd.v3"))
+    );
+}
+
+#[test]
+fn a_csv_missing_while_its_plan_still_works_is_left_to_the_plan() {
+    // etcd.v1 installed; the upgrade plan to etcd.v2 is created and runs (not Complete).
+    let mut c = installed_v1();
+    let created = settle(&mut c);
+    assert_eq!(created.len(), 1);
+    // Its CSV is not there yet, and the old one went: the Subscription waits on its plan.
+    c.installed.clear();
+    let decision = c.decide();
+    assert!(decision.subscriptions[0].plan.is_none(), "no second plan");
+    assert!(
+        !events(&decision.subscriptions[0].effects)
+            .iter()
+            .any(|e| e.contains("InstalledCSVDeleted")),
+        "an upgrade under way is not a deleted CSV"
+    );
+}

@@ -25,7 +25,7 @@ pub use effects::{
     NamespaceDecision, NamespaceView, PlanChoice, RESOLUTION_FAILED_EVENT, RETRY_SOON,
     SubscriptionEffects, decide_effects,
 };
-pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message};
+pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message, release_deleted_csv};
 
 use crate::api::event::ObjectEvent;
 use crate::api::subscription::reason;
@@ -111,6 +111,12 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             PlanObservation::PendingPlanDeleted { plan } => notes.push(ObjectEvent::warning("InstallPlanMissing", format!("install plan {plan} was deleted before it completed; resolving again for a new plan"))),
             PlanObservation::UnpackFailed { message } => notes.push(ObjectEvent::warning("BundleUnpackFailed", message)),
             PlanObservation::Missing { .. } | PlanObservation::Nothing => {}
+        }
+        if let Some(csv) = plan_state::release_deleted_csv(&mut status, state.plans, csv_exists) {
+            changed = true;
+            notes.push(ObjectEvent::warning("InstalledCSVDeleted", format!(
+                "{csv}, installed by this subscription, was deleted; resolving again to install the operator anew"
+            )));
         }
         changed |= plan_state::observe_csv(&mut status, csv_exists);
         if let Some(index) = input.catalog(&targeted).and_then(|c| c.index()) {

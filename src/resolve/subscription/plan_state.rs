@@ -129,6 +129,45 @@ pub fn observe_csv(status: &mut SubscriptionStatus, csv_exists: impl Fn(&str) ->
     true
 }
 
+/// The CSV the Subscription installed is gone — deleted by someone, the way OLM's users are
+/// told to unwedge an install — and no plan of it is still at work (its plan completed, or is
+/// gone, or it was adopted without one). The Subscription lets go of CSV and plan, so it
+/// resolves afresh and a new plan installs the operator again, as OLM reinstalls it
+/// (docs/install-plans.md §1.1). Without this, the Subscription would wait on its completed
+/// plan for good (step C). Returns the deleted CSV's name when it let go.
+pub fn release_deleted_csv(
+    status: &mut SubscriptionStatus,
+    plans: &[InstallPlan],
+    csv_exists: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let installed = status.installed_csv.clone().filter(|c| !c.is_empty())?;
+    // An upgrade under way (currentCSV ahead of installedCSV) is its plan's business; and the
+    // CSV must be known gone, not merely unseen yet.
+    if status.current_csv.as_deref() != Some(installed.as_str()) || csv_exists(&installed) {
+        return None;
+    }
+    let plan_at_work = referenced_plan(status).is_some_and(|name| {
+        plans.iter().any(|p| {
+            p.metadata.name.as_deref() == Some(name.as_str())
+                && p.status
+                    .as_ref()
+                    .is_none_or(|s| s.phase != InstallPlanPhase::Complete)
+        })
+    });
+    if plan_at_work {
+        return None;
+    }
+    status.install_plan_ref = None;
+    status.install_plan = None;
+    status.current_csv = None;
+    status.installed_csv = None;
+    status.state = None;
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    clear_plan_conditions(&mut conditions);
+    status.conditions = Some(conditions);
+    Some(installed)
+}
+
 /// Whether the Subscription waits on its plan (step C): it does not re-resolve.
 pub fn is_gated(status: &SubscriptionStatus) -> bool {
     referenced_plan(status).is_some() && status.state() == SubscriptionState::UpgradePending

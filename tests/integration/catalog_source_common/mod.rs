@@ -51,6 +51,9 @@ pub struct Setup {
     pub registries_conf: Option<std::path::PathBuf>,
     /// The image policy in-process pulls obey (default: none, anything accepted).
     pub image_policy: Option<std::sync::Arc<olm_rs::image_policy::ImagePolicy>>,
+    /// How long an image the controller cannot pull is served by its registry pod before
+    /// in-process serving is tried again (default: the controller's).
+    pub fallback_retry: Option<Duration>,
 }
 
 pub async fn start(setup: Setup) -> Harness {
@@ -94,6 +97,7 @@ pub async fn start(setup: Setup) -> Harness {
     let mut catalog_sources = CatalogSourceOptions::quick();
     catalog_sources.address_overrides = setup.address_overrides;
     catalog_sources.serving = setup.serving;
+    catalog_sources.fallback_retry = setup.fallback_retry;
     let catalog_cache = tempfile::tempdir().unwrap();
     catalog_sources.cache_dir = Some(
         setup

@@ -23,6 +23,7 @@ use crate::plan::execution::{
 use crate::plan::kinds::StepKind;
 use crate::plan::order::{StepAction, step_action};
 use crate::plan::phase::PassOutcome;
+use crate::plan::scoped_refusal::{RefusedWrite, ScopedRefusal};
 
 impl Pass<'_> {
     /// What needs the cluster before anything is written: every step's API is served (or will
@@ -66,7 +67,8 @@ impl Pass<'_> {
     /// allowed every step it will write before anything is written — CRDs included, which olm-rs
     /// applies with its own rights once this check passes, as OLM applies them only after the
     /// account wrote the CSV listed before them. One SelfSubjectAccessReview per step and verb,
-    /// asked as the account.
+    /// asked as the account. A refusal leads with OLM's sentence for the first refused step,
+    /// then lists every right the account lacks (`plan::scoped_refusal`).
     async fn check_scoped(
         &self,
         account: &str,
@@ -74,7 +76,7 @@ impl Pass<'_> {
         parsed: &[ParsedStep],
         apis: &HashMap<usize, StepApi>,
     ) -> Result<(), PassOutcome> {
-        let mut missing = Vec::new();
+        let mut refused = Vec::new();
         for p in parsed {
             if p.kind == StepKind::CustomResourceDefinition
                 || step_action(p.kind, &steps[p.index].status) != StepAction::Write
@@ -96,17 +98,14 @@ impl Pass<'_> {
                 let plural = &api.resource.plural;
                 match crate::access_review::may(self.steps, group, plural, verb, namespace).await {
                     Ok(true) => {}
-                    Ok(false) => {
-                        let what = if group.is_empty() {
-                            plural.clone()
-                        } else {
-                            format!("{plural}.{group}")
-                        };
-                        let entry = format!("{verb} {what}");
-                        if !missing.contains(&entry) {
-                            missing.push(entry);
-                        }
-                    }
+                    Ok(false) => refused.push(RefusedWrite {
+                        kind: p.kind,
+                        name: p.object.name.clone(),
+                        verb: (*verb).to_owned(),
+                        group: group.clone(),
+                        plural: plural.clone(),
+                        namespace: namespace.map(str::to_owned),
+                    }),
                     // An API server without SelfSubjectAccessReview: the writes themselves
                     // will be refused or allowed.
                     Err(e) if ApiFailure::of(&e) == ApiFailure::NotFound => return Ok(()),
@@ -115,30 +114,31 @@ impl Pass<'_> {
                     Err(e) if is_forbidden(&e) => {
                         return Err(PassOutcome::Forbidden {
                             message: format!(
-                                "olm-rs may not act as service account {account} (the \
-                                 OperatorGroup's serviceAccountName): {e}"
+                                "olm-rs may not act as service account {}/{account} (the \
+                                 OperatorGroup's serviceAccountName): {e}",
+                                self.namespace
                             ),
                         });
                     }
                     Err(e) => {
                         return Err(failed(format!(
-                            "asking whether service account {account} may {verb} {plural}: {e}"
+                            "asking whether service account {}/{account} may {verb} {plural}: {e}",
+                            self.namespace
                         )));
                     }
                 }
             }
         }
-        if missing.is_empty() {
+        if refused.is_empty() {
             return Ok(());
         }
         Err(PassOutcome::Forbidden {
-            message: format!(
-                "service account {account} (the OperatorGroup's serviceAccountName) may not {} \
-                 in namespace {}: nothing of the plan was written; grant these to the account \
-                 and the plan goes on",
-                missing.join(", "),
-                self.namespace
-            ),
+            message: ScopedRefusal {
+                namespace: self.namespace.to_owned(),
+                account: account.to_owned(),
+                refused,
+            }
+            .to_string(),
         })
     }
 

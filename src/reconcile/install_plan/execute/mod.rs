@@ -35,7 +35,7 @@ pub struct Pass<'a> {
     pub admin: &'a Client,
     /// The client for every other step (olm-rs's, or the OperatorGroup's service account).
     pub steps: &'a Client,
-    /// `namespace/name` of the OperatorGroup's service account `steps` acts as, if any: its
+    /// The OperatorGroup's service account (in `namespace`) `steps` acts as, if any: its
     /// permissions are checked before anything is written (docs/install-plans.md §10).
     pub scoped_as: Option<&'a str>,
     pub namespace: &'a str,
