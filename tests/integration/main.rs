@@ -73,6 +73,7 @@ mod run_preflight;
 mod samples;
 mod sandbox_cli;
 mod shared_watches;
+mod subscription_co_upgrade;
 mod subscription_controller;
 mod subscription_dependencies;
 mod subscription_failures;
