@@ -77,6 +77,7 @@ mod subscription_co_upgrade;
 mod subscription_controller;
 mod subscription_dependencies;
 mod subscription_failures;
+mod subscription_faults;
 mod subscription_image_bundle_failures;
 mod subscription_image_bundles;
 mod subscription_image_bundles_running;

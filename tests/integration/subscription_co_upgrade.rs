@@ -113,8 +113,8 @@ fn package(name: &str, bundles: Vec<Bundle>) -> DeclarativeConfig {
     }
 }
 
-/// The catalog.
-fn catalog() -> DeclarativeConfig {
+/// The catalog (also the fault-injection test's, subscription_faults.rs).
+pub fn catalog() -> DeclarativeConfig {
     let app = package(
         "app",
         vec![

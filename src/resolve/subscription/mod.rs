@@ -207,6 +207,14 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
         if adopting && matches!(decision.outcome, Outcome::Install(_) | Outcome::Refused(_)) {
             continue;
         }
+        // A dependency left to the Subscription of its package is installed by it: when that
+        // one gets something else now (its own CSV not yet seen by the stores, say), this
+        // plan waits for the next sync rather than install a bundle without what it needs.
+        if let Outcome::Install(target) = &decision.outcome
+            && !dependencies_met(target, &observed, &decisions)
+        {
+            continue;
+        }
         let status = &mut update.status;
         let mut conditions = status.conditions.take().unwrap_or_default();
         let mut changed = false;
@@ -319,6 +327,29 @@ fn superseded_plan<'a>(
         Outcome::Adopt { .. } | Outcome::Refused(_) => true,
     };
     (!still_valid).then_some(plan)
+}
+
+/// Whether every dependency of `target` whose package a Subscription covers is that
+/// Subscription's: installed by it, or its target now.
+fn dependencies_met(
+    target: &Target,
+    subscriptions: &[Subscription],
+    decisions: &[super::decide::Decision],
+) -> bool {
+    target.dependencies.iter().all(|dep| {
+        subscriptions
+            .iter()
+            .zip(decisions)
+            .filter(|(s, _)| s.spec.name == dep.package)
+            .all(|(s, d)| {
+                let has = s.status.as_ref().is_some_and(|st| {
+                    st.installed_csv.as_deref() == Some(dep.bundle.as_str())
+                        || st.current_csv.as_deref() == Some(dep.bundle.as_str())
+                });
+                let gets = matches!(&d.outcome, Outcome::Install(t) if t.bundle == dep.bundle);
+                has || gets
+            })
+    })
 }
 
 /// The co-upgrade groups of one sync (docs/subscription-plans.md, "Co-upgrades"): each
