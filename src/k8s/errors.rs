@@ -31,18 +31,40 @@ impl ApiFailure {
     /// The failure behind a kube error.
     pub fn of(err: &kube::Error) -> ApiFailure {
         match err {
+            // etcd's own time-outs reach clients with varying codes (500, 504, and from some
+            // aggregated servers 400 or 403): the words decide (OLM #1565).
+            kube::Error::Api(status)
+                if ETCD_TRANSIENT.iter().any(|m| status.message.contains(m)) =>
+            {
+                ApiFailure::ServerError
+            }
             kube::Error::Api(status) => match status.code {
                 404 => ApiFailure::NotFound,
                 409 => ApiFailure::Conflict,
                 403 => ApiFailure::Forbidden,
                 401 => ApiFailure::Unauthorized,
                 400 | 422 => ApiFailure::Invalid,
-                429 | 500..=599 => ApiFailure::ServerError,
+                // 408: the request timed out before the server read it whole.
+                408 | 429 | 500..=599 => ApiFailure::ServerError,
+                _ if TRANSIENT_REASONS.contains(&status.reason.as_str()) => ApiFailure::ServerError,
                 _ => ApiFailure::Other,
             },
-            kube::Error::HyperError(_) | kube::Error::Service(_) => ApiFailure::Unreachable,
+            kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
+                ApiFailure::Unreachable
+            }
             _ => ApiFailure::Other,
         }
+    }
+
+    /// Whether the same call may succeed later without anyone changing anything: the server was
+    /// busy, timed out or could not be reached, or the object changed since it was read. Such a
+    /// failure is waited out with back-off and never ends an InstallPlan
+    /// (docs/install-plans.md §6.2); every other one is the request's own fault.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            ApiFailure::Conflict | ApiFailure::ServerError | ApiFailure::Unreachable
+        )
     }
 
     /// 401 or 403: the server refuses olm-rs's identity; retrying will not help.
@@ -63,6 +85,22 @@ impl ApiFailure {
             ApiFailure::Other => "other",
         }
     }
+}
+
+/// What etcd answers through the API server when it could not commit in time; transient
+/// whatever the status code.
+const ETCD_TRANSIENT: [&str; 3] = [
+    "etcdserver: request timed out",
+    "etcdserver: leader changed",
+    "etcdserver: too many requests",
+];
+
+/// `Status.reason`s that mean "try again" (the code is usually 429 or 5xx already).
+const TRANSIENT_REASONS: [&str; 3] = ["ServerTimeout", "Timeout", "TooManyRequests"];
+
+/// Whether retrying `err` unchanged can succeed ([`ApiFailure::is_transient`]).
+pub fn is_transient(err: &kube::Error) -> bool {
+    ApiFailure::of(err).is_transient()
 }
 
 /// The `error` label of a write refused with 409: it was computed from an older copy.
@@ -171,6 +209,93 @@ mod tests {
             .boxed(),
         );
         assert!(is_namespace_terminating(&terminating));
+    }
+
+    fn status(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, reason)
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn transient_failures_are_the_ones_a_retry_can_cure() {
+        let io = |kind| kube::Error::ReadEvents(std::io::Error::from(kind));
+        let service = |text: &str| kube::Error::Service(text.to_owned().into());
+        let cases: Vec<(&str, kube::Error, bool)> = vec![
+            (
+                "throttled",
+                status(429, "TooManyRequests", "slow down"),
+                true,
+            ),
+            ("internal error", status(500, "InternalError", "boom"), true),
+            ("bad gateway", api(502), true),
+            ("unavailable", api(503), true),
+            ("gateway timeout", status(504, "Timeout", "timed out"), true),
+            ("request timeout", api(408), true),
+            (
+                "etcd timeout as a 500",
+                status(500, "InternalError", "etcdserver: request timed out"),
+                true,
+            ),
+            (
+                "etcd timeout under another code",
+                status(
+                    400,
+                    "BadRequest",
+                    "rpc error: etcdserver: request timed out",
+                ),
+                true,
+            ),
+            (
+                "etcd leader change",
+                status(500, "InternalError", "etcdserver: leader changed"),
+                true,
+            ),
+            (
+                "server timeout reason",
+                status(418, "ServerTimeout", "later"),
+                true,
+            ),
+            (
+                "conflict",
+                status(409, "Conflict", "the object has been modified"),
+                true,
+            ),
+            (
+                "connection reset",
+                io(std::io::ErrorKind::ConnectionReset),
+                true,
+            ),
+            (
+                "connection dropped",
+                service("connection closed before message completed"),
+                true,
+            ),
+            ("not found", api(404), false),
+            ("forbidden", api(403), false),
+            ("unauthorized", api(401), false),
+            (
+                "invalid",
+                status(422, "Invalid", "spec.x: Required value"),
+                false,
+            ),
+            (
+                "bad request",
+                status(400, "BadRequest", "cannot decode"),
+                false,
+            ),
+            ("teapot", api(418), false),
+            (
+                "undecodable answer",
+                kube::Error::SerdeError(serde_json::from_str::<u8>("x").unwrap_err()),
+                false,
+            ),
+        ];
+        for (case, error, transient) in cases {
+            assert_eq!(is_transient(&error), transient, "{case}: {error}");
+        }
     }
 
     #[test]

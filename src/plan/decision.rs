@@ -178,7 +178,9 @@ impl<'a> PlanSync<'a> {
         self.status.plan = Some(report.steps);
         phase::after_pass(&mut self.status, &report.outcome, self.now);
         if self.status.phase == InstallPlanPhase::Installing {
-            self.effects.requeue_after(INSTALLING_RESYNC);
+            let wait = phase::transient_retry(&self.status, self.now);
+            self.effects
+                .requeue_after(wait.unwrap_or(INSTALLING_RESYNC));
         }
         let reference = reference_of(self.plan);
         for warning in report.warnings {

@@ -15,6 +15,7 @@ use crate::api::{
 use crate::catalog_source::spec::DurationError;
 use crate::plan::execution::{APPLIED_WITH_WARNINGS, PlanWarning};
 use crate::plan::lookups::LookupFailure;
+use crate::plan::phase::{StepFailure, TRANSIENT_RETRY_MIN, WAITING_FOR_API_SERVER};
 use crate::plan::unpack::DEFAULT_FAILED_RETRY;
 
 const NOW: i64 = 1_800_000_000;
@@ -244,9 +245,9 @@ fn plans_not_written_yet_or_never_read_are_left_alone() {
 #[test]
 fn the_phase_and_events_after_a_pass() {
     let running = plan(InstallPlanPhase::Installing, true);
-    let failed = |message: &str, permanent| PassOutcome::StepFailed {
+    let failed = |message: &str, failure| PassOutcome::StepFailed {
         message: message.into(),
-        permanent,
+        failure,
     };
     let warning = PlanWarning {
         reason: APPLIED_WITH_WARNINGS,
@@ -307,9 +308,9 @@ fn the_phase_and_events_after_a_pass() {
             resync,
         ),
         (
-            "transient failure within the retry window",
+            "failure within the retry window",
             30,
-            failed("boom", false),
+            failed("boom", StepFailure::Retryable),
             vec![],
             InstallPlanPhase::Installing,
             Some("retrying execution due to error: boom"),
@@ -318,9 +319,9 @@ fn the_phase_and_events_after_a_pass() {
             resync,
         ),
         (
-            "transient failure past the retry window",
+            "failure past the retry window",
             61,
-            failed("boom", false),
+            failed("boom", StepFailure::Retryable),
             vec![],
             InstallPlanPhase::Failed,
             Some("boom"),
@@ -339,7 +340,7 @@ fn the_phase_and_events_after_a_pass() {
         (
             "permanent failure",
             0,
-            failed("bad kind", true),
+            failed("bad kind", StepFailure::Permanent),
             vec![],
             InstallPlanPhase::Failed,
             Some("bad kind"),
@@ -351,6 +352,26 @@ fn the_phase_and_events_after_a_pass() {
             )),
             vec![component_failed],
             None,
+        ),
+        (
+            // Issue 36 / OLM #1565: an API server that timed out never fails the plan, even an
+            // hour after its first pass; it waits, says so, and comes back after 1 s.
+            "transient failure long past the retry window",
+            3600,
+            failed("etcdserver: request timed out", StepFailure::Transient),
+            vec![],
+            InstallPlanPhase::Installing,
+            Some("retrying execution due to error: etcdserver: request timed out"),
+            Some(installed(
+                ConditionStatus::Unknown,
+                Some(WAITING_FOR_API_SERVER),
+                Some(
+                    "waiting for the API server, which did not complete a request (tried again in 1s): etcdserver: request timed out",
+                ),
+                NOW,
+            )),
+            vec![],
+            Some(TRANSIENT_RETRY_MIN),
         ),
     ];
     for (case, since_start, outcome, warnings, phase, message, condition, events, requeue) in cases

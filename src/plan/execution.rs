@@ -71,7 +71,7 @@ impl From<Refusal> for PassOutcome {
     fn from(refusal: Refusal) -> Self {
         PassOutcome::StepFailed {
             message: refusal.to_string(),
-            permanent: true,
+            failure: super::phase::StepFailure::Permanent,
         }
     }
 }
@@ -364,10 +364,14 @@ mod tests {
         for (mut steps, words, unsupported) in cases {
             let refusal = check_plan(&mut steps).unwrap_err();
             let outcome = PassOutcome::from(refusal.clone());
-            let PassOutcome::StepFailed { message, permanent } = outcome else {
+            let PassOutcome::StepFailed { message, failure } = outcome else {
                 panic!("a refusal fails a step");
             };
-            assert!(permanent, "{message}");
+            assert_eq!(
+                failure,
+                super::super::phase::StepFailure::Permanent,
+                "{message}"
+            );
             assert!(message.starts_with(words), "{message}");
             for (i, s) in steps.iter().enumerate() {
                 let expected = if Some(i) == unsupported {

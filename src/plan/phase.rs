@@ -1,6 +1,8 @@
 //! The InstallPlan phase machine (docs/install-plans.md §6, §10): what the status becomes
 //! after approval, after an execution pass, or after the pre-execution check.
 
+use std::time::Duration;
+
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -13,6 +15,29 @@ use crate::api::{
 /// default).
 pub const RETRY_WINDOW: SignedDuration = SignedDuration::from_secs(60);
 
+/// The reason of `Installed=Unknown` while a transient failure is waited out (olm-rs's own; OLM
+/// has no such state, it fails the plan after [`RETRY_WINDOW`]).
+pub const WAITING_FOR_API_SERVER: &str = "WaitingForAPIServer";
+
+/// The first and the longest wait between passes of a plan waiting out a transient failure.
+pub const TRANSIENT_RETRY_MIN: Duration = Duration::from_secs(1);
+pub const TRANSIENT_RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// What a step failure says about the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepFailure {
+    /// The plan's own content is unusable (a refused check, an unsupported kind): it fails at
+    /// once.
+    Permanent,
+    /// The API server was busy, timed out or could not be reached, or an object changed under
+    /// the pass (`k8s::errors::ApiFailure::is_transient`): the plan never fails for it; it waits
+    /// with back-off and says so (docs/install-plans.md §6.2).
+    Transient,
+    /// Anything else: retried within [`RETRY_WINDOW`] of `startTime`, then the plan fails
+    /// (OLM's rule).
+    Retryable,
+}
+
 /// How a pass over the steps ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PassOutcome {
@@ -20,9 +45,11 @@ pub enum PassOutcome {
     Done,
     /// Some CRD is not Established yet (`WaitingForApi`); later steps wait.
     WaitingForApi,
-    /// A step failed. `permanent` errors (the plan's own content is unusable) fail the plan at
-    /// once; others are retried within [`RETRY_WINDOW`] of `startTime`.
-    StepFailed { message: String, permanent: bool },
+    /// A step failed; `failure` says whether that can end the plan.
+    StepFailed {
+        message: String,
+        failure: StepFailure,
+    },
     /// The API server refused a request for lack of permission (the scoped ServiceAccount's,
     /// or olm-rs's own). Never terminal: a user may grant the permission at any time
     /// (docs/install-plans.md §10). Nothing of the plan was written.
@@ -115,11 +142,36 @@ pub fn after_pass(status: &mut InstallPlanStatus, outcome: &PassOutcome, now: Ti
         PassOutcome::WaitingForApi => {
             status.phase = InstallPlanPhase::Installing;
             status.message = None;
+            clear_transient(&mut conditions);
         }
-        PassOutcome::StepFailed { message, permanent } => {
+        PassOutcome::StepFailed {
+            message,
+            failure: StepFailure::Transient,
+        } => {
+            status.phase = InstallPlanPhase::Installing;
+            let since = transient_since(&conditions).unwrap_or(now);
+            let wait = backoff(now.duration_since(since));
+            let text = format!(
+                "waiting for the API server, which did not complete a request (tried again in {}s): {message}",
+                wait.as_secs()
+            );
+            status.message = Some(format!("retrying execution due to error: {message}"));
+            clear_transient_other(&mut conditions);
+            set_condition(
+                &mut conditions,
+                installed(
+                    ConditionStatus::Unknown,
+                    Some(InstallPlanConditionReason::from(WAITING_FOR_API_SERVER)),
+                    &text,
+                ),
+                &Time(now),
+            );
+        }
+        PassOutcome::StepFailed { message, failure } => {
+            clear_transient(&mut conditions);
             let started = status.start_time.as_ref().map_or(now, |t| t.0);
             let expired = now.duration_since(started) > RETRY_WINDOW;
-            if *permanent || expired {
+            if *failure == StepFailure::Permanent || expired {
                 status.phase = InstallPlanPhase::Failed;
                 status.message = Some(message.clone());
                 set_condition(
@@ -153,6 +205,52 @@ pub fn after_pass(status: &mut InstallPlanStatus, outcome: &PassOutcome, now: Ti
         }
     }
     status.conditions = Some(conditions);
+}
+
+/// When the plan's present streak of transient failures began: its `Installed=Unknown /
+/// WaitingForAPIServer` condition's transition.
+fn transient_since(conditions: &[InstallPlanCondition]) -> Option<Timestamp> {
+    conditions
+        .iter()
+        .find(|c| is_transient_condition(c))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0)
+}
+
+fn is_transient_condition(c: &InstallPlanCondition) -> bool {
+    c.type_ == Some(InstallPlanConditionType::Installed)
+        && c.reason.as_ref().map(InstallPlanConditionReason::as_str) == Some(WAITING_FOR_API_SERVER)
+}
+
+/// Removes the condition of a transient streak that ended.
+fn clear_transient(conditions: &mut Vec<InstallPlanCondition>) {
+    conditions.retain(|c| !is_transient_condition(c));
+}
+
+/// Removes an `Installed` condition of another kind before a transient streak begins, so the
+/// streak's start is its own.
+fn clear_transient_other(conditions: &mut Vec<InstallPlanCondition>) {
+    conditions.retain(|c| {
+        c.type_ != Some(InstallPlanConditionType::Installed) || is_transient_condition(c)
+    });
+}
+
+/// The wait before the next pass after a transient failure that has lasted `lasted`: about as
+/// long again (so the waits double), from [`TRANSIENT_RETRY_MIN`] up to [`TRANSIENT_RETRY_MAX`].
+/// Derived from the condition's transition time, so no counter needs storing.
+pub fn backoff(lasted: SignedDuration) -> Duration {
+    let lasted = Duration::try_from(lasted).unwrap_or_default();
+    lasted.clamp(TRANSIENT_RETRY_MIN, TRANSIENT_RETRY_MAX)
+}
+
+/// When to pass over a plan again: after [`backoff`] while it waits out a transient failure,
+/// else `None` (the caller's usual resync).
+pub fn transient_retry(status: &InstallPlanStatus, now: Timestamp) -> Option<Duration> {
+    if status.phase != InstallPlanPhase::Installing {
+        return None;
+    }
+    let since = transient_since(status.conditions.as_deref().unwrap_or_default())?;
+    Some(backoff(now.duration_since(since)))
 }
 
 fn installed(
@@ -212,6 +310,53 @@ mod tests {
     }
 
     #[test]
+    fn a_transient_streak_backs_off_and_ends_with_the_next_good_pass() {
+        let mut s = InstallPlanStatus {
+            phase: InstallPlanPhase::Installing,
+            start_time: Some(Time(at(0))),
+            ..Default::default()
+        };
+        let busy = PassOutcome::StepFailed {
+            message: "the server is currently unable to handle the request".into(),
+            failure: StepFailure::Transient,
+        };
+        let waits: Vec<(i64, u64)> = [100, 101, 103, 107, 115, 10_000]
+            .into_iter()
+            .map(|t| {
+                after_pass(&mut s, &busy, at(t));
+                assert_eq!(s.phase, InstallPlanPhase::Installing, "at {t}");
+                (t, transient_retry(&s, at(t)).unwrap().as_secs())
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            [
+                (100, 1),
+                (101, 1),
+                (103, 3),
+                (107, 7),
+                (115, 15),
+                (10_000, 60)
+            ],
+            "each wait about as long as the streak so far, at most a minute"
+        );
+        after_pass(&mut s, &PassOutcome::WaitingForApi, at(10_001));
+        assert_eq!(transient_retry(&s, at(10_001)), None);
+        assert!(s.conditions.iter().flatten().next().is_none());
+        // A failure of another kind after the streak is judged by the retry window from
+        // startTime, as OLM does.
+        after_pass(
+            &mut s,
+            &PassOutcome::StepFailed {
+                message: "boom".into(),
+                failure: StepFailure::Retryable,
+            },
+            at(10_002),
+        );
+        assert_eq!(s.phase, InstallPlanPhase::Failed);
+    }
+
+    #[test]
     fn approval_moves_a_waiting_plan_to_installing() {
         let mut s = InstallPlanStatus {
             phase: InstallPlanPhase::RequiresApproval,
@@ -239,7 +384,7 @@ mod tests {
         start(&mut s, at(100));
         let err = PassOutcome::StepFailed {
             message: "boom".into(),
-            permanent: false,
+            failure: StepFailure::Retryable,
         };
         after_pass(&mut s, &err, at(130));
         assert_eq!(s.phase, InstallPlanPhase::Installing);
@@ -269,7 +414,7 @@ mod tests {
             &mut s,
             &PassOutcome::StepFailed {
                 message: "bad kind".into(),
-                permanent: true,
+                failure: StepFailure::Permanent,
             },
             at(101),
         );

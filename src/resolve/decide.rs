@@ -52,6 +52,10 @@ pub struct Target {
     pub why: Why,
     /// Bundles its requirements pull in (docs/resolution.md §6), in the order they were chosen.
     pub dependencies: Vec<Dependency>,
+    /// Other Subscriptions of the namespace whose targets are tied to this one: one needs what
+    /// another's bundle provides, directly or through others (a co-upgrade). They are installed
+    /// by one plan, as OLM does (docs/subscription-plans.md, "Co-upgrades"). Sorted by name.
+    pub together: Vec<String>,
 }
 
 /// A bundle installed because another one requires it.
@@ -141,6 +145,11 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
             (all, accepted)
         }
     };
+    // Only upgrades are tied: a fresh install next to another takes nothing over, so each
+    // keeps its own plan (and its own approval).
+    let together = tied_groups(&accepted, |i| {
+        participants[i].current.map(|_| participants[i].name)
+    });
     let mut claims = Claims::new(ns);
     for accepted in accepted {
         let participant = &participants[accepted.participant];
@@ -154,6 +163,7 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
             replaces: participant.current.map(|c| c.name.clone()),
             why: option.why,
             dependencies: accepted.chosen[1..].iter().map(Dependency::from).collect(),
+            together: together.get(participant.name).cloned().unwrap_or_default(),
         };
         by_name.insert(participant.name.to_owned(), Outcome::Install(target));
         claims.accept(accepted.chosen);
@@ -182,6 +192,54 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
             }
         })
         .collect()
+}
+
+/// For each accepted Subscription that upgrades and is tied to others that upgrade, the others
+/// of its group (`upgrading` names the upgrading ones): the groups are the connected parts of
+/// "one's bundle or dependencies need another's bundle", in either direction.
+fn tied_groups<'s>(
+    accepted: &[joint::Accepted<'_>],
+    upgrading: impl Fn(usize) -> Option<&'s str>,
+) -> HashMap<&'s str, Vec<String>> {
+    let accepted: Vec<(&joint::Accepted<'_>, &str)> = accepted
+        .iter()
+        .filter_map(|a| upgrading(a.participant).map(|name| (a, name)))
+        .collect();
+    let mut group: HashMap<usize, usize> = accepted
+        .iter()
+        .map(|(a, _)| (a.participant, a.participant))
+        .collect();
+    fn root(group: &HashMap<usize, usize>, mut i: usize) -> usize {
+        while let Some(&parent) = group.get(&i).filter(|p| **p != i) {
+            i = parent;
+        }
+        i
+    }
+    for (a, _) in &accepted {
+        for partner in &a.partners {
+            if !group.contains_key(partner) {
+                continue;
+            }
+            let (x, y) = (root(&group, a.participant), root(&group, *partner));
+            if x != y {
+                group.insert(x.max(y), x.min(y));
+            }
+        }
+    }
+    let mut out: HashMap<&str, Vec<String>> = HashMap::new();
+    for (a, name) in &accepted {
+        let mine = root(&group, a.participant);
+        let mut others: Vec<String> = accepted
+            .iter()
+            .filter(|(b, _)| b.participant != a.participant && root(&group, b.participant) == mine)
+            .map(|(_, other)| (*other).to_owned())
+            .collect();
+        if !others.is_empty() {
+            others.sort();
+            out.insert(*name, others);
+        }
+    }
+    out
 }
 
 /// The decision for `sub` as if it were the only Subscription of the namespace (the
@@ -554,6 +612,7 @@ impl<'a> Search<'_, 'a> {
             replaces: current.map(|c| c.name.clone()),
             why,
             dependencies,
+            together: Vec::new(),
         })
     }
 }

@@ -9,7 +9,7 @@
 //! fit once a later conflict took another out). Those left out are left to the caller, which
 //! explains each against what was kept.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use resolvo::conflict::ConflictEdge;
 use resolvo::{
@@ -31,6 +31,9 @@ pub struct Accepted<'a> {
     pub option: usize,
     /// Its bundle first, then the dependencies it pulls in (depth first, in requirement order).
     pub chosen: Vec<Chosen<'a>>,
+    /// Other participants whose chosen bundle meets a requirement of its bundle or of what it
+    /// pulls in: their bundles are installed together with this one (a co-upgrade).
+    pub partners: Vec<usize>,
 }
 
 /// Solves `participants` when every one of them fits; `None` when they do not all fit together.
@@ -99,29 +102,29 @@ fn setup<'a>(
     ns: &NamespaceInput<'a>,
     participants: &[Participant<'a, '_>],
 ) -> (Solver<Model<'a>>, Vec<ChoiceId>) {
-    let subscribed: Vec<&str> = ns
-        .subscriptions
-        .iter()
-        .map(|s| s.spec.name.as_str())
-        .collect();
-    let current_of_some = |csv: &InstalledCsv| {
+    // An older CSV of a subscribed package, still around while an upgrade finishes: its
+    // Subscription has installed another one of the package.
+    let left_behind = |csv: &InstalledCsv| {
+        let Some(package) = csv.package.as_deref() else {
+            return false;
+        };
         ns.subscriptions.iter().any(|s| {
-            s.status.as_ref().and_then(|st| st.installed_csv.as_deref()) == Some(csv.name.as_str())
+            s.spec.name == package
+                && s.status
+                    .as_ref()
+                    .and_then(|st| st.installed_csv.as_deref())
+                    .is_some_and(|installed| installed != csv.name)
         })
     };
     let installed: Vec<&InstalledCsv> = ns
         .installed
         .iter()
         .filter(|csv| !matches!(csv.phase.as_str(), "Replacing" | "Deleting"))
-        // Older CSVs of a subscribed package still around while an upgrade finishes do not hold
-        // the package against its own Subscription.
-        .filter(|csv| {
-            let claimed = csv
-                .package
-                .as_deref()
-                .is_some_and(|p| subscribed.contains(&p));
-            !claimed || current_of_some(csv)
-        })
+        // It does not hold the package against its own Subscription. A CSV whose Subscription
+        // has installed nothing yet (one that adopts it, a dependency's Subscription just made
+        // by a plan) stays: what others need from it is still met by it, never by a second
+        // install of its package next to it (docs/dependencies.md, "What gets chosen").
+        .filter(|csv| !left_behind(csv))
         .collect();
     let upgradable = participants
         .iter()
@@ -210,7 +213,7 @@ fn attribute<'a>(
                 .map(|(t, _)| (*i, t))
         })
         .collect();
-    let root_ids: HashSet<SolvableId> = roots.iter().map(|(_, t)| *t).collect();
+    let root_ids: HashMap<SolvableId, usize> = roots.iter().map(|(i, t)| (*t, *i)).collect();
     let mut taken = HashSet::new();
     let mut out = Vec::new();
     for (i, target) in roots {
@@ -237,11 +240,22 @@ fn attribute<'a>(
             roots: &root_ids,
             subscription: participant.name,
         };
-        pull.dependencies(target, root.bundle.name(), &mut taken, &mut chosen);
+        let mut partners = Vec::new();
+        pull.dependencies(
+            target,
+            root.bundle.name(),
+            &mut taken,
+            &mut chosen,
+            &mut partners,
+        );
+        partners.retain(|p| *p != i);
+        partners.sort_unstable();
+        partners.dedup();
         out.push(Accepted {
             participant: i,
             option,
             chosen,
+            partners,
         });
     }
     out
@@ -270,7 +284,8 @@ fn chosen<'a>(
 struct Pull<'m, 'a> {
     model: &'m Model<'a>,
     selected: &'m dyn Fn(SolvableId) -> bool,
-    roots: &'m HashSet<SolvableId>,
+    /// Each Subscription's chosen bundle, with the participant it is chosen for.
+    roots: &'m HashMap<SolvableId, usize>,
     subscription: &'m str,
 }
 
@@ -281,12 +296,17 @@ impl<'a> Pull<'_, 'a> {
         owner_name: &str,
         taken: &mut HashSet<SolvableId>,
         out: &mut Vec<Chosen<'a>>,
+        partners: &mut Vec<usize>,
     ) {
         for choice in self.model.requirement_choices(owner) {
             let Some((target, channel)) = self.model.picked(choice, self.selected) else {
                 continue;
             };
-            if self.roots.contains(&target) || !taken.insert(target) {
+            if let Some(partner) = self.roots.get(&target) {
+                partners.push(*partner);
+                continue;
+            }
+            if !taken.insert(target) {
                 continue;
             }
             // Installed operators meet requirements without being installed again.
@@ -300,7 +320,7 @@ impl<'a> Pull<'_, 'a> {
                 Some(owner_name),
                 None,
             ));
-            self.dependencies(target, b.bundle.name(), taken, out);
+            self.dependencies(target, b.bundle.name(), taken, out, partners);
         }
     }
 }

@@ -592,4 +592,5 @@ proptest! {
     }
 }
 
+mod co_upgrade;
 mod complete_search;

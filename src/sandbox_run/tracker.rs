@@ -79,6 +79,9 @@ pub struct Tracker {
     csv_phases: BTreeMap<String, String>,
     /// (state, installedCSV, currentCSV) of the followed Subscription.
     subscription: Option<(String, Option<String>, Option<String>)>,
+    /// InstallPlans being created or executed: a Subscription waits for its plan to finish
+    /// before it resolves its next hop (docs/subscription-plans.md, "Co-upgrades").
+    running_plans: std::collections::BTreeSet<String>,
 }
 
 impl Tracker {
@@ -98,6 +101,13 @@ impl Tracker {
                 installed,
                 current,
             } => self.subscription = Some((state, installed, current)),
+            Raw::Plan { running } => {
+                if running {
+                    self.running_plans.insert(observed.name.clone());
+                } else {
+                    self.running_plans.remove(&observed.name);
+                }
+            }
             Raw::Other => {}
         }
         let key = (observed.kind, observed.name.clone());
@@ -121,6 +131,9 @@ impl Tracker {
         if kind == Kind::Subscription {
             self.subscription = None;
         }
+        if kind == Kind::InstallPlan {
+            self.running_plans.remove(name);
+        }
         self.last.remove(&(kind, name.to_owned()))?;
         Some(Transition {
             kind,
@@ -131,7 +144,8 @@ impl Tracker {
     }
 
     /// `Some` once the Subscription is AtLatestKnown, its installed CSV is the current one and
-    /// Succeeded, and no other CSV is left in the namespace (replaced ones are deleted).
+    /// Succeeded, no other CSV is left in the namespace (replaced ones are deleted), and no plan
+    /// is being created or executed (the next hop is planned once the last plan finished).
     pub fn settled(&self) -> Option<Settled> {
         let (state, installed, current) = self.subscription.as_ref()?;
         let installed = installed.as_ref()?;
@@ -140,7 +154,8 @@ impl Tracker {
         let succeeded = self.csv_phases.get(installed).map(String::as_str)
             == Some(CsvPhase::Succeeded.as_str());
         let alone = self.csv_phases.len() == 1;
-        (at_head && succeeded && alone).then(|| Settled {
+        let still = self.running_plans.is_empty();
+        (at_head && succeeded && alone && still).then(|| Settled {
             installed_csv: installed.clone(),
         })
     }
@@ -156,6 +171,10 @@ pub enum Raw {
         state: String,
         installed: Option<String>,
         current: Option<String>,
+    },
+    /// An InstallPlan: whether it is still being created or executed.
+    Plan {
+        running: bool,
     },
     Other,
 }
@@ -210,6 +229,8 @@ pub fn install_plan(plan: &InstallPlan, namespace: &str) -> (Observed, Raw) {
     if let Some(message) = plan.status.as_ref().and_then(|s| s.message.as_ref()) {
         detail = join(&[&detail, message]);
     }
+    // Just created (status not written yet) or executing: the namespace is still moving.
+    let running = matches!(phase, InstallPlanPhase::None | InstallPlanPhase::Installing);
     let state = if phase == InstallPlanPhase::None {
         "created".to_owned()
     } else {
@@ -223,7 +244,7 @@ pub fn install_plan(plan: &InstallPlan, namespace: &str) -> (Observed, Raw) {
             state,
             detail,
         },
-        Raw::Other,
+        Raw::Plan { running },
     )
 }
 

@@ -91,6 +91,35 @@ fn settled_needs_the_head_succeeded_and_the_replaced_csvs_gone() {
 }
 
 #[test]
+fn a_plan_still_being_made_or_executed_keeps_the_namespace_unsettled() {
+    let plan = |phase: Option<&str>| -> InstallPlan {
+        let mut value = json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+            "metadata": {"name": "install-next", "namespace": "operators"},
+            "spec": {"clusterServiceVersionNames": ["a.v2"], "approval": "Automatic", "approved": true},
+        });
+        if let Some(phase) = phase {
+            value["status"] = json!({"phase": phase, "catalogSources": []});
+        }
+        serde_json::from_value(value).unwrap()
+    };
+    let mut t = Tracker::new();
+    see_sub(&mut t, &sub_in("AtLatestKnown", Some("a.v1"), "a.v1"));
+    see_csv(&mut t, &csv_in("a.v1", "Succeeded", "InstallSucceeded", ""));
+    assert!(t.settled().is_some());
+    // The next hop's plan, made once the last one finished: not settled while it is created
+    // or installing.
+    for phase in [None, Some("Installing")] {
+        let (o, raw) = install_plan(&plan(phase), "operators");
+        t.observe(o, raw);
+        assert!(t.settled().is_none(), "{phase:?}");
+    }
+    let (o, raw) = install_plan(&plan(Some("Complete")), "operators");
+    t.observe(o, raw);
+    assert!(t.settled().is_some());
+}
+
+#[test]
 fn subscription_lines_follow_each_hop_even_when_the_state_word_repeats() {
     let mut t = Tracker::new();
     let first = see_sub(&mut t, &sub_in("UpgradePending", None, "a.v1")).unwrap();

@@ -150,7 +150,7 @@ async fn run_pass(
                 steps,
                 outcome: PassOutcome::StepFailed {
                     message: unavailable.to_string(),
-                    permanent: false,
+                    failure: crate::plan::phase::StepFailure::Retryable,
                 },
                 warnings: Vec::new(),
             },

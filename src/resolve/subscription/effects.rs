@@ -102,11 +102,19 @@ pub fn decide_effects(view: &NamespaceView<'_>) -> NamespaceDecision {
     let resolution_failed = updates.iter().any(|u| failed(&u.status, None).is_some());
     let mut kept: Vec<String> = Vec::new();
     let mut namespace_messages: Vec<String> = Vec::new();
+    let mut shared = SharedPlans::default();
     let subscriptions: Vec<SubscriptionEffects> = updates
         .into_iter()
         .zip(state.input.subscriptions)
         .map(|(update, sub)| {
-            let one = subscription_effects(view, sub, update, &now, &mut namespace_messages);
+            let one = subscription_effects(
+                view,
+                sub,
+                update,
+                &now,
+                &mut namespace_messages,
+                &mut shared,
+            );
             kept.extend(referenced_plans(&one.decided));
             kept.extend(one.superseded.clone());
             if let Some(PlanChoice::Create(name) | PlanChoice::Adopt(name)) = &one.plan {
@@ -128,6 +136,7 @@ fn subscription_effects(
     update: SubscriptionUpdate,
     now: &Time,
     namespace_messages: &mut Vec<String>,
+    shared: &mut SharedPlans,
 ) -> SubscriptionEffects {
     let plans = view.state.plans;
     let mut status = update.status;
@@ -151,13 +160,24 @@ fn subscription_effects(
             .input
             .installed_csv(&request.target.bundle)
             .is_some();
-        match adoptable(plans, &request.draft, superseded_name.as_deref(), installed) {
+        let sibling = shared
+            .created
+            .iter()
+            .find(|(key, _)| *key == request.draft.resolution_key())
+            .map(|(_, name)| name.clone());
+        let found = adoptable(plans, &request.draft, superseded_name.as_deref(), installed)
+            .or_else(|| installed_by(view, sub, &request.target.bundle));
+        match found {
             Some(plan) => {
                 let name = plan.metadata.name.clone().unwrap_or_default();
                 let mut seen = plan.clone();
                 if status_lost(plan) {
                     let initial = request.draft.initial_status_named(&name);
-                    writes.extend(Write::status(plan, initial.clone()));
+                    // Written once, by the first member of a co-upgrade that adopts it.
+                    if !shared.restored.contains(&name) {
+                        writes.extend(Write::status(plan, initial.clone()));
+                        shared.restored.push(name.clone());
+                    }
                     seen.status = Some(initial);
                 }
                 attach_plan(&mut status, &seen, &request.target.bundle, now);
@@ -165,8 +185,16 @@ fn subscription_effects(
                 write_status = true;
                 choice = Some(PlanChoice::Adopt(name));
             }
+            // The plan of a co-upgrade is created by its first member; the others wait for it
+            // and attach it at the next sync, as the creator does.
+            None if sibling.is_some() => {
+                write_status = true;
+                choice = sibling.map(PlanChoice::Create);
+            }
             None => {
-                let name = free_name(&request.draft.resolution_key(), plans, view.gone_plans);
+                let key = request.draft.resolution_key();
+                let name = free_name(&key, plans, view.gone_plans);
+                shared.created.push((key, name.clone()));
                 // The Subscription's main transition: an install or upgrade is planned.
                 let what = match &request.target.replaces {
                     Some(old) => format!("upgrade from {old} to {}", request.target.bundle),
@@ -229,6 +257,40 @@ fn subscription_effects(
         superseded: superseded.and(superseded_name),
         effects,
     }
+}
+
+/// Plans one decision makes or repairs for several Subscriptions (a co-upgrade's members).
+#[derive(Default)]
+struct SharedPlans {
+    /// Created by an earlier member: `(resolution key, name)`.
+    created: Vec<(String, String)>,
+    /// Plans whose lost status an earlier member writes.
+    restored: Vec<String>,
+}
+
+/// A plan of the Subscription that already installed `bundle`: the CSV exists and the plan,
+/// owned by the Subscription, lists it. A co-upgrade's member whose status write was refused
+/// (409) while the plan ran finds it so, instead of planning its own half again
+/// (docs/subscription-plans.md, "Co-upgrades").
+fn installed_by<'a>(
+    view: &NamespaceView<'a>,
+    sub: &Subscription,
+    bundle: &str,
+) -> Option<&'a InstallPlan> {
+    let uid = sub.metadata.uid.as_deref()?;
+    view.state.input.installed_csv(bundle)?;
+    view.state.plans.iter().find(|p| {
+        p.metadata.deletion_timestamp.is_none()
+            && p.spec
+                .cluster_service_version_names
+                .iter()
+                .any(|c| c == bundle)
+            && p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid)
+    })
 }
 
 /// A plan made for the same resolution and approval that can serve the Subscription (not the

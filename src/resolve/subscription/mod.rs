@@ -30,8 +30,9 @@ pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message, relea
 use crate::api::event::ObjectEvent;
 use crate::api::subscription::reason;
 use crate::api::{
-    ConditionStatus, InstallPlan, Subscription, SubscriptionCondition, SubscriptionConditionType,
-    SubscriptionState, SubscriptionStatus, remove_condition, set_condition,
+    Approval, ConditionStatus, InstallPlan, Subscription, SubscriptionCondition,
+    SubscriptionConditionType, SubscriptionState, SubscriptionStatus, remove_condition,
+    set_condition,
 };
 use crate::plan::{
     BundleSource, ContentError, PlanDraft, PlanError, RESOLUTION_LABEL, ServedSubscription,
@@ -141,6 +142,15 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
         ..*input
     };
     let decisions = decide(&resolved_input);
+    let groups = Groups::new(&observed, &decisions, state.plans, csv_exists);
+    // A Subscription taking over an installed CSV changes what the others resolve against
+    // (the CSV becomes upgradable with it, a co-upgrade becomes possible): they resolve at the
+    // next sync, which its status write starts, as OLM resolves only once no Subscription's
+    // status changed (docs/subscription-plans.md, "Co-upgrades").
+    let adopting = decisions
+        .iter()
+        .any(|d| matches!(d.outcome, Outcome::Adopt { .. }));
+    let mut group_generations: Vec<(Vec<usize>, i64)> = Vec::new();
     let mut generation = next_generation(
         observed
             .iter()
@@ -149,14 +159,21 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
     );
 
     // 3. Apply decisions.
-    for ((update, sub), decision) in updates.iter_mut().zip(&observed).zip(decisions) {
-        if is_gated(&update.status)
+    for (index, ((update, sub), decision)) in updates
+        .iter_mut()
+        .zip(&observed)
+        .zip(decisions.iter().cloned())
+        .enumerate()
+    {
+        let members = groups.members(index, false);
+        if is_gated(&update.status, state.plans)
             && let Some(plan) = superseded_plan(
                 input,
                 state.plans,
                 sub,
                 &update.status,
                 &decision.outcome,
+                &groups.targets(&groups.members(index, true)),
                 &now,
             )
         {
@@ -169,7 +186,7 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                 )));
             update.superseded = Some(SupersededPlan { name });
         }
-        if is_gated(&update.status) {
+        if is_gated(&update.status, state.plans) {
             // Waiting on its plan, the Subscription is not resolved again (step C) — except
             // that a namespace without exactly one OperatorGroup is reported on every
             // Subscription there, waiting or not (OLM reports it on none).
@@ -191,6 +208,17 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             };
             update.status.conditions = Some(conditions);
             update.changed |= changed;
+            continue;
+        }
+        if adopting && matches!(decision.outcome, Outcome::Install(_) | Outcome::Refused(_)) {
+            continue;
+        }
+        // A dependency left to the Subscription of its package is installed by it: when that
+        // one gets something else now (its own CSV not yet seen by the stores, say), this
+        // plan waits for the next sync rather than install a bundle without what it needs.
+        if let Outcome::Install(target) = &decision.outcome
+            && !dependencies_met(target, &observed, &decisions)
+        {
             continue;
         }
         let status = &mut update.status;
@@ -224,9 +252,16 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                 let already = status.current_csv.as_deref() == Some(target.bundle.as_str())
                     && csv_exists(&target.bundle);
                 if !already {
-                    match plan_for(input, sub, &target, generation, &now) {
+                    // One generation per plan: the members of a co-upgrade share theirs.
+                    let planned = group_generations.iter().find(|(m, _)| *m == members);
+                    let plan_generation = planned.map_or(generation, |(_, g)| *g);
+                    let targets = groups.targets(&members);
+                    match plan_for(input, &targets, plan_generation, &now) {
                         Ok(draft) => {
-                            generation += 1;
+                            if planned.is_none() {
+                                group_generations.push((members.clone(), generation));
+                                generation += 1;
+                            }
                             changed |= clear_unpack_conditions(&mut conditions);
                             update.plan = Some(PlanRequest { draft, target });
                         }
@@ -274,6 +309,7 @@ fn superseded_plan<'a>(
     sub: &Subscription,
     status: &SubscriptionStatus,
     outcome: &Outcome,
+    group: &[(&Subscription, &Target)],
     now: &Time,
 ) -> Option<&'a InstallPlan> {
     let plan = plan_state::waiting_plan(status, plans)?;
@@ -285,7 +321,7 @@ fn superseded_plan<'a>(
                 .labels
                 .as_ref()
                 .and_then(|l| l.get(RESOLUTION_LABEL));
-            let same_target = match (plan_for(input, sub, target, 0, now), label) {
+            let same_target = match (plan_for(input, group, 0, now), label) {
                 (Ok(draft), Some(key)) => draft.resolution_key() == *key,
                 // A plan made without the label (an older olm-rs), or a bundle that cannot be
                 // planned: compare what is installed.
@@ -297,6 +333,100 @@ fn superseded_plan<'a>(
         Outcome::Adopt { .. } | Outcome::Refused(_) => true,
     };
     (!still_valid).then_some(plan)
+}
+
+/// Whether every dependency of `target` whose package a Subscription covers is that
+/// Subscription's: installed by it, or its target now.
+fn dependencies_met(
+    target: &Target,
+    subscriptions: &[Subscription],
+    decisions: &[super::decide::Decision],
+) -> bool {
+    target.dependencies.iter().all(|dep| {
+        subscriptions
+            .iter()
+            .zip(decisions)
+            .filter(|(s, _)| s.spec.name == dep.package)
+            .all(|(s, d)| {
+                let has = s.status.as_ref().is_some_and(|st| {
+                    st.installed_csv.as_deref() == Some(dep.bundle.as_str())
+                        || st.current_csv.as_deref() == Some(dep.bundle.as_str())
+                });
+                let gets = matches!(&d.outcome, Outcome::Install(t) if t.bundle == dep.bundle);
+                has || gets
+            })
+    })
+}
+
+/// The co-upgrade groups of one sync (docs/subscription-plans.md, "Co-upgrades"): each
+/// Subscription's plan installs its own target and those of the Subscriptions it is tied to
+/// (`Target::together`) that plan now too, with the same approval. A Subscription that waits on
+/// its plan, or whose target is already there, plans nothing, so it joins no group.
+struct Groups<'s> {
+    subscriptions: &'s [Subscription],
+    decisions: &'s [super::decide::Decision],
+    /// Plans now: resolved to a target it does not have yet, and not waiting on a plan.
+    plans_now: Vec<bool>,
+}
+
+impl<'s> Groups<'s> {
+    fn new(
+        subscriptions: &'s [Subscription],
+        decisions: &'s [super::decide::Decision],
+        plans: &[InstallPlan],
+        csv_exists: impl Fn(&str) -> bool,
+    ) -> Self {
+        let plans_now = subscriptions
+            .iter()
+            .zip(decisions)
+            .map(|(sub, decision)| {
+                let Outcome::Install(target) = &decision.outcome else {
+                    return false;
+                };
+                let Some(status) = &sub.status else {
+                    return true;
+                };
+                let already = status.current_csv.as_deref() == Some(target.bundle.as_str())
+                    && csv_exists(&target.bundle);
+                !already && !is_gated(status, plans)
+            })
+            .collect();
+        Groups {
+            subscriptions,
+            decisions,
+            plans_now,
+        }
+    }
+
+    /// The Subscriptions (by index, in input order) one plan serves together with Subscription
+    /// `i`, `i` included. `waiting_too`: count those waiting on a plan (to recognise the plan
+    /// they wait on).
+    fn members(&self, i: usize, waiting_too: bool) -> Vec<usize> {
+        let Outcome::Install(target) = &self.decisions[i].outcome else {
+            return vec![i];
+        };
+        let approval = self.subscriptions[i].spec.effective_approval();
+        let joins = |j: usize| {
+            matches!(self.decisions[j].outcome, Outcome::Install(_))
+                && (waiting_too || (self.plans_now[i] && self.plans_now[j]))
+                && target.together.contains(&self.decisions[j].subscription)
+                && self.subscriptions[j].spec.effective_approval() == approval
+        };
+        (0..self.subscriptions.len())
+            .filter(|j| *j == i || joins(*j))
+            .collect()
+    }
+
+    /// Each member with its target.
+    fn targets(&self, members: &[usize]) -> Vec<(&'s Subscription, &'s Target)> {
+        members
+            .iter()
+            .filter_map(|i| match &self.decisions[*i].outcome {
+                Outcome::Install(target) => Some((&self.subscriptions[*i], target)),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Why the bundle a Subscription resolved to cannot be planned; the text is the message of its
@@ -333,61 +463,67 @@ pub enum UnplannableBundle {
     },
 }
 
-/// The plan installing `target` for `sub`, or why its bundle cannot be installed. A bundle
-/// known only by its image gets a bundle lookup instead of steps: the InstallPlan controller
-/// pulls it and appends its steps.
+/// The plan installing each target for its Subscription (one, or the members of a
+/// co-upgrade), or why a bundle cannot be installed. A bundle known only by its image gets a
+/// bundle lookup instead of steps: the InstallPlan controller pulls it and appends its steps.
 fn plan_for(
     input: &NamespaceInput<'_>,
-    sub: &Subscription,
-    target: &Target,
+    targets: &[(&Subscription, &Target)],
     generation: i64,
     now: &Time,
 ) -> Result<PlanDraft, UnplannableBundle> {
-    let index = input
-        .catalog(&target.catalog)
-        .and_then(|c| c.index())
-        .ok_or_else(|| UnplannableBundle::CatalogUnreadable {
-            catalog: target.catalog.clone(),
-        })?;
-    let bundle = index
-        .bundle(&target.package, &target.bundle)
-        .ok_or_else(|| UnplannableBundle::BundleMissing {
-            bundle: target.bundle.clone(),
-            channel: target.channel.clone(),
-            package: target.package.clone(),
-            catalog: target.catalog.clone(),
-        })?;
-    let (mut steps, mut lookups) = match bundle_source(bundle, &target.catalog)? {
-        BundleSource::Inline(content) => (
-            bundle_steps(&content, input.namespace, target.replaces.as_deref())?,
-            Vec::new(),
-        ),
-        BundleSource::Image { image, properties } => (
-            Vec::new(),
-            vec![bundle_lookup(
+    let mut steps = Vec::new();
+    let mut lookups = Vec::new();
+    let mut subscriptions = Vec::new();
+    for (sub, target) in targets {
+        let index = input
+            .catalog(&target.catalog)
+            .and_then(|c| c.index())
+            .ok_or_else(|| UnplannableBundle::CatalogUnreadable {
+                catalog: target.catalog.clone(),
+            })?;
+        let bundle = index
+            .bundle(&target.package, &target.bundle)
+            .ok_or_else(|| UnplannableBundle::BundleMissing {
+                bundle: target.bundle.clone(),
+                channel: target.channel.clone(),
+                package: target.package.clone(),
+                catalog: target.catalog.clone(),
+            })?;
+        match bundle_source(bundle, &target.catalog)? {
+            BundleSource::Inline(content) => steps.extend(bundle_steps(
+                &content,
+                input.namespace,
+                target.replaces.as_deref(),
+            )?),
+            BundleSource::Image { image, properties } => lookups.push(bundle_lookup(
                 &target.bundle,
                 &image,
                 &target.catalog,
                 target.replaces.as_deref(),
                 &properties,
                 now,
-            )],
-        ),
-    };
-    let (dependency_steps, dependency_lookups) =
-        dependencies::dependency_steps(input, target, now)?;
-    steps.extend(dependency_steps);
-    lookups.extend(dependency_lookups);
-    Ok(PlanDraft {
-        namespace: input.namespace.to_owned(),
-        subscriptions: vec![ServedSubscription {
+            )),
+        }
+        let (dependency_steps, dependency_lookups) =
+            dependencies::dependency_steps(input, target, now)?;
+        steps.extend(dependency_steps);
+        lookups.extend(dependency_lookups);
+        subscriptions.push(ServedSubscription {
             name: sub.metadata.name.clone().unwrap_or_default(),
             uid: sub.metadata.uid.clone().unwrap_or_default(),
             bundle: target.bundle.clone(),
             replaces: target.replaces.clone(),
             catalog: target.catalog.to_string(),
-        }],
-        approval: sub.spec.effective_approval(),
+        });
+    }
+    let approval = targets.first().map_or(Approval::Automatic, |(sub, _)| {
+        sub.spec.effective_approval()
+    });
+    Ok(PlanDraft {
+        namespace: input.namespace.to_owned(),
+        subscriptions,
+        approval,
         generation,
         steps: order_plan(steps),
         lookups,

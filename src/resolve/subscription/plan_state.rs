@@ -168,9 +168,28 @@ pub fn release_deleted_csv(
     Some(installed)
 }
 
-/// Whether the Subscription waits on its plan (step C): it does not re-resolve.
-pub fn is_gated(status: &SubscriptionStatus) -> bool {
-    referenced_plan(status).is_some() && status.state() == SubscriptionState::UpgradePending
+/// Whether the Subscription waits on its plan (step C): it does not re-resolve. OLM waits only
+/// while the CSV is missing (`UpgradePending`); olm-rs also waits while the referenced plan is
+/// still `Installing`, because its CSV appears before the rest of the plan (the other CSVs, the
+/// dependency Subscriptions): a resolution then sees a half-installed namespace and plans the
+/// dependency afresh next to the one on its way (docs/subscription-plans.md, "Co-upgrades").
+pub fn is_gated(status: &SubscriptionStatus, plans: &[InstallPlan]) -> bool {
+    let Some(name) = referenced_plan(status) else {
+        return false;
+    };
+    status.state() == SubscriptionState::UpgradePending
+        || plans
+            .iter()
+            .any(|p| p.metadata.name.as_deref() == Some(name.as_str()) && is_executing(p))
+}
+
+/// The plan is being executed: approved and not yet `Complete` or `Failed`.
+pub fn is_executing(plan: &InstallPlan) -> bool {
+    plan.metadata.deletion_timestamp.is_none()
+        && plan
+            .status
+            .as_ref()
+            .is_some_and(|s| s.phase == InstallPlanPhase::Installing)
 }
 
 /// The referenced plan while it still awaits approval: nothing of it has run, so a new answer

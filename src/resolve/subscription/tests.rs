@@ -215,6 +215,30 @@ fn automatic_fresh_install_then_hop_by_hop_to_the_head() {
     assert!(condition(&u.status, SubscriptionConditionType::InstallPlanPending).is_none());
 }
 
+/// Issue 36: a plan's CSVs appear one by one, its dependency Subscriptions last. A Subscription
+/// whose CSV is there while its plan still installs must not resolve on that half-installed
+/// namespace: it would plan the dependency a second time, next to the one on its way.
+#[test]
+fn a_csv_that_appears_while_its_plan_still_installs_waits_for_the_plan() {
+    let mut w = World::new(true);
+    let mut s = sub("etcd", None, Some("etcd.v1"));
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    w.ensure(&mut s, &u, "install-aaaaa");
+    w.install("etcd.v1", "1.0.0");
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert_eq!(u.status.state(), SubscriptionState::AtLatestKnown);
+    assert_eq!(u.status.installed_csv.as_deref(), Some("etcd.v1"));
+    assert!(
+        u.plan.is_none(),
+        "the next hop waits until install-aaaaa is done"
+    );
+
+    s.status = Some(u.status);
+    w.plans[0].status.as_mut().unwrap().phase = InstallPlanPhase::Complete;
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert_eq!(u.plan.as_ref().unwrap().target.bundle, "etcd.v2");
+}
+
 #[test]
 fn manual_plans_serve_only_their_own_subscription() {
     let w = World::new(true);

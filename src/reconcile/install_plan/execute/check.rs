@@ -11,7 +11,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
 use super::super::apis::{StepApi, step_api};
-use super::{Pass, failed, step_error};
+use super::{Pass, failed, failed_call, failed_step, step_error};
 use crate::api::Step;
 use crate::k8s::errors::{ApiFailure, is_forbidden};
 use crate::k8s::read;
@@ -121,10 +121,13 @@ impl Pass<'_> {
                         });
                     }
                     Err(e) => {
-                        return Err(failed(format!(
-                            "asking whether service account {}/{account} may {verb} {plural}: {e}",
-                            self.namespace
-                        )));
+                        return Err(failed_call(
+                            format!(
+                                "asking whether service account {}/{account} may {verb} {plural}: {e}",
+                                self.namespace
+                            ),
+                            &e,
+                        ));
                     }
                 }
             }
@@ -150,7 +153,7 @@ impl Pass<'_> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.admin.clone());
         let Some(existing) = read::get(&crds, &p.object.name)
             .await
-            .map_err(|e| failed(step_error("reading", p, e)))?
+            .map_err(|e| failed_step(step_error("reading", p, e)))?
         else {
             return Ok(());
         };
@@ -159,7 +162,7 @@ impl Pass<'_> {
         // before olm-rs, by OLM say, has no reader role yet).
         self.ensure_crd_reader(&existing)
             .await
-            .map_err(|e| failed(step_error("granting olm-rs read access for", p, e)))?;
+            .map_err(|e| failed_step(step_error("granting olm-rs read access for", p, e)))?;
         let new = &p.object.manifest;
         let mut resources = Vec::new();
         for version in versions_to_validate(&existing, new) {
@@ -215,7 +218,7 @@ impl Pass<'_> {
                         ),
                     }
                 } else {
-                    failed(message)
+                    failed_call(message, &e)
                 }
             })?;
             for item in page.items {

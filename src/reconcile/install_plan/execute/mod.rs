@@ -19,6 +19,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
 use crate::api::Step;
+use crate::k8s::errors::is_transient;
 use crate::k8s::warnings::WarningLog;
 use crate::k8s::write::ApiError;
 use crate::plan::execution::{
@@ -26,7 +27,7 @@ use crate::plan::execution::{
 };
 use crate::plan::kinds::StepKind;
 use crate::plan::order::{StepAction, step_action};
-use crate::plan::phase::PassOutcome;
+use crate::plan::phase::{PassOutcome, StepFailure};
 use crate::plan::prepare::OwnerCsv;
 
 /// What a pass needs.
@@ -79,7 +80,7 @@ impl Pass<'_> {
                 self.note_api_warnings(p, warnings);
                 match applied {
                     Ok(status) => steps[i].status = status,
-                    Err(message) => return failed(message),
+                    Err(error) => return failed_step(error),
                 }
             }
         }
@@ -90,7 +91,7 @@ impl Pass<'_> {
                 match self.established(&p.object.name).await {
                     Ok(true) => steps[i].status = crate::api::StepStatus::Created,
                     Ok(false) => waiting = true,
-                    Err(message) => return failed(message),
+                    Err(error) => return failed_step(error),
                 }
             }
         }
@@ -114,7 +115,7 @@ impl Pass<'_> {
             self.note_api_warnings(p, warnings);
             match applied {
                 Ok(status) => steps[i].status = status,
-                Err(message) => return failed(message),
+                Err(error) => return failed_step(error),
             }
         }
         // Every other step is written: before the plan completes, each of its CRDs must still
@@ -152,7 +153,28 @@ fn strip_status(object: &mut Value) {
 fn failed(error: impl std::fmt::Display) -> PassOutcome {
     PassOutcome::StepFailed {
         message: error.to_string(),
-        permanent: false,
+        failure: StepFailure::Retryable,
+    }
+}
+
+/// A failed API call: waited out when transient (`k8s::errors::is_transient`), else retried
+/// within the plan's retry window.
+fn failed_call(message: impl std::fmt::Display, error: &kube::Error) -> PassOutcome {
+    PassOutcome::StepFailed {
+        message: message.to_string(),
+        failure: if is_transient(error) {
+            StepFailure::Transient
+        } else {
+            StepFailure::Retryable
+        },
+    }
+}
+
+/// A step error, classified by the API call behind it.
+fn failed_step(error: StepError) -> PassOutcome {
+    match error.call() {
+        Some(call) => failed_call(&error, call),
+        None => failed(error),
     }
 }
 
@@ -204,6 +226,23 @@ enum StepError {
         "ClusterServiceVersion {namespace}/{csv} does not exist yet, so objects owned by it cannot be created"
     )]
     OwnerMissing { namespace: String, csv: String },
+}
+
+impl StepError {
+    /// The API call that failed, when one did.
+    fn call(&self) -> Option<&kube::Error> {
+        match self {
+            StepError::Api { source, .. } | StepError::ReadCrd { source, .. } => {
+                Some(&source.source)
+            }
+            StepError::ListCsvs { source, .. }
+            | StepError::ListPlans { source, .. }
+            | StepError::ReadOwner { source, .. } => Some(source),
+            StepError::Encode(_) | StepError::OwnerMissing { .. } | StepError::CrdGone { .. } => {
+                None
+            }
+        }
+    }
 }
 
 /// The server's own message when it gave one.

@@ -1,0 +1,274 @@
+//! A co-upgrade through the embedded API (issue 36): `app` v1.0.0 needs `base` `>=1.0.0 <2.0.0`,
+//! `app` v2.0.0 needs `base >=2.0.0`; `base` goes 1.0.0 → 1.1.0 → 2.0.0 in one channel. A
+//! Subscription to `app` starting at v1.0.0 installs `app.v1.0.0` with `base.v1.1.0`, then
+//! upgrades both in one plan, `base.v2.0.0` replacing `base.v1.1.0` as any upgrade does — as
+//! OLM v0.31 does on a real cluster. Never a third plan, never an `OwnerConflict`.
+
+use crate::subscription_support as support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+use olm_rs::api::{InstallPlanPhase, SubscriptionState};
+use olm_rs::catalog::model::{Bundle, Channel, DeclarativeConfig, Package, Property};
+use olm_rs::reconcile::{install_plan, subscription};
+
+const CSV: (&str, &str, &str) = (
+    "operators.coreos.com/v1alpha1",
+    "ClusterServiceVersion",
+    "clusterserviceversions",
+);
+
+/// The `gears.example.com` CRD `base` owns.
+fn gears_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gears.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Gear", "plural": "gears", "singular": "gear", "listKind": "GearList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+/// A bundle of `package` at `version`: one Deployment, owning or requiring Gears, and needing
+/// the packages of `needs` (`(package, range)`).
+fn bundle(package: &str, version: &str, owns: bool, needs: &[(&str, &str)]) -> Bundle {
+    let name = format!("{package}.v{version}");
+    let gear = json!([{"name": "gears.example.com", "version": "v1", "kind": "Gear"}]);
+    let crds = if owns {
+        json!({"owned": gear})
+    } else {
+        json!({"required": gear})
+    };
+    let csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {"name": name},
+        "spec": {
+            "displayName": package, "version": version, "customresourcedefinitions": crds,
+            "installModes": [{"type": "OwnNamespace", "supported": true}, {"type": "SingleNamespace", "supported": true},
+                             {"type": "MultiNamespace", "supported": false}, {"type": "AllNamespaces", "supported": true}],
+            "install": {"strategy": "deployment", "spec": {"deployments": [{"name": package, "spec": {
+                "selector": {"matchLabels": {"app": package}},
+                "template": {"metadata": {"labels": {"app": package}},
+                             "spec": {"containers": [{"name": "manager", "image": "example.com/op:latest"}]}}}}]}}
+        }
+    });
+    let mut objects = vec![serde_json::value::to_raw_value(&csv).unwrap()];
+    let mut properties = vec![
+        Property::from_value(
+            "olm.package",
+            &json!({"packageName": package, "version": version}),
+        )
+        .unwrap(),
+    ];
+    let gvk = json!({"group": "example.com", "kind": "Gear", "version": "v1"});
+    if owns {
+        objects.push(serde_json::value::to_raw_value(&gears_crd()).unwrap());
+        properties.push(Property::from_value("olm.gvk", &gvk).unwrap());
+    }
+    for (needed, range) in needs {
+        properties.push(
+            Property::from_value(
+                "olm.package.required",
+                &json!({"packageName": needed, "versionRange": range}),
+            )
+            .unwrap(),
+        );
+    }
+    Bundle {
+        package: package.into(),
+        name,
+        properties,
+        objects,
+        ..Bundle::default()
+    }
+}
+
+/// One package with one channel `stable` whose entries each replace the one before.
+fn package(name: &str, bundles: Vec<Bundle>) -> DeclarativeConfig {
+    let mut entries = Vec::new();
+    let mut previous: Option<String> = None;
+    for b in &bundles {
+        entries.push(entry(&b.name, previous.as_deref(), None));
+        previous = Some(b.name.clone());
+    }
+    DeclarativeConfig {
+        packages: vec![Package {
+            name: name.into(),
+            default_channel: Some("stable".into()),
+            ..Package::default()
+        }],
+        channels: vec![Channel {
+            package: name.into(),
+            name: "stable".into(),
+            entries,
+            ..Channel::default()
+        }],
+        bundles,
+        ..DeclarativeConfig::default()
+    }
+}
+
+/// The issue's catalog (also the fault-injection test's, subscription_faults.rs).
+pub fn catalog() -> DeclarativeConfig {
+    let app = package(
+        "app",
+        vec![
+            bundle("app", "1.0.0", false, &[("base", ">=1.0.0 <2.0.0")]),
+            bundle("app", "2.0.0", false, &[("base", ">=2.0.0")]),
+        ],
+    );
+    let base = package(
+        "base",
+        vec![
+            bundle("base", "1.0.0", true, &[]),
+            bundle("base", "1.1.0", true, &[]),
+            bundle("base", "2.0.0", true, &[]),
+        ],
+    );
+    merged(app, base)
+}
+
+async fn csvs(env: &Env) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for name in env.names(CSV.0, CSV.1, CSV.2, true).await {
+        let phase = env
+            .get(CSV.0, CSV.1, CSV.2, &name, true)
+            .await
+            .and_then(|v| {
+                v.pointer("/status/phase")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        out.push((name, phase));
+    }
+    out
+}
+
+async fn plan_contents(env: &Env) -> Vec<Vec<String>> {
+    env.plans()
+        .await
+        .into_iter()
+        .map(|p| p.spec.cluster_service_version_names)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_co_upgrade_is_one_plan_that_replaces_the_dependency() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", catalog());
+    env.subscribe(
+        "app",
+        "app",
+        "community",
+        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
+    )
+    .await;
+    env.converge().await;
+    assert_eq!(
+        plan_contents(&env).await,
+        [
+            vec!["app.v1.0.0", "base.v1.1.0"],
+            vec!["app.v2.0.0", "base.v2.0.0"]
+        ]
+    );
+    let base = env
+        .get(CSV.0, CSV.1, CSV.2, "base.v2.0.0", true)
+        .await
+        .expect("base.v2.0.0 installed");
+    assert_eq!(base["spec"]["replaces"], "base.v1.1.0");
+    let app = env
+        .get(CSV.0, CSV.1, CSV.2, "app.v2.0.0", true)
+        .await
+        .expect("app.v2.0.0 installed");
+    assert_eq!(app["spec"]["replaces"], "app.v1.0.0");
+    // Both Subscriptions point at the one plan and at their new CSV.
+    let second = env.plans().await[1].metadata.name.clone();
+    for (sub, csv) in [
+        ("app", "app.v2.0.0"),
+        ("base-stable-community-olm", "base.v2.0.0"),
+    ] {
+        let status = env.subscription(sub).await.status.unwrap();
+        assert_eq!(status.installed_csv.as_deref(), Some(csv), "{sub}");
+        assert_eq!(status.state(), SubscriptionState::AtLatestKnown, "{sub}");
+        assert_eq!(
+            status.install_plan_ref.and_then(|r| r.name),
+            second,
+            "{sub} references the co-upgrade plan"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_controllers_co_upgrade_app_and_base_with_nothing_failed() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", catalog());
+    let catalogs: Arc<dyn subscription::CatalogSnapshots> = Arc::new(env.catalogs.clone());
+    let ctx = env.ctx.clone();
+    let subs = tokio::spawn(subscription::run(
+        ctx.clone(),
+        catalogs,
+        futures::stream::pending(),
+    ));
+    let plans = tokio::spawn(install_plan::run(ctx.clone()));
+    let csv_controller = tokio::spawn(olm_rs::reconcile::cluster_service_version::run(ctx));
+    env.subscribe(
+        "app",
+        "app",
+        "community",
+        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
+    )
+    .await;
+
+    // Every phase any CSV shows on the way is recorded: a Failed one, even for a moment, fails.
+    let mut seen_failed = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let settled = loop {
+        let now = csvs(&env).await;
+        seen_failed.extend(now.iter().filter(|(_, phase)| phase == "Failed").cloned());
+        let plans = env.plans().await;
+        let all_complete = plans.iter().all(|p| {
+            p.status
+                .as_ref()
+                .is_some_and(|s| s.phase == InstallPlanPhase::Complete)
+        });
+        let wanted = [
+            ("app.v2.0.0".to_owned(), "Succeeded".to_owned()),
+            ("base.v2.0.0".to_owned(), "Succeeded".to_owned()),
+        ];
+        if now == wanted && all_complete {
+            break true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let contents = plan_contents(&env).await;
+    assert!(
+        settled,
+        "not settled: CSVs {:?}, plans {contents:?}",
+        csvs(&env).await
+    );
+    assert!(seen_failed.is_empty(), "CSVs failed: {seen_failed:?}");
+    assert_eq!(
+        contents,
+        [
+            vec!["app.v1.0.0", "base.v1.1.0"],
+            vec!["app.v2.0.0", "base.v2.0.0"]
+        ]
+    );
+    let base = env
+        .get(CSV.0, CSV.1, CSV.2, "base.v2.0.0", true)
+        .await
+        .unwrap();
+    assert_eq!(base["spec"]["replaces"], "base.v1.1.0");
+    subs.abort();
+    plans.abort();
+    csv_controller.abort();
+}
