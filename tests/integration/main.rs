@@ -59,6 +59,7 @@ mod install_plan_execution;
 mod leader_election;
 mod manifests;
 mod metrics_endpoint;
+mod operator_api;
 mod operator_group_rbac;
 mod operator_group_sync;
 mod package_manifests_expected;
