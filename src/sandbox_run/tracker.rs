@@ -2,7 +2,7 @@
 //! (CatalogSource, Subscription, InstallPlan, CSV), and whether the Subscription has settled.
 //! Pure: objects come in, lines and verdicts go out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::api::{
@@ -79,6 +79,10 @@ pub struct Tracker {
     csv_phases: BTreeMap<String, String>,
     /// (state, installedCSV, currentCSV) of the followed Subscription.
     subscription: Option<(String, Option<String>, Option<String>)>,
+    /// InstallPlans still being worked on (created, Planning or Installing): the run has not
+    /// settled while one is (its `Complete` may come after the Subscription's state, when its
+    /// status write raced another writer and was retried).
+    plans_in_flight: BTreeSet<String>,
 }
 
 impl Tracker {
@@ -98,6 +102,13 @@ impl Tracker {
                 installed,
                 current,
             } => self.subscription = Some((state, installed, current)),
+            Raw::Plan { in_flight } => {
+                if in_flight {
+                    self.plans_in_flight.insert(observed.name.clone());
+                } else {
+                    self.plans_in_flight.remove(&observed.name);
+                }
+            }
             Raw::Other => {}
         }
         let key = (observed.kind, observed.name.clone());
@@ -121,6 +132,9 @@ impl Tracker {
         if kind == Kind::Subscription {
             self.subscription = None;
         }
+        if kind == Kind::InstallPlan {
+            self.plans_in_flight.remove(name);
+        }
         self.last.remove(&(kind, name.to_owned()))?;
         Some(Transition {
             kind,
@@ -140,7 +154,8 @@ impl Tracker {
         let succeeded = self.csv_phases.get(installed).map(String::as_str)
             == Some(CsvPhase::Succeeded.as_str());
         let alone = self.csv_phases.len() == 1;
-        (at_head && succeeded && alone).then(|| Settled {
+        let plans_done = self.plans_in_flight.is_empty();
+        (at_head && succeeded && alone && plans_done).then(|| Settled {
             installed_csv: installed.clone(),
         })
     }
@@ -156,6 +171,9 @@ pub enum Raw {
         state: String,
         installed: Option<String>,
         current: Option<String>,
+    },
+    Plan {
+        in_flight: bool,
     },
     Other,
 }
@@ -210,6 +228,10 @@ pub fn install_plan(plan: &InstallPlan, namespace: &str) -> (Observed, Raw) {
     if let Some(message) = plan.status.as_ref().and_then(|s| s.message.as_ref()) {
         detail = join(&[&detail, message]);
     }
+    let in_flight = matches!(
+        phase,
+        InstallPlanPhase::None | InstallPlanPhase::Planning | InstallPlanPhase::Installing
+    );
     let state = if phase == InstallPlanPhase::None {
         "created".to_owned()
     } else {
@@ -223,7 +245,7 @@ pub fn install_plan(plan: &InstallPlan, namespace: &str) -> (Observed, Raw) {
             state,
             detail,
         },
-        Raw::Other,
+        Raw::Plan { in_flight },
     )
 }
 
