@@ -32,6 +32,7 @@ pub const WATCHED: &[Watched] = &[
     watched("operators.coreos.com", "installplans"),
     watched("operators.coreos.com", "catalogsources"),
     watched("operators.coreos.com", "operatorconditions"),
+    watched("operators.coreos.com", "operators"),
     watched("apiextensions.k8s.io", "customresourcedefinitions"),
     watched("apiregistration.k8s.io", "apiservices"),
     watched("apps", "deployments"),

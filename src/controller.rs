@@ -308,6 +308,7 @@ fn reconcilers(ctx: &Arc<Context>) -> Vec<BoxFuture<'static, ()>> {
             crate::reconcile::subscription::catalog_changes(&ctx.catalogs),
         )),
         Box::pin(crate::reconcile::install_plan::run(ctx.clone())),
+        Box::pin(crate::reconcile::operator::run(ctx.clone())),
     ]
 }
 

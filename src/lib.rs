@@ -25,6 +25,7 @@ pub mod k8s;
 pub mod leader_election;
 pub mod metrics;
 pub mod olm_hash;
+pub mod operator_api;
 pub mod operator_group;
 pub mod package_manifest;
 pub mod package_server;

@@ -27,6 +27,7 @@ pub mod event;
 pub mod install_plan;
 pub mod keys;
 pub mod olm_config;
+pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;
 mod resource;
@@ -44,6 +45,9 @@ pub use decode::{DecodeError, decode};
 pub use error::ApiError;
 pub use install_plan::*;
 pub use olm_config::*;
+pub use operator::{
+    ComponentCondition, Components, Operator, OperatorSpec, OperatorStatus, RichReference,
+};
 pub use operator_condition::{
     CONDITION_UPGRADEABLE, OperatorCondition, OperatorConditionSpec, OperatorConditionStatus,
 };
@@ -54,7 +58,7 @@ pub use subscription::*;
 pub const GROUP: &str = "operators.coreos.com";
 /// `apiVersion` of ClusterServiceVersion, Subscription, InstallPlan and CatalogSource.
 pub const V1ALPHA1: &str = "operators.coreos.com/v1alpha1";
-/// `apiVersion` of OperatorGroup (storage version) and OLMConfig.
+/// `apiVersion` of OperatorGroup (storage version), OLMConfig and Operator.
 pub const V1: &str = "operators.coreos.com/v1";
 /// `apiVersion` of OperatorCondition (storage version).
 pub const V2: &str = "operators.coreos.com/v2";

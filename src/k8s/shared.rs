@@ -1,7 +1,8 @@
 //! Watches shared by every controller of the process (docs/controller-startup.md, "One
 //! reconciler shape"). A kind that several controllers read — Namespaces, OperatorGroups,
-//! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services, CSVs, InstallPlans
-//! and CatalogSources — is watched once and kept once, reduced to what all its readers need
+//! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services, Deployments and
+//! Secrets, OperatorConditions, CSVs, InstallPlans and CatalogSources — is watched once and kept
+//! once, reduced to what all its readers need
 //! (`k8s::slim`); each controller subscribes to its changes.
 //!
 //! The first subscriber starts the watch in a task of its own. The task runs while any view of
@@ -12,8 +13,9 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
@@ -25,7 +27,10 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::api::keys::{COPIED_FROM_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE};
-use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use crate::api::{
+    CatalogSource, ClusterServiceVersion, InstallPlan, Operator, OperatorCondition, OperatorGroup,
+    Subscription,
+};
 use crate::k8s::indexed_store::{IndexedStore, IndexedWriter, indexed_store};
 use crate::k8s::slim::{slim, slim_crd};
 use crate::k8s::store::{
@@ -53,6 +58,11 @@ pub struct SharedWatches {
     roles: OnceLock<Kept<Role>>,
     role_bindings: OnceLock<Kept<RoleBinding>>,
     cluster_roles: OnceLock<Kept<ClusterRole>>,
+    cluster_role_bindings: OnceLock<Kept<ClusterRoleBinding>>,
+    managed_deployments: OnceLock<Kept<Deployment>>,
+    managed_secrets: OnceLock<Kept<Secret>>,
+    operator_conditions: OnceLock<Kept<OperatorCondition>>,
+    operators: OnceLock<Kept<Operator>>,
     crds: OnceLock<Kept<CustomResourceDefinition>>,
     api_services: OnceLock<Kept<APIService>>,
     managed_services: OnceLock<Kept<Service>>,
@@ -80,6 +90,11 @@ impl SharedWatches {
             roles: OnceLock::new(),
             role_bindings: OnceLock::new(),
             cluster_roles: OnceLock::new(),
+            cluster_role_bindings: OnceLock::new(),
+            managed_deployments: OnceLock::new(),
+            managed_secrets: OnceLock::new(),
+            operator_conditions: OnceLock::new(),
+            operators: OnceLock::new(),
             crds: OnceLock::new(),
             api_services: OnceLock::new(),
             managed_services: OnceLock::new(),
@@ -147,6 +162,51 @@ impl SharedWatches {
 
     pub fn cluster_roles(&self) -> Subscribed<ClusterRole> {
         self.subscribe(&self.cluster_roles, (None, LIST_PAGE_SIZE), slim, kept)
+    }
+
+    pub fn cluster_role_bindings(&self) -> Subscribed<ClusterRoleBinding> {
+        self.subscribe(
+            &self.cluster_role_bindings,
+            (None, LIST_PAGE_SIZE),
+            slim,
+            kept,
+        )
+    }
+
+    /// Deployments labelled `olm.managed=true`: the operators' own (install strategies).
+    pub fn managed_deployments(&self) -> Subscribed<Deployment> {
+        let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
+        self.subscribe(
+            &self.managed_deployments,
+            (Some(&labels), LIST_PAGE_SIZE),
+            slim,
+            kept,
+        )
+    }
+
+    /// Secrets labelled `olm.managed=true`: webhook and APIService serving certificates.
+    pub fn managed_secrets(&self) -> Subscribed<Secret> {
+        let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
+        self.subscribe(
+            &self.managed_secrets,
+            (Some(&labels), LIST_PAGE_SIZE),
+            slim,
+            kept,
+        )
+    }
+
+    pub fn operator_conditions(&self) -> Subscribed<OperatorCondition> {
+        self.subscribe(
+            &self.operator_conditions,
+            (None, LIST_PAGE_SIZE),
+            slim,
+            kept,
+        )
+    }
+
+    /// Operators (`operators.coreos.com/v1`, cluster-scoped: under `""`).
+    pub fn operators(&self) -> Subscribed<Operator> {
+        self.subscribe(&self.operators, (None, LIST_PAGE_SIZE), slim, kept)
     }
 
     /// CRDs without their schemas ([`slim_crd`]).

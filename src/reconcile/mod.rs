@@ -12,6 +12,7 @@ pub mod catalog_source;
 pub mod cluster_service_version;
 pub mod install_plan;
 pub mod keys;
+pub mod operator;
 pub mod operator_group;
 pub mod subscription;
 pub mod work_queue;

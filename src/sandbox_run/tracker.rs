@@ -2,7 +2,7 @@
 //! (CatalogSource, Subscription, InstallPlan, CSV), and whether the Subscription has settled.
 //! Pure: objects come in, lines and verdicts go out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::api::{
@@ -79,9 +79,10 @@ pub struct Tracker {
     csv_phases: BTreeMap<String, String>,
     /// (state, installedCSV, currentCSV) of the followed Subscription.
     subscription: Option<(String, Option<String>, Option<String>)>,
-    /// InstallPlans being created or executed: a Subscription waits for its plan to finish
-    /// before it resolves its next hop (docs/subscription-plans.md, "Co-upgrades").
-    running_plans: std::collections::BTreeSet<String>,
+    /// InstallPlans still being worked on (created, Planning or Installing): the run has not
+    /// settled while one is (its `Complete` may come after the Subscription's state, when its
+    /// status write raced another writer and was retried).
+    plans_in_flight: BTreeSet<String>,
 }
 
 impl Tracker {
@@ -101,11 +102,11 @@ impl Tracker {
                 installed,
                 current,
             } => self.subscription = Some((state, installed, current)),
-            Raw::Plan { running } => {
-                if running {
-                    self.running_plans.insert(observed.name.clone());
+            Raw::Plan { in_flight } => {
+                if in_flight {
+                    self.plans_in_flight.insert(observed.name.clone());
                 } else {
-                    self.running_plans.remove(&observed.name);
+                    self.plans_in_flight.remove(&observed.name);
                 }
             }
             Raw::Other => {}
@@ -132,7 +133,7 @@ impl Tracker {
             self.subscription = None;
         }
         if kind == Kind::InstallPlan {
-            self.running_plans.remove(name);
+            self.plans_in_flight.remove(name);
         }
         self.last.remove(&(kind, name.to_owned()))?;
         Some(Transition {
@@ -154,8 +155,8 @@ impl Tracker {
         let succeeded = self.csv_phases.get(installed).map(String::as_str)
             == Some(CsvPhase::Succeeded.as_str());
         let alone = self.csv_phases.len() == 1;
-        let still = self.running_plans.is_empty();
-        (at_head && succeeded && alone && still).then(|| Settled {
+        let plans_done = self.plans_in_flight.is_empty();
+        (at_head && succeeded && alone && plans_done).then(|| Settled {
             installed_csv: installed.clone(),
         })
     }
@@ -172,9 +173,8 @@ pub enum Raw {
         installed: Option<String>,
         current: Option<String>,
     },
-    /// An InstallPlan: whether it is still being created or executed.
     Plan {
-        running: bool,
+        in_flight: bool,
     },
     Other,
 }
@@ -229,8 +229,10 @@ pub fn install_plan(plan: &InstallPlan, namespace: &str) -> (Observed, Raw) {
     if let Some(message) = plan.status.as_ref().and_then(|s| s.message.as_ref()) {
         detail = join(&[&detail, message]);
     }
-    // Just created (status not written yet) or executing: the namespace is still moving.
-    let running = matches!(phase, InstallPlanPhase::None | InstallPlanPhase::Installing);
+    let in_flight = matches!(
+        phase,
+        InstallPlanPhase::None | InstallPlanPhase::Planning | InstallPlanPhase::Installing
+    );
     let state = if phase == InstallPlanPhase::None {
         "created".to_owned()
     } else {
@@ -244,7 +246,7 @@ pub fn install_plan(plan: &InstallPlan, namespace: &str) -> (Observed, Raw) {
             state,
             detail,
         },
-        Raw::Plan { running },
+        Raw::Plan { in_flight },
     )
 }
 

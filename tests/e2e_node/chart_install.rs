@@ -39,8 +39,14 @@ pub async fn push_images(node: &RealNode) -> anyhow::Result<String> {
     Ok(format!("{}/olm-rs-e2e-catalog:dev", node.registry.host()))
 }
 
-/// `helm install` of the chart with `sets`, as the admin.
-pub fn helm_install(plane: &ControlPlane, node: &RealNode, sets: &[String]) -> anyhow::Result<()> {
+/// `helm install` of the chart with `sets`, and values read from `files` (`--set-file
+/// key=path`: PEM and other text `--set` would split at commas), as the admin.
+pub fn helm_install(
+    plane: &ControlPlane,
+    node: &RealNode,
+    sets: &[String],
+    files: &[(&str, &Path)],
+) -> anyhow::Result<()> {
     let helm = chart::helm().map_err(|why| anyhow::anyhow!("helm cannot be had: {why}"))?;
     let chart_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/olm-rs");
     let registry = node.registry.host();
@@ -62,6 +68,11 @@ pub fn helm_install(plane: &ControlPlane, node: &RealNode, sets: &[String]) -> a
         ]);
     for set in sets {
         command.args(["--set", set]);
+    }
+    for (key, path) in files {
+        command
+            .arg("--set-file")
+            .arg(format!("{key}={}", path.display()));
     }
     let output = command.output().context("running helm install")?;
     ensure!(

@@ -10,9 +10,11 @@ use serde_json::json;
 use crate::chart_install::{self, NAMESPACE};
 use crate::cluster::{Cluster, ControllerAccess, Settings};
 use crate::install_checks;
+use crate::kubectl_operator;
 use crate::operator_checks;
 use crate::real_control_plane::ControlPlane;
-use crate::real_control_plane::real_node::{PAUSE_IMAGE, RealNode};
+use crate::real_control_plane::real_node::{NODE_IP, PAUSE_IMAGE, RealNode};
+use crate::registry_support::{Kind, TestRegistry};
 use crate::suite;
 
 /// The checks, in the order they run (`--list` prints them).
@@ -27,6 +29,7 @@ pub const CHECKS: &[&str] = &[
     "bundle::images_pulled_by_the_controller_pod",
     "resolve::dependency_installs",
     "operator::phases_webhooks_apiservice",
+    "kubectl_operator::journey",
     "chart::leader_failover",
 ];
 
@@ -42,8 +45,18 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
     let started = Instant::now();
     report.check("node::pods_run", started, pods_run(plane).await);
 
+    // A registry that speaks HTTPS with a CA of the test's own: kubectl-operator pulls only
+    // over HTTPS; the controller trusts the CA through the chart's bundleImages.caBundle.
+    let Some(tls_registry) = TestRegistry::start_on(Kind::Tls, NODE_IP) else {
+        report.check(
+            "chart::install",
+            Instant::now(),
+            Err(anyhow::anyhow!("docker-registry is not installed")),
+        );
+        return report.failures;
+    };
     let started = Instant::now();
-    let catalog_image = match install(plane, node).await {
+    let catalog_image = match install(plane, node, &tls_registry).await {
         Ok(image) => {
             report.check("chart::install", started, Ok(()));
             image
@@ -133,6 +146,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             operator_checks::run(&cluster, node).await,
         );
     }
+    if selected("kubectl_operator::journey") {
+        let started = Instant::now();
+        report.check(
+            "kubectl_operator::journey",
+            started,
+            kubectl_operator::journey(&cluster, plane, &tls_registry).await,
+        );
+    }
     if selected("chart::leader_failover") {
         let started = Instant::now();
         report.check(
@@ -150,9 +171,20 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
 
 /// `helm install` with two replicas: both pods Ready through their probes, one leads (the
 /// Lease names a pod).
-async fn install(plane: &ControlPlane, node: &RealNode) -> anyhow::Result<String> {
+async fn install(
+    plane: &ControlPlane,
+    node: &RealNode,
+    tls_registry: &TestRegistry,
+) -> anyhow::Result<String> {
     let catalog_image = chart_install::push_images(node).await?;
-    chart_install::helm_install(plane, node, &["replicas=2".to_owned()])?;
+    let ca = plane.dir.join("tls-registry-ca.pem");
+    std::fs::write(&ca, tls_registry.ca_pem.as_deref().unwrap_or_default())?;
+    chart_install::helm_install(
+        plane,
+        node,
+        &["replicas=2".to_owned()],
+        &[("bundleImages.caBundle", &ca)],
+    )?;
     let started = Instant::now();
     let pods = chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
     let ready = started.elapsed();

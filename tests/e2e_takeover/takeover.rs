@@ -293,7 +293,12 @@ async fn move_to_olm_rs(
     let mark = audit::mark(&plane.audit_log);
 
     let started = Instant::now();
-    chart_install::helm_install(plane, node, &["packageServer.enabled=false".to_owned()])?;
+    chart_install::helm_install(
+        plane,
+        node,
+        &["packageServer.enabled=false".to_owned()],
+        &[],
+    )?;
     let pods = chart_install::wait_pods_ready(&plane.client, 1, c.settings.timeout).await?;
     println!(
         "e2e-takeover:   olm-rs {pods:?} Ready {:.1}s after helm install; running {}s",

@@ -92,5 +92,5 @@ fn olm_rs_crds_prints_the_same_stream() {
         "olm-rs crds output differs from the generator"
     );
     let documents = want.matches("\nkind: CustomResourceDefinition\n").count();
-    assert_eq!(documents, 7);
+    assert_eq!(documents, 8);
 }

@@ -49,6 +49,7 @@ mod leader_election;
 mod lost_writes;
 mod manifests;
 mod metrics_endpoint;
+mod operator_api;
 mod operator_group_rbac;
 mod operator_group_sync;
 mod package_manifests_fresh;

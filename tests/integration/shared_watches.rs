@@ -85,6 +85,11 @@ const SHARED: &[&str] = &[
     "/api/v1/services?olm.managed=true",
     "/apis/operators.coreos.com/v1alpha1/clusterserviceversions?!olm.copiedFrom",
     "/apis/operators.coreos.com/v1alpha1/installplans",
+    "/apis/apps/v1/deployments?olm.managed=true",
+    "/api/v1/secrets?olm.managed=true",
+    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "/apis/operators.coreos.com/v2/operatorconditions",
+    "/apis/operators.coreos.com/v1/operators",
 ];
 
 #[tokio::test]

@@ -1,5 +1,5 @@
-//! The CustomResourceDefinitions olm-rs installs: OLM's five kinds plus OLMConfig and
-//! OperatorCondition, with OLM's CRD-level facts (docs/api-types.md §1) and
+//! The CustomResourceDefinitions olm-rs installs: OLM's five kinds plus OLMConfig,
+//! OperatorCondition and Operator, with OLM's CRD-level facts (docs/api-types.md §1) and
 //! structural schemas generated from our Rust types.
 //!
 //! Use these, not `T::crd()` from `#[derive(CustomResource)]`: the derive's schema is kube's
@@ -21,8 +21,8 @@ pub use schema::{QUANTITY_PATTERN, structural_schema_for};
 
 use super::{CATEGORY, GROUP};
 use super::{
-    catalog_source, cluster_service_version, install_plan, olm_config, operator_condition,
-    operator_group, subscription,
+    catalog_source, cluster_service_version, install_plan, olm_config, operator,
+    operator_condition, operator_group, subscription,
 };
 
 /// Why a CRD could not be generated.
@@ -289,13 +289,32 @@ pub fn operator_condition() -> Result<CustomResourceDefinition, CrdError> {
     })
 }
 
-/// All seven CRDs, in a stable order (by CRD name).
+/// The Operator CRD (cluster-scoped; docs/operator-api.md). OLM's CRD has no printer
+/// columns: `kubectl get operators` shows the name and age.
+pub fn operator() -> Result<CustomResourceDefinition, CrdError> {
+    build(KindFacts {
+        kind: "Operator",
+        plural: "operators",
+        singular: "operator",
+        namespaced: false,
+        short_names: &[],
+        description: "Operator represents a cluster operator.",
+        spec_required: false,
+        columns: &[],
+        versions: vec![version::<operator::OperatorSpec, operator::OperatorStatus>(
+            "v1", true,
+        )?],
+    })
+}
+
+/// All eight CRDs, in a stable order (by CRD name).
 pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
     let mut crds = vec![
         catalog_source()?,
         cluster_service_version()?,
         install_plan()?,
         olm_config()?,
+        operator()?,
         operator_condition()?,
         operator_group()?,
         subscription()?,

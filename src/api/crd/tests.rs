@@ -72,6 +72,7 @@ fn crd_level_facts_are_olms() {
             "olmconfigs.operators.coreos.com",
             "operatorconditions.operators.coreos.com",
             "operatorgroups.operators.coreos.com",
+            "operators.operators.coreos.com",
             "subscriptions.operators.coreos.com",
         ]
     );
@@ -144,6 +145,12 @@ fn crd_level_facts_are_olms() {
                 vec![version("v1", true), version("v1alpha2", false)]
             ),
             (
+                "Operator".into(),
+                None,
+                "Cluster".into(),
+                vec![version("v1", true)]
+            ),
+            (
                 "Subscription".into(),
                 s(&["sub", "subs"]),
                 "Namespaced".into(),
@@ -202,6 +209,8 @@ fn printer_columns_are_olms() {
     );
     assert!(columns(operator_group().unwrap()).is_empty());
     assert!(columns(olm_config().unwrap()).is_empty());
+    // OLM's Operator CRD has none either: `kubectl get operators` shows NAME and AGE.
+    assert!(columns(operator().unwrap()).is_empty());
     let conditions = operator_condition().unwrap();
     assert!(
         conditions
@@ -441,7 +450,7 @@ fn yaml_stream_and_kustomization_list_every_crd() {
     let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&stream)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
-    assert_eq!(docs.len(), 7);
+    assert_eq!(docs.len(), 8);
     assert!(
         docs.iter().all(|d| d["kind"] == "CustomResourceDefinition"
             && d["apiVersion"] == "apiextensions.k8s.io/v1")

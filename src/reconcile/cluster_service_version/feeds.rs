@@ -44,14 +44,15 @@ pub fn watch(
     let (role_bindings, rb_trigger) = trigger_of(shared.role_bindings());
     let (cluster_roles, cr_trigger) = trigger_of(shared.cluster_roles());
     let (services, service_trigger) = trigger_of(shared.managed_services());
-    let (deployments, dep_trigger) = reflect(client, Some(&managed()), slim);
-    let (cluster_role_bindings, crb_trigger) = reflect(client, None, slim);
-    let (secrets, secret_trigger) = reflect::<Secret>(client, Some(&managed()), slim);
+    // Shared with the Operator controller (docs/operator-api.md §5).
+    let (deployments, dep_trigger) = trigger_of(shared.managed_deployments());
+    let (cluster_role_bindings, crb_trigger) = trigger_of(shared.cluster_role_bindings());
+    let (secrets, secret_trigger) = trigger_of(shared.managed_secrets());
     let (validating_webhooks, vwc_trigger) =
         reflect::<ValidatingWebhookConfiguration>(client, Some(&managed()), slim);
     let (mutating_webhooks, mwc_trigger) =
         reflect::<MutatingWebhookConfiguration>(client, Some(&managed()), slim);
-    let (operator_conditions, oc_trigger) = reflect::<OperatorCondition>(client, None, slim);
+    let (operator_conditions, oc_trigger) = trigger_of(shared.operator_conditions());
 
     let by_namespace = |csvs: &crate::k8s::indexed_store::IndexedStore<_>| {
         let csvs = csvs.clone();

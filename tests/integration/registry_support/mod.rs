@@ -93,7 +93,7 @@ impl TestRegistry {
         let token = (kind == Kind::Token).then(token::TokenServer::start);
         let (extra, ca_pem) = match &token {
             Some(server) => (server.registry_config(dir.path()), None),
-            None => Self::extra_config(kind, dir.path()),
+            None => Self::extra_config(kind, dir.path(), ip),
         };
         let config = format!(
             "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n{extra}",
@@ -154,7 +154,7 @@ impl TestRegistry {
         assert!(self.wait_ready(), "docker-registry did not restart");
     }
 
-    fn extra_config(kind: Kind, dir: &Path) -> (String, Option<String>) {
+    fn extra_config(kind: Kind, dir: &Path, ip: &str) -> (String, Option<String>) {
         match kind {
             Kind::Plain => (String::new(), None),
             Kind::BasicAuth => {
@@ -171,7 +171,7 @@ impl TestRegistry {
             }
             Kind::Token => unreachable!("configured by its token service"),
             Kind::Tls => {
-                let (ca, cert, key) = test_ca_and_cert();
+                let (ca, cert, key) = test_ca_and_cert_for(ip);
                 let cert_file = dir.join("server.crt");
                 let key_file = dir.join("server.key");
                 std::fs::write(&cert_file, cert).expect("cert");
@@ -484,9 +484,10 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().expect("gzip")
 }
 
-/// A CA, and a serving certificate for 127.0.0.1 and localhost signed by it (PEM: CA, cert,
-/// key).
-pub fn test_ca_and_cert() -> (String, String, String) {
+/// A CA, and a serving certificate for 127.0.0.1, localhost and `ip` (a real node's address,
+/// so that its pods and kubectl plugins reach a TLS registry there) signed by it (PEM: CA,
+/// cert, key).
+pub fn test_ca_and_cert_for(ip: &str) -> (String, String, String) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
@@ -497,8 +498,11 @@ pub fn test_ca_and_cert() -> (String, String, String) {
     let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
     let issuer = Issuer::new(ca_params, ca_key);
     let key = KeyPair::generate().expect("key");
-    let params = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-        .expect("params");
+    let mut names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
+    if !names.iter().any(|n| n == ip) {
+        names.push(ip.to_owned());
+    }
+    let params = CertificateParams::new(names).expect("params");
     let cert = params.signed_by(&key, &issuer).expect("cert");
     (ca_cert.pem(), cert.pem(), key.serialize_pem())
 }
