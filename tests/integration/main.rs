@@ -26,6 +26,7 @@ mod apiserver_list;
 mod apiserver_patch;
 mod apiserver_simulator;
 mod apiserver_watch;
+mod architecture_doc;
 mod catalog_bad_input;
 mod catalog_source_configmap;
 mod certs_issue;
