@@ -131,29 +131,25 @@ pub async fn bad_version_fails_then_recovers(
                         .as_str()
                         .is_some_and(|m| m.contains(DEPLOYMENT))
                 };
-                let failed = field(&csv, "/status/conditions")
+                let all: Vec<Value> = field(&csv, "/status/conditions")
                     .and_then(Value::as_array)
-                    .and_then(|all| {
-                        all.windows(2).rev().find_map(|pair| {
-                            let (c, next) = (&pair[0], &pair[1]);
-                            let apiservice_then_deployment = c["message"]
-                                == "apiServices not installed"
-                                && next["phase"] == "Pending"
-                                && names(next);
-                            (c["phase"] == "Failed" && (names(c) || apiservice_then_deployment))
-                                .then(|| {
-                                    let message = if names(c) {
-                                        &c["message"]
-                                    } else {
-                                        &next["message"]
-                                    };
-                                    (
-                                        c["reason"].as_str().unwrap_or_default().to_owned(),
-                                        message.as_str().unwrap_or_default().to_owned(),
-                                    )
-                                })
-                        })
+                    .cloned()
+                    .unwrap_or_default();
+                let failed = (0..all.len()).rev().find_map(|i| {
+                    let (c, next) = (&all[i], all.get(i + 1));
+                    let reinstall = next.filter(|n| {
+                        c["message"] == "apiServices not installed"
+                            && n["phase"] == "Pending"
+                            && names(n)
                     });
+                    let message = if names(c) { Some(c) } else { reinstall }?;
+                    (c["phase"] == "Failed").then(|| {
+                        (
+                            c["reason"].as_str().unwrap_or_default().to_owned(),
+                            message["message"].as_str().unwrap_or_default().to_owned(),
+                        )
+                    })
+                });
                 Ok(match failed {
                     Some(failed) => Progress::Done(failed),
                     None => Progress::Pending(format!("phase {}", text(&csv, "/status/phase"))),
