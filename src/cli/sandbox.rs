@@ -180,7 +180,10 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
                             break;
                         }
                         match settled {
-                            Some(s) if !was_settled => {
+                            // At the channel head, not only AtLatestKnown: a Subscription
+                            // reads AtLatestKnown while a hop's plan finishes, before it
+                            // resolves the next hop (docs/subscription-plans.md, "Co-upgrades").
+                            Some(s) if !was_settled && s.installed_csv == sandbox.choice().head => {
                                 was_settled = true;
                                 let line = say!(
                                     "settled: {} Succeeded, Subscription AtLatestKnown ({:.1}s)",
