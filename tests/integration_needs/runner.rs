@@ -119,10 +119,22 @@ pub fn run(trials: Vec<Trial>) -> ExitCode {
 /// silently never run.
 pub fn own_checks() -> Vec<Trial> {
     vec![Trial::test("runner::no_libtest_attributes", || {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration_needs");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration_needs");
         let mut found = Vec::new();
-        for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-            let path = entry.map_err(|e| e.to_string())?.path();
+        // Support modules live in folders of their own (signature_support/): walk them too.
+        let mut dirs = vec![root];
+        let mut files = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+                let path = entry.map_err(|e| e.to_string())?.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        for path in files {
             let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
             for (n, line) in text.lines().enumerate() {
                 let line = line.trim_start();
