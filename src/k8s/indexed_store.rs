@@ -12,7 +12,7 @@ use kube_runtime::reflector::store::Writer;
 use kube_runtime::reflector::{ObjectRef, Store};
 use kube_runtime::watcher::Event;
 
-use crate::k8s::store::{StoreStopped, WatchTask};
+use crate::k8s::store::{StoreStopped, WatchTask, same_version};
 
 /// Names by namespace.
 type Names = HashMap<String, BTreeSet<String>>;
@@ -107,6 +107,8 @@ pub struct IndexedWriter<K: Resource<DynamicType = ()> + Clone + 'static> {
     index: Arc<RwLock<Names>>,
     /// A re-list in progress: its objects (kube's store shows them at `InitDone`) and names.
     relisting: Option<(Vec<Arc<K>>, Names)>,
+    /// Whether a first list completed (readers may have read the store since).
+    listed: bool,
 }
 
 /// A new empty store and its writer.
@@ -125,6 +127,7 @@ where
         writer,
         index,
         relisting: None,
+        listed: false,
     };
     (store, writer)
 }
@@ -152,7 +155,9 @@ where
 
     /// Applies one watch event and returns the objects it reported: the one it stored or
     /// deleted, or, at the end of a re-list, every object that vanished while the watch was
-    /// away (a watch reports no deletion for those).
+    /// away (a watch reports no deletion for those) and every object the re-list found new or
+    /// changed (readers saw the old copy until now: docs/controller-startup.md, "Shared
+    /// stores").
     pub fn apply_owned(&mut self, event: Event<K>) -> Vec<Arc<K>> {
         let before_relist =
             matches!(event, Event::InitDone).then(|| self.writer.as_reader().state());
@@ -171,21 +176,30 @@ where
                 vec![obj]
             }
             Event::InitDone => {
-                let names = self
-                    .relisting
-                    .take()
-                    .map(|(_, names)| names)
-                    .unwrap_or_default();
-                let vanished = before_relist
-                    .unwrap_or_default()
-                    .into_iter()
+                let (relisted, names) = self.relisting.take().unwrap_or_default();
+                let before = before_relist.unwrap_or_default();
+                let old: HashMap<(String, String), &Arc<K>> =
+                    before.iter().map(|o| (key(o.as_ref()), o)).collect();
+                let vanished = before.iter().filter(|o| {
+                    let (namespace, name) = key(o.as_ref());
+                    !names.get(&namespace).is_some_and(|n| n.contains(&name))
+                });
+                let reader = self.writer.as_reader();
+                let fresh = relisted
+                    .iter()
+                    .filter(|_| self.listed)
                     .filter(|o| {
-                        let (namespace, name) = key(o.as_ref());
-                        !names.get(&namespace).is_some_and(|n| n.contains(&name))
+                        old.get(&key(o.as_ref()))
+                            .is_none_or(|b| !same_version(b.as_ref(), o.as_ref()))
                     })
-                    .collect();
+                    .filter_map(|o| {
+                        let (namespace, name) = key(o.as_ref());
+                        reader.get(&ObjectRef::new(&name).within(&namespace))
+                    });
+                let reported = vanished.cloned().chain(fresh).collect();
                 *self.write_index() = names;
-                vanished
+                self.listed = true;
+                reported
             }
             Event::Apply(obj) => {
                 let (namespace, name) = key(&obj);
@@ -272,12 +286,12 @@ mod tests {
             ["w"],
             "the old view stays until InitDone"
         );
-        let vanished = writer.apply_owned(Event::InitDone);
+        let mut reported = names(&writer.apply_owned(Event::InitDone));
+        reported.sort();
         assert_eq!(
-            names(&vanished).len(),
-            3,
-            "what went while the watch was away is reported: {:?}",
-            names(&vanished)
+            reported,
+            ["v", "w", "x", "z"],
+            "what went while the watch was away is reported, and what came"
         );
         assert!(store.in_namespace("a").is_empty());
         assert_eq!(names(&store.all()), ["v"]);

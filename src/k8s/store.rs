@@ -212,6 +212,11 @@ fn insert<K: Resource>(namespaces: &mut Namespaces<K>, obj: Arc<K>) {
     namespaces.entry(namespace).or_default().insert(obj);
 }
 
+/// Whether two copies of an object are the same version of it (same uid and resourceVersion).
+pub(crate) fn same_version<K: Resource>(a: &K, b: &K) -> bool {
+    a.meta().uid == b.meta().uid && a.meta().resource_version == b.meta().resource_version
+}
+
 impl<K: Resource + Clone> StoreWriter<K> {
     /// A view of the store this writer fills.
     pub fn reader(&self) -> NamespacedStore<K> {
@@ -224,7 +229,8 @@ impl<K: Resource + Clone> StoreWriter<K> {
 
     /// Applies one watch event and returns the objects it reported: the one it stored or
     /// deleted, or, at the end of a re-list, every object that vanished while the watch was
-    /// away (a watch reports no deletion for those).
+    /// away (a watch reports no deletion for those) and every object the re-list found new or
+    /// changed (readers saw the old copy until now).
     pub fn apply_owned(&mut self, event: Event<K>) -> Vec<Arc<K>> {
         match event {
             Event::Init => {
@@ -239,21 +245,38 @@ impl<K: Resource + Clone> StoreWriter<K> {
             }
             Event::InitDone => {
                 let listed = self.relisting.take().unwrap_or_default();
+                // Readers read the old store until the swap: an object the re-list reported as
+                // new or changed was not yet what a reader found. Reported again now, it is
+                // (docs/controller-startup.md, "Shared stores"). Before the first list nobody
+                // read the store, so nothing is reported twice.
+                let was_ready = *self.ready.borrow();
                 let old = std::mem::replace(
                     &mut *self.objects.write().unwrap_or_else(|p| p.into_inner()),
                     listed,
                 );
                 self.ready.send_replace(true);
                 let current = self.objects.read().unwrap_or_else(|p| p.into_inner());
-                old.into_iter()
+                let fresh = current
+                    .iter()
+                    .filter(|_| was_ready)
                     .flat_map(|(namespace, objects)| {
-                        let kept = current.get(&namespace);
-                        objects
-                            .0
-                            .into_iter()
-                            .filter(move |o| kept.and_then(|k| k.get(name_of(o))).is_none())
+                        let before = old.get(namespace);
+                        objects.0.iter().filter(move |o| {
+                            before
+                                .and_then(|b| b.get(name_of(o)))
+                                .is_none_or(|b| !same_version(b.as_ref(), o.as_ref()))
+                        })
                     })
-                    .collect()
+                    .cloned()
+                    .collect::<Vec<_>>();
+                let vanished = old.into_iter().flat_map(|(namespace, objects)| {
+                    let kept = current.get(&namespace);
+                    objects
+                        .0
+                        .into_iter()
+                        .filter(move |o| kept.and_then(|k| k.get(name_of(o))).is_none())
+                });
+                vanished.chain(fresh).collect()
             }
             Event::Apply(obj) => {
                 let obj = Arc::new(obj);
@@ -289,7 +312,8 @@ impl<K: Resource + Clone> StoreWriter<K> {
 }
 
 /// Every object a watch reported as changed or deleted (or, at the end of a re-list, as
-/// vanished), after its store took the change in: the stored object itself, not a copy.
+/// vanished, new or changed), after its store took the change in: the stored object itself,
+/// not a copy.
 pub type Changes<K> = std::pin::Pin<Box<dyn Stream<Item = Arc<K>> + Send>>;
 
 /// A watch's parameters: all namespaces, `labels` if given, initial lists in pages of
@@ -397,13 +421,52 @@ mod tests {
             ["b"],
             "the old view stays until InitDone"
         );
-        let vanished = writer.apply_owned(Event::InitDone);
+        let reported = writer.apply_owned(Event::InitDone);
         assert_eq!(store.namespaces(), ["c"]);
         assert_eq!(
-            vanished.iter().map(|o| o.name_any()).collect::<Vec<_>>(),
-            ["two"],
-            "what went while the watch was away is reported"
+            reported.iter().map(|o| o.name_any()).collect::<Vec<_>>(),
+            ["two", "three"],
+            "what went while the watch was away is reported, and what came"
         );
+    }
+
+    fn versioned(name: &str, version: &str) -> ConfigMap {
+        let mut o = cm("a", name);
+        o.metadata.uid = Some(format!("uid-{name}"));
+        o.metadata.resource_version = Some(version.to_owned());
+        o
+    }
+
+    /// A reader woken by an `InitApply` may read the store before the swap and miss the
+    /// object: whatever the re-list changed is reported again once the store holds it.
+    #[test]
+    fn a_relist_reports_again_what_it_changed_once_readers_can_see_it() {
+        let (store, mut writer) = namespaced_store::<ConfigMap>();
+        writer.apply_owned(Event::Init);
+        writer.apply_owned(Event::InitApply(versioned("same", "1")));
+        writer.apply_owned(Event::InitApply(versioned("edited", "1")));
+        let first = writer.apply_owned(Event::InitDone);
+        assert!(first.is_empty(), "the first list is reported once, as listed");
+        writer.apply_owned(Event::Init);
+        for o in [
+            versioned("same", "1"),
+            versioned("edited", "7"),
+            versioned("created", "8"),
+        ] {
+            let reported = writer.apply_owned(Event::InitApply(o.clone()));
+            assert_eq!(reported.len(), 1);
+            if o.name_any() == "created" {
+                assert!(store.get("a", "created").is_none(), "not visible mid-list");
+            }
+        }
+        let mut again: Vec<String> = writer
+            .apply_owned(Event::InitDone)
+            .iter()
+            .map(|o| o.name_any())
+            .collect();
+        again.sort();
+        assert_eq!(again, ["created", "edited"]);
+        assert!(store.get("a", "created").is_some());
     }
 
     #[tokio::test]
