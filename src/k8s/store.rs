@@ -446,7 +446,10 @@ mod tests {
         writer.apply_owned(Event::InitApply(versioned("same", "1")));
         writer.apply_owned(Event::InitApply(versioned("edited", "1")));
         let first = writer.apply_owned(Event::InitDone);
-        assert!(first.is_empty(), "the first list is reported once, as listed");
+        assert!(
+            first.is_empty(),
+            "the first list is reported once, as listed"
+        );
         writer.apply_owned(Event::Init);
         for o in [
             versioned("same", "1"),

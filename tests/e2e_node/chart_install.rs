@@ -126,7 +126,7 @@ pub async fn wait_pods_ready(
                 "{} of {count} controller pods Ready after {}s: {pods:?}\n{}",
                 ready.len(),
                 timeout.as_secs(),
-                describe_pods(client).await
+                describe_pods(client, 15).await
             );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -185,7 +185,7 @@ pub async fn wait_leader_other_than(
 
 /// What went wrong with the controller's pods: each container's state and last log lines, and
 /// the namespace's warning events.
-pub async fn describe_pods(client: &kube::Client) -> String {
+pub async fn describe_pods(client: &kube::Client, log_lines: i64) -> String {
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     let mut out = String::new();
     let Ok(list) = pods.list(&ListParams::default().labels(SELECTOR)).await else {
@@ -205,7 +205,7 @@ pub async fn describe_pods(client: &kube::Client) -> String {
             ));
         }
         let params = kube::api::LogParams {
-            tail_lines: Some(15),
+            tail_lines: Some(log_lines),
             ..Default::default()
         };
         if let Ok(log) = pods.logs(&name, &params).await {

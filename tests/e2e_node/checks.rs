@@ -86,21 +86,33 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "plan::scoped_account_bounds_every_step",
             started,
-            install_checks::scoped_account_bounds_every_step(&cluster).await,
+            explained(
+                &cluster,
+                install_checks::scoped_account_bounds_every_step(&cluster).await,
+            )
+            .await,
         );
     }
     if selected("chart::journeys") {
         let started = Instant::now();
-        report.check("chart::journeys", started, journeys(&cluster).await);
+        report.check(
+            "chart::journeys",
+            started,
+            explained(&cluster, journeys(&cluster).await).await,
+        );
     }
     if selected("packages::served_by_the_pod") {
         let started = Instant::now();
         report.check(
             "packages::served_by_the_pod",
             started,
-            install_checks::package_manifests_served_by_the_pod(
+            explained(
                 &cluster,
-                &cluster.settings.catalog_image,
+                install_checks::package_manifests_served_by_the_pod(
+                    &cluster,
+                    &cluster.settings.catalog_image,
+                )
+                .await,
             )
             .await,
         );
@@ -110,7 +122,11 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "plan::crd_update_with_stored_objects",
             started,
-            install_checks::crd_update_with_objects(&cluster, node).await,
+            explained(
+                &cluster,
+                install_checks::crd_update_with_objects(&cluster, node).await,
+            )
+            .await,
         );
     }
     if selected("catalog::registry_poll_upgrades") {
@@ -118,7 +134,11 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "catalog::registry_poll_upgrades",
             started,
-            install_checks::registry_poll_upgrades(&cluster, node).await,
+            explained(
+                &cluster,
+                install_checks::registry_poll_upgrades(&cluster, node).await,
+            )
+            .await,
         );
     }
     if selected("bundle::images_pulled_by_the_controller_pod") {
@@ -126,7 +146,11 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "bundle::images_pulled_by_the_controller_pod",
             started,
-            install_checks::bundle_images_install(&cluster, node).await,
+            explained(
+                &cluster,
+                install_checks::bundle_images_install(&cluster, node).await,
+            )
+            .await,
         );
     }
     if selected("resolve::dependency_installs") {
@@ -134,7 +158,11 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "resolve::dependency_installs",
             started,
-            install_checks::dependency_installs(&cluster, node).await,
+            explained(
+                &cluster,
+                install_checks::dependency_installs(&cluster, node).await,
+            )
+            .await,
         );
     }
     if selected("operator::phases_webhooks_apiservice") {
@@ -142,7 +170,7 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "operator::phases_webhooks_apiservice",
             started,
-            operator_checks::run(&cluster, node).await,
+            explained(&cluster, operator_checks::run(&cluster, node).await).await,
         );
     }
     if selected("kubectl_operator::journey") {
@@ -150,7 +178,11 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "kubectl_operator::journey",
             started,
-            kubectl_operator::journey(&cluster, plane, &tls_registry).await,
+            explained(
+                &cluster,
+                kubectl_operator::journey(&cluster, plane, &tls_registry).await,
+            )
+            .await,
         );
     }
     if selected("chart::leader_failover") {
@@ -158,7 +190,7 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         report.check(
             "chart::leader_failover",
             started,
-            leader_failover(plane, &cluster).await,
+            explained(&cluster, leader_failover(plane, &cluster).await).await,
         );
     }
     println!(
@@ -279,4 +311,16 @@ async fn pods_run(plane: &ControlPlane) -> anyhow::Result<()> {
         .await
         .context("deleting the check pod")?;
     Ok(())
+}
+
+/// A failed check's error, followed by what the controller's pods say (their state and last
+/// log lines): a failure in CI is read once, from this output.
+async fn explained(cluster: &Cluster, result: anyhow::Result<()>) -> anyhow::Result<()> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            let pods = chart_install::describe_pods(&cluster.client, 60).await;
+            Err(anyhow::anyhow!("{err:#}\n  the controller's pods:\n{pods}"))
+        }
+    }
 }
