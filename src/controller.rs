@@ -17,26 +17,6 @@ use crate::package_server::{self, PackageServing};
 use crate::reconcile::{Context, ControllerOptions};
 use crate::startup::{self, StartupError};
 
-/// The API group every OLM kind lives in.
-pub const OLM_GROUP: &str = "operators.coreos.com";
-
-/// Kinds the controller cannot work without, with the CRD a user must install for each.
-pub const REQUIRED_KINDS: [(&str, &str); 6] = [
-    (
-        "ClusterServiceVersion",
-        "clusterserviceversions.operators.coreos.com",
-    ),
-    ("OperatorGroup", "operatorgroups.operators.coreos.com"),
-    ("Subscription", "subscriptions.operators.coreos.com"),
-    ("InstallPlan", "installplans.operators.coreos.com"),
-    ("CatalogSource", "catalogsources.operators.coreos.com"),
-    // The CSV controller keeps one per CSV and reads the replaced CSV's before an upgrade.
-    (
-        "OperatorCondition",
-        "operatorconditions.operators.coreos.com",
-    ),
-];
-
 /// Options of `olm-rs run`.
 #[derive(Debug, Clone)]
 pub struct RunOptions {

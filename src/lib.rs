@@ -18,6 +18,7 @@ pub mod controller;
 pub mod csv;
 pub mod dry_run;
 pub mod error_chain;
+pub mod go_duration;
 pub mod health;
 pub mod image_policy;
 pub mod json_diff;

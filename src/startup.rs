@@ -15,9 +15,28 @@ use std::time::Duration;
 use kube::Client;
 use tokio::time::Instant;
 
-use crate::controller::{OLM_GROUP, REQUIRED_KINDS};
 use crate::health::Readiness;
 use crate::k8s::errors::{ApiFailure, is_not_served_yet};
+
+/// The API group every OLM kind lives in.
+pub const OLM_GROUP: &str = "operators.coreos.com";
+
+/// Kinds the controller cannot work without, with the CRD a user must install for each.
+pub const REQUIRED_KINDS: [(&str, &str); 6] = [
+    (
+        "ClusterServiceVersion",
+        "clusterserviceversions.operators.coreos.com",
+    ),
+    ("OperatorGroup", "operatorgroups.operators.coreos.com"),
+    ("Subscription", "subscriptions.operators.coreos.com"),
+    ("InstallPlan", "installplans.operators.coreos.com"),
+    ("CatalogSource", "catalogsources.operators.coreos.com"),
+    // The CSV controller keeps one per CSV and reads the replaced CSV's before an upgrade.
+    (
+        "OperatorCondition",
+        "operatorconditions.operators.coreos.com",
+    ),
+];
 
 /// How long a server that cannot be reached is retried before the process gives up.
 pub const UNREACHABLE_GRACE: Duration = Duration::from_secs(30);

@@ -12,6 +12,28 @@ use serde::{Deserialize, Serialize};
 use super::conditions::MetaCondition;
 use super::string_enum::string_enum;
 
+/// A CatalogSource by namespace and name: the key every part of olm-rs knows a catalog by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CatalogRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl CatalogRef {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        CatalogRef {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for CatalogRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
 string_enum! {
     /// `spec.sourceType`. `internal` is the deprecated alias of `configmap`.
     pub enum SourceType (schema: open) {

@@ -14,6 +14,7 @@ pub mod image;
 pub mod pod_mode;
 pub mod pod_plan;
 pub mod registry;
+pub mod registry_objects;
 pub mod serving;
 pub mod spec;
 

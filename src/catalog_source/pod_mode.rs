@@ -8,9 +8,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Resource, ResourceExt};
 
+use super::registry_objects::{self, RegistryObjects, RegistryObjectsError};
 use crate::api::event::ObjectEvent;
 use crate::api::{CatalogSource, CatalogSourceStatus};
-use crate::registry::pod::{self, RegistryObjects, RegistryObjectsError};
 
 use super::decision::{Observed, RESYNC, Sync};
 use super::pod_plan::{self, PodView};
@@ -223,7 +223,8 @@ pub(super) fn pod_mode(
             .push(ObjectEvent::warning("CatalogImagePollFailed", warning));
     }
     sync.requeue = requeue;
-    let address = pod::service_address(&cs.name_any(), &cs.namespace().unwrap_or_default());
+    let address =
+        registry_objects::service_address(&cs.name_any(), &cs.namespace().unwrap_or_default());
     // New pod, new content: read it again from the start.
     sync.connect(seen, &address, recreated || switched);
     writes

@@ -13,14 +13,14 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Resource, ResourceExt};
 
+use super::registry_objects::{
+    self, CREATED_AT_ANNOTATION, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects,
+};
 use crate::api::keys::{POD_SPEC_HASH_LABEL, SERVICE_SPEC_HASH_LABEL};
 use crate::api::{CatalogSource, RegistryServiceStatus};
 use crate::k8s::effects::Write;
 use crate::k8s::owned_set::OwnedSet;
 use crate::k8s::write::{DeleteOptions, ObjectKey, Ownership};
-use crate::registry::pod::{
-    self, CREATED_AT_ANNOTATION, IMAGE_DIGEST_ANNOTATION, REGISTRY_PORT, RegistryObjects,
-};
 
 use super::pod_plan::{DesiredPod, PodPlan, PodView};
 
@@ -172,7 +172,7 @@ pub fn registry_service(
 ) -> RegistryServiceStatus {
     let desired = RegistryServiceStatus {
         protocol: Some("grpc".to_owned()),
-        service_name: Some(pod::service_name(&cs.name_any())),
+        service_name: Some(registry_objects::service_name(&cs.name_any())),
         service_namespace: cs.namespace(),
         port: Some(REGISTRY_PORT.to_string()),
         created_at: None,

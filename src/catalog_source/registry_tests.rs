@@ -1,5 +1,5 @@
+use super::registry_objects::{RegistryPodOptions, registry_objects};
 use super::*;
-use crate::registry::pod::{RegistryPodOptions, registry_objects};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 fn objects() -> RegistryObjects {

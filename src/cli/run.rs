@@ -11,9 +11,11 @@ use clap::Args;
 
 use jiff::SignedDuration;
 use olm_rs::bundle_image::{DEFAULT_REGISTRIES_D, load_image_policy};
+use olm_rs::catalog_source::registry_objects::RegistryPodOptions;
 use olm_rs::catalog_source::serving::ServingMode;
 use olm_rs::certs::ServiceName;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
+use olm_rs::go_duration::parse_go_duration;
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
 use olm_rs::package_manifest::ManifestStore;
 use olm_rs::package_server::serving_pod::PodRef;
@@ -21,8 +23,6 @@ use olm_rs::package_server::{HttpsOptions, PackageServing};
 use olm_rs::reconcile::ControllerOptions;
 use olm_rs::reconcile::bundle_images::{BundleImageOptions, BundleImages, SecretRef};
 use olm_rs::reconcile::catalog_source::CatalogSourceOptions;
-use olm_rs::reconcile::catalog_source::spec_check::parse_go_duration;
-use olm_rs::registry::pod::RegistryPodOptions;
 use olm_rs::telemetry::{self, LogFormat};
 
 #[derive(Debug, Args)]

@@ -57,8 +57,35 @@ mod tests {
     };
 
     use super::*;
-    use crate::csv::fixtures::crd;
     use k8s_openapi::api::rbac::v1::Role;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceDefinitionCondition, CustomResourceDefinitionSpec,
+        CustomResourceDefinitionStatus, CustomResourceDefinitionVersion,
+    };
+
+    /// A served, established CRD with one version (what requirement checks read).
+    fn crd(name: &str, version: &str) -> CustomResourceDefinition {
+        let mut crd = CustomResourceDefinition::default();
+        crd.metadata.name = Some(name.to_owned());
+        crd.spec = CustomResourceDefinitionSpec {
+            versions: vec![CustomResourceDefinitionVersion {
+                name: version.to_owned(),
+                served: true,
+                storage: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        crd.status = Some(CustomResourceDefinitionStatus {
+            conditions: Some(vec![CustomResourceDefinitionCondition {
+                type_: "Established".to_owned(),
+                status: "True".to_owned(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        crd
+    }
 
     #[test]
     fn slim_keeps_only_the_newest_change_by_another_manager() {

@@ -11,10 +11,11 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use http::{HeaderValue, Method, StatusCode, header};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::auth::{Access, Authorizer, Identity};
 use super::discovery;
+use super::responses::{json_response, status};
 use super::sync::FeedSlot;
 use crate::k8s::clock::Clock;
 use crate::package_manifest::icon::icon_response;
@@ -217,38 +218,12 @@ fn include_object(q: &HashMap<String, String>) -> IncludeObject {
     IncludeObject::parse(q.get("includeObject").map(String::as_str))
 }
 
-fn json_response(code: u16, body: &impl serde::Serialize) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut resp = Response::new(Body::from(bytes));
-    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
-}
-
 fn text(code: u16, body: &'static str) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     resp
-}
-
-/// A `meta/v1` Status answer.
-pub fn status(code: u16, reason: &str, message: &str, details: Option<Value>) -> Response {
-    let mut body = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {},
-        "status": "Failure", "message": message, "code": code,
-    });
-    if !reason.is_empty() {
-        body["reason"] = json!(reason);
-    }
-    if let Some(details) = details {
-        body["details"] = details;
-    }
-    json_response(code, &body)
 }
 
 fn qualified_resource() -> String {

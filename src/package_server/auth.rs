@@ -20,7 +20,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Client;
 use kube::api::Api;
 
-use super::api::status;
+use super::responses::status;
 use crate::package_manifest::types::{GROUP, RESOURCE};
 
 /// The caller, as the front proxy named it.

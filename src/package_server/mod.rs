@@ -8,6 +8,7 @@ pub mod api;
 pub mod auth;
 pub mod cert_keeper;
 pub mod discovery;
+pub mod responses;
 pub mod serving_pod;
 pub mod sync;
 pub mod tls;

@@ -24,7 +24,7 @@ use crate::api::event::ObjectEvent;
 use crate::api::{
     BundleLookup, InstallPlan, InstallPlanPhase, InstallPlanStatus, OperatorGroup, Step,
 };
-use crate::catalog_source::spec::DurationError;
+use crate::go_duration::DurationError;
 use crate::k8s::effects::{Effects, EventOn, Write, reference_of};
 
 /// How often an installing plan is looked at again (OLM: 5 s).

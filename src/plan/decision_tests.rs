@@ -12,7 +12,7 @@ use crate::api::{
     ConditionStatus, InstallPlanCondition, InstallPlanConditionReason, InstallPlanConditionType,
     StepResource, StepStatus,
 };
-use crate::catalog_source::spec::DurationError;
+use crate::go_duration::DurationError;
 use crate::plan::execution::{APPLIED_WITH_WARNINGS, PlanWarning};
 use crate::plan::lookups::LookupFailure;
 use crate::plan::phase::{StepFailure, TRANSIENT_RETRY_MIN, WAITING_FOR_API_SERVER};

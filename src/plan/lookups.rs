@@ -260,7 +260,7 @@ mod tests {
             what: "unpack timeout",
             key: "operatorframework.io/bundle-unpack-timeout",
             value: "soon".into(),
-            source: crate::catalog_source::spec::DurationError::Invalid {
+            source: crate::go_duration::DurationError::Invalid {
                 text: "soon".into(),
             },
         });

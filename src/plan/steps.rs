@@ -8,27 +8,7 @@ use super::object::{StepObject, str_at};
 use super::rbac::rbac_manifests;
 use crate::api::keys::PROPERTIES_ANNOTATION;
 
-/// A CatalogSource by namespace and name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CatalogRef {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl CatalogRef {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        CatalogRef {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for CatalogRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub use crate::api::CatalogRef;
 
 /// A bundle whose content is known (from `olm.bundle.object` properties / `csvJson`).
 #[derive(Debug, Clone)]

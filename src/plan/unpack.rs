@@ -18,7 +18,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::catalog_source::spec::DurationError;
+use crate::go_duration::DurationError;
 
 use super::image_bundle::set_lookup_condition;
 use crate::api::install_plan::bundle_lookup_reason;

@@ -16,7 +16,7 @@ use crate::catalog::CatalogIndex;
 use crate::metrics::Metrics;
 
 /// Which CatalogSource: the same key the resolver and planner use.
-pub use crate::plan::CatalogRef;
+pub use crate::api::CatalogRef;
 
 /// Why a catalog is (un)healthy, for conditions and `kubectl describe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

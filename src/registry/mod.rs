@@ -8,7 +8,6 @@ pub mod configmap_catalog;
 pub mod connection;
 pub mod convert;
 pub mod image_catalogs;
-pub mod pod;
 pub mod proto;
 pub mod queries;
 pub mod serve;

@@ -50,6 +50,7 @@ mod leader_election;
 mod lost_writes;
 mod manifests;
 mod metrics_endpoint;
+mod module_layers;
 mod operator_api;
 mod operator_group_rbac;
 mod operator_group_sync;

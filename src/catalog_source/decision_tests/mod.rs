@@ -1,9 +1,11 @@
 use super::*;
 use crate::api::keys::POD_SPEC_HASH_LABEL;
 use crate::catalog_source::registry::{self, RegistryObserved};
+use crate::catalog_source::registry_objects::RegistryObjects;
+use crate::catalog_source::registry_objects::{
+    IMAGE_DIGEST_ANNOTATION, RegistryPodOptions, registry_objects,
+};
 use crate::k8s::effects::{EventOn, Write};
-use crate::registry::pod::RegistryObjects;
-use crate::registry::pod::{IMAGE_DIGEST_ANNOTATION, RegistryPodOptions, registry_objects};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -13,7 +13,7 @@ fn registry_pod(
     let mut annotations = pod.metadata.annotations.clone().unwrap_or_default();
     annotations.insert(IMAGE_DIGEST_ANNOTATION.to_owned(), digest.to_owned());
     annotations.insert(
-        crate::registry::pod::CREATED_AT_ANNOTATION.to_owned(),
+        crate::catalog_source::registry_objects::CREATED_AT_ANNOTATION.to_owned(),
         created.to_owned(),
     );
     let mut labels = pod.metadata.labels.clone().unwrap_or_default();

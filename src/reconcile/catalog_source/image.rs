@@ -14,9 +14,9 @@ use crate::api::keys::{CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE}
 use crate::catalog_source::decision::{self, DigestAnswer, DigestSeen, Poll, RegistrySeen};
 use crate::catalog_source::pod_plan::PodView;
 use crate::catalog_source::registry::{RegistryObserved, pod_view};
+use crate::catalog_source::registry_objects::{self, RegistryObjects, RegistryObjectsError};
 use crate::k8s::store::{NamespacedStore, StoreStopped};
 use crate::registry::cache::CatalogRef;
-use crate::registry::pod::{self, RegistryObjects, RegistryObjectsError};
 
 use super::Reconciler;
 
@@ -89,7 +89,7 @@ impl RegistryStores {
         seen.pods.retain(|p| owned(p.meta()));
         seen.service = self
             .services
-            .get(&ns, &pod::service_name(&name))
+            .get(&ns, &registry_objects::service_name(&name))
             .filter(|s| owned(s.meta()));
         seen.network_policy = self
             .network_policies
@@ -143,7 +143,7 @@ pub(super) async fn observe(
     let stores = &r.registry_stores;
     let namespace_labels = stores.namespace_labels(&ns);
     let mut found = stores.observe(cs);
-    let objects = pod::registry_objects(
+    let objects = registry_objects::registry_objects(
         cs,
         &namespace_labels,
         found

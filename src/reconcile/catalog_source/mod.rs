@@ -19,7 +19,6 @@ mod configmap;
 mod feeds;
 mod image;
 mod in_process;
-pub use crate::catalog_source::{pod_plan, spec as spec_check};
 mod sync;
 
 use std::collections::{BTreeMap, HashMap};
@@ -36,6 +35,7 @@ use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
 use crate::catalog_source::decision::{CacheUpdate, Unhealthy};
 use crate::catalog_source::fallback::{self, Fallback, Route};
+use crate::catalog_source::registry_objects::RegistryPodOptions;
 use crate::catalog_source::serving::{SERVING_ANNOTATION, ServingMode};
 use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
@@ -44,7 +44,6 @@ use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
-use crate::registry::pod::RegistryPodOptions;
 
 use super::Context;
 use configmap::LoadedConfigMap;

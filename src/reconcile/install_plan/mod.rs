@@ -17,6 +17,7 @@ use futures::StreamExt;
 use kube::ResourceExt;
 
 use crate::api::{InstallPlan, OperatorGroup};
+use crate::go_duration::parse_go_duration;
 use crate::k8s::effects::{Effects, execute};
 use crate::k8s::warnings::{self, WarningLog};
 use crate::k8s::write::ApiError;
@@ -26,7 +27,6 @@ use crate::plan::execution::PassReport;
 use crate::plan::phase::PassOutcome;
 use crate::plan::scope::ExecuteAs;
 use crate::reconcile::Context;
-use crate::reconcile::catalog_source::spec_check::parse_go_duration;
 use crate::reconcile::operator_group::namespaced_name::NamespacedName;
 use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
 

@@ -573,5 +573,5 @@ fn non_empty<T>(items: Vec<T>) -> Option<Vec<T>> {
 }
 
 #[cfg(test)]
-#[path = "pod_tests.rs"]
+#[path = "registry_objects_tests.rs"]
 mod tests;
