@@ -270,6 +270,8 @@ async fn start_package_api(
             service: https.service.clone(),
             clock: Arc::clone(&ctx.clock),
             tls,
+            events: ctx.events.clone(),
+            metrics: Arc::clone(&ctx.metrics),
         };
         tasks.push(tokio::spawn(keeper.run()));
     }
