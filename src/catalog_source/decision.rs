@@ -24,15 +24,17 @@ use crate::api::{
 use crate::catalog::CatalogIndex;
 use crate::k8s::effects::Effects;
 
+use super::cache_update::{CacheUpdate, Unhealthy};
 use super::fallback::{Fallback, mark_status};
-use super::pod_mode::pod_mode;
-pub use super::pod_mode::{
-    AFTER_RECREATE, AWAITING_POD, DigestAnswer, DigestSeen, Poll, ROLLOUT_RECHECK, RegistrySeen,
-    ServingPods, digest_check, poll_of,
-};
+mod pod_mode;
 use super::registry::RegistryWrites;
 use super::serving::{SERVING_ANNOTATION, ServingMode, serving_mode};
 use super::spec::{self, Source, SpecError};
+use pod_mode::pod_mode;
+pub use pod_mode::{
+    AFTER_RECREATE, AWAITING_POD, DigestAnswer, DigestSeen, Poll, ROLLOUT_RECHECK, RegistrySeen,
+    ServingPods, digest_check, poll_of,
+};
 
 /// Requeue period when nothing else asks for one (OLM's informer resync).
 pub const RESYNC: Duration = Duration::from_secs(15 * 60);
@@ -117,30 +119,6 @@ pub enum Link {
     Redial(String),
 }
 
-/// Why a catalog is unhealthy in the catalog cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unhealthy {
-    SpecInvalid,
-    Unreachable,
-    Invalid,
-}
-
-/// A change of the catalog's entry in the shared catalog cache (registered by the controller
-/// before it observes: a catalog being loaded is known as loading).
-#[derive(Debug, Clone)]
-pub enum CacheUpdate {
-    /// This content is served.
-    Index(Arc<CatalogIndex>),
-    /// The content held is current.
-    Ready,
-    Unhealthy {
-        reason: Unhealthy,
-        message: String,
-        /// Drop the content served so far.
-        drop_index: bool,
-    },
-}
-
 /// What a sync does once the registry writes (if any) went through.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -163,7 +141,7 @@ pub struct Decision {
 }
 
 /// The catalog's kind of source as the observation must read it, or `None` when it is an image
-/// catalog served in-process (synced by `image::next_step`/`decide_status` instead), with the
+/// catalog served in-process (synced by `in_process::next_step`/`decide_status` instead), with the
 /// events of an annotation that names no serving mode.
 pub fn source_to_observe(
     cs: &CatalogSource,

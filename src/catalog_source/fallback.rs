@@ -15,7 +15,7 @@ use crate::api::CatalogSourceStatus;
 use crate::api::conditions::{ConditionStatus, meta_condition, set_condition};
 use crate::api::event::ObjectEvent;
 
-use super::image::{CONTENT_CONDITION, CheckOutcome};
+use super::in_process::{CONTENT_CONDITION, CheckOutcome};
 
 /// How long a catalog is served by its registry pod before in-process serving is tried again.
 pub const RETRY_IN_PROCESS: Duration = Duration::from_secs(5 * 60);

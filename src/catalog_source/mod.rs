@@ -7,11 +7,11 @@
 //! (`reconcile::catalog_source`) observes, calls these, and carries out what they return.
 //! docs/catalog-images.md.
 
+pub mod cache_update;
 pub mod decision;
 pub mod events;
 pub mod fallback;
-pub mod image;
-pub mod pod_mode;
+pub mod in_process;
 pub mod pod_plan;
 pub mod registry;
 pub mod registry_objects;

@@ -17,8 +17,8 @@ use crate::operator_group::{
 
 use super::identity::{annotation, namespace};
 use super::observed::Observed;
+use super::outcome::{Action, Decision, Requeue};
 use super::strategy::deployment_strategy;
-use super::sync::{Action, Decision, Requeue};
 
 /// Whether the phase switch may run.
 pub enum Gate<'a> {

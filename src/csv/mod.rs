@@ -7,7 +7,8 @@
 //! Map of the module:
 //! - [`gate`] — docs/csv-phases.md §2, the checks before the phase switch;
 //! - [`phase`] — docs/csv-phases.md §3–§5, one handler per phase, and [`after_install`];
-//! - [`sync_effects`] — one sync as writes and its endings, decided once (docs/csv-phases.md §1);
+//! - [`outcome`] — what one sync decides, as data ([`CsvSyncOutcome`]); [`sync_effects`] — that
+//!   outcome as writes and its endings, decided once (docs/csv-phases.md §1);
 //! - [`requirements`], [`permissions`], [`rbac_eval`] — docs/csv-phases.md §6;
 //! - [`install_strategy`], [`config_overrides`] — docs/csv-phases.md §7, docs/install-plans.md §4;
 //! - [`health`], [`drift`] — docs/csv-phases.md §8 and §11 item 6;
@@ -26,6 +27,7 @@ pub mod identity;
 pub mod install_strategy;
 pub mod observed;
 pub mod operator_condition;
+pub mod outcome;
 pub mod ownership;
 pub mod permission_objects;
 pub mod permissions;
@@ -34,7 +36,6 @@ pub mod rbac_eval;
 pub mod replacement;
 pub mod requirements;
 pub mod strategy;
-pub mod sync;
 pub mod sync_effects;
 pub mod writes;
 
@@ -42,6 +43,6 @@ pub mod writes;
 pub(crate) mod fixtures;
 
 pub use observed::{Discovery, DiscoveryFailed, Observed, Served, ServerVersion};
+pub use outcome::{Action, CsvSyncOutcome, DeploymentInstall, Requeue};
 pub use phase::{InstallFailure, after_install, after_install_with_certs, sync};
-pub use sync::{Action, CsvSyncOutcome, DeploymentInstall, Requeue};
 pub use sync_effects::{Ending, InstallFailed, SyncEffects, decide};

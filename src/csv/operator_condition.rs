@@ -27,7 +27,7 @@ use crate::k8s::write::Ownership;
 
 use super::identity::{name, namespace};
 use super::observed::Observed;
-use super::sync::truncate_to_seconds;
+use super::outcome::truncate_to_seconds;
 
 /// The kind in the owner references of the Role and RoleBinding.
 const OPERATOR_CONDITION_KIND: &str = "OperatorCondition";

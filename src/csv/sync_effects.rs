@@ -17,9 +17,9 @@ use crate::k8s::effects::Write;
 
 use super::identity::name;
 use super::observed::Observed;
+use super::outcome::{Action, CsvSyncOutcome, Requeue};
 use super::phase::{InstallFailure, after_install_with_certs, ending_of_install, sync};
 use super::replacement::{replaced_csv, replacement_of};
-use super::sync::{Action, CsvSyncOutcome, Requeue};
 use super::writes::{ActionWrite, action_writes, metadata_write};
 
 /// Everything one sync of a CSV does.

@@ -1,7 +1,8 @@
 //! Imports between the folders of `src/` point one way (docs/architecture.md §1): the
 //! top-level modules — `api/`, `plan/`, `reconcile/`, `controller.rs`, … — never import each
 //! other in a cycle. An entry's imports are those of every file beneath it, tests included:
-//! `crate::a::b` paths (and `{…}` groups of them) and `super::` paths, resolved. A cycle is how
+//! `crate::a::b` paths (and `{…}` groups of them) and `super::` paths in code (not comments),
+//! resolved. A cycle is how
 //! a layer starts leaning on the one above it; the failure names the entries going round.
 //!
 //! Inside a folder, the cycles among its entries are listed in [`KNOWN_INNER_CYCLES`], each a
@@ -14,22 +15,8 @@ use std::path::Path;
 const KNOWN_INNER_CYCLES: &[(&str, &[&str])] = &[
     ("catalog", &["csv_metadata", "fbc", "go_json", "properties"]),
     ("catalog/fbc", &["documents", "yaml_fast"]),
-    (
-        "catalog_source",
-        &["decision", "fallback", "image", "pod_mode"],
-    ),
     ("csv", &["certs", "observed", "ownership", "replacement"]),
     ("csv", &["fixtures", "install_strategy"]),
-    (
-        "csv",
-        &[
-            "gate",
-            "operator_condition",
-            "phase",
-            "sync",
-            "sync_effects",
-        ],
-    ),
     (
         "olm_hash/go_json",
         &["types_meta", "types_pod", "types_volume"],
@@ -76,7 +63,13 @@ fn source_files(root: &Path) -> Vec<SourceFile> {
                         None => vec![part.clone()],
                     })
                     .collect();
-                let source = std::fs::read_to_string(&path).unwrap();
+                // Code only: a comment naming a path (a doc link) is no import.
+                let source = std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .map(|line| line.split("//").next().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n");
                 out.push(SourceFile {
                     module,
                     location,

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use olm_rs::api::CatalogSourceStatus;
-use olm_rs::catalog_source::image::CONTENT_CONDITION;
+use olm_rs::catalog_source::in_process::CONTENT_CONDITION;
 
 fn content(s: &CatalogSourceStatus) -> Option<(String, String, String)> {
     s.conditions

@@ -276,7 +276,7 @@ fn content_condition(cs: &olm_rs::api::CatalogSource) -> Option<(String, String,
         .conditions
         .iter()
         .flatten()
-        .find(|c| c.type_ == olm_rs::catalog_source::image::CONTENT_CONDITION)
+        .find(|c| c.type_ == olm_rs::catalog_source::in_process::CONTENT_CONDITION)
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 

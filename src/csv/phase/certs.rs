@@ -15,8 +15,8 @@ use super::super::identity::name;
 use super::super::install_strategy::{
     BuildError, DesiredDeployment, desired_deployments_with_certs,
 };
+use super::super::outcome::{Action, CsvSyncOutcome, Decision, Requeue, truncate_to_seconds};
 use super::super::strategy::needs_certificates;
-use super::super::sync::{Action, CsvSyncOutcome, Decision, Requeue, truncate_to_seconds};
 use super::{Ctx, POLL_INTERVAL};
 
 /// The Deployments as they must run now, with `olmcahash` from the live cert Secrets.

@@ -14,8 +14,8 @@ use super::super::install_strategy::{
     DesiredDeployment, desired_deployments_with_certs, orphaned_deployments,
 };
 use super::super::observed::Observed;
+use super::super::outcome::{Action, CsvSyncOutcome, Decision, DeploymentInstall, Requeue};
 use super::super::rbac_eval::{Request, Scope, ServiceAccountUser};
-use super::super::sync::{Action, CsvSyncOutcome, Decision, DeploymentInstall, Requeue};
 use super::certs::record_cert_times;
 use super::{Components, Ctx, INSTALL_TIMEOUT, POLL_INTERVAL, check_components};
 

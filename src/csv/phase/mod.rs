@@ -19,8 +19,8 @@ use super::gate::{Gate, gate};
 use super::health::{Health, evaluate};
 use super::install_strategy::DesiredDeployment;
 use super::observed::Observed;
+use super::outcome::{CsvSyncOutcome, Decision, Requeue};
 use super::requirements::{RequirementCheck, check_requirements};
-use super::sync::{CsvSyncOutcome, Decision, Requeue};
 
 pub use install::{InstallFailure, after_install, after_install_with_certs, ending_of_install};
 
@@ -67,7 +67,7 @@ pub fn sync(csv: &ClusterServiceVersion, seen: &Observed, now: Timestamp) -> Csv
         CsvPhase::Failed => running::failed(&ctx, &mut d),
         CsvPhase::Replacing => replacing::replacing(&ctx, &mut d),
         CsvPhase::Deleting => {
-            d.act(super::sync::Action::DeleteCsv);
+            d.act(super::outcome::Action::DeleteCsv);
         }
         CsvPhase::Unknown | CsvPhase::Other(_) => {
             d.note(format!("phase {:?} is not driven", d.phase().as_str()));

@@ -6,11 +6,11 @@ use crate::api::{CsvPhase, CsvReason};
 
 use super::super::identity::name;
 use super::super::operator_condition::upgradeable;
+use super::super::outcome::{Action, Decision, Requeue};
 use super::super::ownership::{api_service_owner_conflict, crd_owner_conflict, validate_webhooks};
 use super::super::permission_objects::{may_repair_permissions, permissions_to_repair};
 use super::super::replacement::replaced_csv;
 use super::super::requirements::RequirementCheck;
-use super::super::sync::{Action, Decision, Requeue};
 use super::{Ctx, POLL_INTERVAL, requirements_or_fail, with_summary};
 
 pub(super) fn pending(ctx: &Ctx<'_>, d: &mut Decision) {

@@ -3,8 +3,8 @@
 use crate::api::{CsvPhase, CsvReason, UpgradeStrategy};
 
 use super::super::identity::name;
+use super::super::outcome::{Action, Decision, Requeue};
 use super::super::replacement::{newest_in_chain, replaced_csv, replacement_of};
-use super::super::sync::{Action, Decision, Requeue};
 use super::{Ctx, POLL_INTERVAL};
 
 pub(super) fn replacing(ctx: &Ctx<'_>, d: &mut Decision) {

@@ -6,8 +6,8 @@ use crate::api::{CsvPhase, CsvReason, UpgradeStrategy};
 
 use super::super::health::drifted;
 use super::super::identity::name;
+use super::super::outcome::{Action, Decision, Requeue};
 use super::super::replacement::replacement_of;
-use super::super::sync::{Action, Decision, Requeue};
 use super::certs::{failed_checks, succeeded_checks};
 use super::install::stop_without_installer;
 use super::pending::{fail_invalid_webhooks, fail_owner_conflict, repair_permissions};

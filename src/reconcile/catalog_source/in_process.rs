@@ -1,5 +1,5 @@
 //! The shell of in-process image catalogs (docs/catalog-images.md): observe what is served,
-//! ask the core (`catalog_source::image`) what to do, run the check it asks for — pull secrets,
+//! ask the core (`catalog_source::in_process`) what to do, run the check it asks for — pull secrets,
 //! the manifest digest, the content by digest from the shared store — publish the new index,
 //! and hand back the status the core decides.
 
@@ -12,7 +12,9 @@ use kube::Resource;
 use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
 use crate::catalog::CatalogIndex;
-use crate::catalog_source::image::{self, CheckOutcome, Decision, Observed, Served, Step};
+use crate::catalog_source::in_process::{
+    self as pure, CheckOutcome, Decision, Observed, Served, Step,
+};
 use crate::catalog_source::spec;
 use crate::k8s::effects::execute;
 use crate::reconcile::bundle_images::NoImageClient;
@@ -72,7 +74,7 @@ impl ServedImages {
 const COLLECT_GRACE: Duration = Duration::from_secs(60 * 60);
 
 /// One sync of an in-process image catalog, in the one controller shape: observe (stores, what
-/// is served, the registry when the core asks for a check), decide (`catalog_source::image`),
+/// is served, the registry when the core asks for a check), decide (`catalog_source::in_process`),
 /// and hand the effects to the one executor.
 /// Returns what the check (if one ran) found, and whether content is served in-process.
 pub(super) async fn reconcile(
@@ -98,7 +100,7 @@ pub(super) async fn reconcile(
         .connection_state
         .as_ref()
         .is_some_and(|c| c.last_observed_state == crate::api::ConnectionState::Ready);
-    let effects = image::effects(cs, decision, leftovers, interval_problem, notes);
+    let effects = pure::effects(cs, decision, leftovers, interval_problem, notes);
     if let Err(err) = execute(&r.ctx.client, &r.ctx.events, &effects).await {
         return super::executed_failure(key, err).map(|next| (next, outcome, served));
     }
@@ -106,7 +108,7 @@ pub(super) async fn reconcile(
         .metrics
         .catalog_source_ready(&key.namespace, &key.name, ready);
     Ok((
-        Next::After(effects.requeue.unwrap_or(image::RESYNC)),
+        Next::After(effects.requeue.unwrap_or(pure::RESYNC)),
         outcome,
         served,
     ))
@@ -163,7 +165,7 @@ async fn sync(
         failing_since: state.failing_since,
         now,
     };
-    let step = image::next_step(&observed);
+    let step = pure::next_step(&observed);
     let mut warnings = Vec::new();
     let mut content = None;
     let (outcome, served) = match step {
@@ -188,10 +190,10 @@ async fn sync(
         }
     };
     // The new content is served (and the old released) before unused content is collected.
-    let updates = image::cache_updates(cs, outcome.as_ref(), served.as_ref(), content);
+    let updates = pure::cache_updates(cs, outcome.as_ref(), served.as_ref(), content);
     r.update_cache(key, now, &updates);
     collect(r);
-    let mut decision = image::decide_status(
+    let mut decision = pure::decide_status(
         &observed_status,
         &observed,
         step,

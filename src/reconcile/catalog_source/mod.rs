@@ -17,8 +17,8 @@
 
 mod configmap;
 mod feeds;
-mod image;
 mod in_process;
+mod pod_mode;
 mod sync;
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,7 +33,7 @@ use kube_runtime::watcher;
 
 use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
-use crate::catalog_source::decision::{CacheUpdate, Unhealthy};
+use crate::catalog_source::cache_update::{CacheUpdate, Unhealthy};
 use crate::catalog_source::fallback::{self, Fallback, Route};
 use crate::catalog_source::registry_objects::RegistryPodOptions;
 use crate::catalog_source::serving::{SERVING_ANNOTATION, ServingMode};
@@ -119,7 +119,7 @@ pub struct Reconciler {
     ctx: Arc<Context>,
     /// Every CatalogSource of the cluster.
     catalogs: NamespacedStore<CatalogSource>,
-    registry_stores: image::RegistryStores,
+    registry_stores: pod_mode::RegistryStores,
     /// Registry pods created and not yet seen in the store, per catalog.
     created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
     /// The registry pods serving each image catalog when its connection last read it.
@@ -295,7 +295,7 @@ pub async fn run(ctx: Arc<Context>) {
         reflect_namespaced(Api::<Pod>::all(client.clone()), managed(), keep_all);
     // Shared with the PackageManifest API: one watch of CatalogSources per process.
     let (catalogs, catalog_changes) = ctx.watches.catalog_sources();
-    let registry_stores = image::RegistryStores {
+    let registry_stores = pod_mode::RegistryStores {
         namespaces,
         service_accounts,
         network_policies,

@@ -18,7 +18,7 @@ use crate::reconcile::work_queue::Next;
 use crate::registry::cache::CatalogRef;
 use crate::registry::connection::ConnectionStatus;
 
-use super::{CONFLICT_RETRY, Error, Reconciler, configmap, executed_failure, image};
+use super::{CONFLICT_RETRY, Error, Reconciler, configmap, executed_failure, pod_mode};
 
 pub(super) async fn sync_catalog(
     r: &Reconciler,
@@ -40,7 +40,7 @@ pub(super) async fn sync_catalog(
         }
         Ok(source @ Source::Image(_)) => {
             let (poll, _) = decision::poll_of(cs, &source);
-            registry = image::observe(r, cs, key, poll, now).await;
+            registry = pod_mode::observe(r, cs, key, poll, now).await;
             SourceSeen::Registry(registry.seen())
         }
     };

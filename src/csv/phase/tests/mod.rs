@@ -11,7 +11,7 @@ use crate::api::keys::{PROVIDED_APIS_ANNOTATION, TARGET_NAMESPACES_ANNOTATION};
 use crate::api::{ClusterServiceVersion, CsvPhase as P, CsvReason as R, UpgradeStrategy};
 use crate::csv::fixtures::*;
 use crate::csv::observed::{Discovery, Observed, ServerVersion};
-use crate::csv::sync::{Action, CsvSyncOutcome, Requeue};
+use crate::csv::outcome::{Action, CsvSyncOutcome, Requeue};
 
 pub(super) fn outcome(sync: &CsvSyncOutcome) -> (P, R, String) {
     let status = sync.status.as_ref().expect("the sync changed the status");

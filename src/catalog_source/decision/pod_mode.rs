@@ -8,14 +8,14 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Resource, ResourceExt};
 
-use super::registry_objects::{self, RegistryObjects, RegistryObjectsError};
 use crate::api::event::ObjectEvent;
 use crate::api::{CatalogSource, CatalogSourceStatus};
+use crate::catalog_source::registry_objects::{self, RegistryObjects, RegistryObjectsError};
 
-use super::decision::{Observed, RESYNC, Sync};
-use super::pod_plan::{self, PodView};
-use super::registry::{self, RegistryObserved, RegistryWrites};
-use super::spec::{self, Source};
+use super::{Observed, RESYNC, Sync};
+use crate::catalog_source::pod_plan::{self, PodView};
+use crate::catalog_source::registry::{self, RegistryObserved, RegistryWrites};
+use crate::catalog_source::spec::{self, Source};
 
 /// How soon to look again after (re)creating a registry pod.
 pub const AFTER_RECREATE: Duration = Duration::from_secs(5);

@@ -20,7 +20,7 @@ use crate::k8s::effects::{Effects, Write};
 use kube::ResourceExt;
 use std::sync::Arc;
 
-use super::decision::{CacheUpdate, Unhealthy};
+use super::cache_update::{CacheUpdate, Unhealthy};
 use super::pod_plan::until_next_poll;
 
 /// The condition olm-rs adds to an in-process image catalog: what it serves, or why the
@@ -333,5 +333,5 @@ fn next_wait(o: &Observed<'_>) -> Duration {
 }
 
 #[cfg(test)]
-#[path = "image_tests.rs"]
+#[path = "in_process_tests.rs"]
 mod tests;

@@ -239,5 +239,5 @@ enum UpdateCheckError {
 }
 
 #[cfg(test)]
-#[path = "image_tests.rs"]
+#[path = "pod_mode_tests.rs"]
 mod tests;
