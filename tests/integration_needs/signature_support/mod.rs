@@ -27,6 +27,11 @@ pub enum SkopeoVerdict {
 impl Skopeo {
     /// A skopeo with sigstore; the test is skipped (failed in CI) when there is none.
     pub fn find() -> Skopeo {
+        Skopeo::try_find().unwrap_or_else(|why| crate::common::skip(&why))
+    }
+
+    /// A skopeo with sigstore, or why there is none (and how to get one).
+    pub fn try_find() -> Result<Skopeo, String> {
         let candidates: Vec<PathBuf> = std::env::var_os("OLM_RS_SKOPEO")
             .map(PathBuf::from)
             .into_iter()
@@ -35,13 +40,14 @@ impl Skopeo {
         for program in candidates {
             let s = Skopeo { program };
             if s.has_sigstore() {
-                return s;
+                return Ok(s);
             }
         }
-        crate::common::skip(
+        Err(
             "needs a skopeo that signs sigstore signatures (Debian 12's has sigstore disabled): \
              bash tests/integration_needs/signature_support/install-skopeo.sh DIR, then \
-             OLM_RS_SKOPEO=DIR/skopeo",
+             OLM_RS_SKOPEO=DIR/skopeo"
+                .to_owned(),
         )
     }
 
