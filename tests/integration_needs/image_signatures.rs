@@ -26,6 +26,57 @@ struct World {
     theirs: PathBuf,
     /// The manifest digest of the catalog image (every copy keeps it).
     digest: String,
+    /// registries.d with `olm/lookaside` signed in a `file://` lookaside, and the same
+    /// storage served over HTTP (attachments off in both).
+    lookaside_file: PathBuf,
+    lookaside_http: PathBuf,
+    /// The HTTP server of the lookaside (python3's http.server), stopped when dropped.
+    _lookaside_server: Server,
+}
+
+/// A child process killed when dropped.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `dir` served over plain HTTP on loopback; the base URL.
+fn serve_dir(dir: &Path) -> (Server, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+            "--directory",
+        ])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            crate::common::skip(&format!("needs python3 to serve a lookaside: {e}"))
+        });
+    let server = Server(child);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "http.server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (server, format!("http://127.0.0.1:{port}/sigstore"))
 }
 
 impl World {
@@ -68,6 +119,36 @@ impl World {
             &format!("{host}/mirror/catalog:v4.20"),
             None,
         );
+        // A lookaside: skopeo signs into a `dir:` copy, whose `signature-1` is laid out as
+        // containers/image lays out lookaside storage; the image itself carries no attachment.
+        let lookaside_image = format!("{host}/olm/lookaside:v4.20");
+        skopeo.copy(on, &source, &lookaside_image, None);
+        let signed_dir = dir.path().join("signed-dir");
+        skopeo.sign_into_dir(
+            &lookaside_image,
+            &signed_dir,
+            &lookaside_image,
+            &dir.path().join("ours"),
+        );
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        let store = dir.path().join("web/sigstore");
+        let sig_dir = store.join(format!("olm/lookaside@sha256={hex}"));
+        std::fs::create_dir_all(&sig_dir).unwrap();
+        std::fs::copy(signed_dir.join("signature-1"), sig_dir.join("signature-1")).unwrap();
+        let (server, base) = serve_dir(&dir.path().join("web"));
+        let registries_d_with = |name: &str, base: &str| {
+            let d = dir.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("lookaside.yaml"),
+                format!("docker:\n  {host}/olm/lookaside:\n    lookaside: {base}\n"),
+            )
+            .unwrap();
+            d
+        };
+        let lookaside_file =
+            registries_d_with("registries-file.d", &format!("file://{}", store.display()));
+        let lookaside_http = registries_d_with("registries-http.d", &base);
         World {
             registry,
             skopeo,
@@ -78,6 +159,9 @@ impl World {
             ours,
             theirs,
             digest,
+            lookaside_file,
+            lookaside_http,
+            _lookaside_server: server,
         }
     }
 
@@ -141,6 +225,8 @@ async fn skopeo_and_olm_rs_agree_on_every_signature_case() {
     let pem_b64 = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&w.ours).unwrap());
     let on = w.attachments_on.clone();
     let off = w.attachments_off.clone();
+    let (file, http) = (w.lookaside_file.clone(), w.lookaside_http.clone());
+    let in_lookaside = format!("{host}/olm/lookaside:v4.20");
     #[rustfmt::skip]
     let cases: Vec<(&str, &str, serde_json::Value, &Path, Option<&str>)> = vec![
         ("signed, right key", &signed, only(sigstore(&w.ours, None)), &on, None),
@@ -163,6 +249,12 @@ async fn skopeo_and_olm_rs_agree_on_every_signature_case() {
             only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactRepository", "dockerRepository": format!("{host}/olm/catalog")})))), &on, None),
         ("re-tagged, remapIdentity to the origin", &retagged,
             only(sigstore(&w.ours, Some(serde_json::json!({"type": "remapIdentity", "prefix": format!("{host}/mirror"), "signedPrefix": format!("{host}/olm")})))), &on, None),
+        ("signed in a file:// lookaside", &in_lookaside, only(sigstore(&w.ours, None)), &file, None),
+        ("signed in an http:// lookaside", &in_lookaside, only(sigstore(&w.ours, None)), &http, None),
+        ("signed in a lookaside, other key", &in_lookaside, only(sigstore(&w.theirs, None)), &http, Some("WrongKey")),
+        ("signed in a lookaside that registries.d does not name", &in_lookaside, only(sigstore(&w.ours, None)), &on, Some("NoSignature")),
+        ("signed in a file:// lookaside, re-tagged identity rule refuses", &in_lookaside,
+            only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactReference", "dockerReference": format!("{host}/olm/lookaside:other")})))), &file, Some("IdentityMismatch")),
         ("signed, exactReference naming another tag", &signed,
             only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactReference", "dockerReference": format!("{host}/olm/catalog:other")})))), &on, Some("IdentityMismatch")),
     ];
@@ -248,7 +340,25 @@ async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured()
         v[v.len() / 2]
     };
     let (mut resolve, mut check, mut pull) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pull_checked, mut pull_lookaside) = (Vec::new(), Vec::new());
+    let in_lookaside = format!("{host}/olm/lookaside:v4.20");
+    let lookaside_policy = w.write_policy(
+        "policy-lookaside",
+        &serde_json::json!({"default": [{"type": "reject"}], "transports": {"docker": {host.clone(): [sigstore(&w.ours, None)]}}}),
+    );
     for _ in 0..7 {
+        // A whole catalog pull on a new client, the policy checked (attachment; lookaside over
+        // HTTP), against the same pull with no policy below.
+        let p = w.puller(Some(&policy), &w.attachments_on);
+        let t = Instant::now();
+        p.pull_catalog(&signed, &w.digest, &creds).await.unwrap();
+        pull_checked.push(t.elapsed());
+        let p = w.puller(Some(&lookaside_policy), &w.lookaside_http);
+        let t = Instant::now();
+        p.pull_catalog(&in_lookaside, &w.digest, &creds)
+            .await
+            .unwrap();
+        pull_lookaside.push(t.elapsed());
         let p = w.puller(Some(&policy), &w.attachments_on);
         let t = Instant::now();
         let digest = p.digest(&signed, &creds).await.unwrap();
@@ -262,8 +372,9 @@ async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured()
         pull.push(t.elapsed());
     }
     let (resolve, check, pull) = (median(resolve), median(check), median(pull));
+    let (pull_checked, pull_lookaside) = (median(pull_checked), median(pull_lookaside));
     eprintln!(
-        "FIGURES image policy on the v4.20 catalog image ({} files): tag→digest {resolve:?}, signature check {check:?}, catalog pull {pull:?} ({:.1}% added by the check)",
+        "FIGURES image policy on the v4.20 catalog image ({} files): tag→digest {resolve:?}, signature check {check:?}, catalog pull {pull:?} ({:.1}% added by the check); whole pull with the policy {pull_checked:?} (attachment), {pull_lookaside:?} (HTTP lookaside), without {pull:?}",
         pulled.files.len(),
         100.0 * check.as_secs_f64() / pull.as_secs_f64()
     );

@@ -127,6 +127,35 @@ impl Skopeo {
         self.run_ok(&full);
     }
 
+    /// `skopeo copy` of `from` into the directory `dir` (the `dir:` transport), signed with
+    /// the key at `prefix` as `identity`: `dir/signature-1` is then a sigstore signature blob
+    /// in the format lookaside storage holds (docs/image-signatures.md §5).
+    pub fn sign_into_dir(&self, from: &str, dir: &Path, identity: &str, prefix: &Path) {
+        let key = format!("{}.private", prefix.display());
+        let pass = prefix.with_extension("pass").display().to_string();
+        let open = dir.with_extension("policy.json");
+        std::fs::write(
+            &open,
+            r#"{"default": [{"type": "insecureAcceptAnything"}]}"#,
+        )
+        .unwrap();
+        let (src, dst) = (format!("docker://{from}"), format!("dir:{}", dir.display()));
+        self.run_ok(&[
+            "--policy",
+            open.to_str().unwrap(),
+            "copy",
+            "--src-tls-verify=false",
+            "--sign-by-sigstore-private-key",
+            &key,
+            "--sign-passphrase-file",
+            &pass,
+            "--sign-identity",
+            identity,
+            &src,
+            &dst,
+        ]);
+    }
+
     /// What skopeo decides about pulling `image` under `policy`: it copies the image to a
     /// directory only when the policy accepts it.
     pub fn verdict(&self, policy: &Path, registries_d: &Path, image: &str) -> SkopeoVerdict {
