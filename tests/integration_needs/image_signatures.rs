@@ -334,49 +334,78 @@ async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured()
     assert!(!pulled.files.is_empty());
 
     // Figures: the check's cost (one manifest and one blob fetch, one ECDSA check) against
-    // resolving the tag and pulling the catalog, each on a fresh puller, median of 7.
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
-    let (mut resolve, mut check, mut pull) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut pull_checked, mut pull_lookaside) = (Vec::new(), Vec::new());
+    // resolving the tag and pulling the catalog, and whole catalog pulls with the policy (the
+    // signature in the attachment; in a lookaside over HTTP) and without, each on a new
+    // client, in a rotating order (the machine is shared: order must not favour one).
+    // `OLM_RS_SIGNATURE_FIGURE_RUNS` sets the number of rounds (7 by default).
+    let runs: usize = std::env::var("OLM_RS_SIGNATURE_FIGURE_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7)
+        .max(1);
     let in_lookaside = format!("{host}/olm/lookaside:v4.20");
     let lookaside_policy = w.write_policy(
         "policy-lookaside",
         &serde_json::json!({"default": [{"type": "reject"}], "transports": {"docker": {host.clone(): [sigstore(&w.ours, None)]}}}),
     );
-    for _ in 0..7 {
-        // A whole catalog pull on a new client, the policy checked (attachment; lookaside over
-        // HTTP), against the same pull with no policy below.
-        let p = w.puller(Some(&policy), &w.attachments_on);
-        let t = Instant::now();
-        p.pull_catalog(&signed, &w.digest, &creds).await.unwrap();
-        pull_checked.push(t.elapsed());
-        let p = w.puller(Some(&lookaside_policy), &w.lookaside_http);
-        let t = Instant::now();
-        p.pull_catalog(&in_lookaside, &w.digest, &creds)
-            .await
-            .unwrap();
-        pull_lookaside.push(t.elapsed());
-        let p = w.puller(Some(&policy), &w.attachments_on);
-        let t = Instant::now();
-        let digest = p.digest(&signed, &creds).await.unwrap();
-        resolve.push(t.elapsed());
-        let t = Instant::now();
-        p.verify(&signed, &digest, &creds).await.unwrap();
-        check.push(t.elapsed());
-        let open = w.puller(None, &w.attachments_on);
-        let t = Instant::now();
-        open.pull_catalog(&signed, &digest, &creds).await.unwrap();
-        pull.push(t.elapsed());
+    // resolve, check, pull without policy, pull with (attachment), pull with (lookaside).
+    let mut times: [Vec<Duration>; 5] = Default::default();
+    for round in 0..runs {
+        for step in 0..4 {
+            match (round + step) % 4 {
+                0 => {
+                    let p = w.puller(Some(&policy), &w.attachments_on);
+                    let t = Instant::now();
+                    let digest = p.digest(&signed, &creds).await.unwrap();
+                    times[0].push(t.elapsed());
+                    let t = Instant::now();
+                    p.verify(&signed, &digest, &creds).await.unwrap();
+                    times[1].push(t.elapsed());
+                }
+                1 => {
+                    let p = w.puller(None, &w.attachments_on);
+                    let t = Instant::now();
+                    p.pull_catalog(&signed, &w.digest, &creds).await.unwrap();
+                    times[2].push(t.elapsed());
+                }
+                2 => {
+                    let p = w.puller(Some(&policy), &w.attachments_on);
+                    let t = Instant::now();
+                    p.pull_catalog(&signed, &w.digest, &creds).await.unwrap();
+                    times[3].push(t.elapsed());
+                }
+                _ => {
+                    let p = w.puller(Some(&lookaside_policy), &w.lookaside_http);
+                    let t = Instant::now();
+                    p.pull_catalog(&in_lookaside, &w.digest, &creds)
+                        .await
+                        .unwrap();
+                    times[4].push(t.elapsed());
+                }
+            }
+        }
     }
-    let (resolve, check, pull) = (median(resolve), median(check), median(pull));
-    let (pull_checked, pull_lookaside) = (median(pull_checked), median(pull_lookaside));
+    let [resolve, check, open, attached, lookaside] = times.map(|mut v| {
+        v.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        (ms(v[v.len() / 2]), ms(v[0]))
+    });
     eprintln!(
-        "FIGURES image policy on the v4.20 catalog image ({} files): tag→digest {resolve:?}, signature check {check:?}, catalog pull {pull:?} ({:.1}% added by the check); whole pull with the policy {pull_checked:?} (attachment), {pull_lookaside:?} (HTTP lookaside), without {pull:?}",
+        "FIGURES image policy on the v4.20 catalog image ({} files), {runs} rounds, median (min) ms: \
+         tag→digest {:.1} ({:.1}); signature check {:.1} ({:.1}); whole catalog pull without a \
+         policy {:.1} ({:.1}), with the signature in the attachment {:.1} ({:.1}), in an HTTP \
+         lookaside {:.1} ({:.1})",
         pulled.files.len(),
-        100.0 * check.as_secs_f64() / pull.as_secs_f64()
+        resolve.0,
+        resolve.1,
+        check.0,
+        check.1,
+        open.0,
+        open.1,
+        attached.0,
+        attached.1,
+        lookaside.0,
+        lookaside.1,
     );
 }
 
