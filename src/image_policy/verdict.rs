@@ -321,6 +321,24 @@ mod tests {
                 ),
             }
         }
+        // An unimplemented requirement refuses, naming its type, whatever else accepts.
+        let unsupported = evaluate(
+            &[
+                Requirement::InsecureAcceptAnything,
+                Requirement::Unsupported {
+                    what: "signedBy (GPG simple signing)".into(),
+                },
+            ],
+            &image,
+            D,
+            &found(vec![good.clone()]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            unsupported.contains("signedBy") && unsupported.contains("not supported"),
+            "{unsupported}"
+        );
         let words = evaluate(
             &default_id,
             &image,

@@ -606,9 +606,184 @@ fn olm_rs_run_does_not_start_on_an_invalid_policy() {
     assert!(!stderr.contains("Kubernetes credentials"), "{stderr}");
 }
 
+/// `helm template charts/olm-rs` with `args`; the documents rendered (`Err`: helm's words).
+fn helm_template(args: &[&str]) -> Result<Vec<serde_json::Value>, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/helm");
+    let found = std::process::Command::new(&script)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .unwrap_or_else(|| crate::common::skip("needs helm (.ci/helm fetches it)"));
+    let helm = String::from_utf8_lossy(&found.stdout).trim().to_owned();
+    let out = std::process::Command::new(helm)
+        .args(["template", "olm-rs"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/olm-rs"))
+        .args(["--namespace", "olm"])
+        .args(args)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    Ok(serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &serde_json::Value| v.is_object())
+        .collect())
+}
+
+/// The chart gives the controller the policy both ways docs/image-signatures.md §7 says: as
+/// values (a ConfigMap whose files land where the policy's `keyPath` names them), or the
+/// node's own files (read-only hostPath mounts, and the key and lookaside directories listed).
+fn the_chart_mounts_the_policy_from_values_or_from_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"default": [{"type": "reject"}], "transports": {"docker": {"quay.io/acme": [{"type": "sigstoreSigned", "keyPath": "/etc/olm-rs/image-policy/keys/acme.pub"}]}}}"#,
+    )
+    .unwrap();
+    let yaml = dir.path().join("acme.yaml");
+    std::fs::write(
+        &yaml,
+        "docker:\n  quay.io/acme:\n    use-sigstore-attachments: true\n",
+    )
+    .unwrap();
+    let key = dir.path().join("acme.pub");
+    std::fs::write(
+        &key,
+        "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    let set_file = |k: &str, p: &Path| format!("{k}={}", p.display());
+    let docs = helm_template(&[
+        "--set",
+        "imagePolicy.source=values",
+        "--set-file",
+        &set_file("imagePolicy.policy", &policy),
+        "--set-file",
+        &set_file(r"imagePolicy.registriesD.acme\.yaml", &yaml),
+        "--set-file",
+        &set_file(r"imagePolicy.keys.acme\.pub", &key),
+    ])
+    .unwrap();
+    let find = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    let deployment = find("Deployment", "olm-rs-controller");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        args.contains(&"--image-policy=/etc/olm-rs/image-policy/policy.json")
+            && args.contains(&"--registries-d=/etc/olm-rs/image-policy/registries.d"),
+        "{args:?}"
+    );
+    let config_map = find("ConfigMap", "olm-rs-image-policy");
+    let served: serde_json::Value =
+        serde_json::from_str(config_map["data"]["policy.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        served,
+        serde_json::from_slice::<serde_json::Value>(&std::fs::read(&policy).unwrap()).unwrap()
+    );
+    // Each file lands at the path the policy and registries.d are read from.
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "image-policy")
+        .unwrap();
+    let items: Vec<(String, String)> = volume["configMap"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["key"].as_str().unwrap().into(),
+                i["path"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for (key, path) in [
+        ("policy.json", "policy.json"),
+        ("registries.d-acme.yaml", "registries.d/acme.yaml"),
+        ("key-acme.pub", "keys/acme.pub"),
+    ] {
+        assert!(items.contains(&(key.into(), path.into())), "{items:?}");
+        assert!(
+            config_map["data"][key].is_string(),
+            "{key} not in the ConfigMap"
+        );
+    }
+
+    // The node's files: read-only hostPath mounts at /host/…, key directories at their path.
+    let docs = helm_template(&[
+        "--set",
+        "imagePolicy.source=node",
+        "--set",
+        "imagePolicy.nodeKeyDirs={/etc/pki/containers,/var/lib/containers/sigstore}",
+    ])
+    .unwrap();
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .unwrap()
+        .clone();
+    let pod = &deployment["spec"]["template"]["spec"];
+    let args = pod["containers"][0]["args"].to_string();
+    assert!(
+        args.contains("--image-policy=/host/etc/containers/policy.json")
+            && args.contains("--registries-d=/host/etc/containers/registries.d"),
+        "{args}"
+    );
+    let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+    let volumes = pod["volumes"].as_array().unwrap();
+    for (host, at) in [
+        (
+            "/etc/containers/policy.json",
+            "/host/etc/containers/policy.json",
+        ),
+        (
+            "/etc/containers/registries.d",
+            "/host/etc/containers/registries.d",
+        ),
+        ("/etc/pki/containers", "/etc/pki/containers"),
+        (
+            "/var/lib/containers/sigstore",
+            "/var/lib/containers/sigstore",
+        ),
+    ] {
+        let volume = volumes
+            .iter()
+            .find(|v| v["hostPath"]["path"] == host)
+            .unwrap_or_else(|| panic!("no hostPath {host}: {volumes:?}"));
+        let mount = mounts
+            .iter()
+            .find(|m| m["name"] == volume["name"])
+            .unwrap_or_else(|| panic!("{host} not mounted"));
+        assert_eq!(
+            (mount["mountPath"].as_str(), &mount["readOnly"]),
+            (Some(at), &serde_json::json!(true))
+        );
+    }
+    // A source the chart does not know, or values without a policy, fail the install.
+    let bad = helm_template(&["--set", "imagePolicy.source=nodes"]).unwrap_err();
+    assert!(bad.contains("imagePolicy.source must be"), "{bad}");
+    let bad = helm_template(&["--set", "imagePolicy.source=values"]).unwrap_err();
+    assert!(bad.contains("needs imagePolicy.policy"), "{bad}");
+}
+
 crate::trials! {
     multi skopeo_and_olm_rs_agree_on_every_signature_case,
     multi refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured,
     multi a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_unsigned_digest,
     sync olm_rs_run_does_not_start_on_an_invalid_policy,
+    sync the_chart_mounts_the_policy_from_values_or_from_the_node,
 }
