@@ -206,7 +206,7 @@ async fn read_lookaside(
             .map_err(|e| unreadable(e.to_string(), false))?;
         first.get_or_insert_with(|| at.to_string());
         let blob = match &at {
-            SignatureLocation::File(path) => match read_capped(path) {
+            SignatureLocation::File(path) => match read_capped(path).await {
                 Ok(Some(b)) => b,
                 Ok(None) => break,
                 Err(e) => return Err(unreadable(format!("{at}: {e}"), false)),
@@ -234,15 +234,17 @@ async fn read_lookaside(
 }
 
 /// A lookaside file: `None` when it does not exist (the end of the list).
-fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read as _;
-    let file = match std::fs::File::open(path) {
+async fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use tokio::io::AsyncReadExt as _;
+    let file = match tokio::fs::File::open(path).await {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
     let mut data = Vec::new();
-    file.take(MAX_PAYLOAD_BYTES + 1).read_to_end(&mut data)?;
+    file.take(MAX_PAYLOAD_BYTES + 1)
+        .read_to_end(&mut data)
+        .await?;
     if data.len() as u64 > MAX_PAYLOAD_BYTES {
         return Err(std::io::Error::other(format!(
             "larger than {MAX_PAYLOAD_BYTES} bytes"

@@ -15,7 +15,11 @@ use std::time::Instant;
 use anyhow::{Context as _, ensure};
 use serde_json::{Value, json};
 
-use crate::cluster::{self, Cluster, Progress, field, text};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+
+use crate::chart_install::NAMESPACE;
+use crate::cluster::{self, Cluster, Progress, field, local_get, text};
 use crate::fixtures;
 use crate::journeys::{events_about, wait_catalog_ready, wait_installed};
 use crate::real_control_plane::ControlPlane;
@@ -138,6 +142,7 @@ pub async fn signed_catalog_serves_unsigned_refused(
     catalog
         .push(&node.registry, &format!("{SIGNED_ONLY}/unsigned"), "dev")
         .await?;
+    controllers_say_the_policy_is_enforced(c).await?;
     let ns = c.create_namespace("olm-rs-e2e-signatures-").await?;
     let result = check(c, &ns, &signed, &unsigned, registry).await;
     if result.is_err() {
@@ -145,6 +150,38 @@ pub async fn signed_catalog_serves_unsigned_refused(
     }
     c.delete_namespace(&ns).await;
     result
+}
+
+/// Each controller pod said at start which policy it obeys, and its metric says it is
+/// enforced (docs/image-signatures.md §1).
+async fn controllers_say_the_policy_is_enforced(c: &Cluster) -> anyhow::Result<()> {
+    let pods: kube::Api<Pod> = kube::Api::namespaced(c.client.clone(), NAMESPACE);
+    let list = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=olm-rs"))
+        .await?;
+    ensure!(!list.items.is_empty(), "no controller pod");
+    for pod in list.items {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let log = pods.logs(&name, &Default::default()).await?;
+        ensure!(
+            log.contains("in-process image pulls obey the image policy")
+                && log.contains("/etc/olm-rs/image-policy/policy.json"),
+            "pod {name} did not say at start which image policy it obeys"
+        );
+        let ip = pod
+            .status
+            .and_then(|s| s.pod_ip)
+            .context("a controller pod without an IP")?;
+        let (status, metrics) = local_get(&format!("http://{ip}:8080/metrics")).await?;
+        ensure!(
+            status == 200
+                && metrics
+                    .lines()
+                    .any(|l| l == "olm_rs_image_policy_enforced 1"),
+            "pod {name}: olm_rs_image_policy_enforced is not 1 ({status})"
+        );
+    }
+    Ok(())
 }
 
 async fn check(
