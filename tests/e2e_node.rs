@@ -34,7 +34,7 @@ mod operator_checks;
 mod registry_support;
 #[path = "e2e_node/signature_checks.rs"]
 mod signature_checks;
-#[allow(dead_code)]
+// Its own `#![allow(dead_code)]`: each program uses a subset.
 #[path = "integration_needs/signature_support/mod.rs"]
 mod signature_support;
 #[allow(dead_code)]
