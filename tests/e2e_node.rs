@@ -32,6 +32,11 @@ mod kubectl_operator;
 mod operator_checks;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
+#[path = "e2e_node/signature_checks.rs"]
+mod signature_checks;
+// Its own `#![allow(dead_code)]`: each program uses a subset.
+#[path = "integration_needs/signature_support/mod.rs"]
+mod signature_support;
 #[allow(dead_code)]
 #[path = "../e2e/suite.rs"]
 mod suite;

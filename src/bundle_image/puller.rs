@@ -118,6 +118,24 @@ fn check_ca_pem(pem: &[u8]) -> Result<(), CaFileError> {
     Ok(())
 }
 
+/// The HTTP client of lookaside signature storage: the registries' CA certificates and
+/// timeouts.
+fn lookaside_client(config: &PullerConfig) -> Result<reqwest::Client, ConfigError> {
+    let extra = config
+        .extra_ca_pem
+        .iter()
+        .map(|pem| reqwest::Certificate::from_pem(pem))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ConfigError::Client(crate::error_chain::error_chain(&e)))?;
+    reqwest::Client::builder()
+        .tls_certs_merge(extra)
+        .connect_timeout(config.connect_timeout)
+        .read_timeout(config.read_timeout)
+        .user_agent(concat!("olm-rs/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| ConfigError::Client(crate::error_chain::error_chain(&e)))
+}
+
 /// Pulls bundle images, shared by every reconcile (cheap to clone).
 #[derive(Clone)]
 pub struct BundlePuller(Arc<Inner>);
@@ -127,6 +145,8 @@ struct Inner {
     cache: BundleCache,
     /// One client per (login, plain HTTP or not): a client remembers one login per registry.
     clients: Mutex<HashMap<String, oci_client::Client>>,
+    /// Reads lookaside signature storage over HTTP(S) (docs/image-signatures.md §5).
+    lookaside_http: reqwest::Client,
     /// (image as named, digest) pairs the policy accepted in this process: the cache serves
     /// them; anything else is checked before it is used (the policy is fixed at start).
     verified: Mutex<HashSet<(String, String)>>,
@@ -145,10 +165,12 @@ impl BundlePuller {
             config.memory_cache_entries,
             config.memory_cache_bytes,
         )?;
+        let lookaside_http = lookaside_client(&config)?;
         let puller = BundlePuller(Arc::new(Inner {
             config,
             cache,
             clients: Mutex::new(HashMap::new()),
+            lookaside_http,
             verified: Mutex::new(HashSet::new()),
         }));
         // Fail now, not on the first pull, when the TLS setup is unusable.
@@ -212,7 +234,8 @@ impl BundlePuller {
         }
         let started = std::time::Instant::now();
         let policy = &self.0.config.image_policy;
-        match signatures::check(policy, image, digest, source, client, auth).await {
+        let http = &self.0.lookaside_http;
+        match signatures::check(policy, image, digest, source, client, http, auth).await {
             Ok(scope) => {
                 if let Some(scope) = scope {
                     tracing::info!(%image, %digest, %scope, elapsed_ms = started.elapsed().as_millis() as u64, "image accepted by the image policy");

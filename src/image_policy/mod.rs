@@ -6,6 +6,7 @@
 
 mod identity;
 mod keys;
+mod lookaside;
 mod policy;
 mod reference;
 mod registries_d;
@@ -17,6 +18,10 @@ mod policy_tests;
 
 pub use identity::SignedIdentity;
 pub use keys::{KeyError, PublicKey};
+pub use lookaside::{
+    BlobError, Lookaside, LookasideBlob, LookasideError, MAX_LOOKASIDE_SIGNATURES,
+    SignatureLocation, parse_blob,
+};
 pub use policy::{Policy, PolicyError, ReadFile, Requirement, Scope};
 pub use reference::{DockerRef, DockerRefError};
 pub use registries_d::{Attachments, RegistriesD, RegistriesDError};
@@ -65,5 +70,10 @@ impl ImagePolicy {
     /// Whether `image`'s sigstore attachments are read (registries.d).
     pub fn attachments(&self, image: &DockerRef) -> Attachments {
         self.registries.attachments(image)
+    }
+
+    /// Where `image`'s lookaside signatures are read (registries.d).
+    pub fn lookaside(&self, image: &DockerRef) -> Lookaside {
+        self.registries.lookaside_for(image)
     }
 }

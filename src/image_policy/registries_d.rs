@@ -2,14 +2,16 @@
 //! `*.yaml` file of the directory may hold `default-docker` (once in the whole directory) and
 //! `docker` scopes (each scope once); a scope is looked up as policy scopes are, most specific
 //! first, then `default-docker`. olm-rs reads `use-sigstore-attachments` (the `.sig` tag beside
-//! the image) and reports `lookaside` (older GPG and lookaside storage, not read). Unknown keys
-//! are ignored, as containers/image ignores them. Pure: the caller reads the files.
+//! the image) and `lookaside` (or `sigstore`: separate signature storage, `lookaside.rs`);
+//! `lookaside-staging` is for writing and not read. Unknown keys are ignored, as
+//! containers/image ignores them. Pure: the caller reads the files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::lookaside::{BUILTIN_LOOKASIDE, Lookaside};
 use super::reference::DockerRef;
 
 /// One scope's settings.
@@ -26,7 +28,11 @@ pub struct Namespace {
 
 impl Namespace {
     fn lookaside_url(&self) -> Option<&str> {
-        self.lookaside.as_deref().or(self.sigstore.as_deref())
+        // An empty value is unset (containers/image's `signatureTopLevel`).
+        fn set(v: &Option<String>) -> Option<&str> {
+            v.as_deref().filter(|u| !u.is_empty())
+        }
+        set(&self.lookaside).or(set(&self.sigstore))
     }
 }
 
@@ -138,15 +144,41 @@ impl RegistriesD {
 
     /// The lookaside URL configured for `image`, if any (most specific scope that names one).
     pub fn lookaside(&self, image: &DockerRef) -> Option<&str> {
+        self.configured_lookaside(image).map(|(url, _)| url)
+    }
+
+    fn configured_lookaside(&self, image: &DockerRef) -> Option<(&str, String)> {
         image
             .scopes()
             .iter()
-            .find_map(|s| self.docker.get(s).and_then(|(ns, _)| ns.lookaside_url()))
+            .find_map(|s| {
+                self.docker
+                    .get(s)
+                    .and_then(|(ns, _)| ns.lookaside_url())
+                    .map(|url| (url, format!("docker.{s:?}")))
+            })
             .or_else(|| {
                 self.default_docker
                     .as_ref()
                     .and_then(Namespace::lookaside_url)
+                    .map(|url| (url, "default-docker".to_string()))
             })
+    }
+
+    /// Where `image`'s lookaside signatures are read: the most specific scope's `lookaside`
+    /// (or `sigstore`), then `default-docker`'s, else containers/image's built-in directory
+    /// (docs/image-signatures.md §5).
+    pub fn lookaside_for(&self, image: &DockerRef) -> Lookaside {
+        match self.configured_lookaside(image) {
+            Some((url, setting)) => Lookaside {
+                base: url.to_string(),
+                setting,
+            },
+            None => Lookaside {
+                base: BUILTIN_LOOKASIDE.to_string(),
+                setting: "built-in default".to_string(),
+            },
+        }
     }
 }
 
@@ -210,6 +242,22 @@ default-docker:
         assert_eq!(
             d.lookaside(&DockerRef::parse("quay.io/x:v1").unwrap()),
             Some("file:///var/lib/containers/sigstore")
+        );
+        // The staging URL is for writing: the read URL of the scope is used.
+        assert_eq!(
+            d.lookaside_for(&DockerRef::parse("privateregistry.com/app:v1").unwrap()),
+            Lookaside {
+                base: "http://privateregistry.com/sigstore/".into(),
+                setting: "docker.\"privateregistry.com\"".into()
+            }
+        );
+        // Nothing configured anywhere: containers/image's built-in directory.
+        assert_eq!(
+            RegistriesD::default().lookaside_for(&DockerRef::parse("quay.io/x:v1").unwrap()),
+            Lookaside {
+                base: BUILTIN_LOOKASIDE.into(),
+                setting: "built-in default".into()
+            }
         );
     }
 

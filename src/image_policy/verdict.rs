@@ -9,13 +9,17 @@ use super::policy::Requirement;
 use super::reference::DockerRef;
 use super::sigstore::{SignatureFormatError, UntrustedSignature, parse_payload, signature_bytes};
 
-/// The signatures found for the image.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Signatures {
-    /// Read from the `.sig` attachment (empty: there is none).
-    Attachments(Vec<UntrustedSignature>),
-    /// registries.d does not turn attachments on for this image (`setting` said so, or none did).
-    NotLooked { setting: String },
+/// The signatures found for the image, and where they were looked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Signatures {
+    /// Sigstore signatures, from the attachment and the lookaside.
+    pub found: Vec<UntrustedSignature>,
+    /// Each place looked at, in words (`the sigstore attachment sha256-….sig`, `lookaside
+    /// file:///…`, `no attachments (registries.d: none)`).
+    pub searched: Vec<String>,
+    /// Signatures of formats `sigstoreSigned` does not read (GPG simple signing, sigstore
+    /// attachments that are not signatures), as containers/image counts them.
+    pub other_formats: usize,
 }
 
 /// Why one signature was not accepted.
@@ -58,14 +62,24 @@ pub enum Refusal {
     Rejected,
     #[error("requirement {what} is not supported by olm-rs, so nothing it governs is accepted")]
     Unsupported { what: String },
-    #[error("no signature: the registry has no sigstore signature for {digest}")]
-    NoSignature { digest: String },
-    #[error(
-        "no signature: registries.d does not turn on use-sigstore-attachments for this image ({setting}), and olm-rs reads sigstore signatures only from attachments"
-    )]
-    AttachmentsOff { setting: String },
+    #[error("no signature: no sigstore signature of {digest} in {}{}", .searched.join(", "), others(*.other_formats))]
+    NoSignature {
+        digest: String,
+        searched: Vec<String>,
+        other_formats: usize,
+    },
     #[error("no signature accepted: {}", list(.problems))]
     NotAccepted { problems: Vec<SignatureProblem> },
+}
+
+fn others(count: usize) -> String {
+    if count == 0 {
+        String::new()
+    } else {
+        format!(
+            " ({count} signatures of other formats, GPG say, which sigstoreSigned does not read)"
+        )
+    }
 }
 
 fn list(problems: &[SignatureProblem]) -> String {
@@ -82,7 +96,7 @@ impl Refusal {
         match self {
             Refusal::Rejected => "Rejected",
             Refusal::Unsupported { .. } => "UnsupportedRequirement",
-            Refusal::NoSignature { .. } | Refusal::AttachmentsOff { .. } => "NoSignature",
+            Refusal::NoSignature { .. } => "NoSignature",
             Refusal::NotAccepted { problems } => {
                 let is = |f: fn(&SignatureProblem) -> bool| problems.iter().any(f);
                 if is(|p| matches!(p, SignatureProblem::IdentityMismatch { .. })) {
@@ -131,17 +145,12 @@ pub fn evaluate(
     }
     for r in requirements {
         if let Requirement::SigstoreSigned { keys, identity } = r {
-            let found = match signatures {
-                Signatures::NotLooked { setting } => {
-                    return Err(Refusal::AttachmentsOff {
-                        setting: setting.clone(),
-                    });
-                }
-                Signatures::Attachments(found) => found,
-            };
+            let found = &signatures.found;
             if found.is_empty() {
                 return Err(Refusal::NoSignature {
                     digest: digest.to_string(),
+                    searched: signatures.searched.clone(),
+                    other_formats: signatures.other_formats,
                 });
             }
             let mut problems = Vec::new();
@@ -220,7 +229,11 @@ mod tests {
         let default_id = sigstore(SignedIdentity::MatchRepoDigestOrExact);
         let image = DockerRef::parse("reg.local/ns/catalog:v1").unwrap();
         let good = signed_by(&ours, "reg.local/ns/catalog:v1", D);
-        let found = |s: Vec<UntrustedSignature>| Signatures::Attachments(s);
+        let found = |found: Vec<UntrustedSignature>| Signatures {
+            found,
+            searched: vec!["the sigstore attachment".into()],
+            other_formats: 0,
+        };
         let mut no_annotation = good.clone();
         no_annotation.base64_signature = None;
         let cases: Vec<(Vec<Requirement>, Signatures, Result<(), &str>)> = vec![
@@ -238,8 +251,10 @@ mod tests {
             (default_id.clone(), found(vec![]), Err("NoSignature")),
             (
                 default_id.clone(),
-                Signatures::NotLooked {
-                    setting: "none".into(),
+                Signatures {
+                    found: vec![],
+                    searched: vec!["no attachments (registries.d: none)".into()],
+                    other_formats: 1,
                 },
                 Err("NoSignature"),
             ),
@@ -306,6 +321,24 @@ mod tests {
                 ),
             }
         }
+        // An unimplemented requirement refuses, naming its type, whatever else accepts.
+        let unsupported = evaluate(
+            &[
+                Requirement::InsecureAcceptAnything,
+                Requirement::Unsupported {
+                    what: "signedBy (GPG simple signing)".into(),
+                },
+            ],
+            &image,
+            D,
+            &found(vec![good.clone()]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            unsupported.contains("signedBy") && unsupported.contains("not supported"),
+            "{unsupported}"
+        );
         let words = evaluate(
             &default_id,
             &image,
@@ -316,6 +349,32 @@ mod tests {
         .to_string();
         assert!(
             words.contains("reg.local/ns/catalog:v2") && words.contains("matchRepoDigestOrExact"),
+            "{words}"
+        );
+    }
+
+    #[test]
+    fn no_signature_says_where_it_looked_and_what_else_it_found() {
+        let keys = PublicKey::parse_pem("k", TestKey::generate().public_pem().as_bytes()).unwrap();
+        let reqs = [Requirement::SigstoreSigned {
+            keys,
+            identity: SignedIdentity::default(),
+        }];
+        let image = DockerRef::parse("reg.local/ns/catalog:v1").unwrap();
+        let looked = Signatures {
+            found: vec![],
+            searched: vec![
+                "lookaside file:///var/lib/containers/sigstore/ns/catalog@sha256=01/signature-1 (built-in default)".into(),
+                "the sigstore attachment sha256-01.sig".into(),
+            ],
+            other_formats: 2,
+        };
+        let words = evaluate(&reqs, &image, D, &looked).unwrap_err().to_string();
+        assert!(
+            words.starts_with("no signature: no sigstore signature of sha256:0123")
+                && words.contains("lookaside file:///var/lib/containers/sigstore/ns/catalog@")
+                && words.contains(", the sigstore attachment sha256-01.sig")
+                && words.contains("2 signatures of other formats"),
             "{words}"
         );
     }

@@ -15,6 +15,7 @@ use crate::operator_checks;
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::real_node::{NODE_IP, PAUSE_IMAGE, RealNode};
 use crate::registry_support::{Kind, TestRegistry};
+use crate::signature_checks::{self, SignedSetup};
 use crate::suite;
 
 /// The checks, in the order they run (`--list` prints them).
@@ -26,6 +27,7 @@ pub const CHECKS: &[&str] = &[
     "packages::served_by_the_pod",
     "plan::crd_update_with_stored_objects",
     "catalog::registry_poll_upgrades",
+    "signatures::signed_catalog_serves_unsigned_refused",
     "bundle::images_pulled_by_the_controller_pod",
     "resolve::dependency_installs",
     "operator::phases_webhooks_apiservice",
@@ -54,8 +56,11 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             return report.failures;
         }
     };
+    // The image policy every check runs under (it constrains only images of its own scope).
+    let signed_setup = SignedSetup::prepare(plane, node);
     let started = Instant::now();
-    let catalog_image = match install(plane, node, &tls_registry).await {
+    let catalog_image = match install(plane, node, &tls_registry, signed_setup.as_ref().ok()).await
+    {
         Ok(image) => {
             report.check("chart::install", started, Ok(()));
             image
@@ -141,6 +146,21 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             .await,
         );
     }
+    if selected("signatures::signed_catalog_serves_unsigned_refused") {
+        let name = "signatures::signed_catalog_serves_unsigned_refused";
+        match &signed_setup {
+            Ok(setup) => {
+                let started = Instant::now();
+                report.check(
+                    name,
+                    started,
+                    signature_checks::signed_catalog_serves_unsigned_refused(&cluster, node, setup)
+                        .await,
+                );
+            }
+            Err(why) => report.skip(name, why),
+        }
+    }
     if selected("bundle::images_pulled_by_the_controller_pod") {
         let started = Instant::now();
         report.check(
@@ -206,16 +226,20 @@ async fn install(
     plane: &ControlPlane,
     node: &RealNode,
     tls_registry: &TestRegistry,
+    signed_setup: Option<&SignedSetup>,
 ) -> anyhow::Result<String> {
     let catalog_image = chart_install::push_images(node).await?;
     let ca = plane.dir.join("tls-registry-ca.pem");
     std::fs::write(&ca, tls_registry.ca_pem.as_deref().unwrap_or_default())?;
-    chart_install::helm_install(
-        plane,
-        node,
-        &["replicas=2".to_owned()],
-        &[("bundleImages.caBundle", &ca)],
-    )?;
+    let mut sets = vec!["replicas=2".to_owned()];
+    let mut files = vec![("bundleImages.caBundle", ca)];
+    if let Some(setup) = signed_setup {
+        sets.extend(setup.helm_sets());
+        files.extend(setup.helm_files());
+    }
+    let files: Vec<(&str, &std::path::Path)> =
+        files.iter().map(|(k, p)| (*k, p.as_path())).collect();
+    chart_install::helm_install(plane, node, &sets, &files)?;
     let started = Instant::now();
     let pods = chart_install::wait_pods_ready(&plane.client, 2, WAIT).await?;
     let ready = started.elapsed();

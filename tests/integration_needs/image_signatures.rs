@@ -26,6 +26,57 @@ struct World {
     theirs: PathBuf,
     /// The manifest digest of the catalog image (every copy keeps it).
     digest: String,
+    /// registries.d with `olm/lookaside` signed in a `file://` lookaside, and the same
+    /// storage served over HTTP (attachments off in both).
+    lookaside_file: PathBuf,
+    lookaside_http: PathBuf,
+    /// The HTTP server of the lookaside (python3's http.server), stopped when dropped.
+    _lookaside_server: Server,
+}
+
+/// A child process killed when dropped.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `dir` served over plain HTTP on loopback; the base URL.
+fn serve_dir(dir: &Path) -> (Server, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+            "--directory",
+        ])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            crate::common::skip(&format!("needs python3 to serve a lookaside: {e}"))
+        });
+    let server = Server(child);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "http.server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (server, format!("http://127.0.0.1:{port}/sigstore"))
 }
 
 impl World {
@@ -68,6 +119,36 @@ impl World {
             &format!("{host}/mirror/catalog:v4.20"),
             None,
         );
+        // A lookaside: skopeo signs into a `dir:` copy, whose `signature-1` is laid out as
+        // containers/image lays out lookaside storage; the image itself carries no attachment.
+        let lookaside_image = format!("{host}/olm/lookaside:v4.20");
+        skopeo.copy(on, &source, &lookaside_image, None);
+        let signed_dir = dir.path().join("signed-dir");
+        skopeo.sign_into_dir(
+            &lookaside_image,
+            &signed_dir,
+            &lookaside_image,
+            &dir.path().join("ours"),
+        );
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        let store = dir.path().join("web/sigstore");
+        let sig_dir = store.join(format!("olm/lookaside@sha256={hex}"));
+        std::fs::create_dir_all(&sig_dir).unwrap();
+        std::fs::copy(signed_dir.join("signature-1"), sig_dir.join("signature-1")).unwrap();
+        let (server, base) = serve_dir(&dir.path().join("web"));
+        let registries_d_with = |name: &str, base: &str| {
+            let d = dir.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("lookaside.yaml"),
+                format!("docker:\n  {host}/olm/lookaside:\n    lookaside: {base}\n"),
+            )
+            .unwrap();
+            d
+        };
+        let lookaside_file =
+            registries_d_with("registries-file.d", &format!("file://{}", store.display()));
+        let lookaside_http = registries_d_with("registries-http.d", &base);
         World {
             registry,
             skopeo,
@@ -78,6 +159,9 @@ impl World {
             ours,
             theirs,
             digest,
+            lookaside_file,
+            lookaside_http,
+            _lookaside_server: server,
         }
     }
 
@@ -141,6 +225,8 @@ async fn skopeo_and_olm_rs_agree_on_every_signature_case() {
     let pem_b64 = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&w.ours).unwrap());
     let on = w.attachments_on.clone();
     let off = w.attachments_off.clone();
+    let (file, http) = (w.lookaside_file.clone(), w.lookaside_http.clone());
+    let in_lookaside = format!("{host}/olm/lookaside:v4.20");
     #[rustfmt::skip]
     let cases: Vec<(&str, &str, serde_json::Value, &Path, Option<&str>)> = vec![
         ("signed, right key", &signed, only(sigstore(&w.ours, None)), &on, None),
@@ -163,6 +249,12 @@ async fn skopeo_and_olm_rs_agree_on_every_signature_case() {
             only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactRepository", "dockerRepository": format!("{host}/olm/catalog")})))), &on, None),
         ("re-tagged, remapIdentity to the origin", &retagged,
             only(sigstore(&w.ours, Some(serde_json::json!({"type": "remapIdentity", "prefix": format!("{host}/mirror"), "signedPrefix": format!("{host}/olm")})))), &on, None),
+        ("signed in a file:// lookaside", &in_lookaside, only(sigstore(&w.ours, None)), &file, None),
+        ("signed in an http:// lookaside", &in_lookaside, only(sigstore(&w.ours, None)), &http, None),
+        ("signed in a lookaside, other key", &in_lookaside, only(sigstore(&w.theirs, None)), &http, Some("WrongKey")),
+        ("signed in a lookaside that registries.d does not name", &in_lookaside, only(sigstore(&w.ours, None)), &on, Some("NoSignature")),
+        ("signed in a file:// lookaside, re-tagged identity rule refuses", &in_lookaside,
+            only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactReference", "dockerReference": format!("{host}/olm/lookaside:other")})))), &file, Some("IdentityMismatch")),
         ("signed, exactReference naming another tag", &signed,
             only(sigstore(&w.ours, Some(serde_json::json!({"type": "exactReference", "dockerReference": format!("{host}/olm/catalog:other")})))), &on, Some("IdentityMismatch")),
     ];
@@ -242,30 +334,78 @@ async fn refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured()
     assert!(!pulled.files.is_empty());
 
     // Figures: the check's cost (one manifest and one blob fetch, one ECDSA check) against
-    // resolving the tag and pulling the catalog, each on a fresh puller, median of 7.
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
-    let (mut resolve, mut check, mut pull) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..7 {
-        let p = w.puller(Some(&policy), &w.attachments_on);
-        let t = Instant::now();
-        let digest = p.digest(&signed, &creds).await.unwrap();
-        resolve.push(t.elapsed());
-        let t = Instant::now();
-        p.verify(&signed, &digest, &creds).await.unwrap();
-        check.push(t.elapsed());
-        let open = w.puller(None, &w.attachments_on);
-        let t = Instant::now();
-        open.pull_catalog(&signed, &digest, &creds).await.unwrap();
-        pull.push(t.elapsed());
+    // resolving the tag and pulling the catalog, and whole catalog pulls with the policy (the
+    // signature in the attachment; in a lookaside over HTTP) and without, each on a new
+    // client, in a rotating order (the machine is shared: order must not favour one).
+    // `OLM_RS_SIGNATURE_FIGURE_RUNS` sets the number of rounds (7 by default).
+    let runs: usize = std::env::var("OLM_RS_SIGNATURE_FIGURE_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7)
+        .max(1);
+    let in_lookaside = format!("{host}/olm/lookaside:v4.20");
+    let lookaside_policy = w.write_policy(
+        "policy-lookaside",
+        &serde_json::json!({"default": [{"type": "reject"}], "transports": {"docker": {host.clone(): [sigstore(&w.ours, None)]}}}),
+    );
+    // resolve, check, pull without policy, pull with (attachment), pull with (lookaside).
+    let mut times: [Vec<Duration>; 5] = Default::default();
+    for round in 0..runs {
+        for step in 0..4 {
+            match (round + step) % 4 {
+                0 => {
+                    let p = w.puller(Some(&policy), &w.attachments_on);
+                    let t = Instant::now();
+                    let digest = p.digest(&signed, &creds).await.unwrap();
+                    times[0].push(t.elapsed());
+                    let t = Instant::now();
+                    p.verify(&signed, &digest, &creds).await.unwrap();
+                    times[1].push(t.elapsed());
+                }
+                1 => {
+                    let p = w.puller(None, &w.attachments_on);
+                    let t = Instant::now();
+                    p.pull_catalog(&signed, &w.digest, &creds).await.unwrap();
+                    times[2].push(t.elapsed());
+                }
+                2 => {
+                    let p = w.puller(Some(&policy), &w.attachments_on);
+                    let t = Instant::now();
+                    p.pull_catalog(&signed, &w.digest, &creds).await.unwrap();
+                    times[3].push(t.elapsed());
+                }
+                _ => {
+                    let p = w.puller(Some(&lookaside_policy), &w.lookaside_http);
+                    let t = Instant::now();
+                    p.pull_catalog(&in_lookaside, &w.digest, &creds)
+                        .await
+                        .unwrap();
+                    times[4].push(t.elapsed());
+                }
+            }
+        }
     }
-    let (resolve, check, pull) = (median(resolve), median(check), median(pull));
+    let [resolve, check, open, attached, lookaside] = times.map(|mut v| {
+        v.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        (ms(v[v.len() / 2]), ms(v[0]))
+    });
     eprintln!(
-        "FIGURES image policy on the v4.20 catalog image ({} files): tag→digest {resolve:?}, signature check {check:?}, catalog pull {pull:?} ({:.1}% added by the check)",
+        "FIGURES image policy on the v4.20 catalog image ({} files), {runs} rounds, median (min) ms: \
+         tag→digest {:.1} ({:.1}); signature check {:.1} ({:.1}); whole catalog pull without a \
+         policy {:.1} ({:.1}), with the signature in the attachment {:.1} ({:.1}), in an HTTP \
+         lookaside {:.1} ({:.1})",
         pulled.files.len(),
-        100.0 * check.as_secs_f64() / pull.as_secs_f64()
+        resolve.0,
+        resolve.1,
+        check.0,
+        check.1,
+        open.0,
+        open.1,
+        attached.0,
+        attached.1,
+        lookaside.0,
+        lookaside.1,
     );
 }
 
@@ -466,9 +606,184 @@ fn olm_rs_run_does_not_start_on_an_invalid_policy() {
     assert!(!stderr.contains("Kubernetes credentials"), "{stderr}");
 }
 
+/// `helm template charts/olm-rs` with `args`; the documents rendered (`Err`: helm's words).
+fn helm_template(args: &[&str]) -> Result<Vec<serde_json::Value>, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/helm");
+    let found = std::process::Command::new(&script)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .unwrap_or_else(|| crate::common::skip("needs helm (.ci/helm fetches it)"));
+    let helm = String::from_utf8_lossy(&found.stdout).trim().to_owned();
+    let out = std::process::Command::new(helm)
+        .args(["template", "olm-rs"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/olm-rs"))
+        .args(["--namespace", "olm"])
+        .args(args)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    Ok(serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &serde_json::Value| v.is_object())
+        .collect())
+}
+
+/// The chart gives the controller the policy both ways docs/image-signatures.md §7 says: as
+/// values (a ConfigMap whose files land where the policy's `keyPath` names them), or the
+/// node's own files (read-only hostPath mounts, and the key and lookaside directories listed).
+fn the_chart_mounts_the_policy_from_values_or_from_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"default": [{"type": "reject"}], "transports": {"docker": {"quay.io/acme": [{"type": "sigstoreSigned", "keyPath": "/etc/olm-rs/image-policy/keys/acme.pub"}]}}}"#,
+    )
+    .unwrap();
+    let yaml = dir.path().join("acme.yaml");
+    std::fs::write(
+        &yaml,
+        "docker:\n  quay.io/acme:\n    use-sigstore-attachments: true\n",
+    )
+    .unwrap();
+    let key = dir.path().join("acme.pub");
+    std::fs::write(
+        &key,
+        "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    let set_file = |k: &str, p: &Path| format!("{k}={}", p.display());
+    let docs = helm_template(&[
+        "--set",
+        "imagePolicy.source=values",
+        "--set-file",
+        &set_file("imagePolicy.policy", &policy),
+        "--set-file",
+        &set_file(r"imagePolicy.registriesD.acme\.yaml", &yaml),
+        "--set-file",
+        &set_file(r"imagePolicy.keys.acme\.pub", &key),
+    ])
+    .unwrap();
+    let find = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    let deployment = find("Deployment", "olm-rs-controller");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        args.contains(&"--image-policy=/etc/olm-rs/image-policy/policy.json")
+            && args.contains(&"--registries-d=/etc/olm-rs/image-policy/registries.d"),
+        "{args:?}"
+    );
+    let config_map = find("ConfigMap", "olm-rs-image-policy");
+    let served: serde_json::Value =
+        serde_json::from_str(config_map["data"]["policy.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        served,
+        serde_json::from_slice::<serde_json::Value>(&std::fs::read(&policy).unwrap()).unwrap()
+    );
+    // Each file lands at the path the policy and registries.d are read from.
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "image-policy")
+        .unwrap();
+    let items: Vec<(String, String)> = volume["configMap"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["key"].as_str().unwrap().into(),
+                i["path"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for (key, path) in [
+        ("policy.json", "policy.json"),
+        ("registries.d-acme.yaml", "registries.d/acme.yaml"),
+        ("key-acme.pub", "keys/acme.pub"),
+    ] {
+        assert!(items.contains(&(key.into(), path.into())), "{items:?}");
+        assert!(
+            config_map["data"][key].is_string(),
+            "{key} not in the ConfigMap"
+        );
+    }
+
+    // The node's files: read-only hostPath mounts at /host/…, key directories at their path.
+    let docs = helm_template(&[
+        "--set",
+        "imagePolicy.source=node",
+        "--set",
+        "imagePolicy.nodeKeyDirs={/etc/pki/containers,/var/lib/containers/sigstore}",
+    ])
+    .unwrap();
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .unwrap()
+        .clone();
+    let pod = &deployment["spec"]["template"]["spec"];
+    let args = pod["containers"][0]["args"].to_string();
+    assert!(
+        args.contains("--image-policy=/host/etc/containers/policy.json")
+            && args.contains("--registries-d=/host/etc/containers/registries.d"),
+        "{args}"
+    );
+    let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+    let volumes = pod["volumes"].as_array().unwrap();
+    for (host, at) in [
+        (
+            "/etc/containers/policy.json",
+            "/host/etc/containers/policy.json",
+        ),
+        (
+            "/etc/containers/registries.d",
+            "/host/etc/containers/registries.d",
+        ),
+        ("/etc/pki/containers", "/etc/pki/containers"),
+        (
+            "/var/lib/containers/sigstore",
+            "/var/lib/containers/sigstore",
+        ),
+    ] {
+        let volume = volumes
+            .iter()
+            .find(|v| v["hostPath"]["path"] == host)
+            .unwrap_or_else(|| panic!("no hostPath {host}: {volumes:?}"));
+        let mount = mounts
+            .iter()
+            .find(|m| m["name"] == volume["name"])
+            .unwrap_or_else(|| panic!("{host} not mounted"));
+        assert_eq!(
+            (mount["mountPath"].as_str(), &mount["readOnly"]),
+            (Some(at), &serde_json::json!(true))
+        );
+    }
+    // A source the chart does not know, or values without a policy, fail the install.
+    let bad = helm_template(&["--set", "imagePolicy.source=nodes"]).unwrap_err();
+    assert!(bad.contains("imagePolicy.source must be"), "{bad}");
+    let bad = helm_template(&["--set", "imagePolicy.source=values"]).unwrap_err();
+    assert!(bad.contains("needs imagePolicy.policy"), "{bad}");
+}
+
 crate::trials! {
     multi skopeo_and_olm_rs_agree_on_every_signature_case,
     multi refused_images_are_never_unpacked_and_the_cost_of_a_check_is_measured,
     multi a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_unsigned_digest,
     sync olm_rs_run_does_not_start_on_an_invalid_policy,
+    sync the_chart_mounts_the_policy_from_values_or_from_the_node,
 }

@@ -412,6 +412,37 @@ async fn an_unsigned_bundle_under_a_signature_policy_waits_with_the_scope_and_wh
             && message.contains("no signature"),
         "{message}"
     );
+    // An event on the plan says it too, naming the image, the scope and why.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), NS);
+    let started = std::time::Instant::now();
+    let note = loop {
+        let found = events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("BundleUnpackFailed")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name.as_str())
+            })
+            .and_then(|e| e.note);
+        if let Some(note) = found {
+            break note;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no BundleUnpackFailed event on the plan {name}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(
+        note.contains("ImagePolicyRefused")
+            && note.contains("widget-bundle:v1.0.0")
+            && note.contains(&format!("transports.docker.{scope:?}"))
+            && note.contains("no signature"),
+        "{note}"
+    );
     env.sync_subscriptions().await;
     let sub = env.subscription("widget").await;
     assert!(

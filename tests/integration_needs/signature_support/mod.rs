@@ -27,6 +27,11 @@ pub enum SkopeoVerdict {
 impl Skopeo {
     /// A skopeo with sigstore; the test is skipped (failed in CI) when there is none.
     pub fn find() -> Skopeo {
+        Skopeo::try_find().unwrap_or_else(|why| crate::common::skip(&why))
+    }
+
+    /// A skopeo with sigstore, or why there is none (and how to get one).
+    pub fn try_find() -> Result<Skopeo, String> {
         let candidates: Vec<PathBuf> = std::env::var_os("OLM_RS_SKOPEO")
             .map(PathBuf::from)
             .into_iter()
@@ -35,13 +40,14 @@ impl Skopeo {
         for program in candidates {
             let s = Skopeo { program };
             if s.has_sigstore() {
-                return s;
+                return Ok(s);
             }
         }
-        crate::common::skip(
+        Err(
             "needs a skopeo that signs sigstore signatures (Debian 12's has sigstore disabled): \
              bash tests/integration_needs/signature_support/install-skopeo.sh DIR, then \
-             OLM_RS_SKOPEO=DIR/skopeo",
+             OLM_RS_SKOPEO=DIR/skopeo"
+                .to_owned(),
         )
     }
 
@@ -119,6 +125,35 @@ impl Skopeo {
         let mut full = vec!["--policy", o.as_str()];
         full.extend(args);
         self.run_ok(&full);
+    }
+
+    /// `skopeo copy` of `from` into the directory `dir` (the `dir:` transport), signed with
+    /// the key at `prefix` as `identity`: `dir/signature-1` is then a sigstore signature blob
+    /// in the format lookaside storage holds (docs/image-signatures.md §5).
+    pub fn sign_into_dir(&self, from: &str, dir: &Path, identity: &str, prefix: &Path) {
+        let key = format!("{}.private", prefix.display());
+        let pass = prefix.with_extension("pass").display().to_string();
+        let open = dir.with_extension("policy.json");
+        std::fs::write(
+            &open,
+            r#"{"default": [{"type": "insecureAcceptAnything"}]}"#,
+        )
+        .unwrap();
+        let (src, dst) = (format!("docker://{from}"), format!("dir:{}", dir.display()));
+        self.run_ok(&[
+            "--policy",
+            open.to_str().unwrap(),
+            "copy",
+            "--src-tls-verify=false",
+            "--sign-by-sigstore-private-key",
+            &key,
+            "--sign-passphrase-file",
+            &pass,
+            "--sign-identity",
+            identity,
+            &src,
+            &dst,
+        ]);
     }
 
     /// What skopeo decides about pulling `image` under `policy`: it copies the image to a
