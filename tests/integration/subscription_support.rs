@@ -19,10 +19,10 @@ use olm_rs::catalog::model::{
 use olm_rs::k8s::clock::ManualClock;
 use olm_rs::reconcile::install_plan::{Synced, sync_install_plan};
 use olm_rs::reconcile::subscription::{
-    NamespaceSynced, StaticCatalogs, SubscriptionStores, sync_namespace,
+    CatalogSnapshots, NamespaceSynced, SubscriptionStores, sync_namespace,
 };
 use olm_rs::reconcile::{Context, ControllerOptions};
-use olm_rs::resolve::CatalogRef;
+use olm_rs::resolve::{CatalogContent, CatalogInput, CatalogRef};
 use olm_rs::sandbox::ApiServer;
 
 pub const NS: &str = "operators";
@@ -575,4 +575,49 @@ pub fn gadget_catalog() -> DeclarativeConfig {
 pub fn merged(mut a: DeclarativeConfig, b: DeclarativeConfig) -> DeclarativeConfig {
     a.merge(b);
     a
+}
+
+/// A fixed set of catalogs, handed to the Subscription sync in place of the controller's
+/// catalog cache.
+#[derive(Debug, Clone, Default)]
+pub struct StaticCatalogs {
+    catalogs: Vec<CatalogInput>,
+}
+
+impl StaticCatalogs {
+    /// Adds (or replaces) a readable catalog.
+    pub fn with_index(mut self, key: CatalogRef, index: Arc<CatalogIndex>) -> Self {
+        self.catalogs.retain(|c| c.key != key);
+        self.catalogs.push(CatalogInput {
+            uid: Some(format!("static-{key}")),
+            key,
+            priority: 0,
+            content: CatalogContent::Ready(index),
+            healthy: true,
+        });
+        self
+    }
+
+    /// Adds (or replaces) a catalog that cannot be read.
+    pub fn with_unavailable(mut self, key: CatalogRef, reason: impl Into<String>) -> Self {
+        self.catalogs.retain(|c| c.key != key);
+        self.catalogs.push(CatalogInput {
+            uid: Some(format!("static-{key}")),
+            key,
+            priority: 0,
+            content: CatalogContent::Unavailable(reason.into()),
+            healthy: false,
+        });
+        self
+    }
+}
+
+impl CatalogSnapshots for StaticCatalogs {
+    fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput> {
+        self.catalogs
+            .iter()
+            .filter(|c| c.key.namespace == namespace || c.key.namespace == global_namespace)
+            .cloned()
+            .collect()
+    }
 }

@@ -1,5 +1,5 @@
-//! Where the Subscription sync gets catalogs from. The controller reads the registry's catalog
-//! cache; tests and `olm-rs resolve` hand in catalogs loaded from disk.
+//! Where the Subscription sync gets catalogs from: the controller reads the registry's catalog
+//! cache; tests hand in a fixed set of their own.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,54 +18,6 @@ pub trait CatalogSnapshots: Send + Sync {
     /// Whether the catalog `key` is known and past its first load (fixed sets always are).
     fn first_load_done(&self, _key: &CatalogRef) -> bool {
         true
-    }
-}
-
-/// A fixed set of catalogs.
-#[derive(Debug, Clone, Default)]
-pub struct StaticCatalogs {
-    catalogs: Vec<CatalogInput>,
-}
-
-impl StaticCatalogs {
-    pub fn new(catalogs: Vec<CatalogInput>) -> Self {
-        StaticCatalogs { catalogs }
-    }
-
-    /// Adds (or replaces) a readable catalog.
-    pub fn with_index(mut self, key: CatalogRef, index: Arc<CatalogIndex>) -> Self {
-        self.catalogs.retain(|c| c.key != key);
-        self.catalogs.push(CatalogInput {
-            uid: Some(format!("static-{key}")),
-            key,
-            priority: 0,
-            content: CatalogContent::Ready(index),
-            healthy: true,
-        });
-        self
-    }
-
-    /// Adds (or replaces) a catalog that cannot be read.
-    pub fn with_unavailable(mut self, key: CatalogRef, reason: impl Into<String>) -> Self {
-        self.catalogs.retain(|c| c.key != key);
-        self.catalogs.push(CatalogInput {
-            uid: Some(format!("static-{key}")),
-            key,
-            priority: 0,
-            content: CatalogContent::Unavailable(reason.into()),
-            healthy: false,
-        });
-        self
-    }
-}
-
-impl CatalogSnapshots for StaticCatalogs {
-    fn visible_from(&self, namespace: &str, global_namespace: &str) -> Vec<CatalogInput> {
-        self.catalogs
-            .iter()
-            .filter(|c| c.key.namespace == namespace || c.key.namespace == global_namespace)
-            .cloned()
-            .collect()
     }
 }
 

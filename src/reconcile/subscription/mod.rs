@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-pub use catalogs::{CatalogSnapshots, LoadError, StaticCatalogs, catalog_changes, load_index};
+pub use catalogs::{CatalogSnapshots, LoadError, catalog_changes, load_index};
 pub use observe::Observed;
 pub use stores::{SubscriptionStores, Touched, installed_view};
 pub use sync::{NamespaceSynced, SubscriptionSyncError, sync_namespace};
