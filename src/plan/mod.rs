@@ -9,6 +9,7 @@ pub mod alongside;
 pub mod content;
 pub mod crd_reader;
 pub mod crd_safety;
+pub mod downgrade_safety;
 pub mod decision;
 pub mod draft;
 pub mod error;

@@ -92,6 +92,7 @@ struct World {
     installed: Vec<InstalledCsv>,
     groups: OperatorGroups,
     plans: Vec<InstallPlan>,
+    crds: Vec<ClusterCrd>,
 }
 
 impl World {
@@ -110,6 +111,7 @@ impl World {
                 exclude_global_catalogs: false,
             },
             plans: vec![],
+            crds: vec![],
         }
     }
 
@@ -124,6 +126,7 @@ impl World {
                 global_catalog_namespace: "olm",
             },
             plans: &self.plans,
+            crds: &self.crds,
             now: Timestamp::from_second(1_000).unwrap(),
         })
     }
