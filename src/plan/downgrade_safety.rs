@@ -54,7 +54,10 @@ pub fn check_downgrade(
     crds: &[ClusterCrd],
 ) -> Result<(), DowngradeRefused> {
     let find = |name: &str| crds.iter().find(|c| c.name == name);
-    for csv in manifests.iter().filter(|m| kind(m) == "ClusterServiceVersion") {
+    for csv in manifests
+        .iter()
+        .filter(|m| kind(m) == "ClusterServiceVersion")
+    {
         for (relation, list) in [("owns", "owned"), ("requires", "required")] {
             let pointer = format!("/spec/customresourcedefinitions/{list}");
             for d in csv
@@ -211,16 +214,32 @@ mod tests {
     #[test]
     fn a_downgrade_is_refused_for_unserved_or_stored_versions_only() {
         // (owned, required, the bundle's CRD versions, served, stored, refused with)
-        let table: &[(Option<&str>, Option<&str>, &[&str], &[&str], &[&str], Option<&str>)] = &[
+        let table: &[(
+            Option<&str>,
+            Option<&str>,
+            &[&str],
+            &[&str],
+            &[&str],
+            Option<&str>,
+        )] = &[
             (Some("v1"), None, &["v1"], &["v1"], &["v1"], None),
-            (Some("v1alpha1"), None, &["v1alpha1", "v1"], &["v1alpha1", "v1"], &["v1"], None),
+            (
+                Some("v1alpha1"),
+                None,
+                &["v1alpha1", "v1"],
+                &["v1alpha1", "v1"],
+                &["v1"],
+                None,
+            ),
             (
                 Some("v1alpha1"),
                 None,
                 &["v1alpha1"],
                 &["v1"],
                 &["v1"],
-                Some("it owns CRD gears.example.com at version v1alpha1, which the cluster's CRD no longer serves (served: v1)"),
+                Some(
+                    "it owns CRD gears.example.com at version v1alpha1, which the cluster's CRD no longer serves (served: v1)",
+                ),
             ),
             (
                 None,
@@ -236,7 +255,9 @@ mod tests {
                 &["v1alpha1"],
                 &["v1alpha1", "v1"],
                 &["v1alpha1", "v1"],
-                Some("its CRD gears.example.com has no version v1, which is still in the cluster CRD's status.storedVersions"),
+                Some(
+                    "its CRD gears.example.com has no version v1, which is still in the cluster CRD's status.storedVersions",
+                ),
             ),
             // A required CRD is not the bundle's to replace: its stored versions are not at stake.
             (None, Some("v1"), &[], &["v1"], &["v1alpha1", "v1"], None),
@@ -248,11 +269,18 @@ mod tests {
                 &cluster(served, stored),
             );
             match refused {
-                None => assert_eq!(result, Ok(()), "{owned:?} {required:?} {served:?} {stored:?}"),
+                None => assert_eq!(
+                    result,
+                    Ok(()),
+                    "{owned:?} {required:?} {served:?} {stored:?}"
+                ),
                 Some(words) => {
                     let error = result.expect_err("refused").to_string();
                     assert!(error.contains(words), "{error}");
-                    assert!(error.starts_with("downgrade to op.v1.0.0 refused"), "{error}");
+                    assert!(
+                        error.starts_with("downgrade to op.v1.0.0 refused"),
+                        "{error}"
+                    );
                 }
             }
         }
@@ -260,16 +288,31 @@ mod tests {
 
     #[test]
     fn crds_the_cluster_lacks_are_not_in_the_way() {
-        assert_eq!(check_downgrade("op.v1.0.0", &bundle(Some("v1alpha1"), None, &["v1alpha1"]), &[]), Ok(()));
+        assert_eq!(
+            check_downgrade(
+                "op.v1.0.0",
+                &bundle(Some("v1alpha1"), None, &["v1alpha1"]),
+                &[]
+            ),
+            Ok(())
+        );
     }
 
     #[test]
     fn image_bundles_are_checked_through_their_api_properties() {
-        let props = [json!({"type": "olm.gvk", "value": {"group": "example.com", "version": "v1alpha1", "kind": "Gear"}})];
+        let props = [
+            json!({"type": "olm.gvk", "value": {"group": "example.com", "version": "v1alpha1", "kind": "Gear"}}),
+        ];
         let error = check_downgrade_apis("op.v1.0.0", &props, &cluster(&["v1"], &["v1"]))
             .expect_err("refused")
             .to_string();
-        assert!(error.contains("CRD gears.example.com at version v1alpha1"), "{error}");
-        assert_eq!(check_downgrade_apis("op.v1.0.0", &props, &cluster(&["v1alpha1", "v1"], &["v1"])), Ok(()));
+        assert!(
+            error.contains("CRD gears.example.com at version v1alpha1"),
+            "{error}"
+        );
+        assert_eq!(
+            check_downgrade_apis("op.v1.0.0", &props, &cluster(&["v1alpha1", "v1"], &["v1"])),
+            Ok(())
+        );
     }
 }

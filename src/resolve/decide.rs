@@ -17,9 +17,7 @@ use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
 use super::joint;
 use super::participant::{Depth, participant};
 use super::solver::{Chosen, Claims, Rejection, Root};
-use super::version_request::{
-    Held, VersionRequest, admits, downgrade_entries, version_request,
-};
+use super::version_request::{Held, VersionRequest, admits, downgrade_entries, version_request};
 
 /// The decision for one Subscription.
 #[derive(Debug, Clone, PartialEq)]

@@ -141,7 +141,9 @@ pub enum Refusal {
         foreign: Foreign,
     },
     /// `olm-rs.io/version` is not a range (docs/upgrades.md): nothing else is done.
-    #[error("Subscription {subscription}: {error}; nothing is installed or upgraded until it is fixed")]
+    #[error(
+        "Subscription {subscription}: {error}; nothing is installed or upgraded until it is fixed"
+    )]
     BadVersionRange {
         subscription: String,
         error: BadVersionAnnotation,

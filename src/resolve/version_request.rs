@@ -215,14 +215,22 @@ mod tests {
                 &["1.2.0", "1.9.9"],
                 &["1.1.9", "2.0.0"],
             ),
-            (&[(VERSION_ANNOTATION, "1.4.x")], &["1.4.0", "1.4.7"], &["1.5.0", "1.3.9"]),
+            (
+                &[(VERSION_ANNOTATION, "1.4.x")],
+                &["1.4.0", "1.4.7"],
+                &["1.5.0", "1.3.9"],
+            ),
             (
                 &[(VERSION_ANNOTATION, "<1.0.0 || >=3.0.0")],
                 &["0.9.0", "3.1.0"],
                 &["1.0.0", "2.9.9"],
             ),
             // An exact version pins.
-            (&[(VERSION_ANNOTATION, "1.1.0")], &["1.1.0"], &["1.1.1", "1.0.9"]),
+            (
+                &[(VERSION_ANNOTATION, "1.1.0")],
+                &["1.1.0"],
+                &["1.1.1", "1.0.9"],
+            ),
             (&[(VERSION_ANNOTATION, " 1.1.0 ")], &["1.1.0"], &["1.2.0"]),
             // allow-downgrade alone asks nothing.
             (&[(ALLOW_DOWNGRADE_ANNOTATION, "true")], &["0.1.0"], &[]),
@@ -230,10 +238,16 @@ mod tests {
         for (annotations, admitted, refused) in table {
             let request = version_request(&sub(annotations)).expect("valid");
             for a in *admitted {
-                assert!(admits(request.as_ref(), Some(&v(a))), "{annotations:?} admits {a}");
+                assert!(
+                    admits(request.as_ref(), Some(&v(a))),
+                    "{annotations:?} admits {a}"
+                );
             }
             for r in *refused {
-                assert!(!admits(request.as_ref(), Some(&v(r))), "{annotations:?} refuses {r}");
+                assert!(
+                    !admits(request.as_ref(), Some(&v(r))),
+                    "{annotations:?} refuses {r}"
+                );
             }
         }
     }
@@ -247,7 +261,12 @@ mod tests {
 
     #[test]
     fn allow_downgrade_is_only_the_word_true() {
-        for (value, allowed) in [("true", true), (" true", true), ("True", false), ("yes", false)] {
+        for (value, allowed) in [
+            ("true", true),
+            (" true", true),
+            ("True", false),
+            ("yes", false),
+        ] {
             let request = version_request(&sub(&[
                 (VERSION_ANNOTATION, "<1.0.0"),
                 (ALLOW_DOWNGRADE_ANNOTATION, value),
@@ -266,7 +285,9 @@ mod tests {
                 .to_string();
             assert!(error.contains(VERSION_ANNOTATION), "{error}");
             assert!(error.contains(&format!("{value:?}")), "{error}");
-            let parse = VersionRange::parse(value).expect_err("blang refuses it").to_string();
+            let parse = VersionRange::parse(value)
+                .expect_err("blang refuses it")
+                .to_string();
             assert!(error.ends_with(&parse), "{error} / {parse}");
         }
     }

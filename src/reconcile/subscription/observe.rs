@@ -123,7 +123,12 @@ pub async fn observe(
             .is_some_and(|a| a.contains_key(ALLOW_DOWNGRADE_ANNOTATION))
     });
     let crds = if downgrading {
-        stores.crds.in_namespace("").iter().map(|c| cluster_crd(c)).collect()
+        stores
+            .crds
+            .in_namespace("")
+            .iter()
+            .map(|c| cluster_crd(c))
+            .collect()
     } else {
         Vec::new()
     };

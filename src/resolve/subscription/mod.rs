@@ -41,9 +41,9 @@ use crate::plan::{
 };
 
 use super::decide::{Outcome, Target, Why, decide};
-use super::version_request::{Held, reason as held_reason};
 use super::explain::Refusal;
 use super::input::{CatalogRef, NamespaceInput};
+use super::version_request::{Held, reason as held_reason};
 
 /// The namespace as the Subscription sync sees it.
 #[derive(Debug, Clone, Copy)]
