@@ -16,6 +16,8 @@ pub const VERSION_ANNOTATION: &str = "olm-rs.io/version";
 /// below it (docs/upgrades.md, "Downgrade on request").
 pub const ALLOW_DOWNGRADE_ANNOTATION: &str = "olm-rs.io/allow-downgrade";
 
+pub use crate::api::keys::DOWNGRADED_FROM_ANNOTATION as DOWNGRADED_FROM;
+
 /// What a Subscription's annotations ask of versions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionRequest {

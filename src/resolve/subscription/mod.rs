@@ -43,7 +43,7 @@ use crate::plan::{
 use super::decide::{Outcome, Target, Why, decide};
 use super::explain::Refusal;
 use super::input::{CatalogRef, NamespaceInput};
-use super::version_request::{Held, reason as held_reason};
+use super::version_request::{DOWNGRADED_FROM, Held, reason as held_reason};
 
 /// The namespace as the Subscription sync sees it.
 #[derive(Debug, Clone, Copy)]
@@ -523,11 +523,16 @@ fn plan_for(
                 catalog: target.catalog.clone(),
             })?;
         match bundle_source(bundle, &target.catalog)? {
-            BundleSource::Inline(content) => steps.extend(bundle_steps(
-                &content,
-                input.namespace,
-                target.replaces.as_deref(),
-            )?),
+            BundleSource::Inline(content) => {
+                let mut planned =
+                    bundle_steps(&content, input.namespace, target.replaces.as_deref())?;
+                if target.why == Why::Downgrade
+                    && let Some(replaced) = &target.replaces
+                {
+                    mark_downgrade(&mut planned, &target.bundle, replaced);
+                }
+                steps.extend(planned);
+            }
             BundleSource::Image { image, properties } => lookups.push(bundle_lookup(
                 &target.bundle,
                 &image,
@@ -560,6 +565,30 @@ fn plan_for(
         steps: order_plan(steps),
         lookups,
     })
+}
+
+/// Marks the CSV a downgrade installs with the CSV it replaces (`DOWNGRADED_FROM`): the newer CSV
+/// still names the older one in its own `spec.replaces`, and the mark says which of the two
+/// replaces the other (csv/replacement.rs, docs/upgrades.md).
+fn mark_downgrade(steps: &mut [crate::plan::PlannedStep], bundle: &str, replaced: &str) {
+    for step in steps
+        .iter_mut()
+        .filter(|s| s.object.kind == "ClusterServiceVersion" && s.object.name == bundle)
+    {
+        if let Some(meta) = step
+            .object
+            .manifest
+            .get_mut("metadata")
+            .and_then(|m| m.as_object_mut())
+        {
+            let annotations = meta
+                .entry("annotations")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(a) = annotations.as_object_mut() {
+                a.insert(DOWNGRADED_FROM.to_owned(), replaced.into());
+            }
+        }
+    }
 }
 
 /// `ResolutionFailed=True` with the refusal's reason and words; an event when it is new.
