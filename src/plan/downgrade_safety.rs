@@ -211,17 +211,19 @@ mod tests {
         out
     }
 
+    /// (owned, required, the bundle's CRD versions, served, stored, refused with)
+    type Case<'a> = (
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a [&'a str],
+        Option<&'a str>,
+    );
+
     #[test]
     fn a_downgrade_is_refused_for_unserved_or_stored_versions_only() {
-        // (owned, required, the bundle's CRD versions, served, stored, refused with)
-        let table: &[(
-            Option<&str>,
-            Option<&str>,
-            &[&str],
-            &[&str],
-            &[&str],
-            Option<&str>,
-        )] = &[
+        let table: &[Case] = &[
             (Some("v1"), None, &["v1"], &["v1"], &["v1"], None),
             (
                 Some("v1alpha1"),

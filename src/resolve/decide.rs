@@ -579,10 +579,10 @@ impl<'a> Search<'_, 'a> {
         if !tried.is_empty() {
             return Err(Box::new(tried.into_refusal(self)));
         }
-        if let Some(request) = self.request {
-            if let Some(held) = self.hold_or_downgrade(request, current, outside, claims) {
-                return held;
-            }
+        if let Some(request) = self.request
+            && let Some(held) = self.hold_or_downgrade(request, current, outside, claims)
+        {
+            return held;
         }
         // Nothing replaces the installed CSV. Staying put is always allowed (docs/resolution.md §4
         // step 6), but a Subscription whose channel does not even contain the installed CSV

@@ -30,7 +30,7 @@ pub struct VersionRequest {
 #[error("annotation {VERSION_ANNOTATION} {value:?} is not a version range: {error}")]
 pub struct BadVersionAnnotation {
     pub value: String,
-    pub error: RangeError,
+    pub error: Box<RangeError>,
 }
 
 /// The Subscription's version request: `None` without `olm-rs.io/version` (OLM's behaviour).
@@ -42,7 +42,7 @@ pub fn version_request(sub: &Subscription) -> Result<Option<VersionRequest>, Bad
     };
     let range = VersionRange::parse(value.trim()).map_err(|error| BadVersionAnnotation {
         value: value.clone(),
-        error,
+        error: Box::new(error),
     })?;
     let allow_downgrade = annotations
         .and_then(|a| a.get(ALLOW_DOWNGRADE_ANNOTATION))
@@ -210,7 +210,8 @@ mod tests {
     #[test]
     fn annotations_read_as_ranges_in_olms_syntax() {
         // (annotations, admitted, refused)
-        let table: &[(&[(&str, &str)], &[&str], &[&str])] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a [&'a str]);
+        let table: &[Case] = &[
             (&[], &["0.0.1", "9.9.9"], &[]),
             (
                 &[(VERSION_ANNOTATION, ">=1.2.0 <2.0.0")],

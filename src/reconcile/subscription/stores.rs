@@ -128,6 +128,27 @@ pub fn installed_view(csv: &ClusterServiceVersion) -> Value {
     })
 }
 
+/// What the downgrade check reads of a CRD (docs/upgrades.md).
+pub fn cluster_crd(crd: &CustomResourceDefinition) -> crate::plan::downgrade_safety::ClusterCrd {
+    crate::plan::downgrade_safety::ClusterCrd {
+        name: crd.metadata.name.clone().unwrap_or_default(),
+        group: crd.spec.group.clone(),
+        kind: crd.spec.names.kind.clone(),
+        served: crd
+            .spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.clone())
+            .collect(),
+        stored: crd
+            .status
+            .as_ref()
+            .and_then(|s| s.stored_versions.clone())
+            .unwrap_or_default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,26 +179,5 @@ mod tests {
             1
         );
         assert!(view["spec"].get("icon").is_none());
-    }
-}
-
-/// What the downgrade check reads of a CRD (docs/upgrades.md).
-pub fn cluster_crd(crd: &CustomResourceDefinition) -> crate::plan::downgrade_safety::ClusterCrd {
-    crate::plan::downgrade_safety::ClusterCrd {
-        name: crd.metadata.name.clone().unwrap_or_default(),
-        group: crd.spec.group.clone(),
-        kind: crd.spec.names.kind.clone(),
-        served: crd
-            .spec
-            .versions
-            .iter()
-            .filter(|v| v.served)
-            .map(|v| v.name.clone())
-            .collect(),
-        stored: crd
-            .status
-            .as_ref()
-            .and_then(|s| s.stored_versions.clone())
-            .unwrap_or_default(),
     }
 }

@@ -66,7 +66,14 @@ fn word(outcome: &Outcome) -> String {
 #[test]
 fn a_range_bounds_install_upgrade_and_downgrade() {
     // (range, allow-downgrade, installed version, startingCSV, expected)
-    let table: &[(Option<&str>, bool, Option<&str>, Option<&str>, &str)] = &[
+    type Case<'a> = (
+        Option<&'a str>,
+        bool,
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a str,
+    );
+    let table: &[Case] = &[
         // Without the annotation: OLM's behaviour.
         (None, false, None, None, "install etcd.v3.0.0 ChannelHead"),
         (
@@ -309,4 +316,33 @@ fn an_unsatisfiable_dependency_range_names_both_subscription_and_requirement() {
     ] {
         assert!(refused.contains(words), "{words:?} in {refused}");
     }
+}
+
+#[test]
+fn the_preview_path_stops_at_the_newest_version_in_range() {
+    let catalogs = [etcd()];
+    let s = annotated(sub("etcd", "etcd", "c", None), Some("1.x"), false);
+    let mut s = s;
+    s.spec.starting_csv = Some("etcd.v1.0.0".into());
+    let groups = OperatorGroups {
+        names: vec!["og".into()],
+        exclude_global_catalogs: false,
+    };
+    let ns = NamespaceInput {
+        namespace: "ns",
+        subscriptions: std::slice::from_ref(&s),
+        installed: &[],
+        catalogs: &catalogs,
+        operator_groups: &groups,
+        global_catalog_namespace: "olm",
+    };
+    let p = crate::resolve::preview(&ns, &s);
+    let path: Vec<&str> = p.path.iter().map(|step| step.bundle.as_str()).collect();
+    assert_eq!(path, ["etcd.v1.0.0", "etcd.v1.1.0"]);
+    assert_eq!(
+        p.stopped.as_deref(),
+        Some(
+            "etcd.v1.1.0 is the newest version in range \"1.x\" (olm-rs.io/version); etcd.v2.0.0 (version 2.0.0) is available but outside the range"
+        )
+    );
 }
