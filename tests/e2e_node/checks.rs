@@ -16,6 +16,7 @@ use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::real_node::{NODE_IP, PAUSE_IMAGE, RealNode};
 use crate::registry_support::{Kind, TestRegistry};
 use crate::suite;
+use crate::upgrade_checks;
 
 /// The checks, in the order they run (`--list` prints them).
 pub const CHECKS: &[&str] = &[
@@ -28,6 +29,7 @@ pub const CHECKS: &[&str] = &[
     "catalog::registry_poll_upgrades",
     "bundle::images_pulled_by_the_controller_pod",
     "resolve::dependency_installs",
+    "upgrades::range_then_downgrade",
     "operator::phases_webhooks_apiservice",
     "kubectl_operator::journey",
     "chart::leader_failover",
@@ -135,6 +137,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             "resolve::dependency_installs",
             started,
             install_checks::dependency_installs(&cluster, node).await,
+        );
+    }
+    if selected("upgrades::range_then_downgrade") {
+        let started = Instant::now();
+        report.check(
+            "upgrades::range_then_downgrade",
+            started,
+            upgrade_checks::range_then_downgrade(&cluster).await,
         );
     }
     if selected("operator::phases_webhooks_apiservice") {
