@@ -509,8 +509,9 @@ impl<'a> Search<'_, 'a> {
                 }
             }
         }
+        // Nothing tried at all: the range left nothing (a broken channel says so itself).
         if let Some(request) = self.request
-            && tried.rejected.is_empty()
+            && tried.is_empty()
         {
             return Err(Box::new(self.nothing_in_range(request)));
         }
