@@ -306,3 +306,31 @@ async fn a_malformed_range_is_reported_and_nothing_is_installed() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_pin_outlives_catalog_updates() {
+    let mut env = Env::new().await;
+    let mut first = widget_catalog();
+    first.channels.retain(|c| c.name == "stable");
+    first.channels[0].entries.truncate(1);
+    first.bundles.truncate(1);
+    env.add_catalog("community", first);
+    subscribe_annotated(&env, json!({VERSION: "1.0.0"})).await;
+    env.converge().await;
+    assert_eq!(csv_names(&env).await, ["widget-operator.v1.0.0"]);
+    assert_eq!(held(&env).await, None, "nothing newer yet");
+
+    // The catalog grows twice; the pin holds, and says what it leaves out.
+    for (entries, newest) in [(2, "widget-operator.v1.1.0"), (3, "widget-operator.v1.1.0")] {
+        let mut grown = widget_catalog();
+        grown.channels.retain(|c| c.name == "stable");
+        grown.channels[0].entries.truncate(entries);
+        env.add_catalog("community", grown);
+        env.converge().await;
+        assert_eq!(csv_names(&env).await, ["widget-operator.v1.0.0"]);
+        assert_eq!(env.plans().await.len(), 1, "no plan beyond the first");
+        let (reason, message) = held(&env).await.expect("VersionHeld");
+        assert_eq!(reason, "NewerVersionOutsideRange");
+        assert!(message.contains(newest), "{message}");
+    }
+}
