@@ -220,6 +220,7 @@ fn bench(c: &mut Criterion) {
     let state = NamespaceState {
         input,
         plans: &[],
+        crds: &[],
         now: Timestamp::from_second(1_000_000).expect("time"),
     };
     c.bench_function("status pass over a namespace of 200 subscriptions", |b| {

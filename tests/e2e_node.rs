@@ -40,6 +40,8 @@ mod signature_support;
 #[allow(dead_code)]
 #[path = "../e2e/suite.rs"]
 mod suite;
+#[path = "e2e_node/upgrade_checks.rs"]
+mod upgrade_checks;
 
 /// What tests/integration/registry_support uses of the integration tests' `common` module.
 mod common {

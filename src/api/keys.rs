@@ -17,6 +17,10 @@ pub const TARGET_NAMESPACES_ANNOTATION: &str = "olm.targetNamespaces";
 pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
 /// Annotation: semver range of versions this CSV may replace.
 pub const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
+/// olm-rs, on a CSV a downgrade installed: the newer CSV it replaced, which still names this
+/// one in its own `spec.replaces` (csv/replacement.rs decides between the two with it;
+/// docs/upgrades.md).
+pub const DOWNGRADED_FROM_ANNOTATION: &str = "olm-rs.io/downgraded-from";
 /// Annotation: the CSV this one substitutes for.
 pub const SUBSTITUTES_FOR_ANNOTATION: &str = "olm.substitutesFor";
 /// Annotation (JSON `{"properties":[…]}`): bundle properties projected onto CSVs created by

@@ -135,6 +135,9 @@ string_enum! {
         PackageDeprecated = "PackageDeprecated",
         ChannelDeprecated = "ChannelDeprecated",
         BundleDeprecated = "BundleDeprecated",
+        /// olm-rs: the `olm-rs.io/version` range holds the Subscription where it is
+        /// (docs/upgrades.md).
+        VersionHeld = "VersionHeld",
     }
 }
 

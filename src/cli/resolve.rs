@@ -209,9 +209,12 @@ impl Report {
                     "{csv} is installed without a Subscription; this Subscription would manage it"
                 ));
             }
-            Outcome::UpToDate { why, .. } => {
+            Outcome::UpToDate { why, held, .. } => {
                 report.outcome = "upToDate";
-                report.message = Some(why.to_string());
+                report.message = Some(match held {
+                    Some(held) => held.to_string(),
+                    None => why.to_string(),
+                });
             }
             Outcome::Refused(refusal) => {
                 report.outcome = "refused";

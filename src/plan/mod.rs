@@ -10,6 +10,7 @@ pub mod content;
 pub mod crd_reader;
 pub mod crd_safety;
 pub mod decision;
+pub mod downgrade_safety;
 pub mod draft;
 pub mod error;
 pub mod execution;

@@ -12,6 +12,26 @@ use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
 use super::input::CatalogRef;
 use super::requirement::{CandidateView, Predicate, Requirement};
 use super::solver::Claims;
+use super::version_request::{VersionRequest, admits, version_request};
+
+/// The `olm-rs.io/version` range of the namespace's Subscription to `package`, with that
+/// Subscription's name: a dependency on the package is held to it as to an
+/// `olm.package.required` range (docs/upgrades.md). A malformed range holds nothing here: the
+/// Subscription itself reports it.
+pub fn subscription_range<'c>(
+    claims: &Claims<'c>,
+    package: &str,
+) -> Option<(&'c str, VersionRequest)> {
+    claims
+        .namespace()
+        .subscriptions
+        .iter()
+        .filter(|s| s.spec.name == package)
+        .find_map(|s| {
+            let request = version_request(s).ok()??;
+            Some((s.metadata.name.as_deref().unwrap_or_default(), request))
+        })
+}
 
 /// A catalog entry that may satisfy a requirement.
 #[derive(Debug, Clone)]
@@ -82,6 +102,20 @@ pub fn dependency_candidates<'a>(
         key(a).cmp(&key(b))
     });
     let predicate = &requirement.predicate;
+    // Ranges of the namespace's Subscriptions, by package, looked up once per package.
+    let mut ranges: Vec<(String, Option<VersionRequest>)> = Vec::new();
+    let mut in_subscription_range = |b: &IndexedBundle| -> bool {
+        let package = b.package();
+        let at = match ranges.iter().position(|(p, _)| *p == package) {
+            Some(at) => at,
+            None => {
+                let range = subscription_range(claims, package).map(|(_, r)| r);
+                ranges.push((package.to_owned(), range));
+                ranges.len() - 1
+            }
+        };
+        admits(ranges[at].1.as_ref(), b.version())
+    };
     let mut out = Vec::new();
     for catalog in catalogs {
         let Some(index) = catalog.index() else {
@@ -93,7 +127,7 @@ pub fn dependency_candidates<'a>(
             let hits: Vec<&IndexedBundle> = package
                 .bundles()
                 .iter()
-                .filter(|b| predicate.matches(&view(b)))
+                .filter(|b| predicate.matches(&view(b)) && in_subscription_range(b))
                 .collect();
             if hits.is_empty() {
                 continue;
@@ -148,14 +182,31 @@ pub fn near_misses(claims: &Claims<'_>, requirement: &Requirement) -> Vec<String
         return Vec::new();
     };
     let mut out = Vec::new();
+    let held = subscription_range(claims, name);
+    if let Some((subscription, request)) = &held {
+        out.push(format!(
+            "Subscription {subscription} holds package {name:?} to range {:?} ({})",
+            request.range.as_str(),
+            super::version_request::VERSION_ANNOTATION
+        ));
+    }
     for catalog in claims.catalogs() {
         let Some(package) = catalog.index().and_then(|i| i.package(name)) else {
             continue;
         };
         let mut versions: Vec<&IndexedBundle> = package.bundles().iter().collect();
         versions.sort_by(|a, b| b.version().cmp(&a.version()));
-        for b in versions.into_iter().take(5 - out.len().min(5)) {
+        for b in versions.into_iter().take(6 - out.len().min(6)) {
             out.push(match b.version() {
+                Some(v) if range.contains(v) && let Some((subscription, request)) = &held => {
+                    format!(
+                        "{} in catalog {} has version {v}, inside {} but outside range {:?} of Subscription {subscription}",
+                        b.name(),
+                        catalog.key,
+                        range.as_str(),
+                        request.range.as_str()
+                    )
+                }
                 Some(v) => format!(
                     "{} in catalog {} has version {v}, outside {}",
                     b.name(),

@@ -17,6 +17,7 @@ use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
 use super::joint;
 use super::participant::{Depth, participant};
 use super::solver::{Chosen, Claims, Rejection, Root};
+use super::version_request::{Held, VersionRequest, admits, downgrade_entries, version_request};
 
 /// The decision for one Subscription.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,8 +33,13 @@ pub enum Outcome {
     Install(Target),
     /// An installed CSV of the package that no Subscription claims becomes this one's.
     Adopt { csv: String },
-    /// The installed CSV stays: nothing newer is reachable from it.
-    UpToDate { installed: String, why: NoUpdate },
+    /// The installed CSV stays: nothing newer is reachable from it, or (`held`) nothing the
+    /// Subscription's `olm-rs.io/version` range admits (docs/upgrades.md).
+    UpToDate {
+        installed: String,
+        why: NoUpdate,
+        held: Option<Held>,
+    },
     /// Nothing can be installed, and why.
     Refused(Refusal),
 }
@@ -92,6 +98,9 @@ pub enum Why {
     StartingCsv,
     /// Upgrade of the installed CSV along an edge of this kind.
     Upgrade(EdgeKind),
+    /// Replaces the installed CSV by an older version its `olm-rs.io/version` range admits,
+    /// on request (`olm-rs.io/allow-downgrade`; docs/upgrades.md).
+    Downgrade,
 }
 
 /// Decides for every Subscription of the namespace. Subscriptions the solver can decide (a
@@ -316,6 +325,11 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
         }));
     }
     let spec = &sub.spec;
+    let sub_name = sub.metadata.name.as_deref().unwrap_or_default();
+    let request = version_request(sub).map_err(|error| Refusal::BadVersionRange {
+        subscription: sub_name.to_owned(),
+        error,
+    })?;
     let key = CatalogRef::new(&spec.source_namespace, &spec.source);
     if !ns
         .catalog_namespaces()
@@ -329,7 +343,6 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
             global_excluded: ns.operator_groups.exclude_global_catalogs,
         }));
     }
-    let sub_name = sub.metadata.name.as_deref().unwrap_or_default();
     let catalog = ns.catalog(&key).ok_or_else(|| Refusal::CatalogMissing {
         subscription: sub_name.to_owned(),
         catalog: key.clone(),
@@ -378,6 +391,7 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
         channels: &channels,
         wanted_channel,
         sub_name,
+        request: request.as_ref(),
     };
     match current {
         Some(current) => search.upgrade(current, claims),
@@ -428,6 +442,8 @@ struct Search<'s, 'a> {
     channels: &'s [&'a ChannelIndex],
     wanted_channel: Option<&'s str>,
     sub_name: &'s str,
+    /// `olm-rs.io/version` (docs/upgrades.md); `None`: OLM's behaviour.
+    request: Option<&'s VersionRequest>,
 }
 
 impl<'a> Search<'_, 'a> {
@@ -455,6 +471,16 @@ impl<'a> Search<'_, 'a> {
             };
             let mut tried = Tried::default();
             let entry = channel.graph().entry(starting);
+            if let (Some(request), Some(entry)) = (self.request, entry)
+                && !admits(Some(request), entry.version.as_ref())
+            {
+                return Err(Box::new(Refusal::StartingCsvOutOfRange {
+                    subscription: self.sub_name.to_owned(),
+                    starting_csv: starting.to_owned(),
+                    version: entry.version.as_ref().map(Version::to_string),
+                    range: request.range.to_string(),
+                }));
+            }
             if let Some(entry) = entry
                 && let Some(target) =
                     self.try_entry(channel, entry, None, Why::StartingCsv, claims, &mut tried)
@@ -473,6 +499,9 @@ impl<'a> Search<'_, 'a> {
                 }
             };
             for entry in order {
+                if !admits(self.request, entry.version.as_ref()) {
+                    continue;
+                }
                 if let Some(target) =
                     self.try_entry(channel, entry, None, Why::ChannelHead, claims, &mut tried)
                 {
@@ -480,11 +509,45 @@ impl<'a> Search<'_, 'a> {
                 }
             }
         }
+        // Nothing tried at all: the range left nothing (a broken channel says so itself).
+        if let Some(request) = self.request
+            && tried.is_empty()
+        {
+            return Err(Box::new(self.nothing_in_range(request)));
+        }
         Err(Box::new(tried.into_refusal(self)))
+    }
+
+    /// No entry of the channels is in range: the refusal, naming the newest offered.
+    fn nothing_in_range(&self, request: &VersionRequest) -> Refusal {
+        let mut offered: Vec<&GraphEntry> = self
+            .channels
+            .iter()
+            .flat_map(|c| c.graph().entries())
+            .collect();
+        offered.sort_by(|a, b| b.version.cmp(&a.version));
+        offered.dedup_by(|a, b| a.name == b.name);
+        Refusal::NothingInRange {
+            subscription: self.sub_name.to_owned(),
+            catalog: self.key.clone(),
+            package: self.package.name().to_owned(),
+            channel: self.wanted_channel.map(str::to_owned),
+            range: request.range.to_string(),
+            outside: offered
+                .iter()
+                .take(5)
+                .map(|e| match &e.version {
+                    Some(v) => format!("{} (version {v})", e.name),
+                    None => format!("{} (no version)", e.name),
+                })
+                .collect(),
+        }
     }
 
     fn upgrade(&self, current: &'a InstalledCsv, claims: &mut Claims<'a>) -> Resolved {
         let mut tried = Tried::default();
+        // The newest upgrade candidate the range leaves out (docs/upgrades.md).
+        let mut outside: Option<&GraphEntry> = None;
         for channel in self.channels {
             let candidates = match channel
                 .graph()
@@ -497,6 +560,10 @@ impl<'a> Search<'_, 'a> {
                 }
             };
             for candidate in candidates {
+                if !admits(self.request, candidate.entry.version.as_ref()) {
+                    outside = outside.or(Some(candidate.entry));
+                    continue;
+                }
                 let why = Why::Upgrade(candidate.via);
                 if let Some(target) = self.try_entry(
                     channel,
@@ -512,6 +579,11 @@ impl<'a> Search<'_, 'a> {
         }
         if !tried.is_empty() {
             return Err(Box::new(tried.into_refusal(self)));
+        }
+        if let Some(request) = self.request
+            && let Some(held) = self.hold_or_downgrade(request, current, outside, claims)
+        {
+            return held;
         }
         // Nothing replaces the installed CSV. Staying put is always allowed (docs/resolution.md §4
         // step 6), but a Subscription whose channel does not even contain the installed CSV
@@ -545,6 +617,7 @@ impl<'a> Search<'_, 'a> {
             (Some(_), _) => Ok(Outcome::UpToDate {
                 installed: current.name.clone(),
                 why,
+                held: None,
             }),
             (None, Some(c)) if self.wanted_channel.is_some() => {
                 Err(Box::new(Refusal::CannotFollowChannel {
@@ -560,8 +633,69 @@ impl<'a> Search<'_, 'a> {
             _ => Ok(Outcome::UpToDate {
                 installed: current.name.clone(),
                 why,
+                held: None,
             }),
         }
+    }
+
+    /// With a range and no in-range upgrade: a downgrade when the range excludes the installed
+    /// version and one was asked for, else the installed CSV held with the reason; `None` when
+    /// the range changes nothing (the installed version is in it and nothing newer is
+    /// offered).
+    fn hold_or_downgrade(
+        &self,
+        request: &VersionRequest,
+        current: &'a InstalledCsv,
+        outside: Option<&GraphEntry>,
+        claims: &mut Claims<'a>,
+    ) -> Option<Resolved> {
+        let installed_version = current.version.as_ref();
+        let held = |held: Held| {
+            let channel = self.channels.first().map(|c| c.name().to_owned());
+            Ok(Outcome::UpToDate {
+                installed: current.name.clone(),
+                why: NoUpdate::AtHead {
+                    channel: channel.unwrap_or_default(),
+                    installed: current.name.clone(),
+                },
+                held: Some(held),
+            })
+        };
+        if admits(Some(request), installed_version) {
+            let entry = outside?;
+            return Some(held(Held::NewerOutsideRange {
+                range: request.range.to_string(),
+                installed: current.name.clone(),
+                bundle: entry.name.clone(),
+                version: entry.version.as_ref().map(Version::to_string),
+            }));
+        }
+        let lower = installed_version
+            .map(|v| downgrade_entries(self.channels, v, request))
+            .unwrap_or_default();
+        if request.allow_downgrade && !lower.is_empty() {
+            let mut tried = Tried::default();
+            for (channel, entry) in &lower {
+                if let Some(target) = self.try_entry(
+                    channel,
+                    entry,
+                    Some(current),
+                    Why::Downgrade,
+                    claims,
+                    &mut tried,
+                ) {
+                    return Some(Ok(Outcome::Install(target)));
+                }
+            }
+            return Some(Err(Box::new(tried.into_refusal(self))));
+        }
+        Some(held(Held::InstalledOutsideRange {
+            range: request.range.to_string(),
+            installed: current.name.clone(),
+            version: installed_version.map(Version::to_string),
+            downgrade_asked: request.allow_downgrade,
+            lower: lower.first().map(|(_, e)| e.name.clone()),
+        }))
     }
 
     /// The target for `entry` with the dependencies it pulls in, unless the entry or its

@@ -9,6 +9,7 @@ use crate::catalog::upgrade_graph::{GraphError, NoUpdate};
 use super::adoption::Foreign;
 pub use super::explain_conflict::Unsatisfiable;
 use super::input::CatalogRef;
+use super::version_request::{BadVersionAnnotation, VERSION_ANNOTATION};
 
 /// `ResolutionFailed` reason for a refusal nothing but a change of the inputs can fix.
 pub const CONSTRAINTS_NOT_SATISFIABLE: &str = "ConstraintsNotSatisfiable";
@@ -139,6 +140,39 @@ pub enum Refusal {
         channel: Option<String>,
         foreign: Foreign,
     },
+    /// `olm-rs.io/version` is not a range (docs/upgrades.md): nothing else is done.
+    #[error(
+        "Subscription {subscription}: {error}; nothing is installed or upgraded until it is fixed"
+    )]
+    BadVersionRange {
+        subscription: String,
+        error: BadVersionAnnotation,
+    },
+    /// No bundle of the channel(s) is in the `olm-rs.io/version` range (docs/upgrades.md).
+    #[error(
+        "{}; no bundle of {} of package {package:?} in catalog {catalog} is in range {range:?} ({VERSION_ANNOTATION}){}",
+        olm_no_operators(.subscription, .package, .channel.as_deref()), channel_words(.channel.as_deref()), outside_note(.outside)
+    )]
+    NothingInRange {
+        subscription: String,
+        catalog: CatalogRef,
+        package: String,
+        channel: Option<String>,
+        range: String,
+        /// The newest bundles offered, `<bundle> (version <v>)`, at most five.
+        outside: Vec<String>,
+    },
+    /// `startingCSV` names a bundle outside the `olm-rs.io/version` range.
+    #[error(
+        "startingCSV {starting_csv} of Subscription {subscription} has {} and is outside range {range:?} ({VERSION_ANNOTATION}); change one of them",
+        .version.as_deref().map_or_else(|| "no version".to_owned(), |v| format!("version {v}"))
+    )]
+    StartingCsvOutOfRange {
+        subscription: String,
+        starting_csv: String,
+        version: Option<String>,
+        range: String,
+    },
     /// Every candidate was rejected for the namespace's invariants or its requirements.
     #[error("{0}")]
     Unsatisfiable(Box<Unsatisfiable>),
@@ -162,10 +196,19 @@ impl Refusal {
         match self {
             Refusal::OperatorGroups { .. }
             | Refusal::CatalogUnavailable { .. }
-            | Refusal::ChannelUnusable { .. } => ERROR_PREVENTED_RESOLUTION,
+            | Refusal::ChannelUnusable { .. }
+            | Refusal::BadVersionRange { .. } => ERROR_PREVENTED_RESOLUTION,
             Refusal::Unsatisfiable(u) if u.is_bad_input() => ERROR_PREVENTED_RESOLUTION,
             _ => CONSTRAINTS_NOT_SATISFIABLE,
         }
+    }
+}
+
+fn outside_note(outside: &[String]) -> String {
+    if outside.is_empty() {
+        String::new()
+    } else {
+        format!("; offered outside it: {}", outside.join(", "))
     }
 }
 

@@ -21,6 +21,7 @@ pub mod preview;
 pub mod requirement;
 pub mod solver;
 pub mod subscription;
+pub mod version_request;
 
 pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_alone, decide_one};
 pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};

@@ -7,6 +7,7 @@ use super::adoption::unclaimed_standing;
 use super::decide::{Why, ranked_channels};
 use super::input::{CatalogRef, InstalledCsv, NamespaceInput};
 use super::model::BundleItem;
+use super::version_request::{admits, downgrade_entries, version_request};
 
 /// A Subscription the solver decides: its candidates in order of preference.
 pub struct Participant<'a, 's> {
@@ -50,6 +51,9 @@ pub fn participant<'a, 's>(
     {
         return None;
     }
+    // A malformed range is decide_one's to report.
+    let request = version_request(sub).ok()?;
+    let request = request.as_ref();
     let key = CatalogRef::new(&spec.source_namespace, &spec.source);
     let index = ns.catalog(&key)?.index()?;
     let package = index.package(&spec.name)?;
@@ -83,6 +87,7 @@ pub fn participant<'a, 's>(
     };
     match current {
         Some(current) => {
+            let mut upward = false;
             'channels: for channel in &channels {
                 let Ok(candidates) = channel
                     .graph()
@@ -91,8 +96,25 @@ pub fn participant<'a, 's>(
                     continue;
                 };
                 for c in candidates {
+                    if !admits(request, c.entry.version.as_ref()) {
+                        continue;
+                    }
+                    upward = true;
                     if !add(channel, &c.entry.name, Why::Upgrade(c.via)) {
                         break 'channels;
+                    }
+                }
+            }
+            // Nothing in range upward, and the range excludes the installed version: a
+            // downgrade when asked for (docs/upgrades.md); decide_one says why it holds else.
+            if let (Some(request), Some(version)) = (request, current.version.as_ref())
+                && request.allow_downgrade
+                && !request.range.contains(version)
+                && !upward
+            {
+                for (channel, entry) in downgrade_entries(&channels, version, request) {
+                    if !add(channel, &entry.name, Why::Downgrade) {
+                        break;
                     }
                 }
             }
@@ -106,6 +128,9 @@ pub fn participant<'a, 's>(
                     let channel = channels
                         .iter()
                         .find(|c| c.graph().entry(starting).is_some())?;
+                    if !admits(request, channel.graph().entry(starting)?.version.as_ref()) {
+                        return None;
+                    }
                     add(channel, starting, Why::StartingCsv);
                 }
                 None => {
@@ -114,6 +139,9 @@ pub fn participant<'a, 's>(
                             continue;
                         };
                         for entry in order {
+                            if !admits(request, entry.version.as_ref()) {
+                                continue;
+                            }
                             if !add(channel, &entry.name, Why::ChannelHead) {
                                 break 'channels;
                             }

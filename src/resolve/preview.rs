@@ -7,6 +7,7 @@ use crate::api::Subscription;
 
 use super::decide::{Outcome, Target, Why, decide_alone};
 use super::input::NamespaceInput;
+use super::version_request::{Held, VersionRequest, admits, version_request};
 
 /// The decision for one Subscription, and where it leads.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,10 +46,31 @@ fn image_to_pull(bundle: Option<&crate::catalog::IndexedBundle>) -> Option<Strin
 /// Previews `sub` in the namespace `ns`.
 pub fn preview(ns: &NamespaceInput<'_>, sub: &Subscription) -> Preview {
     let outcome = decide_alone(ns, sub);
-    let (path, stopped) = match &outcome {
+    let (mut path, mut stopped) = match &outcome {
         Outcome::Install(target) => path_from(ns, target),
         _ => (Vec::new(), None),
     };
+    // Later steps follow the range as the first did (docs/upgrades.md): the path ends at the
+    // newest version in range, and says what it leaves out.
+    if let Ok(Some(request)) = version_request(sub)
+        && let Some(cut) = path
+            .iter()
+            .skip(1)
+            .position(|step| !in_range(&request, step.version.as_deref()))
+    {
+        let left = path.split_off(cut + 1);
+        if let (Some(last), Some(first_out)) = (path.last(), left.first()) {
+            stopped = Some(
+                Held::NewerOutsideRange {
+                    range: request.range.to_string(),
+                    installed: last.bundle.clone(),
+                    bundle: first_out.bundle.clone(),
+                    version: first_out.version.clone(),
+                }
+                .to_string(),
+            );
+        }
+    }
     Preview {
         outcome,
         path,
@@ -56,11 +78,17 @@ pub fn preview(ns: &NamespaceInput<'_>, sub: &Subscription) -> Preview {
     }
 }
 
+fn in_range(request: &VersionRequest, version: Option<&str>) -> bool {
+    let version = version.and_then(|v| crate::catalog::semver_range::parse_tolerant(v).ok());
+    admits(Some(request), version.as_ref())
+}
+
 pub fn why_name(why: Why) -> String {
     match why {
         Why::ChannelHead => "channelHead".into(),
         Why::StartingCsv => "startingCSV".into(),
         Why::Upgrade(edge) => edge.to_string(),
+        Why::Downgrade => "downgrade".into(),
     }
 }
 

@@ -594,3 +594,4 @@ proptest! {
 
 mod co_upgrade;
 mod complete_search;
+mod version_ranges;

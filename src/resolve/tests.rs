@@ -232,6 +232,7 @@ fn starting_csv_is_installed_exactly_then_upgrades_hop_by_hop() {
         Outcome::UpToDate {
             installed,
             why: NoUpdate::AtHead { channel, .. },
+            ..
         } => {
             assert_eq!(
                 (installed.as_str(), channel.as_str()),

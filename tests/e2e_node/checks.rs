@@ -17,6 +17,7 @@ use crate::real_control_plane::real_node::{NODE_IP, PAUSE_IMAGE, RealNode};
 use crate::registry_support::{Kind, TestRegistry};
 use crate::signature_checks::{self, SignedSetup};
 use crate::suite;
+use crate::upgrade_checks;
 
 /// The checks, in the order they run (`--list` prints them).
 pub const CHECKS: &[&str] = &[
@@ -30,6 +31,7 @@ pub const CHECKS: &[&str] = &[
     "signatures::signed_catalog_serves_unsigned_refused",
     "bundle::images_pulled_by_the_controller_pod",
     "resolve::dependency_installs",
+    "upgrades::range_then_downgrade",
     "operator::phases_webhooks_apiservice",
     "kubectl_operator::journey",
     "chart::leader_failover",
@@ -183,6 +185,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
                 install_checks::dependency_installs(&cluster, node).await,
             )
             .await,
+        );
+    }
+    if selected("upgrades::range_then_downgrade") {
+        let started = Instant::now();
+        report.check(
+            "upgrades::range_then_downgrade",
+            started,
+            upgrade_checks::range_then_downgrade(&cluster).await,
         );
     }
     if selected("operator::phases_webhooks_apiservice") {

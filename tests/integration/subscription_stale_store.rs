@@ -65,6 +65,7 @@ async fn stores_without_plans(env: &Env) -> SubscriptionStores {
         csvs: frozen_indexed(Vec::new()),
         operator_groups: frozen(groups),
         namespaces: frozen(namespaces),
+        crds: frozen(Vec::new()),
     }
 }
 

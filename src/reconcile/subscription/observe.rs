@@ -8,10 +8,12 @@
 use kube::Client;
 use kube::api::Api;
 
-use super::stores::{EXCLUDE_GLOBAL, SubscriptionStores, installed_view};
+use super::stores::{EXCLUDE_GLOBAL, SubscriptionStores, cluster_crd, installed_view};
 use crate::api::{InstallPlan, InstallPlanStatus, Step, StepResource, Subscription};
 use crate::k8s::read;
 use crate::k8s::write::ApiError;
+use crate::plan::downgrade_safety::ClusterCrd;
+use crate::resolve::version_request::ALLOW_DOWNGRADE_ANNOTATION;
 use crate::resolve::{InstalledCsv, OperatorGroups, installed_csv};
 
 /// One namespace as the stores (and, for referenced plans they miss, the API server) show it.
@@ -24,6 +26,8 @@ pub struct Observed {
     pub installed: Vec<InstalledCsv>,
     pub operator_groups: OperatorGroups,
     pub namespace_uid: Option<String>,
+    /// The cluster's CRDs, read only when a Subscription allows a downgrade.
+    pub crds: Vec<ClusterCrd>,
 }
 
 impl Observed {
@@ -112,7 +116,24 @@ pub async fn observe(
         .namespaces
         .get("", namespace)
         .and_then(|n| n.metadata.uid.clone());
+    let downgrading = subscriptions.iter().any(|s| {
+        s.metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(ALLOW_DOWNGRADE_ANNOTATION))
+    });
+    let crds = if downgrading {
+        stores
+            .crds
+            .in_namespace("")
+            .iter()
+            .map(|c| cluster_crd(c))
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(Observed {
+        crds,
         subscriptions,
         plans,
         gone_plans,

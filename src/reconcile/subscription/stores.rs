@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
 use kube::api::PartialObjectMeta;
 use serde_json::{Value, json};
@@ -31,6 +32,9 @@ pub struct SubscriptionStores {
     pub operator_groups: NamespacedStore<OperatorGroup>,
     /// Cluster-scoped: every Namespace under `""`.
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
+    /// Cluster-scoped CRDs (the shared, schema-less copy), for the downgrade check
+    /// (docs/upgrades.md).
+    pub crds: NamespacedStore<CustomResourceDefinition>,
 }
 
 /// A namespace whose objects changed, and whether the change was to a Subscription (which
@@ -49,6 +53,7 @@ impl SubscriptionStores {
         let (csvs, csv_changes) = shared.csvs();
         let (operator_groups, group_changes) = shared.operator_groups();
         let (namespaces, namespace_changes) = shared.namespaces();
+        let (crds, crd_changes) = shared.crds();
         let touched = futures::stream::select_all([
             sub_changes
                 .filter_map(|s| async move { s.namespace().map(Touched::Subscription) })
@@ -64,6 +69,8 @@ impl SubscriptionStores {
                 .boxed(),
             // A Namespace only matters for its uid: its changes queue nothing.
             namespace_changes.filter_map(|_| async { None }).boxed(),
+            // Read only when a Subscription asks for a downgrade, at its next sync.
+            crd_changes.filter_map(|_| async { None }).boxed(),
         ]);
         let stores = Self {
             subscriptions,
@@ -71,6 +78,7 @@ impl SubscriptionStores {
             csvs,
             operator_groups,
             namespaces,
+            crds,
         };
         (stores, touched)
     }
@@ -82,6 +90,7 @@ impl SubscriptionStores {
         self.plans.wait_until_ready().await?;
         self.csvs.wait_until_ready().await?;
         self.operator_groups.wait_until_ready().await?;
+        self.crds.wait_until_ready().await?;
         self.namespaces.wait_until_ready().await
     }
 }
@@ -117,6 +126,27 @@ pub fn installed_view(csv: &ClusterServiceVersion) -> Value {
             "reason": status.and_then(|s| s.reason.as_ref()),
         },
     })
+}
+
+/// What the downgrade check reads of a CRD (docs/upgrades.md).
+pub fn cluster_crd(crd: &CustomResourceDefinition) -> crate::plan::downgrade_safety::ClusterCrd {
+    crate::plan::downgrade_safety::ClusterCrd {
+        name: crd.metadata.name.clone().unwrap_or_default(),
+        group: crd.spec.group.clone(),
+        kind: crd.spec.names.kind.clone(),
+        served: crd
+            .spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.clone())
+            .collect(),
+        stored: crd
+            .status
+            .as_ref()
+            .and_then(|s| s.stored_versions.clone())
+            .unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]

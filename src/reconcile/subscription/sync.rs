@@ -104,6 +104,7 @@ pub async fn sync_namespace(
                     global_catalog_namespace: global,
                 },
                 plans: &observed.plans,
+                crds: &observed.crds,
                 now: ctx.clock.now(),
             },
             gone_plans: &observed.gone_plans,

@@ -107,6 +107,7 @@ fn sync(subs: &[Subscription]) -> Vec<super::super::SubscriptionUpdate> {
             global_catalog_namespace: "olm",
         },
         plans: &[],
+        crds: &[],
         now: Timestamp::from_second(1_000).unwrap(),
     })
 }

@@ -76,6 +76,7 @@ impl Cluster {
                     global_catalog_namespace: "olm",
                 },
                 plans: &self.plans,
+                crds: &[],
                 now: Timestamp::from_second(1_000).unwrap(),
             },
             gone_plans: &self.gone,

@@ -34,14 +34,16 @@ use crate::api::{
     SubscriptionConditionType, SubscriptionState, SubscriptionStatus, remove_condition,
     set_condition,
 };
+use crate::plan::downgrade_safety::{ClusterCrd, check_downgrade, check_downgrade_apis};
 use crate::plan::{
     BundleSource, ContentError, PlanDraft, PlanError, RESOLUTION_LABEL, ServedSubscription,
     bundle_lookup, bundle_source, bundle_steps, next_generation, order_plan,
 };
 
-use super::decide::{Outcome, Target, decide};
+use super::decide::{Outcome, Target, Why, decide};
 use super::explain::Refusal;
 use super::input::{CatalogRef, NamespaceInput};
+use super::version_request::{DOWNGRADED_FROM, Held, reason as held_reason};
 
 /// The namespace as the Subscription sync sees it.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +51,8 @@ pub struct NamespaceState<'a> {
     pub input: NamespaceInput<'a>,
     /// Every InstallPlan of the namespace.
     pub plans: &'a [InstallPlan],
+    /// The cluster's CRDs, for the downgrade check (docs/upgrades.md).
+    pub crds: &'a [ClusterCrd],
     pub now: Timestamp,
 }
 
@@ -226,12 +230,24 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
         let mut changed = false;
         match decision.outcome {
             Outcome::Refused(refusal) => {
+                changed |= clear_version_held(&mut conditions);
                 changed |=
                     set_resolution_failed(&mut conditions, &refusal, &now, &mut update.notes);
             }
-            Outcome::UpToDate { .. } => {
+            Outcome::UpToDate { held, .. } => {
                 changed |= clear_resolution_conditions(&mut conditions);
                 changed |= plan_state::plan_not_needed(status, &mut conditions);
+                changed |= match &held {
+                    Some(held) => set_version_held(
+                        &mut conditions,
+                        held.reason(),
+                        &held.to_string(),
+                        matches!(held, Held::InstalledOutsideRange { .. }),
+                        &now,
+                        &mut update.notes,
+                    ),
+                    None => clear_version_held(&mut conditions),
+                };
             }
             Outcome::Adopt { csv } => {
                 clear_resolution_conditions(&mut conditions);
@@ -249,6 +265,22 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
                     &mut conditions,
                     SubscriptionConditionType::ResolutionFailed.as_str(),
                 );
+                if target.why == Why::Downgrade
+                    && let Err(refused) = downgrade_allowed(input, &target, state.crds)
+                {
+                    changed |= set_version_held(
+                        &mut conditions,
+                        held_reason::DOWNGRADE_REFUSED,
+                        &refused.to_string(),
+                        true,
+                        &now,
+                        &mut update.notes,
+                    );
+                    status.conditions = Some(conditions);
+                    update.changed |= changed;
+                    continue;
+                }
+                changed |= clear_version_held(&mut conditions);
                 let already = status.current_csv.as_deref() == Some(target.bundle.as_str())
                     && csv_exists(&target.bundle);
                 if !already {
@@ -491,11 +523,16 @@ fn plan_for(
                 catalog: target.catalog.clone(),
             })?;
         match bundle_source(bundle, &target.catalog)? {
-            BundleSource::Inline(content) => steps.extend(bundle_steps(
-                &content,
-                input.namespace,
-                target.replaces.as_deref(),
-            )?),
+            BundleSource::Inline(content) => {
+                let mut planned =
+                    bundle_steps(&content, input.namespace, target.replaces.as_deref())?;
+                if target.why == Why::Downgrade
+                    && let Some(replaced) = &target.replaces
+                {
+                    mark_downgrade(&mut planned, &target.bundle, replaced);
+                }
+                steps.extend(planned);
+            }
             BundleSource::Image { image, properties } => lookups.push(bundle_lookup(
                 &target.bundle,
                 &image,
@@ -530,6 +567,30 @@ fn plan_for(
     })
 }
 
+/// Marks the CSV a downgrade installs with the CSV it replaces (`DOWNGRADED_FROM`): the newer CSV
+/// still names the older one in its own `spec.replaces`, and the mark says which of the two
+/// replaces the other (csv/replacement.rs, docs/upgrades.md).
+fn mark_downgrade(steps: &mut [crate::plan::PlannedStep], bundle: &str, replaced: &str) {
+    for step in steps
+        .iter_mut()
+        .filter(|s| s.object.kind == "ClusterServiceVersion" && s.object.name == bundle)
+    {
+        if let Some(meta) = step
+            .object
+            .manifest
+            .get_mut("metadata")
+            .and_then(|m| m.as_object_mut())
+        {
+            let annotations = meta
+                .entry("annotations")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(a) = annotations.as_object_mut() {
+                a.insert(DOWNGRADED_FROM.to_owned(), replaced.into());
+            }
+        }
+    }
+}
+
 /// `ResolutionFailed=True` with the refusal's reason and words; an event when it is new.
 fn set_resolution_failed(
     conditions: &mut Vec<SubscriptionCondition>,
@@ -552,6 +613,64 @@ fn set_resolution_failed(
         notes.push(ObjectEvent::warning("ResolutionFailed", message));
     }
     set
+}
+
+/// Whether the downgrade to `target` keeps every CRD readable (docs/upgrades.md); a bundle the
+/// catalog cannot show is left to planning, which reports it.
+fn downgrade_allowed(
+    input: &NamespaceInput<'_>,
+    target: &Target,
+    crds: &[ClusterCrd],
+) -> Result<(), crate::plan::downgrade_safety::DowngradeRefused> {
+    let Some(bundle) = input
+        .catalog(&target.catalog)
+        .and_then(|c| c.index())
+        .and_then(|index| index.bundle(&target.package, &target.bundle))
+    else {
+        return Ok(());
+    };
+    match bundle_source(bundle, &target.catalog) {
+        Ok(BundleSource::Inline(content)) => {
+            check_downgrade(&target.bundle, &content.manifests, crds)
+        }
+        Ok(BundleSource::Image { properties, .. }) => {
+            check_downgrade_apis(&target.bundle, &properties, crds)
+        }
+        Err(_) => Ok(()),
+    }
+}
+
+/// `VersionHeld=True` with `reason` and `message`; an event (a warning when `warn`) when new.
+fn set_version_held(
+    conditions: &mut Vec<SubscriptionCondition>,
+    reason: &str,
+    message: &str,
+    warn: bool,
+    now: &Time,
+    notes: &mut Vec<Note>,
+) -> bool {
+    let set = set_condition(
+        conditions,
+        SubscriptionCondition::new(
+            SubscriptionConditionType::VersionHeld,
+            ConditionStatus::True,
+            reason,
+            message,
+        ),
+        now,
+    );
+    if set {
+        notes.push(if warn {
+            ObjectEvent::warning(reason, message.to_owned())
+        } else {
+            ObjectEvent::normal(reason, message.to_owned())
+        });
+    }
+    set
+}
+
+fn clear_version_held(conditions: &mut Vec<SubscriptionCondition>) -> bool {
+    remove_condition(conditions, SubscriptionConditionType::VersionHeld.as_str())
 }
 
 fn clear_resolution_conditions(conditions: &mut Vec<SubscriptionCondition>) -> bool {

@@ -39,12 +39,16 @@ fn bundle(name: &str, version: &str, inline: bool) -> Bundle {
 }
 
 pub(super) fn catalog(inline: bool) -> CatalogIndex {
+    CatalogIndex::new(catalog_config(inline))
+}
+
+fn catalog_config(inline: bool) -> DeclarativeConfig {
     let entry = |name: &str, replaces: Option<&str>| ChannelEntry {
         name: name.into(),
         replaces: replaces.map(Into::into),
         ..ChannelEntry::default()
     };
-    CatalogIndex::new(DeclarativeConfig {
+    DeclarativeConfig {
         packages: vec![Package {
             name: "etcd".into(),
             default_channel: Some("stable".into()),
@@ -66,7 +70,7 @@ pub(super) fn catalog(inline: bool) -> CatalogIndex {
             bundle("etcd.v3", "3.0.0", inline),
         ],
         ..DeclarativeConfig::default()
-    })
+    }
 }
 
 pub(super) fn sub(name: &str, approval: Option<Approval>, starting: Option<&str>) -> Subscription {
@@ -92,6 +96,7 @@ struct World {
     installed: Vec<InstalledCsv>,
     groups: OperatorGroups,
     plans: Vec<InstallPlan>,
+    crds: Vec<ClusterCrd>,
 }
 
 impl World {
@@ -110,6 +115,7 @@ impl World {
                 exclude_global_catalogs: false,
             },
             plans: vec![],
+            crds: vec![],
         }
     }
 
@@ -124,6 +130,7 @@ impl World {
                 global_catalog_namespace: "olm",
             },
             plans: &self.plans,
+            crds: &self.crds,
             now: Timestamp::from_second(1_000).unwrap(),
         })
     }
@@ -469,4 +476,193 @@ fn a_deleted_pending_plan_stays_reported_until_a_plan_is_attached() {
     w.ensure(&mut s, &u, "install-ggggg");
     let st = s.status.as_ref().unwrap();
     assert!(condition(st, SubscriptionConditionType::InstallPlanMissing).is_none());
+}
+
+fn with_annotations(mut s: Subscription, annotations: &[(&str, &str)]) -> Subscription {
+    s.metadata.annotations = Some(
+        annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    );
+    s
+}
+
+fn installed_sub(csv: &str, annotations: &[(&str, &str)]) -> Subscription {
+    let mut s = with_annotations(sub("etcd", None, None), annotations);
+    let mut status = SubscriptionStatus::new(Time(Timestamp::from_second(1).unwrap()));
+    status.installed_csv = Some(csv.into());
+    status.current_csv = Some(csv.into());
+    status.state = Some(SubscriptionState::AtLatestKnown);
+    s.status = Some(status);
+    s
+}
+
+#[test]
+fn a_range_holds_below_the_head_with_a_condition_and_widening_upgrades() {
+    use crate::resolve::version_request::VERSION_ANNOTATION;
+    let mut w = World::new(true);
+    w.install("etcd.v2", "2.0.0");
+    let s = installed_sub("etcd.v2", &[(VERSION_ANNOTATION, "<3.0.0")]);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.plan.is_none(), "held: no plan");
+    assert_eq!(u.status.state(), SubscriptionState::AtLatestKnown);
+    let held = condition(&u.status, SubscriptionConditionType::VersionHeld).expect("VersionHeld");
+    assert_eq!(
+        (held.status.as_str(), held.reason.as_deref()),
+        ("True", Some("NewerVersionOutsideRange"))
+    );
+    let message = held.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("etcd.v3 (version 3.0.0) is available but outside the range"),
+        "{message}"
+    );
+    assert_eq!(u.notes.len(), 1, "{:?}", u.notes);
+
+    // Written once: the next sync with that status changes nothing.
+    let mut again = s.clone();
+    again.status = Some(u.status.clone());
+    let u2 = w.sync(std::slice::from_ref(&again)).remove(0);
+    assert!(u2.notes.is_empty(), "{:?}", u2.notes);
+    // (the catalog health reason moves from CatalogSourcesAdded once)
+    again.status = Some(u2.status.clone());
+    let u2 = w.sync(std::slice::from_ref(&again)).remove(0);
+    assert!(
+        !u2.changed && u2.plan.is_none(),
+        "an unchanged world rewrites nothing"
+    );
+
+    // Widened: the upgrade is planned and the condition goes.
+    let widened = with_annotations(again, &[(VERSION_ANNOTATION, "<4.0.0")]);
+    let u3 = w.sync(std::slice::from_ref(&widened)).remove(0);
+    assert_eq!(
+        u3.plan.as_ref().map(|p| p.target.bundle.as_str()),
+        Some("etcd.v3")
+    );
+    assert!(condition(&u3.status, SubscriptionConditionType::VersionHeld).is_none());
+}
+
+#[test]
+fn a_malformed_range_is_a_condition_and_nothing_else() {
+    use crate::resolve::version_request::VERSION_ANNOTATION;
+    let mut w = World::new(true);
+    w.install("etcd.v2", "2.0.0");
+    let s = installed_sub("etcd.v2", &[(VERSION_ANNOTATION, "=>2.0.0")]);
+    let u = w.sync(std::slice::from_ref(&s)).remove(0);
+    assert!(u.plan.is_none());
+    let failed = condition(&u.status, SubscriptionConditionType::ResolutionFailed).expect("failed");
+    let message = failed.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains(
+            "annotation olm-rs.io/version \"=>2.0.0\" is not a version range: Could not parse Range"
+        ),
+        "{message}"
+    );
+}
+
+/// The catalog with `etcd.v1` owning CRD `gears.example.com` at `v1alpha1` only.
+fn catalog_with_old_crd() -> CatalogIndex {
+    let old_csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {"name": "etcd.v1"},
+        "spec": {"install": {"strategy": "deployment", "spec": {"deployments": []}},
+                 "customresourcedefinitions": {"owned": [{"name": "gears.example.com", "version": "v1alpha1", "kind": "Gear"}]}}});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gears.example.com"},
+        "spec": {"group": "example.com", "names": {"kind": "Gear", "plural": "gears"}, "scope": "Namespaced",
+                 "versions": [{"name": "v1alpha1", "served": true, "storage": true}]}});
+    let mut config = catalog_config(true);
+    for b in &mut config.bundles {
+        if b.name == "etcd.v1" {
+            b.objects = vec![
+                serde_json::value::to_raw_value(&old_csv).unwrap(),
+                serde_json::value::to_raw_value(&crd).unwrap(),
+            ];
+        }
+    }
+    CatalogIndex::new(config)
+}
+
+#[test]
+fn a_downgrade_on_request_is_planned_unless_a_crd_version_would_be_lost() {
+    use crate::resolve::version_request::{ALLOW_DOWNGRADE_ANNOTATION, VERSION_ANNOTATION};
+    let mut w = World::new(true);
+    w.catalogs[0].content = CatalogContent::Ready(Arc::new(catalog_with_old_crd()));
+    w.install("etcd.v2", "2.0.0");
+    let cluster = |served: &[&str], stored: &[&str]| ClusterCrd {
+        name: "gears.example.com".into(),
+        group: "example.com".into(),
+        kind: "Gear".into(),
+        served: served.iter().map(|s| (*s).to_owned()).collect(),
+        stored: stored.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    let narrowed = installed_sub("etcd.v2", &[(VERSION_ANNOTATION, "<2.0.0")]);
+    let downgrade = with_annotations(
+        narrowed.clone(),
+        &[
+            (VERSION_ANNOTATION, "<2.0.0"),
+            (ALLOW_DOWNGRADE_ANNOTATION, "true"),
+        ],
+    );
+
+    // Narrowed without asking: held, never downgraded.
+    w.crds = vec![cluster(&["v1alpha1", "v1"], &["v1alpha1"])];
+    let u = w.sync(std::slice::from_ref(&narrowed)).remove(0);
+    assert!(u.plan.is_none());
+    let held = condition(&u.status, SubscriptionConditionType::VersionHeld).expect("held");
+    assert_eq!(held.reason.as_deref(), Some("InstalledVersionOutsideRange"));
+    assert!(
+        held.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("set olm-rs.io/allow-downgrade: \"true\" to install etcd.v1")
+    );
+
+    // (served, stored, refused with)
+    let table: &[(&[&str], &[&str], Option<&str>)] = &[
+        (&["v1alpha1", "v1"], &["v1alpha1"], None),
+        (
+            &["v1"],
+            &["v1"],
+            Some(
+                "it owns CRD gears.example.com at version v1alpha1, which the cluster's CRD no longer serves",
+            ),
+        ),
+        (
+            &["v1alpha1", "v1"],
+            &["v1alpha1", "v1"],
+            Some(
+                "its CRD gears.example.com has no version v1, which is still in the cluster CRD's status.storedVersions",
+            ),
+        ),
+    ];
+    for (served, stored, refused) in table {
+        w.crds = vec![cluster(served, stored)];
+        let u = w.sync(std::slice::from_ref(&downgrade)).remove(0);
+        let held = condition(&u.status, SubscriptionConditionType::VersionHeld);
+        match refused {
+            None => {
+                let request = u.plan.as_ref().expect("a downgrade plan");
+                assert_eq!(
+                    (
+                        request.target.bundle.as_str(),
+                        request.target.replaces.as_deref()
+                    ),
+                    ("etcd.v1", Some("etcd.v2"))
+                );
+                assert!(held.is_none());
+            }
+            Some(words) => {
+                assert!(u.plan.is_none(), "{served:?} {stored:?}");
+                let held = held.expect("refused");
+                assert_eq!(held.reason.as_deref(), Some("DowngradeRefused"));
+                let message = held.message.as_deref().unwrap_or_default();
+                assert!(message.contains(words), "{message}");
+                assert!(
+                    u.notes.iter().any(|n| n.reason == "DowngradeRefused"),
+                    "{:?}",
+                    u.notes
+                );
+            }
+        }
+    }
 }
