@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::chart_install::{self, NAMESPACE};
 use crate::cluster::{Cluster, ControllerAccess, Settings};
 use crate::install_checks;
+use crate::kind_recipe;
 use crate::kubectl_operator;
 use crate::operator_checks;
 use crate::real_control_plane::ControlPlane;
@@ -27,6 +28,7 @@ pub const CHECKS: &[&str] = &[
     "plan::crd_update_with_stored_objects",
     "catalog::registry_poll_upgrades",
     "bundle::images_pulled_by_the_controller_pod",
+    "kind::local_registry_recipe",
     "resolve::dependency_installs",
     "operator::phases_webhooks_apiservice",
     "kubectl_operator::journey",
@@ -127,6 +129,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             "bundle::images_pulled_by_the_controller_pod",
             started,
             install_checks::bundle_images_install(&cluster, node).await,
+        );
+    }
+    if selected("kind::local_registry_recipe") {
+        let started = Instant::now();
+        report.check(
+            "kind::local_registry_recipe",
+            started,
+            kind_recipe::installs_through_the_node_mirror(&cluster, node).await,
         );
     }
     if selected("resolve::dependency_installs") {

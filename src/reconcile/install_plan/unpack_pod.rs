@@ -1,0 +1,287 @@
+//! Bundle lookups the node unpacks (shell; docs/bundle-images.md, "When only the node can
+//! pull"): the unpack pod of `bundle_image::unpack_pod` is created in the CatalogSource's
+//! namespace, looked at on each sync, and — once it succeeded — its log is read, checked and
+//! unpacked by `bundle_image::handback` with the pull's limits, the bundle cached as a pull's,
+//! and the pod deleted. What each outcome does to the lookup is `plan::lookups`'s.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, LogParams, PostParams};
+use sha2::{Digest as _, Sha256};
+
+use crate::api::CatalogSource;
+use crate::api::install_plan::bundle_lookup_reason as reason;
+use crate::bundle_image::handback::{self, MAX_LOG_BYTES};
+use crate::bundle_image::unpack_pod::{
+    BUNDLE_CONTAINER, CAUSE_ANNOTATION, PodState, UnpackPodOptions, UnpackPodRequest, pod_state,
+    unpack_pod, unpack_pod_name,
+};
+use crate::plan::CatalogRef;
+use crate::plan::image_bundle::pinned_image;
+use crate::plan::lookups::{LookupsWorked, Pull, PulledContent};
+use crate::plan::unpack::PullFailure;
+use crate::reconcile::Context;
+
+/// The unpack pod settings when pods may stand in for the controller's pulls: configured
+/// (`--bundle-unpack-image`) and no image policy enforced — the kubelet checks no signatures,
+/// so under a policy an image olm-rs cannot verify is never installed (docs/image-signatures.md).
+pub fn enabled(ctx: &Context) -> Option<&UnpackPodOptions> {
+    let options = &ctx.bundle_images.options;
+    options
+        .unpack_pod
+        .as_ref()
+        .filter(|_| !options.image_policy.enforced())
+}
+
+/// Works `pull` through its unpack pod: creates it (with `cause`, why the controller could not
+/// pull the image, when it just failed), or reads where it stands, and records the outcome in
+/// `worked`.
+#[allow(clippy::too_many_arguments)]
+pub async fn work(
+    ctx: &Context,
+    options: &UnpackPodOptions,
+    pull: Pull,
+    catalog: &CatalogRef,
+    cause: Option<&str>,
+    namespace: &str,
+    now: Timestamp,
+    worked: &mut LookupsWorked,
+) {
+    let image = pull.lookup.path.clone();
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &catalog.namespace);
+    let name = unpack_pod_name(&image);
+    let where_ = format!("{}/{name}", catalog.namespace);
+    let found = match pods.get_opt(&name).await {
+        Ok(found) => found,
+        Err(e) => {
+            let message = format!("unpack job not completed: cannot read unpack pod {where_}: {e}");
+            return worked.unpacking_in_pod(pull, &message, now);
+        }
+    };
+    let started = attempt_started(&pull);
+    let found = match found {
+        // A pod left from an earlier attempt that failed: this attempt starts afresh.
+        Some(pod) if matches!(pod_state(&pod), PodState::Failed { .. }) && older(&pod, started) => {
+            delete(&pods, &name).await;
+            None
+        }
+        found => found,
+    };
+    let Some(pod) = found else {
+        // Another plan's pod unpacked the same image a moment ago (the pod is shared, as OLM's
+        // Job is, and deleted once read): its bundle is in the cache.
+        if let Some(bundle) = ctx.bundle_images.cached(&image) {
+            let content = PulledContent {
+                manifests: bundle.manifests(),
+                digest: bundle.digest.clone(),
+            };
+            let how = format!(
+                "took the bundle image {image} as an unpack pod in {} handed it back",
+                catalog.namespace
+            );
+            return worked.pulled_by_pod(pull, content, &how, namespace, now);
+        }
+        let cause = cause.unwrap_or("an earlier pull failed");
+        return create(
+            ctx, options, pull, catalog, &pods, cause, namespace, now, worked,
+        )
+        .await;
+    };
+    let cause = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CAUSE_ANNOTATION))
+        .map(String::as_str)
+        .or(cause)
+        .unwrap_or("an earlier pull failed")
+        .to_owned();
+    let mode = format!(
+        "olm-rs could not pull {image} itself ({cause}); unpack pod {where_} unpacks it, its image pulled by the kubelet with the node's mirrors and credentials"
+    );
+    match pod_state(&pod) {
+        PodState::Running { detail } => {
+            let detail = if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            };
+            worked.unpacking_in_pod(
+                pull,
+                &format!("unpack job not completed: {mode}{detail}"),
+                now,
+            )
+        }
+        PodState::Failed {
+            reason: why,
+            message,
+        } => {
+            delete(&pods, &name).await;
+            let failure = PullFailure {
+                reason: if why == "DeadlineExceeded" {
+                    reason::DEADLINE_EXCEEDED
+                } else {
+                    reason::JOB_FAILED
+                },
+                message: format!("unpack pod {where_} failed ({mode}): {why}: {message}"),
+                transient: false,
+            };
+            worked.pulled(pull, Err(failure), namespace, now)
+        }
+        PodState::Succeeded { digest } => {
+            let log = pods
+                .logs(
+                    &name,
+                    &LogParams {
+                        container: Some(BUNDLE_CONTAINER.to_owned()),
+                        limit_bytes: Some(MAX_LOG_BYTES),
+                        ..LogParams::default()
+                    },
+                )
+                .await;
+            let log = match log {
+                Ok(log) => log,
+                Err(e) => {
+                    let message = format!(
+                        "unpack job not completed: cannot read the log of unpack pod {where_}: {e}"
+                    );
+                    return worked.unpacking_in_pod(pull, &message, now);
+                }
+            };
+            let taken = take_in(ctx, &image, digest, &log);
+            delete(&pods, &name).await;
+            match taken {
+                Ok(content) => {
+                    let how = format!(
+                        "unpacked the bundle image {image} in pod {where_}, as olm-rs could not pull it itself ({cause})"
+                    );
+                    worked.pulled_by_pod(pull, content, &how, namespace, now)
+                }
+                Err(why) => {
+                    let failure = PullFailure {
+                        reason: reason::INVALID_BUNDLE_CONTENT,
+                        message: format!(
+                            "bundle image {image}, as handed back by unpack pod {where_}: {why}"
+                        ),
+                        transient: false,
+                    };
+                    worked.pulled(pull, Err(failure), namespace, now)
+                }
+            }
+        }
+    }
+}
+
+/// Creates the unpack pod of `pull` and records the lookup as waiting for it.
+#[allow(clippy::too_many_arguments)]
+async fn create(
+    ctx: &Context,
+    options: &UnpackPodOptions,
+    pull: Pull,
+    catalog: &CatalogRef,
+    pods: &Api<Pod>,
+    cause: &str,
+    namespace: &str,
+    now: Timestamp,
+    worked: &mut LookupsWorked,
+) {
+    let image = pull.lookup.path.clone();
+    let catalogs: Api<CatalogSource> = Api::namespaced(ctx.client.clone(), &catalog.namespace);
+    let source = match catalogs.get_opt(&catalog.name).await {
+        Ok(Some(source)) => source,
+        Ok(None) => {
+            let failure = PullFailure {
+                reason: reason::CATALOG_SOURCE_MISSING,
+                message: format!(
+                    "referenced catalogsource not found: {catalog} (needed to unpack {image} in a pod)"
+                ),
+                transient: true,
+            };
+            return worked.pulled(pull, Err(failure), namespace, now);
+        }
+        Err(e) => {
+            let message = format!("unpack job not completed: cannot read catalog {catalog}: {e}");
+            return worked.unpacking_in_pod(pull, &message, now);
+        }
+    };
+    let secrets = source.spec.secrets.clone().unwrap_or_default();
+    let uid = source.metadata.uid.clone().unwrap_or_default();
+    let pod = unpack_pod(
+        &UnpackPodRequest {
+            namespace: &catalog.namespace,
+            image: &image,
+            catalog_name: &catalog.name,
+            catalog_uid: &uid,
+            pull_secrets: &secrets,
+            deadline: pull.within,
+            cause,
+        },
+        options,
+    );
+    let name = unpack_pod_name(&image);
+    let where_ = format!("{}/{name}", catalog.namespace);
+    let mode = format!(
+        "olm-rs could not pull {image} itself ({cause}); unpack pod {where_} unpacks it, its image pulled by the kubelet with the node's mirrors and credentials"
+    );
+    let message = match pods.create(&PostParams::default(), &pod).await {
+        Ok(_) => {
+            tracing::info!(%image, pod = %where_, %cause, "bundle image unpacked by a pod");
+            format!("unpack job not completed: {mode}")
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => format!("unpack job not completed: {mode}"),
+        Err(e) => format!("unpack job not completed: cannot create unpack pod {where_}: {e}"),
+    };
+    worked.unpacking_in_pod(pull, &message, now)
+}
+
+/// The bundle a pod handed back in `log`, checked, rendered and cached.
+fn take_in(
+    ctx: &Context,
+    image: &str,
+    digest: Option<String>,
+    log: &str,
+) -> Result<PulledContent, String> {
+    let puller = ctx.bundle_images.puller().map_err(|e| e.to_string())?;
+    let files =
+        handback::unpack_handed_back(log, &puller.config().limits).map_err(|e| e.to_string())?;
+    // The runtime names the manifest digest it pulled; else the reference's own, else one of
+    // the content (a cache key only).
+    let digest = digest
+        .or_else(|| image.split_once('@').map(|(_, d)| d.to_owned()))
+        .unwrap_or_else(|| format!("sha256:{:x}", Sha256::digest(log.as_bytes())));
+    let pinned = pinned_image(image, &digest);
+    let bundle = puller
+        .adopt_unpacked(&[image, &pinned], &digest, &files)
+        .map_err(|e| e.to_string())?;
+    Ok(PulledContent {
+        manifests: bundle.manifests(),
+        digest,
+    })
+}
+
+/// When the lookup's current attempt began (its pending condition's transition).
+fn attempt_started(pull: &Pull) -> Option<Timestamp> {
+    pull.lookup
+        .conditions
+        .iter()
+        .flatten()
+        .filter_map(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0)
+        .max()
+}
+
+fn older(pod: &Pod, started: Option<Timestamp>) -> bool {
+    match (pod.metadata.creation_timestamp.as_ref(), started) {
+        // Creation times have second precision.
+        (Some(created), Some(started)) => created.0.as_second() < started.as_second(),
+        _ => false,
+    }
+}
+
+async fn delete(pods: &Api<Pod>, name: &str) {
+    if let Err(e) = pods.delete(name, &DeleteParams::background()).await
+        && !matches!(&e, kube::Error::Api(a) if a.code == 404)
+    {
+        tracing::warn!(pod = %name, error = %e, "cannot delete unpack pod");
+    }
+}
