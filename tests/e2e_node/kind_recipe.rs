@@ -51,12 +51,13 @@ pub async fn installs_through_the_node_mirror(c: &Cluster, node: &RealNode) -> a
             fixtures::operator_group(&ns),
         )
         .await?;
-        c.create(
-            &cluster::catalog_sources(),
-            &ns,
-            fixtures::image_catalog(&ns, "kind", &catalog),
-        )
-        .await?;
+        // The chart's default serving (in-process), not the fixture's pod annotation.
+        let mut source = fixtures::image_catalog(&ns, "kind", &catalog);
+        source["metadata"]
+            .as_object_mut()
+            .context("a CatalogSource without metadata")?
+            .remove("annotations");
+        c.create(&cluster::catalog_sources(), &ns, source).await?;
         wait_catalog_ready(c, &ns, "kind").await?;
         let source = c
             .get(&cluster::catalog_sources(), &ns, "kind")
@@ -66,7 +67,8 @@ pub async fn installs_through_the_node_mirror(c: &Cluster, node: &RealNode) -> a
         ensure!(
             served["reason"] == "RegistryPod"
                 && text_of(&served["message"]).contains("localhost:5001"),
-            "the catalog does not say a registry pod serves it because olm-rs could not pull it: {served}"
+            "the catalog does not say a registry pod serves it because olm-rs could not pull it: {}",
+            field(&source, "/status").unwrap_or(&Value::Null)
         );
         println!(
             "e2e-node:   catalog {catalog} served by its registry pod ({:.1}s)",
