@@ -339,6 +339,67 @@ pub fn pod_state(pod: &Pod) -> PodState {
     }
 }
 
+/// What to do about a lookup's unpack pod, as observed (`None`: there is none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodStep {
+    /// None yet: create it.
+    Create,
+    /// One left failed by an earlier attempt (created before this attempt began): delete it
+    /// and create a new one.
+    Replace,
+    /// Not done: `detail` says what it waits for (empty when nothing in particular).
+    Wait { detail: String },
+    /// Done: read its log; `digest` as in [`PodState::Succeeded`].
+    Read { digest: Option<String> },
+    /// It failed: the lookup fails with `reason` (`DeadlineExceeded` or `JobFailed`, OLM's
+    /// Job reasons) and the pod's words; the pod is deleted.
+    Fail {
+        reason: &'static str,
+        why: String,
+        message: String,
+    },
+}
+
+/// The step for `pod`, in a lookup attempt that began at `attempt_started` (seconds).
+pub fn pod_step(pod: Option<&Pod>, attempt_started: Option<i64>) -> PodStep {
+    use crate::api::install_plan::bundle_lookup_reason as reason;
+    let Some(pod) = pod else {
+        return PodStep::Create;
+    };
+    let created = pod
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second());
+    // Creation times have second precision.
+    let stale = matches!((created, attempt_started), (Some(c), Some(s)) if c < s);
+    match pod_state(pod) {
+        PodState::Failed { .. } if stale => PodStep::Replace,
+        PodState::Failed {
+            reason: why,
+            message,
+        } => PodStep::Fail {
+            reason: if why == "DeadlineExceeded" {
+                reason::DEADLINE_EXCEEDED
+            } else {
+                reason::JOB_FAILED
+            },
+            why,
+            message,
+        },
+        PodState::Running { detail } => PodStep::Wait { detail },
+        PodState::Succeeded { digest } => PodStep::Read { digest },
+    }
+}
+
+/// Which mode serves a lookup, and why, in its condition's and event's words.
+pub fn pod_mode(image: &str, cause: &str, pod: &str) -> String {
+    format!(
+        "olm-rs could not pull {image} itself ({cause}); unpack pod {pod} unpacks it, its image \
+         pulled by the kubelet with the node's mirrors and credentials"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,6 +564,44 @@ mod tests {
             PodState::Failed {
                 reason: "DeadlineExceeded".into(),
                 message: "Pod was active on the node longer than the specified deadline".into()
+            }
+        );
+    }
+
+    #[test]
+    fn what_to_do_about_the_pod() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        assert_eq!(pod_step(None, Some(100)), PodStep::Create);
+        let mut failed = with_status("Failed", vec![]);
+        let s = failed.status.as_mut().unwrap();
+        s.reason = Some("DeadlineExceeded".into());
+        s.message = Some("too long".into());
+        failed.metadata.creation_timestamp = Some(Time(jiff::Timestamp::from_second(90).unwrap()));
+        assert_eq!(
+            pod_step(Some(&failed), Some(100)),
+            PodStep::Replace,
+            "left failed by an earlier attempt"
+        );
+        assert_eq!(
+            pod_step(Some(&failed), Some(90)),
+            PodStep::Fail {
+                reason: "DeadlineExceeded",
+                why: "DeadlineExceeded".into(),
+                message: "too long".into()
+            }
+        );
+        failed.status.as_mut().unwrap().reason = Some("Evicted".into());
+        assert!(matches!(
+            pod_step(Some(&failed), Some(90)),
+            PodStep::Fail {
+                reason: "JobFailed",
+                ..
+            }
+        ));
+        assert_eq!(
+            pod_step(Some(&with_status("Running", vec![])), Some(90)),
+            PodStep::Wait {
+                detail: String::new()
             }
         );
     }

@@ -13,8 +13,8 @@ use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
 use crate::bundle_image::handback::{self, MAX_LOG_BYTES};
 use crate::bundle_image::unpack_pod::{
-    BUNDLE_CONTAINER, CAUSE_ANNOTATION, PodState, UnpackPodOptions, UnpackPodRequest, pod_state,
-    unpack_pod, unpack_pod_name,
+    BUNDLE_CONTAINER, CAUSE_ANNOTATION, PodStep, UnpackPodOptions, UnpackPodRequest, pod_mode,
+    pod_step, unpack_pod, unpack_pod_name,
 };
 use crate::plan::CatalogRef;
 use crate::plan::image_bundle::pinned_image;
@@ -58,26 +58,22 @@ pub async fn work(
             return worked.unpacking_in_pod(pull, &message, now);
         }
     };
-    let started = attempt_started(&pull);
-    let found = match found {
-        // A pod left from an earlier attempt that failed: this attempt starts afresh.
-        Some(pod) if matches!(pod_state(&pod), PodState::Failed { .. }) && older(&pod, started) => {
-            delete(&pods, &name).await;
-            None
-        }
-        found => found,
-    };
-    let Some(pod) = found else {
+    let step = pod_step(found.as_ref(), attempt_started(&pull));
+    if step == PodStep::Replace {
+        delete(&pods, &name).await;
+    }
+    if matches!(step, PodStep::Create | PodStep::Replace) {
         // Another plan's pod unpacked the same image a moment ago (the pod is shared, as OLM's
-        // Job is, and deleted once read): its bundle is in the cache.
+        // Job is, and deleted once read), or it was pulled earlier: the cache has it, as OLM
+        // reuses the unpack ConfigMap of the same image reference.
         if let Some(bundle) = ctx.bundle_images.cached(&image) {
             let content = PulledContent {
                 manifests: bundle.manifests(),
                 digest: bundle.digest.clone(),
             };
             let how = format!(
-                "took the bundle image {image} as an unpack pod in {} handed it back",
-                catalog.namespace
+                "took the bundle image {image} from the cache (unpacked or pulled earlier), as olm-rs cannot pull it now ({})",
+                cause.unwrap_or("an earlier pull failed")
             );
             return worked.pulled_by_pod(pull, content, &how, namespace, now);
         }
@@ -86,21 +82,19 @@ pub async fn work(
             ctx, options, pull, catalog, &pods, cause, namespace, now, worked,
         )
         .await;
-    };
-    let cause = pod
-        .metadata
-        .annotations
+    }
+    let cause = found
         .as_ref()
-        .and_then(|a| a.get(CAUSE_ANNOTATION))
+        .and_then(|pod| pod.metadata.annotations.as_ref()?.get(CAUSE_ANNOTATION))
         .map(String::as_str)
         .or(cause)
         .unwrap_or("an earlier pull failed")
         .to_owned();
-    let mode = format!(
-        "olm-rs could not pull {image} itself ({cause}); unpack pod {where_} unpacks it, its image pulled by the kubelet with the node's mirrors and credentials"
-    );
-    match pod_state(&pod) {
-        PodState::Running { detail } => {
+    let mode = pod_mode(&image, &cause, &where_);
+    match step {
+        // Returned above.
+        PodStep::Create | PodStep::Replace => {}
+        PodStep::Wait { detail } => {
             let detail = if detail.is_empty() {
                 String::new()
             } else {
@@ -112,23 +106,20 @@ pub async fn work(
                 now,
             )
         }
-        PodState::Failed {
-            reason: why,
+        PodStep::Fail {
+            reason,
+            why,
             message,
         } => {
             delete(&pods, &name).await;
             let failure = PullFailure {
-                reason: if why == "DeadlineExceeded" {
-                    reason::DEADLINE_EXCEEDED
-                } else {
-                    reason::JOB_FAILED
-                },
+                reason,
                 message: format!("unpack pod {where_} failed ({mode}): {why}: {message}"),
                 transient: false,
             };
             worked.pulled(pull, Err(failure), namespace, now)
         }
-        PodState::Succeeded { digest } => {
+        PodStep::Read { digest } => {
             let log = pods
                 .logs(
                     &name,
@@ -220,9 +211,7 @@ async fn create(
     );
     let name = unpack_pod_name(&image);
     let where_ = format!("{}/{name}", catalog.namespace);
-    let mode = format!(
-        "olm-rs could not pull {image} itself ({cause}); unpack pod {where_} unpacks it, its image pulled by the kubelet with the node's mirrors and credentials"
-    );
+    let mode = pod_mode(&image, cause, &where_);
     let message = match pods.create(&PostParams::default(), &pod).await {
         Ok(_) => {
             tracing::info!(%image, pod = %where_, %cause, "bundle image unpacked by a pod");
@@ -259,23 +248,15 @@ fn take_in(
     })
 }
 
-/// When the lookup's current attempt began (its pending condition's transition).
-fn attempt_started(pull: &Pull) -> Option<Timestamp> {
+/// When the lookup's current attempt began (its pending condition's transition), in seconds.
+fn attempt_started(pull: &Pull) -> Option<i64> {
     pull.lookup
         .conditions
         .iter()
         .flatten()
         .filter_map(|c| c.last_transition_time.as_ref())
-        .map(|t| t.0)
+        .map(|t| t.0.as_second())
         .max()
-}
-
-fn older(pod: &Pod, started: Option<Timestamp>) -> bool {
-    match (pod.metadata.creation_timestamp.as_ref(), started) {
-        // Creation times have second precision.
-        (Some(created), Some(started)) => created.0.as_second() < started.as_second(),
-        _ => false,
-    }
 }
 
 async fn delete(pods: &Api<Pod>, name: &str) {
