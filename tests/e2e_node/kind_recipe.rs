@@ -4,17 +4,20 @@
 //! inside the controller's pod `localhost:5001` is nothing. Under the chart's default settings
 //! the catalog is served by its registry pod and the bundle unpacked by a pod that runs the
 //! bundle image (docs/catalog-images.md §7, docs/bundle-images.md), and the package installs —
-//! each status saying which mode served it and why.
+//! each status saying which mode served it and why. The plan is approved only after every
+//! controller pod was replaced, so the new leader, whose bundle cache is empty, has a pod
+//! unpack the plan's pinned digest again.
 
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context as _, ensure};
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams};
-use serde_json::Value;
+use kube::api::{Api, DeleteParams, ListParams};
+use serde_json::{Value, json};
 
-use crate::cluster::{self, Cluster, field};
+use crate::chart_install;
+use crate::cluster::{self, Cluster, Progress, field};
 use crate::fixtures;
 use crate::journeys::{wait_catalog_ready, wait_installed};
 use crate::real_control_plane::images;
@@ -78,7 +81,19 @@ pub async fn installs_through_the_node_mirror(c: &Cluster, node: &RealNode) -> a
         c.create(
             &cluster::subscriptions(),
             &ns,
-            fixtures::subscription(&ns, "kind", "fast", "Automatic", None),
+            fixtures::subscription(&ns, "kind", "fast", "Manual", None),
+        )
+        .await?;
+        let plan = plan_awaiting_approval(c, &ns).await?;
+        // Every controller pod replaced before approval: the new leader's bundle cache is
+        // empty, and the plan's bundle can come only from a second unpack pod (the pinned
+        // digest, which the controller cannot pull either).
+        restart_controllers(c).await?;
+        c.merge_patch(
+            &cluster::install_plans(),
+            &ns,
+            &plan,
+            json!({"spec": {"approved": true}}),
         )
         .await?;
         wait_installed(c, &ns, "demo", fixtures::V030).await?;
@@ -116,7 +131,7 @@ pub async fn installs_through_the_node_mirror(c: &Cluster, node: &RealNode) -> a
             left.iter().map(|p| &p.metadata.name).collect::<Vec<_>>()
         );
         println!(
-            "e2e-node:   {} installed from {KIND_REGISTRY} through the node's mirror, bundle unpacked by a pod ({:.1}s)",
+            "e2e-node:   {} installed from {KIND_REGISTRY} through the node's mirror, bundle unpacked by a pod, again after the controllers restarted ({:.1}s)",
             fixtures::V030,
             started.elapsed().as_secs_f64()
         );
@@ -125,6 +140,74 @@ pub async fn installs_through_the_node_mirror(c: &Cluster, node: &RealNode) -> a
     .await;
     c.delete_namespace(&ns).await;
     result
+}
+
+/// The Subscription's plan, once its bundle is unpacked and it waits for approval.
+async fn plan_awaiting_approval(c: &Cluster, ns: &str) -> anyhow::Result<String> {
+    c.wait_for(
+        format!("the plan of Subscription {ns}/demo to wait for approval"),
+        || async {
+            let sub = c
+                .get(&cluster::subscriptions(), ns, "demo")
+                .await?
+                .context("the Subscription is gone")?;
+            let name = field(&sub, "/status/installPlanRef/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if name.is_empty() {
+                return Ok(Progress::Pending("no plan yet".to_owned()));
+            }
+            let plan = c
+                .get(&cluster::install_plans(), ns, &name)
+                .await?
+                .with_context(|| format!("plan {name} is gone"))?;
+            let phase = field(&plan, "/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Ok(
+                if phase == "RequiresApproval" && field(&plan, "/status/bundleLookups").is_none() {
+                    Progress::Done(name)
+                } else {
+                    Progress::Pending(format!(
+                        "plan {name}: {}",
+                        plan.data.get("status").unwrap_or(&Value::Null)
+                    ))
+                },
+            )
+        },
+    )
+    .await
+}
+
+/// Deletes every controller pod and waits for their replacements to be Ready and one to lead.
+async fn restart_controllers(c: &Cluster) -> anyhow::Result<()> {
+    let before: Vec<String> = chart_install::controller_pods(&c.client)
+        .await?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), chart_install::NAMESPACE);
+    for name in &before {
+        pods.delete(name, &DeleteParams::default()).await?;
+    }
+    let ready = c
+        .wait_for("new controller pods to be Ready", || async {
+            let now = chart_install::controller_pods(&c.client).await?;
+            let fresh: Vec<String> = now
+                .iter()
+                .filter(|(name, ready)| *ready && !before.contains(name))
+                .map(|(name, _)| name.clone())
+                .collect();
+            Ok(if fresh.len() == before.len() {
+                Progress::Done(fresh)
+            } else {
+                Progress::Pending(format!("{now:?}"))
+            })
+        })
+        .await?;
+    chart_install::wait_leader(&c.client, &ready, c.settings.timeout).await?;
+    Ok(())
 }
 
 fn condition(object: &kube::api::DynamicObject, kind: &str) -> Value {

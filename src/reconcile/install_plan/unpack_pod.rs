@@ -4,6 +4,9 @@
 //! unpacked by `bundle_image::handback` with the pull's limits, the bundle cached as a pull's,
 //! and the pod deleted. What each outcome does to the lookup is `plan::lookups`'s.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, LogParams, PostParams};
@@ -11,6 +14,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
+use crate::bundle_image::PulledBundle;
 use crate::bundle_image::handback::{self, MAX_LOG_BYTES};
 use crate::bundle_image::unpack_pod::{
     BUNDLE_CONTAINER, CAUSE_ANNOTATION, PodStep, UnpackPodOptions, UnpackPodRequest, pod_mode,
@@ -48,17 +52,78 @@ pub async fn work(
     worked: &mut LookupsWorked,
 ) {
     let image = pull.lookup.path.clone();
+    let started = attempt_started(&pull);
+    match drive(ctx, options, &image, catalog, cause, pull.within, started).await {
+        Driven::Waiting(message) => worked.unpacking_in_pod(pull, &message, now),
+        Driven::Unpacked { bundle, how } => {
+            let content = PulledContent {
+                manifests: bundle.manifests(),
+                digest: bundle.digest.clone(),
+            };
+            worked.pulled_by_pod(pull, content, &how, namespace, now)
+        }
+        Driven::Failed(failure) => worked.pulled(pull, Err(failure), namespace, now),
+    }
+}
+
+/// The bundle of a plan's step, pinned to the digest the plan was made with (`image` is
+/// `repository@digest`), when the cache lost it and the controller cannot pull it itself (a
+/// restart, another replica leading): unpacked again by a pod. Until the pod is done, a
+/// transient failure saying so (the pass is retried).
+pub async fn refetch(
+    ctx: &Context,
+    options: &UnpackPodOptions,
+    image: &str,
+    catalog: &CatalogRef,
+    cause: &str,
+) -> Result<Arc<PulledBundle>, PullFailure> {
+    match drive(ctx, options, image, catalog, Some(cause), None, None).await {
+        Driven::Waiting(message) => Err(PullFailure {
+            reason: reason::JOB_INCOMPLETE,
+            message,
+            transient: true,
+        }),
+        Driven::Unpacked { bundle, .. } => Ok(bundle),
+        Driven::Failed(failure) => Err(failure),
+    }
+}
+
+/// Where an unpack stands after one look at its pod.
+enum Driven {
+    /// Not done: the pending condition's message.
+    Waiting(String),
+    /// Handed back (or found in the cache): the bundle, and how, in the event's words.
+    Unpacked {
+        bundle: Arc<PulledBundle>,
+        how: String,
+    },
+    Failed(PullFailure),
+}
+
+/// One look at the unpack pod of `image` (decided by `unpack_pod::pod_step`): created, waited
+/// for, read (then deleted), or failed (then deleted). `deadline` becomes the pod's; `started`
+/// is when the lookup's attempt began, to tell a failed pod of an earlier attempt.
+async fn drive(
+    ctx: &Context,
+    options: &UnpackPodOptions,
+    image: &str,
+    catalog: &CatalogRef,
+    cause: Option<&str>,
+    deadline: Option<Duration>,
+    started: Option<i64>,
+) -> Driven {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &catalog.namespace);
-    let name = unpack_pod_name(&image);
+    let name = unpack_pod_name(image);
     let where_ = format!("{}/{name}", catalog.namespace);
     let found = match pods.get_opt(&name).await {
         Ok(found) => found,
         Err(e) => {
-            let message = format!("unpack job not completed: cannot read unpack pod {where_}: {e}");
-            return worked.unpacking_in_pod(pull, &message, now);
+            return Driven::Waiting(format!(
+                "unpack job not completed: cannot read unpack pod {where_}: {e}"
+            ));
         }
     };
-    let step = pod_step(found.as_ref(), attempt_started(&pull));
+    let step = pod_step(found.as_ref(), started);
     if step == PodStep::Replace {
         delete(&pods, &name).await;
     }
@@ -66,22 +131,15 @@ pub async fn work(
         // Another plan's pod unpacked the same image a moment ago (the pod is shared, as OLM's
         // Job is, and deleted once read), or it was pulled earlier: the cache has it, as OLM
         // reuses the unpack ConfigMap of the same image reference.
-        if let Some(bundle) = ctx.bundle_images.cached(&image) {
-            let content = PulledContent {
-                manifests: bundle.manifests(),
-                digest: bundle.digest.clone(),
-            };
+        if let Some(bundle) = ctx.bundle_images.cached(image) {
             let how = format!(
                 "took the bundle image {image} from the cache (unpacked or pulled earlier), as olm-rs cannot pull it now ({})",
                 cause.unwrap_or("an earlier pull failed")
             );
-            return worked.pulled_by_pod(pull, content, &how, namespace, now);
+            return Driven::Unpacked { bundle, how };
         }
         let cause = cause.unwrap_or("an earlier pull failed");
-        return create(
-            ctx, options, pull, catalog, &pods, cause, namespace, now, worked,
-        )
-        .await;
+        return create(ctx, options, image, catalog, &pods, cause, deadline).await;
     }
     let cause = found
         .as_ref()
@@ -90,21 +148,17 @@ pub async fn work(
         .or(cause)
         .unwrap_or("an earlier pull failed")
         .to_owned();
-    let mode = pod_mode(&image, &cause, &where_);
+    let mode = pod_mode(image, &cause, &where_);
     match step {
         // Returned above.
-        PodStep::Create | PodStep::Replace => {}
+        PodStep::Create | PodStep::Replace => Driven::Waiting(String::new()),
         PodStep::Wait { detail } => {
             let detail = if detail.is_empty() {
                 String::new()
             } else {
                 format!(": {detail}")
             };
-            worked.unpacking_in_pod(
-                pull,
-                &format!("unpack job not completed: {mode}{detail}"),
-                now,
-            )
+            Driven::Waiting(format!("unpack job not completed: {mode}{detail}"))
         }
         PodStep::Fail {
             reason,
@@ -112,12 +166,11 @@ pub async fn work(
             message,
         } => {
             delete(&pods, &name).await;
-            let failure = PullFailure {
+            Driven::Failed(PullFailure {
                 reason,
                 message: format!("unpack pod {where_} failed ({mode}): {why}: {message}"),
                 transient: false,
-            };
-            worked.pulled(pull, Err(failure), namespace, now)
+            })
         }
         PodStep::Read { digest } => {
             let log = pods
@@ -133,66 +186,58 @@ pub async fn work(
             let log = match log {
                 Ok(log) => log,
                 Err(e) => {
-                    let message = format!(
+                    return Driven::Waiting(format!(
                         "unpack job not completed: cannot read the log of unpack pod {where_}: {e}"
-                    );
-                    return worked.unpacking_in_pod(pull, &message, now);
+                    ));
                 }
             };
-            let taken = take_in(ctx, &image, digest, &log);
+            let taken = take_in(ctx, image, digest, &log);
             delete(&pods, &name).await;
             match taken {
-                Ok(content) => {
-                    let how = format!(
+                Ok(bundle) => Driven::Unpacked {
+                    bundle,
+                    how: format!(
                         "unpacked the bundle image {image} in pod {where_}, as olm-rs could not pull it itself ({cause})"
-                    );
-                    worked.pulled_by_pod(pull, content, &how, namespace, now)
-                }
-                Err(why) => {
-                    let failure = PullFailure {
-                        reason: reason::INVALID_BUNDLE_CONTENT,
-                        message: format!(
-                            "bundle image {image}, as handed back by unpack pod {where_}: {why}"
-                        ),
-                        transient: false,
-                    };
-                    worked.pulled(pull, Err(failure), namespace, now)
-                }
+                    ),
+                },
+                Err(why) => Driven::Failed(PullFailure {
+                    reason: reason::INVALID_BUNDLE_CONTENT,
+                    message: format!(
+                        "bundle image {image}, as handed back by unpack pod {where_}: {why}"
+                    ),
+                    transient: false,
+                }),
             }
         }
     }
 }
 
-/// Creates the unpack pod of `pull` and records the lookup as waiting for it.
-#[allow(clippy::too_many_arguments)]
+/// Creates the unpack pod of `image` in `catalog`'s namespace.
 async fn create(
     ctx: &Context,
     options: &UnpackPodOptions,
-    pull: Pull,
+    image: &str,
     catalog: &CatalogRef,
     pods: &Api<Pod>,
     cause: &str,
-    namespace: &str,
-    now: Timestamp,
-    worked: &mut LookupsWorked,
-) {
-    let image = pull.lookup.path.clone();
+    deadline: Option<Duration>,
+) -> Driven {
     let catalogs: Api<CatalogSource> = Api::namespaced(ctx.client.clone(), &catalog.namespace);
     let source = match catalogs.get_opt(&catalog.name).await {
         Ok(Some(source)) => source,
         Ok(None) => {
-            let failure = PullFailure {
+            return Driven::Failed(PullFailure {
                 reason: reason::CATALOG_SOURCE_MISSING,
                 message: format!(
                     "referenced catalogsource not found: {catalog} (needed to unpack {image} in a pod)"
                 ),
                 transient: true,
-            };
-            return worked.pulled(pull, Err(failure), namespace, now);
+            });
         }
         Err(e) => {
-            let message = format!("unpack job not completed: cannot read catalog {catalog}: {e}");
-            return worked.unpacking_in_pod(pull, &message, now);
+            return Driven::Waiting(format!(
+                "unpack job not completed: cannot read catalog {catalog}: {e}"
+            ));
         }
     };
     let secrets = source.spec.secrets.clone().unwrap_or_default();
@@ -200,27 +245,26 @@ async fn create(
     let pod = unpack_pod(
         &UnpackPodRequest {
             namespace: &catalog.namespace,
-            image: &image,
+            image,
             catalog_name: &catalog.name,
             catalog_uid: &uid,
             pull_secrets: &secrets,
-            deadline: pull.within,
+            deadline,
             cause,
         },
         options,
     );
-    let name = unpack_pod_name(&image);
+    let name = unpack_pod_name(image);
     let where_ = format!("{}/{name}", catalog.namespace);
-    let mode = pod_mode(&image, cause, &where_);
-    let message = match pods.create(&PostParams::default(), &pod).await {
+    let mode = pod_mode(image, cause, &where_);
+    Driven::Waiting(match pods.create(&PostParams::default(), &pod).await {
         Ok(_) => {
             tracing::info!(%image, pod = %where_, %cause, "bundle image unpacked by a pod");
             format!("unpack job not completed: {mode}")
         }
         Err(kube::Error::Api(e)) if e.code == 409 => format!("unpack job not completed: {mode}"),
         Err(e) => format!("unpack job not completed: cannot create unpack pod {where_}: {e}"),
-    };
-    worked.unpacking_in_pod(pull, &message, now)
+    })
 }
 
 /// The bundle a pod handed back in `log`, checked, rendered and cached.
@@ -229,7 +273,7 @@ fn take_in(
     image: &str,
     digest: Option<String>,
     log: &str,
-) -> Result<PulledContent, String> {
+) -> Result<Arc<PulledBundle>, String> {
     let puller = ctx.bundle_images.puller().map_err(|e| e.to_string())?;
     let files =
         handback::unpack_handed_back(log, &puller.config().limits).map_err(|e| e.to_string())?;
@@ -239,13 +283,9 @@ fn take_in(
         .or_else(|| image.split_once('@').map(|(_, d)| d.to_owned()))
         .unwrap_or_else(|| format!("sha256:{:x}", Sha256::digest(log.as_bytes())));
     let pinned = pinned_image(image, &digest);
-    let bundle = puller
+    puller
         .adopt_unpacked(&[image, &pinned], &digest, &files)
-        .map_err(|e| e.to_string())?;
-    Ok(PulledContent {
-        manifests: bundle.manifests(),
-        digest,
-    })
+        .map_err(|e| e.to_string())
 }
 
 /// When the lookup's current attempt began (its pending condition's transition), in seconds.
