@@ -26,6 +26,8 @@ mod install_checks;
 #[allow(dead_code)]
 #[path = "../e2e/journeys/mod.rs"]
 mod journeys;
+#[path = "e2e_node/kind_recipe.rs"]
+mod kind_recipe;
 #[path = "e2e_node/kubectl_operator.rs"]
 mod kubectl_operator;
 #[path = "e2e_node/operator_checks.rs"]

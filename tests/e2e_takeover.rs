@@ -31,6 +31,8 @@ mod journeys;
 mod own_namespace;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
+#[path = "e2e_takeover/resubscribe.rs"]
+mod resubscribe;
 #[path = "e2e_takeover/snapshot.rs"]
 mod snapshot;
 #[path = "e2e_takeover/takeover.rs"]

@@ -21,7 +21,7 @@ use super::classify::{Failure, classify};
 use super::credentials::{Credentials, RegistryLogin, Secret};
 use super::download::download_layers;
 use super::error::{CaFileError, ConfigError, PullError};
-use super::layers::{LayerBlob, Limits, unpack_layers};
+use super::layers::{LayerBlob, Limits, UnpackedFiles, unpack_layers};
 use super::reference::ImageName;
 use super::registries_conf::{PullSource, PullSourcesError, RegistriesConf};
 use super::signatures;
@@ -297,6 +297,30 @@ impl BundlePuller {
             Fetched::Bundle(b) => Ok(b),
             other => Err(other.unexpected(image)),
         }
+    }
+
+    /// Takes in the files an unpack pod handed back for `image` (already checked by
+    /// `handback::unpack_handed_back`), rendered and cached like a pull's, under `digest` and
+    /// each name in `names` (the image as the catalog names it, and pinned to the digest).
+    pub fn adopt_unpacked(
+        &self,
+        names: &[&str],
+        digest: &str,
+        files: &UnpackedFiles,
+    ) -> Result<Arc<PulledBundle>, PullError> {
+        let mut first = None;
+        for name in names {
+            let bundle = Arc::new(PulledBundle::from_files(name, digest, files)?);
+            self.0.cache.memory_put(bundle.clone());
+            first.get_or_insert(bundle);
+        }
+        if let Some(image) = names.first() {
+            self.0.cache.disk_put(image, digest, None, files)?;
+        }
+        first.ok_or_else(|| PullError::Cache {
+            image: String::new(),
+            reason: "no image name to keep the bundle under".into(),
+        })
     }
 
     /// The digest of the manifest (or image index) `image` names now: one HEAD request (a GET

@@ -1,5 +1,6 @@
 //! Subcommands. Each lives in its own file; this one only routes.
 
+pub mod bundle_unpack;
 mod catalog;
 mod catalog_serve;
 mod run;
@@ -52,6 +53,10 @@ pub enum Command {
     /// Before moving a cluster from OLM to olm-rs: with `--dry-run`, list per object what
     /// olm-rs would write on the cluster in KUBECONFIG, writing nothing.
     Takeover(takeover::TakeoverArgs),
+    /// Inside an unpack pod (docs/bundle-images.md): `install DIR` copies olm-rs into the
+    /// pod's shared volume; `emit` writes the bundle image's manifests to stdout.
+    #[command(hide = true)]
+    BundleUnpack(bundle_unpack::BundleUnpackArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -66,5 +71,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Resolve(args) => resolve::run(args),
         Command::Sandbox(args) => sandbox::run(args),
         Command::Takeover(args) => takeover::run(args),
+        Command::BundleUnpack(args) => bundle_unpack::run(args),
     }
 }

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use jiff::SignedDuration;
+use olm_rs::bundle_image::unpack_pod::UnpackPodOptions;
 use olm_rs::bundle_image::{DEFAULT_REGISTRIES_D, load_image_policy};
 use olm_rs::catalog_source::registry_objects::RegistryPodOptions;
 use olm_rs::catalog_source::serving::ServingMode;
@@ -100,6 +101,12 @@ pub struct RunArgs {
         value_parser = parse_go_duration
     )]
     pub bundle_unpack_timeout: Duration,
+    /// An image with olm-rs at /usr/local/bin/olm-rs (the chart gives the controller's own).
+    /// With it, a bundle image the controller cannot pull itself (registry unreachable or
+    /// unresolvable, TLS or login refused) is unpacked by a pod whose image the kubelet pulls,
+    /// as OLM does (docs/bundle-images.md); without it such a pull fails.
+    #[arg(long, env = "OLM_RS_BUNDLE_UNPACK_IMAGE", value_name = "IMAGE")]
+    pub bundle_unpack_image: Option<String>,
     /// Directory where pulled bundles are kept (re-read after a restart); default: memory only.
     #[arg(long, env = "OLM_RS_BUNDLE_CACHE_DIR", value_name = "DIR")]
     pub bundle_cache_dir: Option<PathBuf>,
@@ -182,6 +189,15 @@ impl RunArgs {
             pull_secrets: self.pull_secrets.clone(),
             unpack_timeout: self.bundle_unpack_timeout,
             image_policy: std::sync::Arc::new(image_policy),
+            unpack_pod: self
+                .bundle_unpack_image
+                .clone()
+                .filter(|i| !i.is_empty())
+                .map(|util_image| UnpackPodOptions {
+                    util_image,
+                    loader: super::bundle_unpack::own_loader(),
+                    workload_user_id: self.set_workload_user_id.then_some(WORKLOAD_USER_ID),
+                }),
         };
         if let Some(error) = BundleImages::new(options.clone()).config_error() {
             anyhow::bail!("bundle image settings: {error}");

@@ -36,6 +36,8 @@ pub mod reason {
     pub const INSTALL_COMPONENT_FAILED: &str = "InstallComponentFailed";
     pub const BUNDLE_UNPACKED: &str = "BundleUnpacked";
     pub const BUNDLE_UNPACK_FAILED: &str = "BundleUnpackFailed";
+    /// olm-rs's: a bundle image the controller could not pull goes to an unpack pod.
+    pub const BUNDLE_UNPACKING_IN_POD: &str = "BundleUnpackingInPod";
 }
 
 /// One sync of one plan, decided step by step.
@@ -116,13 +118,30 @@ impl<'a> PlanSync<'a> {
                 ),
             );
         }
-        for bundle in worked.pulled {
+        for (bundle, why) in worked.to_pod {
             self.effects.event_on(
                 self.plan,
-                ObjectEvent::normal(
-                    reason::BUNDLE_UNPACKED,
-                    format!("pulled the bundle image of {bundle} and added its steps to the plan"),
+                ObjectEvent::warning(
+                    reason::BUNDLE_UNPACKING_IN_POD,
+                    format!("bundle {bundle}: {why}"),
                 ),
+            );
+        }
+        for bundle in worked.pulled {
+            let how = worked
+                .unpacked_by_pod
+                .iter()
+                .find(|(b, _)| *b == bundle)
+                .map(|(_, how)| how.as_str());
+            let message = match how {
+                Some(how) => format!("{how}; added the steps of {bundle} to the plan"),
+                None => {
+                    format!("pulled the bundle image of {bundle} and added its steps to the plan")
+                }
+            };
+            self.effects.event_on(
+                self.plan,
+                ObjectEvent::normal(reason::BUNDLE_UNPACKED, message),
             );
         }
         if let Some(after) = worked.requeue {

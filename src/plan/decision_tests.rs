@@ -463,6 +463,7 @@ fn bundle_lookups_hold_the_plan_until_every_bundle_is_pulled() {
         }],
         pulled: vec!["a.v1".into()],
         requeue: Some(Duration::from_secs(30)),
+        ..LookupsWorked::default()
     });
     assert_eq!(
         sync.gate(&groups),

@@ -10,13 +10,17 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use super::draft::wire_step;
-use super::image_bundle::{image_bundle_steps, lookup_catalog, lookup_content};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::image_bundle::{
+    image_bundle_steps, lookup_catalog, lookup_content, set_lookup_condition,
+};
 use super::unpack::{
     DEFAULT_FAILED_RETRY, NextAttempt, PullFailure, UnpackAnnotationError, UnpackPolicy,
-    lookup_failure, next_attempt, record_failure,
+    lookup_failure, lookup_pending, next_attempt, record_failure,
 };
 use crate::api::install_plan::bundle_lookup_reason as reason;
-use crate::api::{BundleLookup, Step};
+use crate::api::{BundleLookup, BundleLookupConditionType, Step};
 
 /// A lookup that newly failed while its bundle was worked on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +47,35 @@ pub struct LookupsWorked {
     pub pulled: Vec<String>,
     /// When to look again (a lookup still pending or failed).
     pub requeue: Option<Duration>,
+    /// Lookups that just went to an unpack pod: (bundle, why, in the condition's words).
+    pub to_pod: Vec<(String, String)>,
+    /// Bundles among [`Self::pulled`] an unpack pod handed back: (bundle, how).
+    pub unpacked_by_pod: Vec<(String, String)>,
+}
+
+/// How often a lookup an unpack pod works on is looked at (the pod is not watched).
+pub const POD_POLL: Duration = Duration::from_secs(3);
+
+/// Whether a lookup is being unpacked by a pod (its pending condition says `JobIncomplete`,
+/// OLM's reason for an unpack Job not yet done).
+pub fn in_pod(lookup: &BundleLookup) -> bool {
+    lookup_pending(lookup)
+        && lookup.conditions.iter().flatten().any(|c| {
+            c.type_ == BundleLookupConditionType::BundleLookupPending
+                && c.reason.as_deref() == Some(reason::JOB_INCOMPLETE)
+        })
+}
+
+/// Whether the node may pull an image the controller failed to pull with `failure`: the
+/// registry could not be reached or resolved (TLS refused included) or refused the
+/// controller's logins — the kubelet pulls through the node's mirrors, resolver, trust store
+/// and credentials. A missing image, bad content, a block or a policy refusal would be no
+/// different on the node (or must not be gone around).
+pub fn node_may_pull(failure: &PullFailure) -> bool {
+    matches!(
+        failure.reason,
+        reason::REGISTRY_UNREACHABLE | reason::UNAUTHORIZED
+    )
 }
 
 /// A lookup whose image is to be pulled now.
@@ -164,6 +197,45 @@ impl LookupsWorked {
         self.failed(lookup, &failure, policy, now);
     }
 
+    /// Records that an unpack pod works on `pull`'s bundle: its pending condition says
+    /// `JobIncomplete` with `message` (which mode, why, and what the pod waits for); it is
+    /// looked at again after [`POD_POLL`]. The unpack deadline still counts from the first
+    /// attempt.
+    pub fn unpacking_in_pod(&mut self, pull: Pull, message: &str, now: Timestamp) {
+        let Pull { mut lookup, .. } = pull;
+        let entering = !in_pod(&lookup);
+        set_lookup_condition(
+            &mut lookup,
+            BundleLookupConditionType::BundleLookupPending,
+            reason::JOB_INCOMPLETE,
+            message,
+            &Time(now),
+        );
+        if entering {
+            self.to_pod
+                .push((lookup.identifier.clone(), message.to_owned()));
+        }
+        self.wait(POD_POLL);
+        self.remaining.push(lookup);
+    }
+
+    /// Records a bundle an unpack pod handed back (`how` says which pod and why), as
+    /// [`Self::pulled`] does a pull.
+    pub fn pulled_by_pod(
+        &mut self,
+        pull: Pull,
+        content: PulledContent,
+        how: &str,
+        namespace: &str,
+        now: Timestamp,
+    ) {
+        let bundle = pull.lookup.identifier.clone();
+        self.pulled(pull, Ok(content), namespace, now);
+        if self.pulled.last() == Some(&bundle) {
+            self.unpacked_by_pod.push((bundle, how.to_owned()));
+        }
+    }
+
     /// Records `failure` on `lookup` (an event when it is news and not a transient one).
     fn failed(
         &mut self,
@@ -194,8 +266,6 @@ mod tests {
     use super::*;
     use crate::plan::image_bundle::bundle_lookup;
     use crate::plan::steps::CatalogRef;
-    use crate::plan::unpack::lookup_pending;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use serde_json::json;
 
     const START: i64 = 1_800_000_000;
@@ -418,5 +488,81 @@ mod tests {
             worked.failures[0].message,
             "bundle image quay.io/example/op:v2 holds the ClusterServiceVersion op.v3, but catalog olm/cat lists it as op.v2"
         );
+    }
+
+    /// Which failures of the controller's own pull go to an unpack pod: (reason, transient,
+    /// to a pod).
+    #[test]
+    fn only_what_the_node_may_pull_goes_to_a_pod() {
+        let table = [
+            (reason::REGISTRY_UNREACHABLE, true, true),
+            (reason::UNAUTHORIZED, false, true),
+            (reason::IMAGE_NOT_FOUND, false, false),
+            (reason::INVALID_BUNDLE_CONTENT, false, false),
+            (reason::IMAGE_BLOCKED, false, false),
+            (reason::IMAGE_POLICY_REFUSED, false, false),
+            (reason::DEADLINE_EXCEEDED, true, false),
+            (reason::PULL_FAILED, false, false),
+        ];
+        for (why, transient, to_pod) in table {
+            let failure = PullFailure {
+                reason: why,
+                message: String::new(),
+                transient,
+            };
+            assert_eq!(node_may_pull(&failure), to_pod, "{why}");
+        }
+    }
+
+    #[test]
+    fn a_lookup_in_a_pod_says_so_once_keeps_its_deadline_and_ends_with_the_pods_bundle() {
+        let mut worked = LookupsWorked::default();
+        let pull = worked.attempt(lookup(), &Ok(POLICY), t(1)).unwrap();
+        assert!(!in_pod(&pull.lookup));
+        worked.unpacking_in_pod(
+            pull,
+            "unpack job not completed: olm-rs could not pull it",
+            t(2),
+        );
+        assert_eq!(worked.to_pod.len(), 1, "an event when it goes to the pod");
+        assert_eq!(worked.requeue, Some(POD_POLL));
+        let waiting = worked.remaining.pop().unwrap();
+        assert!(in_pod(&waiting));
+        let condition = &waiting.conditions.as_ref().unwrap()[0];
+        assert_eq!(condition.reason.as_deref(), Some(reason::JOB_INCOMPLETE));
+        assert_eq!(
+            condition.last_transition_time.as_ref().map(|t| t.0),
+            Some(t(0)),
+            "the unpack deadline counts from the first attempt"
+        );
+
+        // Next sync: still in the pod, nothing new to say; then past the deadline it fails.
+        let mut worked = LookupsWorked::default();
+        let pull = worked.attempt(waiting.clone(), &Ok(POLICY), t(60)).unwrap();
+        assert_eq!(pull.within, Some(Duration::from_secs(60)));
+        worked.unpacking_in_pod(pull, "unpack job not completed: still pulling", t(60));
+        assert!(worked.to_pod.is_empty());
+        let mut worked = LookupsWorked::default();
+        assert!(
+            worked
+                .attempt(waiting.clone(), &Ok(POLICY), t(120))
+                .is_none()
+        );
+        assert_eq!(worked.failures[0].reason, reason::DEADLINE_EXCEEDED);
+
+        // The pod handed the bundle back: its steps join the plan, and how is said.
+        let mut worked = LookupsWorked::default();
+        let pull = worked.attempt(waiting, &Ok(POLICY), t(30)).unwrap();
+        let content = PulledContent {
+            manifests: vec![csv("op.v2")],
+            digest: "sha256:0123".into(),
+        };
+        worked.pulled_by_pod(pull, content, "unpacked in pod olm/x", "ns", t(31));
+        assert_eq!(worked.pulled, ["op.v2"]);
+        assert_eq!(
+            worked.unpacked_by_pod,
+            [("op.v2".to_owned(), "unpacked in pod olm/x".to_owned())]
+        );
+        assert!(worked.remaining.is_empty());
     }
 }

@@ -17,6 +17,7 @@ use kube::api::Api;
 
 use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
+use crate::bundle_image::unpack_pod::UnpackPodOptions;
 use crate::bundle_image::{
     BundlePuller, ConfigError, Credentials, PullError, PulledBundle, PullerConfig,
 };
@@ -73,6 +74,9 @@ pub struct BundleImageOptions {
     /// `--image-policy` and `--registries-d`, read: what every in-process pull obeys
     /// (docs/image-signatures.md); by default nothing is checked, as in OLM.
     pub image_policy: Arc<ImagePolicy>,
+    /// `--bundle-unpack-image`: when set, a bundle image the controller cannot pull itself is
+    /// unpacked by a pod on a node (docs/bundle-images.md, "When only the node can pull").
+    pub unpack_pod: Option<UnpackPodOptions>,
 }
 
 impl Default for BundleImageOptions {
@@ -84,6 +88,7 @@ impl Default for BundleImageOptions {
             pull_secrets: Vec::new(),
             unpack_timeout: DEFAULT_UNPACK_TIMEOUT,
             image_policy: Arc::new(ImagePolicy::accept_anything()),
+            unpack_pod: None,
         }
     }
 }

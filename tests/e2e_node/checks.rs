@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::chart_install::{self, NAMESPACE};
 use crate::cluster::{Cluster, ControllerAccess, Settings};
 use crate::install_checks;
+use crate::kind_recipe;
 use crate::kubectl_operator;
 use crate::operator_checks;
 use crate::real_control_plane::ControlPlane;
@@ -30,6 +31,7 @@ pub const CHECKS: &[&str] = &[
     "catalog::registry_poll_upgrades",
     "signatures::signed_catalog_serves_unsigned_refused",
     "bundle::images_pulled_by_the_controller_pod",
+    "kind::local_registry_recipe",
     "resolve::dependency_installs",
     "upgrades::range_then_downgrade",
     "operator::phases_webhooks_apiservice",
@@ -173,6 +175,14 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
                 install_checks::bundle_images_install(&cluster, node).await,
             )
             .await,
+        );
+    }
+    if selected("kind::local_registry_recipe") {
+        let started = Instant::now();
+        report.check(
+            "kind::local_registry_recipe",
+            started,
+            kind_recipe::installs_through_the_node_mirror(&cluster, node).await,
         );
     }
     if selected("resolve::dependency_installs") {

@@ -17,7 +17,8 @@
 //!    of `Succeeded`, no InstallPlan made; every write olm-rs made, counted by kind and verb
 //!    from the audit log; `tk-own`'s webhook still denies and its aggregated API still answers.
 //! 3. `takeover::upgrades_under_olm_rs` — OLM's waiting plan approved under olm-rs completes; a
-//!    channel switch upgrades, keeping the Subscription's config.
+//!    channel switch upgrades, keeping the Subscription's config; a Subscription OLM made,
+//!    deleted and made again, adopts the CSV OLM installed (resubscribe.rs).
 //! 4. `takeover::back_to_olm` — olm-rs scaled to zero, OLM started again: it adopts everything
 //!    (nothing recreated or restarted, CSVs `Succeeded`, Subscriptions `AtLatestKnown`), the API
 //!    server still calls `tk-own`'s operator, and OLM's next upgrade works.
@@ -41,6 +42,7 @@ use crate::real_control_plane::process::Process;
 use crate::real_control_plane::real_node::{NODE_IP, RealNode};
 use crate::real_control_plane::real_olm::{self, RealOlm};
 use crate::real_control_plane::{ControlPlane, free_ports, images};
+use crate::resubscribe;
 use crate::snapshot::{self, Snapshot};
 use crate::waits::{
     approve, wait_csv, wait_deployments_available, wait_plan_phase, wait_plan_waiting,
@@ -496,7 +498,13 @@ async fn upgrades_under_olm_rs(c: &Cluster) -> anyhow::Result<()> {
         "the upgraded Deployment lost the Subscription's config: {container}"
     );
     println!("e2e-takeover:   channel switch under olm-rs: {V030} Succeeded, config kept");
-    Ok(())
+    resubscribe::resubscribe_adopts_olms_csv(
+        c,
+        "tk-dep",
+        "dependent",
+        &format!("{DEPENDENT}.v1.0.0"),
+    )
+    .await
 }
 
 /// olm-rs scaled to zero, OLM started again on everything olm-rs made or upgraded.

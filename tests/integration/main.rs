@@ -27,6 +27,7 @@ mod apiserver_patch;
 mod apiserver_simulator;
 mod apiserver_watch;
 mod architecture_doc;
+mod bundle_unpack_cli;
 mod catalog_bad_input;
 mod catalog_source_configmap;
 mod certs_issue;

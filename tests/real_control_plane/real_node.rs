@@ -40,7 +40,10 @@ pub const NETWORK: Network = Network {
     pods_run: true,
 };
 /// Registries whose names the local registry serves (images keep their repository path).
-pub const MIRRORED: [&str; 3] = ["registry.k8s.io", "example.com", "quay.io"];
+pub const MIRRORED: [&str; 4] = ["registry.k8s.io", "example.com", "quay.io", KIND_REGISTRY];
+/// kind's local-registry recipe: images are named `localhost:5001/…`, which only the node's
+/// containerd resolves (mirrored to the registry); in a pod, `localhost:5001` is nothing.
+pub const KIND_REGISTRY: &str = "localhost:5001";
 /// The sandbox ("pause") image every pod starts with.
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
 const START_TIMEOUT: Duration = Duration::from_secs(120);

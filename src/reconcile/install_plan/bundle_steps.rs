@@ -1,12 +1,15 @@
 //! Steps that reference a pulled bundle image (`plan::image_bundle`): before a pass, each is
 //! given the object it stands for, taken from the puller's cache by digest (pulled again if the
-//! cache lost it). Every referenced bundle is fetched before anything is applied, so a bundle
-//! that cannot be fetched fails the pass with nothing written.
+//! cache lost it; by an unpack pod when only the node can pull it). Every referenced bundle is
+//! fetched before anything is applied, so a bundle that cannot be fetched fails the pass with
+//! nothing written.
 
 use std::collections::HashMap;
 
+use super::unpack_pod;
 use crate::api::Step;
 use crate::plan::image_bundle::MissingStepObject;
+use crate::plan::lookups::node_may_pull;
 use crate::plan::unpack::PullFailure;
 use crate::plan::{BundleReference, PlanError, PulledObjects};
 use crate::reconcile::Context;
@@ -76,13 +79,27 @@ pub async fn with_bundle_objects(
                     .bundle_images
                     .credentials(&ctx.client, &reference.catalog())
                     .await;
-                ctx.bundle_images
-                    .pull(&key.0, &credentials, None)
-                    .await
-                    .map_err(|failure| BundleObjectsError::Refetch {
-                        bundle: step.resolving.clone(),
-                        failure,
-                    })?
+                let pulled = match ctx.bundle_images.pull(&key.0, &credentials, None).await {
+                    // The controller cannot pull it: a pod unpacks it again (docs/bundle-images.md).
+                    Err(failure) if node_may_pull(&failure) => match unpack_pod::enabled(ctx) {
+                        Some(options) => {
+                            unpack_pod::refetch(
+                                ctx,
+                                options,
+                                &key.0,
+                                &reference.catalog(),
+                                &failure.message,
+                            )
+                            .await
+                        }
+                        None => Err(failure),
+                    },
+                    pulled => pulled,
+                };
+                pulled.map_err(|failure| BundleObjectsError::Refetch {
+                    bundle: step.resolving.clone(),
+                    failure,
+                })?
             }
         };
         let objects = PulledObjects::new(

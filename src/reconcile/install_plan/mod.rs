@@ -9,6 +9,7 @@ mod bundle_steps;
 mod execute;
 mod identity;
 mod lookups;
+mod unpack_pod;
 
 use std::sync::Arc;
 use std::time::Duration;
