@@ -49,6 +49,7 @@ mod common {
 
 use std::process::ExitCode;
 
+use faults::Fault;
 use real_control_plane::suite_runner::Suite;
 
 const SUITE: Suite = Suite {
@@ -68,6 +69,7 @@ const ISSUE_PLAN: matrix::Plan = matrix::Plan {
     repeat: 3,
     copies: 50,
     baseline: true,
+    faults: &Fault::ALL,
 };
 
 fn main() -> ExitCode {
@@ -84,8 +86,7 @@ fn main() -> ExitCode {
     }
     SUITE.run(SUITE.on_real_node(&bin, async |plane, node| {
         let mut report = SUITE.report();
-        let selected = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
-        matrix::run(plane, node, &mut report, plan, selected).await;
+        matrix::run(plane, node, &mut report, plan, filter.as_deref()).await;
         report.failures
     }))
 }

@@ -23,6 +23,9 @@ pub struct Plan {
     /// Also run the workload without a fault first (`--baseline`): its own time to converge,
     /// to read the faults' against.
     pub baseline: bool,
+    /// The faults run without a filter word (`--all`: every one); a filter word picks among
+    /// all of them.
+    pub faults: &'static [Fault],
 }
 
 impl Plan {
@@ -39,18 +42,22 @@ impl Plan {
             if arg == "--baseline" {
                 plan.baseline = true;
             }
+            if arg == "--all" {
+                plan.faults = &Fault::ALL;
+            }
         }
         plan
     }
 }
 
-/// Runs the faults `selected` keeps, `plan.repeat` times each; returns the failures.
+/// Runs the plan's faults, or those whose check name contains `filter`, `plan.repeat` times
+/// each; the outcomes go to `report`.
 pub async fn run(
     plane: &ControlPlane,
     node: &RealNode,
     report: &mut Report,
     plan: Plan,
-    selected: impl Fn(&str) -> bool,
+    filter: Option<&str>,
 ) {
     let started = Instant::now();
     let cluster = match install(plane, node).await {
@@ -65,11 +72,15 @@ pub async fn run(
     };
     let mut table = Vec::new();
     let baseline = plan.baseline.then_some(Fault::None);
-    for fault in baseline.into_iter().chain(Fault::ALL) {
+    let faults: Vec<Fault> = match filter {
+        None => plan.faults.to_vec(),
+        Some(word) => Fault::ALL
+            .into_iter()
+            .filter(|f| format!("faults::{}", f.short()).contains(word))
+            .collect(),
+    };
+    for fault in baseline.into_iter().chain(faults) {
         let name = format!("faults::{}", fault.short());
-        if fault != Fault::None && !selected(&name) {
-            continue;
-        }
         let mut outcomes = Vec::new();
         for i in 0..plan.repeat {
             let started = Instant::now();
