@@ -186,6 +186,21 @@ impl Run {
                 missing.push(format!("{}: {gone} not yet replaced", self.chain));
             }
         }
+        // What a CSV waiting in Installing waits for: the controller-manager to observe the
+        // Deployment's new generation.
+        if let Some(d) = c
+            .get(&cluster::deployments(), &self.chain, fixtures::DEPLOYMENT)
+            .await?
+        {
+            let generation = d.metadata.generation.unwrap_or_default();
+            let observed = field(&d, "/status/observedGeneration").and_then(Value::as_i64);
+            if observed != Some(generation) {
+                missing.push(format!(
+                    "{}: Deployment generation {generation} observed {observed:?}",
+                    self.chain
+                ));
+            }
+        }
         installed(
             c,
             &self.dependency,
