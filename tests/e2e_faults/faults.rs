@@ -99,13 +99,25 @@ pub struct Outcome {
     pub writes: usize,
     /// The longest time from a fault to another replica holding the Lease (F5, F7).
     pub takeover: Option<Duration>,
-    /// F5: writes of the partitioned pod after its renew deadline (audit log).
-    pub writes_after_deadline: Option<Vec<String>>,
+    /// F5: writes of the partitioned pod the API server received after the pod's renew
+    /// deadline (audit log).
+    pub writes_after_deadline: Option<AfterDeadline>,
     /// F3: lists by the leading pod after the watches expired (audit log).
     pub relists: Option<usize>,
     /// F4: olm-rs's requests per second through the throttled priority level while the
     /// workload converged, and how many of them were rejected (429).
     pub throttled: Option<Throttled>,
+}
+
+/// F5's writes after the renew deadline, by the API server's answer. A write the fence let
+/// out before the deadline, into a network already cut, is retransmitted by the kernel when
+/// the network comes back and reaches the API server late (docs/leader-election.md §2, "What
+/// the fence cannot do"; docs/reliability.md §3.5): those the API server refused are reported;
+/// one it accepted fails the run.
+#[derive(Debug, Clone, Default)]
+pub struct AfterDeadline {
+    pub accepted: Vec<String>,
+    pub refused: Vec<String>,
 }
 
 /// What olm-rs's requests looked like under APF throttling (F4), from the API server's metrics.
@@ -133,9 +145,12 @@ impl Outcome {
             ));
         }
         if let Some(after) = &self.writes_after_deadline
-            && !after.is_empty()
+            && !after.accepted.is_empty()
         {
-            broken.push(format!("writes after the renew deadline: {after:?}"));
+            broken.push(format!(
+                "writes accepted after the renew deadline: {:?}",
+                after.accepted
+            ));
         }
         if broken.is_empty() {
             Ok(())
@@ -633,7 +648,7 @@ fn fenced(
     writes: &[audit::Request],
     pod: &str,
     partition_end: Timestamp,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<AfterDeadline> {
     let renewed = audit::last_renewal(writes, pod, chart::NAME, partition_end)
         .with_context(|| format!("no renewal of the Lease by pod {pod} in the audit log"))?;
     let deadline = renewed + jiff::SignedDuration::try_from(RENEW_DEADLINE)?;
@@ -653,10 +668,11 @@ fn fenced(
          Lease and its own Pod after the deadline: {}",
         after.len()
     );
-    Ok(after
-        .iter()
-        .map(|w| format!("{} {} at {} ({})", w.verb, w.object(), w.at, w.code))
-        .collect())
+    let text = |w: &&audit::Request| format!("{} {} at {} ({})", w.verb, w.object(), w.at, w.code);
+    Ok(AfterDeadline {
+        accepted: after.iter().filter(|w| w.succeeded()).map(text).collect(),
+        refused: after.iter().filter(|w| !w.succeeded()).map(text).collect(),
+    })
 }
 
 /// The network namespace (under /var/run/netns, where containerd's CNI puts them) holding

@@ -146,7 +146,12 @@ fn print_outcome(fault: Fault, o: &Outcome) {
         secs(o.takeover),
         o.writes_after_deadline
             .as_ref()
-            .map_or("—".to_owned(), |w| w.len().to_string()),
+            .map_or("—".to_owned(), |w| format!(
+                "{} accepted, {} refused {:?}",
+                w.accepted.len(),
+                w.refused.len(),
+                w.refused
+            )),
     );
     if let Some(relists) = o.relists {
         println!(
@@ -175,9 +180,13 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
         let lost: usize = outcomes.iter().map(|o| o.lost.len()).sum();
         let plans: Vec<String> = outcomes.iter().map(|o| o.chain_plans.to_string()).collect();
         let takeover = outcomes.iter().filter_map(|o| o.takeover).max();
-        let after: Vec<usize> = outcomes
+        let after: Vec<String> = outcomes
             .iter()
-            .filter_map(|o| o.writes_after_deadline.as_ref().map(Vec::len))
+            .filter_map(|o| {
+                o.writes_after_deadline
+                    .as_ref()
+                    .map(|w| format!("{} (+{} refused)", w.accepted.len(), w.refused.len()))
+            })
             .collect();
         let relists: Vec<String> = outcomes
             .iter()
@@ -202,7 +211,7 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
             secs(longest),
             plans.join(", "),
             secs(takeover),
-            or_dash(after.iter().map(ToString::to_string).collect()),
+            or_dash(after),
             or_dash(relists),
             or_dash(throttled),
         );
