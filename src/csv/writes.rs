@@ -65,25 +65,15 @@ pub struct ActionWrite {
     pub write: Write,
     /// The object may be gone: a 404 is success (an OperatorGroup deleted meanwhile).
     pub absent_ok: bool,
-    /// During an install: a 403 here fails the install for good (the CA consumers,
-    /// docs/csv-phases.md §3.1 InstallReady); elsewhere a 403 is retried.
-    pub forbidden_is_final: bool,
 }
 
 impl ActionWrite {
+    /// A write whose every refusal, Forbidden included, is retried with back-off
+    /// (docs/csv-phases.md §3.1 InstallReady).
     fn retried(write: Write) -> Self {
         Self {
             write,
             absent_ok: false,
-            forbidden_is_final: false,
-        }
-    }
-
-    fn final_if_forbidden(write: Write) -> Self {
-        Self {
-            write,
-            absent_ok: false,
-            forbidden_is_final: true,
         }
     }
 }
@@ -103,7 +93,6 @@ pub fn action_writes(csv: &ClusterServiceVersion, action: &Action) -> Vec<Action
                 resource_version: None,
             },
             absent_ok: true,
-            forbidden_is_final: false,
         }],
         Action::DeleteDeployments(names) => names
             .iter()
@@ -179,7 +168,6 @@ pub fn install_writes(ns: &str, plan: &DeploymentInstall) -> Vec<ActionWrite> {
     let mut writes = Vec::new();
     if let Some(certs) = &plan.certs {
         for d in &certs.deployments {
-            // docs/csv-phases.md §3.1 InstallReady: Forbidden on these is retried.
             writes.extend(
                 [
                     Write::apply(d.service.clone(), Ownership::Force),
@@ -195,26 +183,26 @@ pub fn install_writes(ns: &str, plan: &DeploymentInstall) -> Vec<ActionWrite> {
         }
     }
     for desired in &plan.deployments {
-        writes.push(ActionWrite::final_if_forbidden(apply_deployment(
+        writes.push(ActionWrite::retried(apply_deployment(
             ns,
             &desired.deployment,
         )));
     }
     if let Some(certs) = &plan.certs {
         for api in &certs.api_services {
-            writes.push(ActionWrite::final_if_forbidden(Write::apply(
+            writes.push(ActionWrite::retried(Write::apply(
                 api.clone(),
                 Ownership::Force,
             )));
         }
         for config in &certs.webhooks {
-            writes.push(ActionWrite::final_if_forbidden(webhook_write(config)));
+            writes.push(ActionWrite::retried(webhook_write(config)));
         }
         for conversion in &certs.conversions {
             // A merge patch of `spec.conversion` only: the CRD itself is applied by the
             // InstallPlan with the same field manager, and an apply of just this field would
             // drop the rest of that manager's fields.
-            writes.push(ActionWrite::final_if_forbidden(Write::MergePatch {
+            writes.push(ActionWrite::retried(Write::MergePatch {
                 key: ObjectKey::new::<CustomResourceDefinition>(None, &conversion.crd),
                 patch: Body::new(json!({"spec": {"conversion": conversion.conversion}})),
                 resource_version: None,

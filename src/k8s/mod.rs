@@ -13,6 +13,7 @@ pub mod shared;
 pub mod slim;
 pub mod store;
 pub mod warnings;
+pub mod watch_backoff;
 pub mod write;
 
 /// The one field manager of every olm-rs write (STYLE rule 2).

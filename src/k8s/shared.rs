@@ -36,6 +36,7 @@ use crate::k8s::slim::{slim, slim_crd};
 use crate::k8s::store::{
     NamespacedStore, StoreWriter, WatchTask, namespaced_store, slim_event, watch_config,
 };
+use crate::k8s::watch_backoff::WatchBackoff;
 
 pub use crate::k8s::store::Changes;
 
@@ -371,7 +372,7 @@ where
             keeper,
             subscribers: Vec::new(),
         }));
-        let events = watcher::watcher(api, config).default_backoff();
+        let events = watcher::watcher(api, config).backoff(WatchBackoff::default());
         let task = tokio::spawn({
             let hub = Arc::clone(&hub);
             async move {

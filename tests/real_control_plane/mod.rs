@@ -63,11 +63,15 @@ pub struct ControlPlane {
     pub client: kube::Client,
     /// Scratch space for the tests (controller logs, kubeconfigs, caches).
     pub dir: PathBuf,
+    /// etcd's client URL (`http://127.0.0.1:<port>`; its JSON gateway answers `/v3/...`).
+    pub etcd_url: String,
     /// The API server's audit log: one JSON line per write request (create, update, patch,
-    /// delete), at the `Metadata` level — who wrote what, never the bodies.
+    /// delete), per list and per read of a Lease, at the `Metadata` level — who did what to
+    /// which object, never the bodies.
     pub audit_log: PathBuf,
     // Dropped in this order: the processes (in reverse start order) before their directories.
-    processes: Vec<Process>,
+    // Behind a lock so that a fault check can kill and restart one while others read the plane.
+    processes: std::sync::Mutex<Vec<Process>>,
     _etcd_data: tempfile::TempDir,
     _dir: tempfile::TempDir,
 }
@@ -229,7 +233,7 @@ impl ControlPlane {
         .await
         .context("the admin kubeconfig")?;
         let client = kube::Client::try_from(admin_config.clone())?;
-        let mut plane = Self {
+        let plane = Self {
             url,
             network,
             pki,
@@ -237,8 +241,9 @@ impl ControlPlane {
             admin_config,
             client,
             dir: root,
+            etcd_url,
             audit_log,
-            processes,
+            processes: std::sync::Mutex::new(processes),
             _etcd_data: etcd_data,
             _dir: dir,
         };
@@ -251,7 +256,7 @@ impl ControlPlane {
         Ok(plane)
     }
 
-    async fn wait_ready(&mut self, started: Instant) -> anyhow::Result<()> {
+    async fn wait_ready(&self, started: Instant) -> anyhow::Result<()> {
         let mut last = String::from("not asked yet");
         let mut api_ready = false;
         loop {
@@ -283,9 +288,9 @@ impl ControlPlane {
     }
 
     /// An error naming the program that exited, with the logs.
-    pub fn check_alive(&mut self) -> anyhow::Result<()> {
+    pub fn check_alive(&self) -> anyhow::Result<()> {
         let exited: Vec<String> = self
-            .processes
+            .processes()
             .iter_mut()
             .filter_map(Process::exited)
             .collect();
@@ -298,7 +303,7 @@ impl ControlPlane {
 
     /// The last lines of each program's log.
     pub fn logs(&self) -> String {
-        self.processes
+        self.processes()
             .iter()
             .map(|p| format!("---- {} ({})\n{}", p.name, p.log.display(), p.log_tail(20)))
             .collect::<Vec<_>>()
@@ -312,7 +317,56 @@ impl ControlPlane {
 
     /// Process ids of the control plane's programs (for memory figures).
     pub fn pids(&self) -> Vec<u32> {
-        self.processes.iter().map(Process::id).collect()
+        self.processes().iter().map(Process::id).collect()
+    }
+
+    fn processes(&self) -> std::sync::MutexGuard<'_, Vec<Process>> {
+        // A panic while the lock was held leaves the processes as they were; use them.
+        self.processes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Kills `program` (`etcd`, `kube-apiserver`, …) with SIGKILL: a crash, no clean shut-down.
+    pub fn kill(&self, program: &str) -> anyhow::Result<()> {
+        let mut processes = self.processes();
+        let process = processes
+            .iter_mut()
+            .find(|p| p.name == program)
+            .with_context(|| format!("the control plane runs no {program}"))?;
+        process.kill();
+        Ok(())
+    }
+
+    /// Starts `program` again, as it was first started plus the flags `extra`, on the same data
+    /// (etcd's directory, the API server's certificates, ports and audit log).
+    pub fn restart(&self, program: &str, extra: &[String]) -> anyhow::Result<()> {
+        let mut processes = self.processes();
+        let process = processes
+            .iter_mut()
+            .find(|p| p.name == program)
+            .with_context(|| format!("the control plane runs no {program}"))?;
+        process.restart(extra)
+    }
+
+    /// Waits until the API server answers `/readyz` (after a restart), at most `timeout`.
+    pub async fn wait_api_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+        let started = Instant::now();
+        loop {
+            let request = http::Request::get("/readyz").body(Vec::new())?;
+            let last = match self.client.request_text(request).await {
+                Ok(_) => return Ok(()),
+                Err(err) => err.to_string(),
+            };
+            if started.elapsed() > timeout {
+                bail!(
+                    "the API server was not ready {}s after its restart (last: {last})\n{}",
+                    timeout.as_secs(),
+                    self.logs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 }
 
@@ -320,15 +374,21 @@ impl Drop for ControlPlane {
     fn drop(&mut self) {
         // Stop the API server's clients first: the controller-manager, then the API server,
         // then etcd.
-        while let Some(process) = self.processes.pop() {
+        let mut processes = self.processes();
+        while let Some(process) = processes.pop() {
             drop(process);
         }
     }
 }
 
-/// Write requests at the `Metadata` level; nothing else.
+/// Write requests at the `Metadata` level, reads of Leases (a replica's life as a standby, for
+/// the fault suite's partition check) and lists (who listed again after its watch expired);
+/// nothing else: watches and other reads are most requests and tell nothing about changes.
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n\
-rules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n- level: None\n";
+rules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n\
+- level: Metadata\n  verbs: [get]\n  resources: [{group: coordination.k8s.io, resources: [leases]}]\n\
+- level: Metadata\n  verbs: [list]\n\
+- level: None\n";
 
 /// etcd data directories are named `<prefix><pid>-<random>`.
 const ETCD_DIR_PREFIX: &str = "olm-rs-etcd-";

@@ -124,14 +124,16 @@ pub(super) fn install_ready(ctx: &Ctx<'_>, d: &mut Decision) {
     }));
 }
 
-/// How an install attempt went wrong.
+/// How an install attempt went wrong: the API server's answer to one of its writes. Every
+/// refusal is retried with back-off, Forbidden included (docs/csv-phases.md §3.1
+/// InstallReady): olm-rs writes as itself, so a 403 is about olm-rs's own identity — an API
+/// server whose authorizer has not filled its caches yet after a restart (seen on the real
+/// node, docs/reliability.md §3.4), or a gap in the chart's RBAC — and neither is mended by
+/// the RBAC change in the operator's namespace that lifts a NoRetry freeze. A scoped
+/// OperatorGroup's account lacking a permission is decided before any write
+/// (`scoped_install_forbidden`) and stays `InstallComponentFailedNoRetry`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InstallFailure {
-    /// The API server answered Forbidden while writing a Deployment: not retried.
-    Forbidden(String),
-    /// Anything else: retried.
-    Other(String),
-}
+pub struct InstallFailure(pub String);
 
 /// [`after_install`], also recording `status.certsLastUpdated` / `certsRotateAt` from the
 /// install's certificates when it succeeded (docs/certificates.md §6.3 step 5).
@@ -176,14 +178,7 @@ pub fn ending_of_install(
             )
             .requeue(Requeue::After(POLL_INTERVAL));
         }
-        Err(InstallFailure::Forbidden(err)) => {
-            d.set(
-                CsvPhase::Failed,
-                CsvReason::InstallComponentFailedNoRetry,
-                format!("install strategy failed: {err}"),
-            );
-        }
-        Err(InstallFailure::Other(err)) => {
+        Err(InstallFailure(err)) => {
             d.set(
                 CsvPhase::Failed,
                 CsvReason::InstallComponentFailed,

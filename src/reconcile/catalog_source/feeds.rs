@@ -15,6 +15,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::api::CatalogSource;
 use crate::k8s::store::Changes;
+use crate::k8s::watch_backoff::WatchBackoff;
 use crate::metrics::CountedKind;
 use crate::reconcile::work_queue::WorkQueue;
 use crate::registry::cache::CatalogRef;
@@ -43,7 +44,7 @@ pub(super) fn config_map_changes(
         Api::<PartialObjectMeta<ConfigMap>>::all(client.clone()),
         watcher::Config::default(),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     .touched_objects()
     .filter_map(|change| futures::future::ready(change.ok()));
     Box::pin(changes)

@@ -13,7 +13,6 @@ use crate::csv::cleanup::{CLEANUP_POLL, finalize, has_finalizer};
 use crate::csv::identity::{name, namespace};
 use crate::csv::{Ending, InstallFailure, Observed, Requeue, SyncEffects, decide};
 use crate::k8s::effects::{Effects, EventOn, Write, execute, perform};
-use crate::k8s::errors::ApiFailure;
 use crate::k8s::write::{ApiError, ObjectKey, Operation};
 use crate::metrics::{CountedKind, Metrics};
 use crate::operator_group::is_copied;
@@ -109,13 +108,7 @@ async fn write(
             continue;
         }
         if let Err(err) = answer {
-            let text = err.to_string();
-            let failure = if one.forbidden_is_final && err.failure() == ApiFailure::Forbidden {
-                InstallFailure::Forbidden(text)
-            } else {
-                InstallFailure::Other(text)
-            };
-            return Ok((written, Some(failure)));
+            return Ok((written, Some(InstallFailure(err.to_string()))));
         }
     }
     Ok((written, None))

@@ -25,6 +25,7 @@ use crate::api::{ClusterServiceVersion, OlmConfig, OperatorGroup};
 use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::{Changes, SharedWatches};
 use crate::k8s::store::{NamespacedStore, reflect_namespaced};
+use crate::k8s::watch_backoff::WatchBackoff;
 use crate::operator_group::cluster_roles::OPERATOR_GROUP_OWNER_KIND;
 use crate::operator_group::copied_csv::CopyHashes;
 use crate::operator_group::group_decision::ServiceAccountSeen;
@@ -187,7 +188,7 @@ pub fn watch_all(client: &Client, shared: &SharedWatches) -> (Stores, Feeds) {
         Api::<ClusterServiceVersion>::all(client.clone()),
         paged().labels(COPIED_FROM_LABEL),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     .filter_map(|event| async move {
         event
             .inspect_err(|err| tracing::warn!(error = %err, "copied CSV watch failed; retrying"))
