@@ -349,7 +349,7 @@ where
 {
     let (store, mut writer) = namespaced_store();
     let changes = watcher::watcher(api, config)
-        .default_backoff()
+        .backoff(crate::k8s::watch_backoff::WatchBackoff::default())
         .flat_map(move |event| {
             let changed = match event {
                 Ok(mut event) => {

@@ -389,12 +389,13 @@ mod tests {
     }
 
     fn auth_config() -> ConfigMap {
-        let mut map = ConfigMap::default();
-        map.data = Some(BTreeMap::from([(
-            "requestheader-client-ca-file".to_owned(),
-            "PEM".to_owned(),
-        )]));
-        map
+        ConfigMap {
+            data: Some(BTreeMap::from([(
+                "requestheader-client-ca-file".to_owned(),
+                "PEM".to_owned(),
+            )])),
+            ..ConfigMap::default()
+        }
     }
 
     fn now() -> jiff::Timestamp {
