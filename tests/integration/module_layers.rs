@@ -15,8 +15,17 @@ use std::path::Path;
 const KNOWN_INNER_CYCLES: &[(&str, &[&str])] = &[
     ("catalog", &["csv_metadata", "fbc", "go_json", "properties"]),
     ("catalog/fbc", &["documents", "yaml_fast"]),
-    ("csv", &["certs", "observed", "ownership", "replacement"]),
-    ("csv", &["fixtures", "install_strategy"]),
+    (
+        "csv",
+        &[
+            "certs",
+            "fixtures",
+            "install_strategy",
+            "observed",
+            "ownership",
+            "replacement",
+        ],
+    ),
     (
         "olm_hash/go_json",
         &["types_meta", "types_pod", "types_volume"],

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, LogParams, PostParams};
+use kube::api::{Api, LogParams};
 use sha2::{Digest as _, Sha256};
 
 use crate::api::CatalogSource;
@@ -20,6 +20,7 @@ use crate::bundle_image::unpack_pod::{
     BUNDLE_CONTAINER, CAUSE_ANNOTATION, PodStep, UnpackPodOptions, UnpackPodRequest, pod_mode,
     pod_step, unpack_pod, unpack_pod_name,
 };
+use crate::k8s::write::{self, DeleteOptions, ObjectKey};
 use crate::plan::CatalogRef;
 use crate::plan::image_bundle::pinned_image;
 use crate::plan::lookups::{LookupsWorked, Pull, PulledContent};
@@ -125,7 +126,7 @@ async fn drive(
     };
     let step = pod_step(found.as_ref(), started);
     if step == PodStep::Replace {
-        delete(&pods, &name).await;
+        delete(&ctx.client, &catalog.namespace, &name).await;
     }
     if matches!(step, PodStep::Create | PodStep::Replace) {
         // Another plan's pod unpacked the same image a moment ago (the pod is shared, as OLM's
@@ -165,7 +166,7 @@ async fn drive(
             why,
             message,
         } => {
-            delete(&pods, &name).await;
+            delete(&ctx.client, &catalog.namespace, &name).await;
             Driven::Failed(PullFailure {
                 reason,
                 message: format!("unpack pod {where_} failed ({mode}): {why}: {message}"),
@@ -192,7 +193,7 @@ async fn drive(
                 }
             };
             let taken = take_in(ctx, image, digest, &log);
-            delete(&pods, &name).await;
+            delete(&ctx.client, &catalog.namespace, &name).await;
             match taken {
                 Ok(bundle) => Driven::Unpacked {
                     bundle,
@@ -257,14 +258,26 @@ async fn create(
     let name = unpack_pod_name(image);
     let where_ = format!("{}/{name}", catalog.namespace);
     let mode = pod_mode(image, cause, &where_);
-    Driven::Waiting(match pods.create(&PostParams::default(), &pod).await {
+    Driven::Waiting(match write::create(pods, &pod).await {
         Ok(_) => {
             tracing::info!(%image, pod = %where_, %cause, "bundle image unpacked by a pod");
             format!("unpack job not completed: {mode}")
         }
-        Err(kube::Error::Api(e)) if e.code == 409 => format!("unpack job not completed: {mode}"),
+        // Created by an earlier sync (a pod's name is the image's): it is being waited for.
+        Err(e) if e.is_conflict() => format!("unpack job not completed: {mode}"),
         Err(e) => format!("unpack job not completed: cannot create unpack pod {where_}: {e}"),
     })
+}
+
+/// Why a bundle a pod handed back is not taken in.
+#[derive(Debug, thiserror::Error)]
+enum TakeInError {
+    #[error(transparent)]
+    NoImageClient(#[from] crate::reconcile::bundle_images::NoImageClient),
+    #[error(transparent)]
+    Refused(#[from] handback::HandbackRefused),
+    #[error(transparent)]
+    Cache(#[from] crate::bundle_image::PullError),
 }
 
 /// The bundle a pod handed back in `log`, checked, rendered and cached.
@@ -273,19 +286,16 @@ fn take_in(
     image: &str,
     digest: Option<String>,
     log: &str,
-) -> Result<Arc<PulledBundle>, String> {
-    let puller = ctx.bundle_images.puller().map_err(|e| e.to_string())?;
-    let files =
-        handback::unpack_handed_back(log, &puller.config().limits).map_err(|e| e.to_string())?;
+) -> Result<Arc<PulledBundle>, TakeInError> {
+    let puller = ctx.bundle_images.puller()?;
+    let files = handback::unpack_handed_back(log, &puller.config().limits)?;
     // The runtime names the manifest digest it pulled; else the reference's own, else one of
     // the content (a cache key only).
     let digest = digest
         .or_else(|| image.split_once('@').map(|(_, d)| d.to_owned()))
         .unwrap_or_else(|| format!("sha256:{:x}", Sha256::digest(log.as_bytes())));
     let pinned = pinned_image(image, &digest);
-    puller
-        .adopt_unpacked(&[image, &pinned], &digest, &files)
-        .map_err(|e| e.to_string())
+    Ok(puller.adopt_unpacked(&[image, &pinned], &digest, &files)?)
 }
 
 /// When the lookup's current attempt began (its pending condition's transition), in seconds.
@@ -299,10 +309,10 @@ fn attempt_started(pull: &Pull) -> Option<i64> {
         .max()
 }
 
-async fn delete(pods: &Api<Pod>, name: &str) {
-    if let Err(e) = pods.delete(name, &DeleteParams::background()).await
-        && !matches!(&e, kube::Error::Api(a) if a.code == 404)
-    {
+async fn delete(client: &kube::Client, namespace: &str, name: &str) {
+    let key = ObjectKey::new::<Pod>(Some(namespace), name);
+    // An unpack pod already gone is fine (`write::delete` answers Ok(false)).
+    if let Err(e) = write::delete(client, &key, &DeleteOptions::default()).await {
         tracing::warn!(pod = %name, error = %e, "cannot delete unpack pod");
     }
 }

@@ -51,12 +51,16 @@ impl Skopeo {
         )
     }
 
-    /// `generate-sigstore-key` came with skopeo 1.10, as did working sigstore in Debian.
+    /// `generate-sigstore-key` came with skopeo 1.10, as did working sigstore in Debian. An
+    /// older skopeo answers `generate-sigstore-key --help` with its general help and success,
+    /// so the command's own flag is looked for.
     fn has_sigstore(&self) -> bool {
         Command::new(&self.program)
             .args(["generate-sigstore-key", "--help"])
             .output()
-            .is_ok_and(|o| o.status.success())
+            .is_ok_and(|o| {
+                o.status.success() && String::from_utf8_lossy(&o.stdout).contains("--output-prefix")
+            })
     }
 
     fn run(&self, args: &[&str]) -> Output {
