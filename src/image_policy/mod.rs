@@ -62,6 +62,23 @@ impl ImagePolicy {
         self.policy.as_ref().map(|p| p.file.as_path())
     }
 
+    /// Whether `image` is accepted whatever it carries: no policy is enforced, or every
+    /// requirement of its scope is `insecureAcceptAnything`. Only such an image may be pulled by
+    /// the node in olm-rs's stead (an unpack pod): nothing olm-rs would verify is skipped.
+    pub fn accepts_unverified(&self, image: &str) -> bool {
+        let Some(policy) = &self.policy else {
+            return true;
+        };
+        let Ok(reference) = DockerRef::parse(image) else {
+            return false;
+        };
+        let (_, requirements) = policy.requirements_for(&reference);
+        !requirements.is_empty()
+            && requirements
+                .iter()
+                .all(|r| *r == Requirement::InsecureAcceptAnything)
+    }
+
     /// The scope and requirements for `image`; `None` when no policy is enforced.
     pub fn requirements_for(&self, image: &DockerRef) -> Option<(Scope, &[Requirement])> {
         self.policy.as_ref().map(|p| p.requirements_for(image))

@@ -363,3 +363,23 @@ fn malformed_files_name_the_file_and_the_field() {
         );
     }
 }
+
+/// Only an image its scope accepts unverified may be pulled by the node instead (an unpack
+/// pod): the kubelet checks no signature.
+#[test]
+fn an_image_accepted_unverified_is_one_whose_scope_accepts_anything() {
+    let key = TestKey::generate();
+    let files = Files::with_key("/path/to/sigstore-pubkey.pub", &key);
+    let policy = super::ImagePolicy::new(parse(LOCKED_DOWN, &files).unwrap(), Default::default());
+    assert!(policy.accepts_unverified("docker.io/library/busybox:latest"));
+    assert!(
+        !policy.accepts_unverified("quay.io/operator/bundle:v1"),
+        "rejected by default"
+    );
+    assert!(
+        !policy.accepts_unverified("hostname:5000/myns/sigstore-signed-with-full-references:v1"),
+        "wants a signature"
+    );
+    assert!(!policy.accepts_unverified("not a reference"));
+    assert!(super::ImagePolicy::accept_anything().accepts_unverified("quay.io/x/y:v1"));
+}

@@ -81,19 +81,21 @@ pub async fn with_bundle_objects(
                     .await;
                 let pulled = match ctx.bundle_images.pull(&key.0, &credentials, None).await {
                     // The controller cannot pull it: a pod unpacks it again (docs/bundle-images.md).
-                    Err(failure) if node_may_pull(&failure) => match unpack_pod::enabled(ctx) {
-                        Some(options) => {
-                            unpack_pod::refetch(
-                                ctx,
-                                options,
-                                &key.0,
-                                &reference.catalog(),
-                                &failure.message,
-                            )
-                            .await
+                    Err(failure) if node_may_pull(&failure) => {
+                        match unpack_pod::enabled(ctx, &key.0) {
+                            Some(options) => {
+                                unpack_pod::refetch(
+                                    ctx,
+                                    options,
+                                    &key.0,
+                                    &reference.catalog(),
+                                    &failure.message,
+                                )
+                                .await
+                            }
+                            None => Err(failure),
                         }
-                        None => Err(failure),
-                    },
+                    }
                     pulled => pulled,
                 };
                 pulled.map_err(|failure| BundleObjectsError::Refetch {

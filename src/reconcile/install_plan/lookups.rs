@@ -22,8 +22,8 @@ pub async fn work_lookups(
     now: Timestamp,
 ) -> LookupsWorked {
     let mut worked = LookupsWorked::default();
-    let pods = unpack_pod::enabled(ctx);
     for lookup in lookups {
+        let pods = unpack_pod::enabled(ctx, &lookup.path);
         let Some(pull) = worked.attempt(lookup.clone(), &policy, now) else {
             continue;
         };

@@ -27,15 +27,16 @@ use crate::plan::lookups::{LookupsWorked, Pull, PulledContent};
 use crate::plan::unpack::PullFailure;
 use crate::reconcile::Context;
 
-/// The unpack pod settings when pods may stand in for the controller's pulls: configured
-/// (`--bundle-unpack-image`) and no image policy enforced — the kubelet checks no signatures,
-/// so under a policy an image olm-rs cannot verify is never installed (docs/image-signatures.md).
-pub fn enabled(ctx: &Context) -> Option<&UnpackPodOptions> {
+/// The unpack pod settings when a pod may stand in for the controller's pull of `image`:
+/// configured (`--bundle-unpack-image`), and the image policy accepts the image without a
+/// signature — the kubelet checks none, so an image the policy wants verified is never handed
+/// to it (docs/image-signatures.md).
+pub fn enabled<'c>(ctx: &'c Context, image: &str) -> Option<&'c UnpackPodOptions> {
     let options = &ctx.bundle_images.options;
     options
         .unpack_pod
         .as_ref()
-        .filter(|_| !options.image_policy.enforced())
+        .filter(|_| options.image_policy.accepts_unverified(image))
 }
 
 /// Works `pull` through its unpack pod: creates it (with `cause`, why the controller could not
