@@ -54,7 +54,7 @@ fn faulty_client(
             // A share of 1 in `period`, spread at random: a strictly periodic fault would meet
             // a pass of exactly `period` requests at the same step every time, a lockstep
             // real faults never keep.
-            if !watch && splitmix(n) % period == 0 {
+            if !watch && splitmix(n).is_multiple_of(period) {
                 let kind = faults.fetch_add(1, Ordering::Relaxed) % 4;
                 let (code, reason, message) = match kind {
                     0 => (
