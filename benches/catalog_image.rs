@@ -30,10 +30,10 @@ use catalog_source_common::{Setup, catalog_source, create, start, state_of, stat
 use criterion::{Criterion, criterion_group, criterion_main};
 use jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams};
+use olm_rs::api::CatalogRef;
 use olm_rs::api::{CatalogSource, Subscription, SubscriptionSpec};
 use olm_rs::bundle_image::{BundlePuller, Credentials, PullerConfig};
 use olm_rs::catalog_source::in_process::CONTENT_CONDITION;
-use olm_rs::registry::cache::CatalogRef;
 use olm_rs::resolve::{
     CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups, decide,
 };

@@ -9,12 +9,13 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use jiff::Timestamp;
 use serde_json::Value;
 
+use olm_rs::api::CatalogRef;
 use olm_rs::api::{Subscription, SubscriptionSpec, SubscriptionStatus};
 use olm_rs::catalog::model::{DeclarativeConfig, Property};
 use olm_rs::catalog::{CatalogIndex, load_catalog};
 use olm_rs::resolve::subscription::{NamespaceState, decide_namespace};
 use olm_rs::resolve::{
-    CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups, decide,
+    CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups, decide,
 };
 
 // The one place that finds the shared reference data (`$OLM_RS_SHARED`, else `../shared`).

@@ -10,12 +10,13 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
 
+use olm_rs::api::CatalogRef;
 use olm_rs::api::Subscription;
 use olm_rs::reconcile::subscription::load_index;
 use olm_rs::resolve::subscription::dependency_subscription_name;
 use olm_rs::resolve::{
-    CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,
-    Outcome, PathStep, Preview, preview,
+    CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups, Outcome, PathStep,
+    Preview, preview,
 };
 
 #[derive(Debug, Args)]

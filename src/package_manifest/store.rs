@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use crate::api::CatalogRef;
 use crate::catalog::CatalogIndex;
-use crate::plan::CatalogRef;
 
 use super::build::{BuiltPackage, CatalogMeta, ElidedPackage, PackageIcon, build_catalog};
 use super::selector::LabelSelector;

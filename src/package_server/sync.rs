@@ -11,12 +11,12 @@ use futures::StreamExt;
 use kube::ResourceExt;
 use tokio::sync::watch;
 
+use crate::api::CatalogRef;
 use crate::api::catalog_source::CatalogSource;
 use crate::catalog::CatalogIndex;
 use crate::k8s::shared::Subscribed;
 use crate::k8s::store::NamespacedStore;
 use crate::package_manifest::{CatalogMeta, ManifestStore};
-use crate::plan::CatalogRef;
 use crate::registry::cache::CatalogCache;
 
 /// Where catalog content comes from: the current index of CatalogSource ns/name, and a signal

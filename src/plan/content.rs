@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::steps::{BundleContent, CatalogRef};
+use super::steps::BundleContent;
+use crate::api::CatalogRef;
 use crate::catalog::index::IndexedBundle;
 use crate::catalog::properties::{BUNDLE_OBJECT, CSV_METADATA};
 

@@ -204,7 +204,8 @@ pub fn plan_reference(plan: &InstallPlan) -> ObjectReference {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{BundleContent, CatalogRef, bundle_steps};
+    use crate::api::CatalogRef;
+    use crate::plan::{BundleContent, bundle_steps};
     use serde_json::json;
 
     fn draft(approval: Approval) -> PlanDraft {

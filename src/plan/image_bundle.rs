@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::PlanError;
-use super::steps::{BundleContent, CatalogRef, PlannedStep, bundle_steps};
+use super::steps::{BundleContent, PlannedStep, bundle_steps};
+use crate::api::CatalogRef;
 use crate::api::install_plan::bundle_lookup_reason;
 use crate::api::{
     BundleLookup, BundleLookupCondition, BundleLookupConditionType, ConditionStatus, Step,

@@ -264,8 +264,8 @@ impl LookupsWorked {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::CatalogRef;
     use crate::plan::image_bundle::bundle_lookup;
-    use crate::plan::steps::CatalogRef;
     use serde_json::json;
 
     const START: i64 = 1_800_000_000;

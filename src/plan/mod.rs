@@ -44,6 +44,4 @@ pub use name::install_plan_name;
 pub use object::StepObject;
 pub use order::{ExecutionOrder, StepAction, execution_order, order_plan, step_action};
 pub use rbac::rbac_manifests;
-pub use steps::{
-    BundleContent, CatalogRef, PlannedStep, bundle_steps, catalog_source_names, csv_names,
-};
+pub use steps::{BundleContent, PlannedStep, bundle_steps, catalog_source_names, csv_names};

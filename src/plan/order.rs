@@ -88,9 +88,8 @@ pub fn step_action(kind: StepKind, status: &StepStatus) -> StepAction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::steps::{
-        BundleContent, CatalogRef, bundle_steps, catalog_source_names, csv_names,
-    };
+    use crate::api::CatalogRef;
+    use crate::plan::steps::{BundleContent, bundle_steps, catalog_source_names, csv_names};
     use serde_json::json;
 
     fn bundle(name: &str) -> BundleContent {

@@ -1,14 +1,13 @@
 //! A bundle turned into InstallPlan steps (docs/install-plans.md §7.1); the order of a whole
 //! plan is `plan::order`.
 
+use crate::api::CatalogRef;
 use serde_json::{Map, Value, json};
 
 use super::error::PlanError;
 use super::object::{StepObject, str_at};
 use super::rbac::rbac_manifests;
 use crate::api::keys::PROPERTIES_ANNOTATION;
-
-pub use crate::api::CatalogRef;
 
 /// A bundle whose content is known (from `olm.bundle.object` properties / `csvJson`).
 #[derive(Debug, Clone)]

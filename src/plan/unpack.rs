@@ -288,7 +288,7 @@ pub fn go_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::CatalogRef;
+    use crate::api::CatalogRef;
     use crate::plan::image_bundle::bundle_lookup;
 
     fn t(secs: i64) -> Timestamp {

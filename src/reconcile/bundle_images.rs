@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::Api;
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
 use crate::bundle_image::unpack_pod::UnpackPodOptions;
@@ -22,7 +23,6 @@ use crate::bundle_image::{
     BundlePuller, ConfigError, Credentials, PullError, PulledBundle, PullerConfig,
 };
 use crate::image_policy::ImagePolicy;
-use crate::plan::CatalogRef;
 use crate::plan::unpack::{DEFAULT_UNPACK_TIMEOUT, PullFailure};
 
 /// A Secret by namespace and name (`--pull-secret NAMESPACE/NAME`).

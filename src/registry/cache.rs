@@ -6,6 +6,7 @@
 //! `healthy: false` and a reason in plain words; it never hides or blocks other catalogs
 //! (the README's "failure belongs to the object that caused it").
 
+use crate::api::CatalogRef;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -16,7 +17,6 @@ use crate::catalog::CatalogIndex;
 use crate::metrics::Metrics;
 
 /// Which CatalogSource: the same key the resolver and planner use.
-pub use crate::api::CatalogRef;
 
 /// Why a catalog is (un)healthy, for conditions and `kubectl describe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -15,9 +15,10 @@ use tokio::task::JoinHandle;
 use crate::catalog::{self, CatalogIndex};
 use crate::k8s::clock::Clock;
 
-use super::cache::{CatalogCache, CatalogHealth, CatalogRef, HealthReason};
+use super::cache::{CatalogCache, CatalogHealth, HealthReason};
 use super::client::{ClientTimeouts, RegistryClient};
 use super::convert::from_api;
+use crate::api::CatalogRef;
 
 /// gRPC channel states, as `status.connectionState.lastObservedState` spells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

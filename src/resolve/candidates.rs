@@ -9,10 +9,10 @@ use std::collections::HashSet;
 use crate::catalog::CatalogIndex;
 use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
 
-use super::input::CatalogRef;
 use super::requirement::{CandidateView, Predicate, Requirement};
 use super::solver::Claims;
 use super::version_request::{VersionRequest, admits, version_request};
+use crate::api::CatalogRef;
 
 /// The `olm-rs.io/version` range of the namespace's Subscription to `package`, with that
 /// Subscription's name: a dependency on the package is held to it as to an

@@ -13,11 +13,12 @@ use crate::catalog::upgrade_graph::{EdgeKind, GraphEntry, GraphError, NoUpdate};
 
 use super::adoption::{Standing, unclaimed_standing};
 use super::explain::{Refusal, Unsatisfiable, similar_names};
-use super::input::{CatalogContent, CatalogRef, InstalledCsv, NamespaceInput};
+use super::input::{CatalogContent, InstalledCsv, NamespaceInput};
 use super::joint;
 use super::participant::{Depth, participant};
 use super::solver::{Chosen, Claims, Rejection, Root};
 use super::version_request::{Held, VersionRequest, admits, downgrade_entries, version_request};
+use crate::api::CatalogRef;
 
 /// The decision for one Subscription.
 #[derive(Debug, Clone, PartialEq)]

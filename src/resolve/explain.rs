@@ -8,8 +8,8 @@ use crate::catalog::upgrade_graph::{GraphError, NoUpdate};
 
 use super::adoption::Foreign;
 pub use super::explain_conflict::Unsatisfiable;
-use super::input::CatalogRef;
 use super::version_request::{BadVersionAnnotation, VERSION_ANNOTATION};
+use crate::api::CatalogRef;
 
 /// `ResolutionFailed` reason for a refusal nothing but a change of the inputs can fix.
 pub const CONSTRAINTS_NOT_SATISFIABLE: &str = "ConstraintsNotSatisfiable";

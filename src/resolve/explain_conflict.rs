@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-use super::input::CatalogRef;
 use super::solver::{Holder, Rejection, Unmet};
+use crate::api::CatalogRef;
 
 /// How many candidates are listed per requirement before "and N more".
 const LISTED: usize = 5;

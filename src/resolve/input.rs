@@ -1,5 +1,6 @@
 //! What resolution looks at: a snapshot of one namespace, taken by the shell from its stores.
 
+use crate::api::CatalogRef;
 use std::sync::Arc;
 
 use crate::api::Subscription;
@@ -7,8 +8,6 @@ use crate::catalog::CatalogIndex;
 use crate::catalog::model::Property;
 use crate::catalog::properties::GvkValue;
 use crate::catalog::semver_range::Version;
-
-pub use crate::plan::CatalogRef;
 
 /// One catalog visible from the namespace.
 #[derive(Debug, Clone)]

@@ -25,9 +25,7 @@ pub mod version_request;
 
 pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_alone, decide_one};
 pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};
-pub use input::{
-    CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups,
-};
+pub use input::{CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups};
 pub use installed::installed_csv;
 pub use preview::{PathStep, Preview, preview};
 pub use solver::Claims;

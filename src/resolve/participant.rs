@@ -5,9 +5,10 @@ use crate::catalog::index::ChannelIndex;
 
 use super::adoption::unclaimed_standing;
 use super::decide::{Why, ranked_channels};
-use super::input::{CatalogRef, InstalledCsv, NamespaceInput};
+use super::input::{InstalledCsv, NamespaceInput};
 use super::model::BundleItem;
 use super::version_request::{admits, downgrade_entries, version_request};
+use crate::api::CatalogRef;
 
 /// A Subscription the solver decides: its candidates in order of preference.
 pub struct Participant<'a, 's> {

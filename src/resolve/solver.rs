@@ -22,8 +22,9 @@ use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
 use crate::catalog::properties::{self, GvkValue};
 
 use super::candidates::{Candidate, dependency_candidates, near_misses};
-use super::input::{CatalogInput, CatalogRef, InstalledCsv, NamespaceInput};
+use super::input::{CatalogInput, InstalledCsv, NamespaceInput};
 use super::requirement::{CandidateView, Requirement, RequirementError, requirements};
+use crate::api::CatalogRef;
 
 /// More bundles than this tried for one Subscription candidate means the catalogs hold a
 /// pathological dependency web; resolution stops and says so.

@@ -1,5 +1,6 @@
 //! Table tests of dependency resolution, one per behaviour OLM's resolver is known for.
 
+use crate::api::CatalogRef;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

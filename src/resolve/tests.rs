@@ -1,5 +1,6 @@
 //! Table tests of `decide` over a small hand-built catalog.
 
+use crate::api::CatalogRef;
 use std::sync::Arc;
 
 use serde_json::json;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
+use olm_rs::api::CatalogRef;
 use olm_rs::catalog::CatalogIndex;
 use olm_rs::k8s::clock::SystemClock;
 use olm_rs::package_manifest::ManifestStore;
@@ -16,7 +17,6 @@ use olm_rs::package_manifest::types::{GROUP, VERSION};
 use olm_rs::package_server::{
     AllowAll, CatalogContents, FeedSlot, PackageApi, discovery, keep_current, router,
 };
-use olm_rs::plan::CatalogRef;
 use olm_rs::registry::cache::CatalogCache;
 use olm_rs::sandbox::ApiServer;
 use olm_rs::sandbox::aggregated::AggregatedApi;

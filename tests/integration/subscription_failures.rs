@@ -6,8 +6,8 @@ use crate::subscription_support as support;
 use serde_json::json;
 use support::*;
 
+use olm_rs::api::CatalogRef;
 use olm_rs::api::SubscriptionState;
-use olm_rs::resolve::CatalogRef;
 
 #[tokio::test]
 async fn an_unreachable_catalog_fails_its_subscriptions_only() {

@@ -11,6 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use olm_rs::api::CatalogRef;
 use olm_rs::api::{InstallPlan, InstallPlanPhase, OperatorGroup, Subscription};
 use olm_rs::catalog::CatalogIndex;
 use olm_rs::catalog::model::{
@@ -22,7 +23,7 @@ use olm_rs::reconcile::subscription::{
     CatalogSnapshots, NamespaceSynced, SubscriptionStores, sync_namespace,
 };
 use olm_rs::reconcile::{Context, ControllerOptions};
-use olm_rs::resolve::{CatalogContent, CatalogInput, CatalogRef};
+use olm_rs::resolve::{CatalogContent, CatalogInput};
 use olm_rs::sandbox::ApiServer;
 
 pub const NS: &str = "operators";

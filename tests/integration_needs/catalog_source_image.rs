@@ -17,11 +17,11 @@ use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use olm_rs::api::CatalogRef;
 use olm_rs::api::CatalogSource;
 use olm_rs::catalog_source::registry_objects::IMAGE_DIGEST_ANNOTATION;
 use olm_rs::catalog_source::serving::{SERVING_ANNOTATION, ServingMode};
 use olm_rs::k8s::clock::Clock;
-use olm_rs::registry::cache::CatalogRef;
 
 const IMAGE: &str = "quay.io/example/catalog:latest";
 

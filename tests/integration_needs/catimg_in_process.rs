@@ -18,9 +18,9 @@ use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use olm_rs::api::CatalogRef;
 use olm_rs::api::{CatalogSource, CatalogSourceStatus};
 use olm_rs::catalog_source::in_process::CONTENT_CONDITION;
-use olm_rs::registry::cache::CatalogRef;
 
 /// One or two small packages of the real v4.20 catalog.
 fn fbc(packages: &[&str]) -> Vec<(String, Vec<u8>)> {

@@ -425,8 +425,8 @@ async fn a_catalog_serves_signed_content_and_keeps_it_when_the_tag_moves_to_an_u
     use jiff::SignedDuration;
     use k8s_openapi::api::events::v1::Event;
     use kube::api::{Api, ListParams, Patch, PatchParams};
+    use olm_rs::api::CatalogRef;
     use olm_rs::api::CatalogSource;
-    use olm_rs::registry::cache::CatalogRef;
 
     let w = World::start().await;
     let host = w.host();

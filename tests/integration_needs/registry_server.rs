@@ -6,8 +6,8 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use olm_rs::api::CatalogRef;
 use olm_rs::catalog::{CatalogIndex, properties};
-use olm_rs::registry::cache::CatalogRef;
 use olm_rs::registry::client::{ClientError, ClientTimeouts, RegistryClient};
 use olm_rs::registry::connection::build_index;
 use olm_rs::registry::{proto, serve, server};

@@ -6,11 +6,12 @@ use crate::common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use olm_rs::api::CatalogRef;
 use olm_rs::api::{Subscription, SubscriptionSpec};
 use olm_rs::catalog::CatalogIndex;
 use olm_rs::reconcile::subscription::load_index;
 use olm_rs::resolve::{
-    CatalogContent, CatalogInput, CatalogRef, NamespaceInput, OperatorGroups, Outcome, decide,
+    CatalogContent, CatalogInput, NamespaceInput, OperatorGroups, Outcome, decide,
 };
 
 fn root() -> PathBuf {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde_json::json;
 use support::*;
 
+use olm_rs::api::CatalogRef;
 use olm_rs::api::SubscriptionState;
 use olm_rs::reconcile::subscription::load_index;
-use olm_rs::resolve::CatalogRef;
 
 const CSV: (&str, &str, &str) = (
     "operators.coreos.com/v1alpha1",

@@ -11,10 +11,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::catalog::{self, CatalogIndex};
 use crate::catalog_source::decision::{ConfigMapContent, ConfigMapSeen};
-use crate::registry::cache::CatalogRef;
 use crate::registry::configmap_catalog::{self, ConfigMapCatalogError};
 use crate::registry::connection::InvalidCatalog;
 

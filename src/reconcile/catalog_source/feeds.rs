@@ -13,12 +13,12 @@ use kube_runtime::WatchStreamExt;
 use kube_runtime::watcher;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::k8s::store::Changes;
 use crate::k8s::watch_backoff::WatchBackoff;
 use crate::metrics::CountedKind;
 use crate::reconcile::work_queue::WorkQueue;
-use crate::registry::cache::CatalogRef;
 
 use super::{Reconciler, catalog_of, key_of};
 

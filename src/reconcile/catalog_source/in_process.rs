@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kube::Resource;
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
 use crate::catalog::CatalogIndex;
@@ -19,7 +20,6 @@ use crate::catalog_source::spec;
 use crate::k8s::effects::execute;
 use crate::reconcile::bundle_images::NoImageClient;
 use crate::reconcile::work_queue::Next;
-use crate::registry::cache::CatalogRef;
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
 
 use super::Reconciler;

@@ -31,6 +31,7 @@ use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use kube_runtime::watcher;
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
 use crate::catalog_source::cache_update::{CacheUpdate, Unhealthy};
@@ -40,7 +41,7 @@ use crate::catalog_source::serving::{SERVING_ANNOTATION, ServingMode};
 use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
-use crate::registry::cache::{CatalogHealth, CatalogRef, HealthReason};
+use crate::registry::cache::{CatalogHealth, HealthReason};
 use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
 use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};

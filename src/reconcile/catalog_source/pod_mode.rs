@@ -9,6 +9,7 @@ use kube::api::PartialObjectMeta;
 use kube::core::GroupVersionKind;
 use kube::{Resource, ResourceExt};
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::keys::{CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::catalog_source::decision::{self, DigestAnswer, DigestSeen, Poll, RegistrySeen};
@@ -16,7 +17,6 @@ use crate::catalog_source::pod_plan::PodView;
 use crate::catalog_source::registry::{RegistryObserved, pod_view};
 use crate::catalog_source::registry_objects::{self, RegistryObjects, RegistryObjectsError};
 use crate::k8s::store::{NamespacedStore, StoreStopped};
-use crate::registry::cache::CatalogRef;
 
 use super::Reconciler;
 

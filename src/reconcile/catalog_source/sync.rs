@@ -6,6 +6,7 @@
 
 use kube::ResourceExt;
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::catalog_source::decision::{
     self, Decision, Link, LinkView, Observed, Outcome, ServingPods, SourceSeen,
@@ -15,7 +16,6 @@ use crate::catalog_source::registry::RegistryWrites;
 use crate::catalog_source::spec::{Source, SpecError};
 use crate::k8s::effects::{Effects, Write, execute};
 use crate::reconcile::work_queue::Next;
-use crate::registry::cache::CatalogRef;
 use crate::registry::connection::ConnectionStatus;
 
 use super::{CONFLICT_RETRY, Error, Reconciler, configmap, executed_failure, pod_mode};

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 use sha2::{Digest as _, Sha256};
 
+use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
 use crate::bundle_image::PulledBundle;
@@ -21,7 +22,6 @@ use crate::bundle_image::unpack_pod::{
     pod_step, unpack_pod, unpack_pod_name,
 };
 use crate::k8s::write::{self, DeleteOptions, ObjectKey};
-use crate::plan::CatalogRef;
 use crate::plan::image_bundle::pinned_image;
 use crate::plan::lookups::{LookupsWorked, Pull, PulledContent};
 use crate::plan::unpack::PullFailure;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use futures::Stream;
 
+use crate::api::CatalogRef;
 use crate::catalog::{CatalogIndex, load_catalog};
 use crate::registry::cache::{CatalogCache, CatalogSnapshot, HealthReason};
-use crate::resolve::{CatalogContent, CatalogInput, CatalogRef};
+use crate::resolve::{CatalogContent, CatalogInput};
 
 /// Catalogs visible from a namespace: those in it and, when different, in the global catalog
 /// namespace (docs/resolution.md §2).

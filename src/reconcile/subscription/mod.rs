@@ -37,8 +37,8 @@ const FIRST_LOAD_WAIT: Duration = Duration::from_secs(30);
 /// unhealthy, then healthy again a second later: after a restart, or a move from OLM, that is
 /// three rewrites of every Subscription for nothing (found by tests/e2e_takeover).
 async fn wait_for_first_loads(ctx: &Context, catalogs: &dyn CatalogSnapshots) {
+    use crate::api::CatalogRef;
     use crate::api::CatalogSource;
-    use crate::resolve::CatalogRef;
 
     let api: kube::Api<CatalogSource> = kube::Api::all(ctx.client.clone());
     let keys: Vec<CatalogRef> = match api.list_metadata(&Default::default()).await {

@@ -33,9 +33,10 @@ mod provider;
 use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
 use crate::catalog::properties::{self, GvkValue};
 
-use super::input::{CatalogRef, InstalledCsv, NamespaceInput};
+use super::input::{InstalledCsv, NamespaceInput};
 use super::requirement::Requirement;
 use super::solver::Claims;
+use crate::api::CatalogRef;
 
 /// A catalog bundle as the solver sees it.
 #[derive(Debug, Clone)]

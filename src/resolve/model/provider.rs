@@ -10,10 +10,11 @@ use resolvo::{
     KnownDependencies, NameId, SolvableId, SolverCache, StringId, VersionSetId, VersionSetUnionId,
 };
 
+use crate::api::CatalogRef;
 use crate::catalog::index::{ChannelIndex, IndexedBundle, PackageIndex};
 use crate::catalog::properties::GvkValue;
 use crate::resolve::candidates::dependency_candidates;
-use crate::resolve::input::{CatalogRef, InstalledCsv};
+use crate::resolve::input::InstalledCsv;
 use crate::resolve::requirement::{CandidateView, requirements};
 
 use super::{

@@ -2,6 +2,7 @@
 //! sibling requirements and deep conflicts, upgrades installed operators together, and moves an
 //! API from one package to another in one resolution.
 
+use crate::api::CatalogRef;
 use serde_json::json;
 
 use super::*;

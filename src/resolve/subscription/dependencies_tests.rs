@@ -3,13 +3,12 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use crate::api::CatalogRef;
 use crate::api::keys::GENERATED_BY_ANNOTATION;
 use crate::api::{Approval, Subscription, SubscriptionSpec};
 use crate::catalog::CatalogIndex;
 use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
-use crate::resolve::input::{
-    CatalogContent, CatalogInput, CatalogRef, NamespaceInput, OperatorGroups,
-};
+use crate::resolve::input::{CatalogContent, CatalogInput, NamespaceInput, OperatorGroups};
 use crate::resolve::subscription::{NamespaceState, decide_namespace};
 
 fn bundle(pkg: &str, version: &str, props: Vec<Property>) -> Bundle {

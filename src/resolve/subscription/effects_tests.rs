@@ -8,11 +8,12 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::*;
+use crate::api::CatalogRef;
 use crate::api::{Approval, InstallPlanStatus};
 use crate::k8s::write::DeleteOptions;
+use crate::resolve::NamespaceInput;
 use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
 use crate::resolve::subscription::tests::{catalog, sub};
-use crate::resolve::{CatalogRef, NamespaceInput};
 
 const NS_UID: &str = "ns-uid";
 

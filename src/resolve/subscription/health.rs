@@ -4,12 +4,13 @@
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::api::CatalogRef;
 use crate::api::subscription::reason;
 use crate::api::{
     ConditionStatus, SubscriptionCatalogHealth, SubscriptionCondition, SubscriptionConditionType,
     SubscriptionStatus, set_condition,
 };
-use crate::resolve::input::{CatalogContent, CatalogInput, CatalogRef};
+use crate::resolve::input::{CatalogContent, CatalogInput};
 
 const CATALOG_API_VERSION: &str = "operators.coreos.com/v1alpha1";
 

@@ -42,8 +42,9 @@ use crate::plan::{
 
 use super::decide::{Outcome, Target, Why, decide};
 use super::explain::Refusal;
-use super::input::{CatalogRef, NamespaceInput};
+use super::input::NamespaceInput;
 use super::version_request::{DOWNGRADED_FROM, Held, reason as held_reason};
+use crate::api::CatalogRef;
 
 /// The namespace as the Subscription sync sees it.
 #[derive(Debug, Clone, Copy)]
