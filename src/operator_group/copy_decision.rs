@@ -4,8 +4,8 @@
 //! ensured, and whether the "copies disabled" Warning belongs on it.
 //!
 //! A copy's create is followed by a status write at the version the create returned, which no
-//! decision can know in advance; so the decision is a [`CopyPlan`] that the shell's copy writer
-//! carries out, rather than plain `Effects`.
+//! decision can know in advance; so the decision's writes are a [`FanOut`], the executor's
+//! batch capability (`k8s::effects::execute_fan_out`), rather than plain `Effects`.
 
 use std::sync::Arc;
 
@@ -15,10 +15,11 @@ use kube::api::PartialObjectMeta;
 
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
 use crate::api::{ClusterServiceVersion, OperatorGroup};
+use crate::k8s::effects::{Body, FanOut, FanOutWrite};
 
 use super::copied_csv::{
-    CopyHashes, CopyPlan, CopyRecord, CopySettings, Original, copy_hashes, copy_prototype,
-    is_uncopiable, plan_copies,
+    CopyDelete, CopyHashes, CopyPlan, CopyRecord, CopySettings, CopyWrite, Original, copy_hashes,
+    copy_prototype, is_uncopiable, plan_copies,
 };
 use super::membership::{is_active_member, is_copied};
 use super::targets::TargetNamespaces;
@@ -52,6 +53,58 @@ pub struct CopyDecision {
     /// `Some(true)`: the original should carry the `DisabledCopiedCSVs` Warning (copying is
     /// off and it targets all namespaces); `Some(false)`: it should not; `None`: no original.
     pub copies_disabled_warning: Option<bool>,
+}
+
+impl CopyDecision {
+    /// The plan's writes as the executor's fan-out: deletes first, then creates and updates,
+    /// all from the one prototype. `None` when there is nothing to write.
+    pub fn fan_out(&self) -> Option<FanOut> {
+        if self.plan.is_empty() {
+            return None;
+        }
+        let deletes = self
+            .plan
+            .deletes
+            .iter()
+            .map(|d: &CopyDelete| FanOutWrite::Delete {
+                namespace: d.namespace.clone(),
+                name: d.name.clone(),
+                uid: d.uid.clone(),
+            });
+        let writes = self.plan.writes.iter().map(|w| match w {
+            CopyWrite::Create { namespace } => FanOutWrite::Create {
+                namespace: namespace.clone(),
+            },
+            CopyWrite::Update {
+                namespace,
+                resource_version,
+                content,
+                status,
+            } => FanOutWrite::Update {
+                namespace: namespace.clone(),
+                resource_version: resource_version.clone(),
+                content: *content,
+                status: *status,
+            },
+        });
+        let name = self
+            .prototype
+            .as_ref()
+            .map(|p| p.name_any())
+            .or_else(|| self.plan.deletes.first().map(|d| d.name.clone()))
+            .unwrap_or_default();
+        Some(FanOut {
+            resource: kube::core::ApiResource::erase::<ClusterServiceVersion>(&()),
+            name,
+            status: self
+                .prototype
+                .as_ref()
+                .and_then(|p| p.status.clone())
+                .map(Body::new),
+            prototype: self.prototype.clone().map(Body::new),
+            writes: deletes.chain(writes).collect(),
+        })
+    }
 }
 
 /// Decides one run for the copies of `seen.original` (or of a gone original).

@@ -16,8 +16,6 @@ use tokio::sync::{broadcast, watch};
 use crate::catalog::CatalogIndex;
 use crate::metrics::Metrics;
 
-/// Which CatalogSource: the same key the resolver and planner use.
-
 /// Why a catalog is (un)healthy, for conditions and `kubectl describe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HealthReason {

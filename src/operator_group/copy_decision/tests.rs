@@ -240,3 +240,49 @@ fn copy_decisions() {
         );
     }
 }
+
+#[test]
+fn the_fan_out_deletes_first_then_writes_the_one_prototype() {
+    let global = original("");
+    let groups = vec![og(&[""])];
+    let narrowed = original("ops,team-a");
+    let narrowed_groups = vec![og(&["ops", "team-a"])];
+    let nothing = decide_copies(&CopyObserved {
+        original: Some(&global),
+        groups_in_namespace: &groups,
+        copies: &[copy_in("team-a", &global)],
+        namespaces: &namespaces(&["ops", "team-a"]),
+        settings: &CopySettings::default(),
+    });
+    assert_eq!(
+        nothing.fan_out(),
+        None,
+        "copies up to date: nothing to write"
+    );
+
+    let decision = decide_copies(&CopyObserved {
+        original: Some(&narrowed),
+        groups_in_namespace: &narrowed_groups,
+        copies: &[copy_in("team-b", &narrowed)],
+        namespaces: &namespaces(&["ops", "team-a", "team-b"]),
+        settings: &CopySettings::default(),
+    });
+    let fan_out = decision.fan_out().expect("a delete and a create");
+    assert_eq!(fan_out.name, "op.v1");
+    assert_eq!(fan_out.resource.kind, "ClusterServiceVersion");
+    assert!(
+        matches!(&fan_out.writes[..], [
+            FanOutWrite::Delete { namespace: d, uid, .. },
+            FanOutWrite::Create { namespace: c },
+        ] if d == "team-b" && uid == "uid-team-b" && c == "team-a"),
+        "{:?}",
+        fan_out.writes
+    );
+    let prototype = fan_out.prototype.unwrap().to_json().unwrap();
+    assert_eq!(prototype["metadata"]["namespace"], serde_json::Value::Null);
+    assert_eq!(
+        fan_out.status.unwrap().to_json().unwrap(),
+        prototype["status"],
+        "the status subresource is the prototype's status"
+    );
+}

@@ -6,8 +6,8 @@
 //! workers, each sync timed and its failures counted by kind of error
 //! (`olm_rs_reconcile_duration_seconds`, `olm_rs_reconcile_errors_total`, kinds `OperatorGroup`,
 //! `Namespace`, `CopiedCSV`, `OLMConfig`). Every sync has the one reconciler shape (docs/controller-startup.md): observe from
-//! the stores, decide in `crate::operator_group` (pure), execute through `k8s::effects` or,
-//! for copies, the copy writer built on `k8s::write`.
+//! the stores, decide in `crate::operator_group` (pure), execute through `k8s::effects` (for copies,
+//! its fan-out, `execute_fan_out`).
 
 pub mod copied_csv;
 pub mod copy_index;

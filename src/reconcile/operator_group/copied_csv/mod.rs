@@ -3,29 +3,26 @@
 //!
 //! One run decides every namespace of one original from the stores (pure,
 //! `operator_group::copy_decision`), skips the copies whose hashes already match, and writes
-//! the rest concurrently through the copy writer (built on `k8s::write`). A new namespace, a
+//! the rest concurrently through the executor's fan-out (`k8s::effects::execute_fan_out`). A new namespace, a
 //! changed original, a copy edited or deleted by hand and the OLMConfig switch each queue the
 //! original again (`reconcile::operator_group::routes`).
 
 mod olm_config;
 mod rbac;
-mod writes;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
-
 use super::shared::{NamespacedName, RACE_RETRY, Shared};
 use crate::api::ClusterServiceVersion;
+use crate::k8s::effects::execute_fan_out;
 use crate::k8s::write::ApiError;
-use crate::operator_group::copied_csv::{CopyDelete, CopyPlan, CopySettings, CopyWrite};
+use crate::operator_group::copied_csv::CopySettings;
 use crate::operator_group::copy_decision::{CopyDecision, CopyObserved, decide_copies};
 use crate::operator_group::membership::is_copied;
 use crate::reconcile::work_queue::Next;
 
 pub use olm_config::sync_olm_config;
-pub use writes::{CopyWriter, Outcome};
 
 /// What the copy loop remembers between runs (all of it rebuildable; the RBAC memos are cleared
 /// on every resync, so RBAC someone removed is put back then).
@@ -58,7 +55,7 @@ pub enum CopySyncError {
     Encode {
         original: NamespacedName,
         #[source]
-        source: serde_json::Error,
+        source: ApiError,
     },
     #[error("CSV {original}: {failed} of {total} copy writes failed; first: {first}")]
     Writes {
@@ -147,7 +144,7 @@ pub async fn sync(
             None => wanted.remove(key),
         };
     }
-    let raced = write_copies(shared, key, decision.prototype, decision.plan).await?;
+    let raced = write_copies(shared, key, &decision).await?;
 
     match (&original_csv, decision.copies_disabled_warning) {
         (Some(csv), Some(warn)) => {
@@ -170,86 +167,35 @@ pub async fn sync(
     })
 }
 
-enum Op {
-    Write(CopyWrite),
-    Delete(CopyDelete),
-}
-
-/// Runs the plan's writes and deletes, at most `copy_write_concurrency` at a time. Returns
-/// whether some write raced (the caller plans again shortly).
+/// Carries out the decision's copy writes through the executor's fan-out, at most
+/// `copy_write_concurrency` at a time. Returns whether some write raced (the caller decides
+/// again shortly).
 async fn write_copies(
     shared: &Shared,
     key: &NamespacedName,
-    prototype: Option<ClusterServiceVersion>,
-    plan: CopyPlan,
+    decision: &CopyDecision,
 ) -> Result<bool, CopySyncError> {
-    if plan.is_empty() {
+    let Some(fan_out) = decision.fan_out() else {
         return Ok(false);
-    }
-    let client = shared.ctx.client.clone();
-    let writer = match prototype {
-        Some(p) if !plan.writes.is_empty() => Some(Arc::new(
-            CopyWriter::new(client.clone(), p).map_err(|source| CopySyncError::Encode {
-                original: key.clone(),
-                source,
-            })?,
-        )),
-        _ => None,
     };
-    let ops: Vec<Op> = plan
-        .deletes
-        .into_iter()
-        .map(Op::Delete)
-        .chain(plan.writes.into_iter().map(Op::Write))
-        .collect();
-    let total = ops.len();
-    let runs = ops.into_iter().map(|op| {
-        let client = client.clone();
-        let writer = writer.clone();
-        async move {
-            match (op, writer) {
-                (Op::Delete(d), _) => {
-                    writes::delete_copy(&client, &d.namespace, &d.name, &d.uid).await
-                }
-                (Op::Write(CopyWrite::Create { namespace }), Some(w)) => w.create(&namespace).await,
-                (
-                    Op::Write(CopyWrite::Update {
-                        namespace,
-                        resource_version,
-                        content,
-                        status,
-                    }),
-                    Some(w),
-                ) => {
-                    w.update(&namespace, &resource_version, content, status)
-                        .await
-                }
-                // `writer` exists whenever the plan has writes.
-                (Op::Write(_), None) => Ok(Outcome::Raced),
-            }
-        }
-    });
-    let results: Vec<Result<Outcome, ApiError>> = futures::stream::iter(runs)
-        .buffer_unordered(shared.options.copy_write_concurrency.max(1))
-        .collect()
-        .await;
-    let mut raced = false;
-    let mut failures = Vec::new();
-    for result in results {
-        match result {
-            Ok(Outcome::Raced) => raced = true,
-            Ok(_) => {}
-            Err(err) => failures.push(err),
-        }
-    }
-    let failed = failures.len();
-    match failures.into_iter().next() {
+    let report = execute_fan_out(
+        &shared.ctx.client,
+        &fan_out,
+        shared.options.copy_write_concurrency,
+    )
+    .await
+    .map_err(|source| CopySyncError::Encode {
+        original: key.clone(),
+        source,
+    })?;
+    let failed = report.failures.len();
+    match report.failures.into_iter().next() {
         Some(first) => Err(CopySyncError::Writes {
             original: key.clone(),
             failed,
-            total,
+            total: report.total,
             first,
         }),
-        None => Ok(raced),
+        None => Ok(report.raced),
     }
 }

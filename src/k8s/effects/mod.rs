@@ -16,6 +16,10 @@ use kube::core::DynamicObject;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 
+mod fan_out;
+
+pub use fan_out::{FanOut, FanOutOutcome, FanOutReport, FanOutWrite, execute_fan_out};
+
 use super::events::EventPublisher;
 use super::write::{self, ApiError, DeleteOptions, ObjectKey, Operation, Ownership};
 use crate::api::event::ObjectEvent;
