@@ -16,7 +16,7 @@ mod common;
 mod registry_support;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use olm_rs::bundle_image::{BundlePuller, Credentials, PullerConfig};
+use olm_rs::oci::{BundlePuller, Credentials, PullerConfig};
 use registry_support::{Kind, TestRegistry};
 
 fn vm_hwm_kib() -> u64 {

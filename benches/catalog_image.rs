@@ -32,8 +32,8 @@ use jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams};
 use olm_rs::api::CatalogRef;
 use olm_rs::api::{CatalogSource, Subscription, SubscriptionSpec};
-use olm_rs::bundle_image::{BundlePuller, Credentials, PullerConfig};
 use olm_rs::catalog_source::in_process::CONTENT_CONDITION;
+use olm_rs::oci::{BundlePuller, Credentials, PullerConfig};
 use olm_rs::resolve::{
     CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups, decide,
 };

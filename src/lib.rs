@@ -10,7 +10,7 @@
 pub mod access_review;
 pub mod api;
 pub mod backoff;
-pub mod bundle_image;
+pub mod bundle_unpack;
 pub mod catalog;
 pub mod catalog_source;
 pub mod certs;
@@ -25,6 +25,7 @@ pub mod json_diff;
 pub mod k8s;
 pub mod leader_election;
 pub mod metrics;
+pub mod oci;
 pub mod olm_hash;
 pub mod operator_api;
 pub mod operator_group;

@@ -1,9 +1,9 @@
 //! `olm-rs bundle-unpack install DIR | emit`: the two halves of an unpack pod
-//! (docs/bundle-images.md, "When only the node can pull"; `bundle_image::unpack_pod`).
+//! (docs/bundle-images.md, "When only the node can pull"; `bundle_unpack::unpack_pod`).
 //! `install` runs in the olm-rs image and copies this binary (and, for a dynamically linked
 //! build, its loader and libraries) into the pod's shared volume, as OLM's util container
 //! copies `cpb`; `emit` runs from that copy inside the bundle image and writes the bundle's
-//! `manifests/` and `metadata/` to stdout (`bundle_image::handback`).
+//! `manifests/` and `metadata/` to stdout (`bundle_unpack::handback`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
-use olm_rs::bundle_image::handback;
+use olm_rs::bundle_unpack::handback;
 
 #[derive(Debug, Args)]
 pub struct BundleUnpackArgs {

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use olm_rs::bundle_image::{BundlePuller, Credentials, ImageName, PullerConfig};
 use olm_rs::catalog::bundle_dir::{self, render};
 use olm_rs::catalog::semver_range::parse_tolerant;
 use olm_rs::catalog::upgrade_graph::NoUpdate;
@@ -15,6 +14,7 @@ use olm_rs::catalog::{
     CatalogIndex, ChannelIndex, CsvMetadataHold, EdgeKind, LoadOptions, PackageIndex, Problem,
     load_catalog, load_catalog_with, validate,
 };
+use olm_rs::oci::{BundlePuller, Credentials, ImageName, PullerConfig};
 use serde_json::{Value, json};
 
 #[derive(Debug, Args)]

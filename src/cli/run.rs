@@ -10,14 +10,14 @@ use anyhow::Context as _;
 use clap::Args;
 
 use jiff::SignedDuration;
-use olm_rs::bundle_image::unpack_pod::UnpackPodOptions;
-use olm_rs::bundle_image::{DEFAULT_REGISTRIES_D, load_image_policy};
+use olm_rs::bundle_unpack::unpack_pod::UnpackPodOptions;
 use olm_rs::catalog_source::registry_objects::RegistryPodOptions;
 use olm_rs::catalog_source::serving::ServingMode;
 use olm_rs::certs::ServiceName;
 use olm_rs::controller::{self, LeaderElectionOptions, RunOptions};
 use olm_rs::go_duration::parse_go_duration;
 use olm_rs::leader_election::{self, LeaseConfig, LeaseLock};
+use olm_rs::oci::{DEFAULT_REGISTRIES_D, load_image_policy};
 use olm_rs::package_manifest::ManifestStore;
 use olm_rs::package_server::serving_pod::PodRef;
 use olm_rs::package_server::{HttpsOptions, PackageServing};

@@ -2,7 +2,7 @@
 //! registries.d, read with containers/image's semantics for the `docker` transport, so that an
 //! image the node's policy would refuse is refused by olm-rs too — sigstore signatures
 //! verified with the policy's public keys, failing closed. Pure: the files come in as text
-//! (`bundle_image::signatures` reads them and fetches the signatures).
+//! (`oci::signatures` reads them and fetches the signatures).
 
 mod identity;
 mod keys;

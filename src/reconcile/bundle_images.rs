@@ -18,11 +18,9 @@ use kube::api::Api;
 use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
-use crate::bundle_image::unpack_pod::UnpackPodOptions;
-use crate::bundle_image::{
-    BundlePuller, ConfigError, Credentials, PullError, PulledBundle, PullerConfig,
-};
+use crate::bundle_unpack::unpack_pod::UnpackPodOptions;
 use crate::image_policy::ImagePolicy;
+use crate::oci::{BundlePuller, ConfigError, Credentials, PullError, PulledBundle, PullerConfig};
 use crate::plan::unpack::{DEFAULT_UNPACK_TIMEOUT, PullFailure};
 
 /// A Secret by namespace and name (`--pull-secret NAMESPACE/NAME`).
@@ -269,7 +267,7 @@ pub enum SecretProblem {
     #[error(transparent)]
     Unusable {
         #[from]
-        source: crate::bundle_image::CredentialsError,
+        source: crate::oci::CredentialsError,
     },
 }
 
@@ -365,7 +363,7 @@ mod tests {
         assert_eq!(blocked.reason, reason::IMAGE_BLOCKED);
         let refused = classify(
             image,
-            &PullError::Refused(Box::new(crate::bundle_image::PolicyRefusal {
+            &PullError::Refused(Box::new(crate::oci::PolicyRefusal {
                 image: image.into(),
                 digest: "sha256:ab".into(),
                 policy: "/etc/containers/policy.json".into(),

@@ -9,10 +9,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::bundle_image::{
-    BundlePuller, Credentials, PullError, PulledCatalog, digest_dir, write_files,
-};
 use crate::catalog::CatalogIndex;
+use crate::oci::{BundlePuller, Credentials, PullError, PulledCatalog, digest_dir, write_files};
 
 use super::serve::{ServeLoadError, load_for_serving};
 

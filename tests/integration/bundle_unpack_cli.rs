@@ -1,16 +1,16 @@
 //! The two halves of an unpack pod (docs/bundle-images.md, "When only the node can pull") as the
 //! pod runs them: `olm-rs bundle-unpack install DIR` copies the binary (and, for this
 //! dynamically linked test build, its loader and libraries), the copy runs as the bundle
-//! container's command (`bundle_image::unpack_pod::emit_command`) and writes a bundle
+//! container's command (`bundle_unpack::unpack_pod::emit_command`) and writes a bundle
 //! directory to stdout, and the controller's reader gives back the very files, rendered as a
 //! pull renders them.
 
 use std::path::Path;
 use std::process::Command;
 
-use olm_rs::bundle_image::handback::unpack_handed_back;
-use olm_rs::bundle_image::unpack_pod::{UnpackPodOptions, emit_command};
-use olm_rs::bundle_image::{Limits, PulledBundle};
+use olm_rs::bundle_unpack::handback::unpack_handed_back;
+use olm_rs::bundle_unpack::unpack_pod::{UnpackPodOptions, emit_command};
+use olm_rs::oci::{Limits, PulledBundle};
 
 #[test]
 fn a_bundle_copied_out_by_the_installed_extractor_renders_as_the_directory_does() {

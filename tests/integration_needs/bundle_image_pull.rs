@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use olm_rs::bundle_image::{BundlePuller, Credentials, Limits, PullError, PullerConfig};
 use olm_rs::catalog::bundle_dir::{self, render};
+use olm_rs::oci::{BundlePuller, Credentials, Limits, PullError, PullerConfig};
 
 use crate::registry_support::{self, Kind, PASSWORD, TestRegistry, USER, bundle_tar, gzip};
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use olm_rs::bundle_image::{BundlePuller, Credentials, PullError, PullerConfig, load_image_policy};
+use olm_rs::oci::{BundlePuller, Credentials, PullError, PullerConfig, load_image_policy};
 
 use crate::registry_support::{Kind, TestRegistry, files_of};
 use crate::signature_support::{Skopeo, SkopeoVerdict};

@@ -338,11 +338,7 @@ async fn a_malicious_layer_is_refused_naming_the_file_and_nothing_is_applied() {
         .env
         .ctx
         .bundle_images
-        .pull(
-            &image,
-            &olm_rs::bundle_image::Credentials::anonymous(),
-            None,
-        )
+        .pull(&image, &olm_rs::oci::Credentials::anonymous(), None)
         .await
         .expect_err("a symlink is refused");
     assert_eq!(failure.reason, "InvalidBundleContent");
@@ -380,8 +376,7 @@ async fn an_unsigned_bundle_under_a_signature_policy_waits_with_the_scope_and_wh
         "default-docker:\n  use-sigstore-attachments: true\n",
     )
     .unwrap();
-    let image_policy =
-        olm_rs::bundle_image::load_image_policy(Some(&policy), Some(&registries_d)).unwrap();
+    let image_policy = olm_rs::oci::load_image_policy(Some(&policy), Some(&registries_d)).unwrap();
     let t = image_env_with_policy(
         registry,
         "1.0.0",

@@ -233,7 +233,7 @@ async fn network_policies_served(r: &Reconciler) -> bool {
 #[derive(Debug, thiserror::Error)]
 enum UpdateCheckError {
     #[error(transparent)]
-    Pull(crate::bundle_image::PullError),
+    Pull(crate::oci::PullError),
     #[error(transparent)]
     NoClient(crate::reconcile::bundle_images::NoImageClient),
 }

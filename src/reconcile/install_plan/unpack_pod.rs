@@ -1,7 +1,7 @@
 //! Bundle lookups the node unpacks (shell; docs/bundle-images.md, "When only the node can
-//! pull"): the unpack pod of `bundle_image::unpack_pod` is created in the CatalogSource's
+//! pull"): the unpack pod of `bundle_unpack::unpack_pod` is created in the CatalogSource's
 //! namespace, looked at on each sync, and — once it succeeded — its log is read, checked and
-//! unpacked by `bundle_image::handback` with the pull's limits, the bundle cached as a pull's,
+//! unpacked by `bundle_unpack::handback` with the pull's limits, the bundle cached as a pull's,
 //! and the pod deleted. What each outcome does to the lookup is `plan::lookups`'s.
 
 use std::sync::Arc;
@@ -15,13 +15,13 @@ use sha2::{Digest as _, Sha256};
 use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::install_plan::bundle_lookup_reason as reason;
-use crate::bundle_image::PulledBundle;
-use crate::bundle_image::handback::{self, MAX_LOG_BYTES};
-use crate::bundle_image::unpack_pod::{
+use crate::bundle_unpack::handback::{self, MAX_LOG_BYTES};
+use crate::bundle_unpack::unpack_pod::{
     BUNDLE_CONTAINER, CAUSE_ANNOTATION, PodStep, UnpackPodOptions, UnpackPodRequest, pod_mode,
     pod_step, unpack_pod, unpack_pod_name,
 };
 use crate::k8s::write::{self, DeleteOptions, ObjectKey};
+use crate::oci::PulledBundle;
 use crate::plan::image_bundle::pinned_image;
 use crate::plan::lookups::{LookupsWorked, Pull, PulledContent};
 use crate::plan::unpack::PullFailure;
@@ -278,7 +278,7 @@ enum TakeInError {
     #[error(transparent)]
     Refused(#[from] handback::HandbackRefused),
     #[error(transparent)]
-    Cache(#[from] crate::bundle_image::PullError),
+    Cache(#[from] crate::oci::PullError),
 }
 
 /// The bundle a pod handed back in `log`, checked, rendered and cached.

@@ -230,7 +230,7 @@ impl TestRegistry {
 
     /// A client that can push here.
     pub fn push_client(&self) -> Client {
-        // reqwest is built without its own crypto provider (see src/bundle_image/puller.rs).
+        // reqwest is built without its own crypto provider (see src/oci/puller.rs).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let config = ClientConfig {
             protocol: if self.kind == Kind::Tls {

@@ -13,7 +13,7 @@ use std::path::Path;
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
-use super::layers::{LayerBlob, LayerError, Limits, UnpackedFiles, unpack_layers};
+use crate::oci::{LayerBlob, LayerError, Limits, UnpackedFiles, unpack_layers};
 
 /// First word of the header line.
 pub const HEADER: &str = "OLM-RS-BUNDLE-ARCHIVE";

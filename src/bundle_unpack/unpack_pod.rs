@@ -1,7 +1,6 @@
 //! The unpack pod: how a bundle image the controller cannot pull itself is unpacked by the node
-//! (docs/bundle-images.md, "When only the node can pull"). As OLM's unpack Job does
-//! (spec: subscription-installplan §9.1), a pod in the CatalogSource's namespace runs the
-//! bundle image, pulled by the kubelet with the node's mirrors, resolver, trust store and
+//! (docs/bundle-images.md, "When only the node can pull"). As OLM's unpack Job does, a pod in
+//! the CatalogSource's namespace runs the bundle image, pulled by the kubelet with the node's mirrors, resolver, trust store and
 //! credentials plus the catalog's `spec.secrets`; an init container first copies olm-rs's own
 //! binary (OLM copies its `cpb` util) into a shared volume, and the bundle container runs it to
 //! write the bundle directories to its log ([`super::handback`]). Unlike OLM's Job, the pod
@@ -53,7 +52,7 @@ pub struct UnpackPodOptions {
 }
 
 /// OLM's name for everything of one bundle image's unpacking: the first 63 hex digits of the
-/// sha256 of the image reference (spec: subscription-installplan §9.1).
+/// sha256 of the image reference, as OLM names its unpack objects (docs/bundle-images.md).
 pub fn unpack_pod_name(image: &str) -> String {
     let hex = format!("{:x}", Sha256::digest(image.as_bytes()));
     hex[..63].to_owned()

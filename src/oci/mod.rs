@@ -16,13 +16,11 @@ mod classify;
 mod credentials;
 mod download;
 mod error;
-pub mod handback;
 mod layers;
 mod puller;
 mod reference;
 mod registries_conf;
 mod signatures;
-pub mod unpack_pod;
 
 pub use bundle::PulledBundle;
 pub use cache::CacheStats;
