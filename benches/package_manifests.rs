@@ -14,9 +14,9 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use olm_rs::catalog::validated;
 use olm_rs::package_manifest::table::{IncludeObject, table};
 use olm_rs::package_manifest::{CatalogMeta, LabelSelector, ManifestStore, Scope};
-use olm_rs::registry::serve;
 
 // The one place that finds the shared reference data (`$OLM_RS_SHARED`, else `../shared`).
 #[allow(dead_code)]
@@ -52,7 +52,7 @@ fn meta() -> CatalogMeta {
 
 fn bench(c: &mut Criterion) {
     let path = shared_dir().join("data/catalogs/community-operators-prod/catalogs/v4.20");
-    let index = Arc::new(serve::load_for_serving(&path).unwrap().index);
+    let index = Arc::new(validated::load_for_serving(&path).unwrap().index);
 
     let before = vm_rss_kib();
     let store = ManifestStore::new("olm");

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use olm_rs::catalog::validated;
 use olm_rs::registry::client::{ClientTimeouts, RegistryClient};
-use olm_rs::registry::{queries, serve};
+use olm_rs::registry::queries;
 
 // The one place that finds the shared reference data (`$OLM_RS_SHARED`, else `../shared`).
 #[allow(dead_code)]
@@ -129,9 +130,9 @@ fn in_process(c: &mut Criterion) {
     let mut group = c.benchmark_group("in_process");
     group.sample_size(10);
     group.bench_function("load_for_serving_v4.20", |b| {
-        b.iter(|| serve::load_for_serving(&path).unwrap())
+        b.iter(|| validated::load_for_serving(&path).unwrap())
     });
-    let index = Arc::new(serve::load_for_serving(&path).unwrap().index);
+    let index = Arc::new(validated::load_for_serving(&path).unwrap().index);
     group.bench_function("list_bundles_render_v4.20", |b| {
         b.iter(|| queries::list_bundles(&index).count())
     });

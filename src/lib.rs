@@ -12,6 +12,7 @@ pub mod api;
 pub mod backoff;
 pub mod bundle_unpack;
 pub mod catalog;
+pub mod catalog_cache;
 pub mod catalog_source;
 pub mod certs;
 pub mod controller;

@@ -4,6 +4,7 @@
 
 pub mod api_projection;
 pub mod bundle_dir;
+pub mod configmap_catalog;
 pub mod csv_metadata;
 pub mod dot;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod replaces_mode;
 pub mod semver_range;
 pub mod upgrade_graph;
 pub mod validate;
+pub mod validated;
 
 pub use error::{CatalogError, Location, Problem, Rule};
 pub use fbc::{CsvMetadataHold, LoadOptions};

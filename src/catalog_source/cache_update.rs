@@ -1,4 +1,4 @@
-//! What a CatalogSource's sync asks of the shared catalog cache (`registry::cache`): the
+//! What a CatalogSource's sync asks of the shared catalog cache (`catalog_cache`): the
 //! content to serve, or why the catalog is unhealthy. Decided by `decision` (pod mode,
 //! ConfigMaps, addresses) and `in_process` (images served in-process); carried out by the
 //! shell (docs/catalog.md §1).

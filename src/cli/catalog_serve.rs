@@ -10,7 +10,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::Args;
 
-use olm_rs::registry::{serve, server};
+use olm_rs::catalog::validated;
+use olm_rs::registry::server;
 use olm_rs::telemetry::{self, LogFormat};
 
 #[derive(Debug, Args)]
@@ -31,7 +32,7 @@ pub struct ServeArgs {
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     telemetry::init_logging(args.log_format, &args.log_level);
     let started = Instant::now();
-    let loaded = match serve::load_for_serving(&args.catalog) {
+    let loaded = match validated::load_for_serving(&args.catalog) {
         Ok(loaded) => loaded,
         Err(err) => {
             // The problems are the answer: print them all and refuse to serve.

@@ -46,7 +46,7 @@ const TMP: &str = "tmp";
 
 /// `sha256:abc` → `sha256-abc`; anything but a plain `algo:hex` digest is refused (it names a
 /// directory of a content store: pulled bundles here, catalog images in
-/// `registry::image_catalogs`).
+/// `catalog_cache::image_catalogs`).
 pub fn digest_dir(digest: &str) -> Option<String> {
     let (algo, hex) = digest.split_once(':')?;
     let ok = !algo.is_empty()

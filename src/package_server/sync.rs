@@ -14,10 +14,10 @@ use tokio::sync::watch;
 use crate::api::CatalogRef;
 use crate::api::catalog_source::CatalogSource;
 use crate::catalog::CatalogIndex;
+use crate::catalog_cache::CatalogCache;
 use crate::k8s::shared::Subscribed;
 use crate::k8s::store::NamespacedStore;
 use crate::package_manifest::{CatalogMeta, ManifestStore};
-use crate::registry::cache::CatalogCache;
 
 /// Where catalog content comes from: the current index of CatalogSource ns/name, and a signal
 /// that some content changed. The boundary other catalog loaders plug into (today the

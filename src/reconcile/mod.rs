@@ -21,11 +21,11 @@ use std::sync::Arc;
 
 use kube::Client;
 
+use crate::catalog_cache::CatalogCache;
 use crate::k8s::clock::Clock;
 use crate::k8s::events::EventPublisher;
 use crate::k8s::shared::SharedWatches;
 use crate::metrics::Metrics;
-use crate::registry::cache::CatalogCache;
 
 /// Settings that every reconciler may read.
 #[derive(Debug, Clone)]

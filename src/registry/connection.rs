@@ -15,10 +15,10 @@ use tokio::task::JoinHandle;
 use crate::catalog::{self, CatalogIndex};
 use crate::k8s::clock::Clock;
 
-use super::cache::{CatalogCache, CatalogHealth, HealthReason};
 use super::client::{ClientTimeouts, RegistryClient};
 use super::convert::from_api;
 use crate::api::CatalogRef;
+use crate::catalog_cache::{CatalogCache, CatalogHealth, HealthReason};
 
 /// gRPC channel states, as `status.connectionState.lastObservedState` spells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,9 +304,6 @@ impl Worker {
     }
 }
 
-/// How many problems a message lists before "and N more".
-const PROBLEMS_SHOWN: usize = 5;
-
 /// Why a registry connection is down (the worker reconnects with back-off).
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
@@ -318,7 +315,7 @@ pub enum LinkError {
 
 /// A catalog that does not validate, described as [`describe_problems`] does.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", describe_problems(.problems))]
+#[error("{}", catalog::validated::describe_problems(.problems))]
 pub struct InvalidCatalog {
     pub problems: Vec<catalog::Problem>,
 }
@@ -340,21 +337,6 @@ pub fn build_index(
         return Err(InvalidCatalog { problems });
     }
     Ok(CatalogIndex::new(config))
-}
-
-/// `catalog is invalid: <p1>; <p2>; … (and N more)`.
-pub fn describe_problems(problems: &[catalog::Problem]) -> String {
-    let mut text = String::from("catalog is invalid: ");
-    let shown: Vec<String> = problems
-        .iter()
-        .take(PROBLEMS_SHOWN)
-        .map(ToString::to_string)
-        .collect();
-    text.push_str(&shown.join("; "));
-    if problems.len() > PROBLEMS_SHOWN {
-        text.push_str(&format!(" (and {} more)", problems.len() - PROBLEMS_SHOWN));
-    }
-    text
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::api::{CatalogSource, OperatorGroup, Subscription};
+use crate::catalog::validated::{self, ServeLoadError};
 use crate::controller::{self, RunError, RunOptions};
 use crate::k8s::clock::SystemClock;
 use crate::package_manifest::ManifestStore;
@@ -33,7 +34,6 @@ use crate::package_server::{AllowAll, FeedSlot, PackageApi, PackageServing, disc
 use crate::reconcile::ControllerOptions;
 use crate::reconcile::bundle_images::BundleImageOptions;
 use crate::reconcile::catalog_source::CatalogSourceOptions;
-use crate::registry::serve::{self, ServeLoadError};
 use crate::registry::server::{self, ServeError};
 use crate::sandbox::{AggregatedApi, ApiServer, ServingHandle};
 
@@ -158,7 +158,7 @@ impl Sandbox {
     /// anything listens), then starts everything but the Subscription.
     pub async fn start(options: SandboxOptions) -> Result<Sandbox, SandboxError> {
         let path = options.catalog.clone();
-        let loaded = serve::load_for_serving(&path).map_err(|cause| SandboxError::Catalog {
+        let loaded = validated::load_for_serving(&path).map_err(|cause| SandboxError::Catalog {
             path: path.clone(),
             cause,
         })?;

@@ -102,7 +102,7 @@ pub async fn run(plane: &ControlPlane, helm: &std::path::Path, token: &str) -> a
     chart::apply(&plane.client, &rendered.rest, WAIT).await?;
 
     // The demo catalog, served by a registry on this host.
-    let loaded = olm_rs::registry::serve::load_for_serving(&demo_catalog())?;
+    let loaded = olm_rs::catalog::validated::load_for_serving(&demo_catalog())?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", registry_port)).await?;
     let (stop_registry, stopped) = tokio::sync::oneshot::channel::<()>();
     let registry = tokio::spawn(olm_rs::registry::server::serve(

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use olm_rs::api::CatalogRef;
 use olm_rs::api::{CatalogSource, CatalogSourceReason};
-use olm_rs::registry::cache::HealthReason;
+use olm_rs::catalog_cache::HealthReason;
 
 const CRDS: &str = r#"
 - apiVersion: apiextensions.k8s.io/v1

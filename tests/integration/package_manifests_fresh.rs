@@ -11,13 +11,13 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use olm_rs::api::CatalogRef;
 use olm_rs::catalog::CatalogIndex;
+use olm_rs::catalog_cache::CatalogCache;
 use olm_rs::k8s::clock::SystemClock;
 use olm_rs::package_manifest::ManifestStore;
 use olm_rs::package_manifest::types::{GROUP, VERSION};
 use olm_rs::package_server::{
     AllowAll, CatalogContents, FeedSlot, PackageApi, discovery, keep_current, router,
 };
-use olm_rs::registry::cache::CatalogCache;
 use olm_rs::sandbox::ApiServer;
 use olm_rs::sandbox::aggregated::AggregatedApi;
 use olm_rs::sandbox_run::{Sandbox, SandboxOptions, SubscriptionRequest};
@@ -30,7 +30,7 @@ const BASE: &str = "/apis/packages.operators.coreos.com/v1";
 fn demo_index() -> Arc<CatalogIndex> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
     Arc::new(
-        olm_rs::registry::serve::load_for_serving(&dir)
+        olm_rs::catalog::validated::load_for_serving(&dir)
             .unwrap()
             .index,
     )
@@ -171,8 +171,8 @@ async fn a_namespace_created_a_moment_ago_lists_a_catalog_the_moment_its_content
         // Gone again: the next list no longer shows it, at once too.
         cache.set_health(
             &key,
-            olm_rs::registry::cache::CatalogHealth::unhealthy(
-                olm_rs::registry::cache::HealthReason::Invalid,
+            olm_rs::catalog_cache::CatalogHealth::unhealthy(
+                olm_rs::catalog_cache::HealthReason::Invalid,
                 "test: content dropped",
                 now,
             ),

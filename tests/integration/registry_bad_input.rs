@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use olm_rs::registry::serve::{ServeLoadError, load_for_serving};
+use olm_rs::catalog::validated::{ServeLoadError, load_for_serving};
 
 const TWO_HEADS: &str = r#"
 schema: olm.package

@@ -8,7 +8,7 @@ use catalog_source_common::*;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_rs::api::CatalogRef;
 use olm_rs::api::{CatalogSource, CatalogSourceReason};
-use olm_rs::registry::cache::HealthReason;
+use olm_rs::catalog_cache::HealthReason;
 
 async fn address_catalog_connects_and_loads_into_the_cache() {
     let registry = serve_index(etcd_index()).await;

@@ -22,9 +22,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use olm_rs::catalog::properties::GvkValue;
+use olm_rs::catalog::validated;
 use olm_rs::catalog::{CatalogIndex, load_catalog};
 use olm_rs::registry::client::{ClientTimeouts, RegistryClient};
-use olm_rs::registry::{proto, queries, serve, server};
+use olm_rs::registry::{proto, queries, server};
 use pretty_assertions::assert_eq;
 
 type Key = (String, String, String);
@@ -214,7 +215,7 @@ fn check_catalog(name: &str, index: &CatalogIndex) -> usize {
 }
 
 fn load_dir(path: &Path) -> CatalogIndex {
-    serve::load_for_serving(path).unwrap().index
+    validated::load_for_serving(path).unwrap().index
 }
 
 fn every_rpc_agrees_with_list_bundles_on_the_test_catalogs() {

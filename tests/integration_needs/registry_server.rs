@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use olm_rs::api::CatalogRef;
+use olm_rs::catalog::validated;
 use olm_rs::catalog::{CatalogIndex, properties};
 use olm_rs::registry::client::{ClientError, ClientTimeouts, RegistryClient};
 use olm_rs::registry::connection::build_index;
-use olm_rs::registry::{proto, serve, server};
+use olm_rs::registry::{proto, server};
 use pretty_assertions::assert_eq;
 use tokio::sync::oneshot;
 
@@ -44,7 +45,7 @@ async fn start(index: Arc<CatalogIndex>) -> Running {
 }
 
 fn load(path: &std::path::Path) -> Arc<CatalogIndex> {
-    Arc::new(serve::load_for_serving(path).unwrap().index)
+    Arc::new(validated::load_for_serving(path).unwrap().index)
 }
 
 /// The v4.20 catalog, loaded once for all tests of this file.

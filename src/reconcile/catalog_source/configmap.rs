@@ -13,9 +13,9 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::CatalogRef;
 use crate::api::CatalogSource;
+use crate::catalog::configmap_catalog::{self, ConfigMapCatalogError};
 use crate::catalog::{self, CatalogIndex};
 use crate::catalog_source::decision::{ConfigMapContent, ConfigMapSeen};
-use crate::registry::configmap_catalog::{self, ConfigMapCatalogError};
 use crate::registry::connection::InvalidCatalog;
 
 use super::Reconciler;

@@ -13,6 +13,7 @@ use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::event::ObjectEvent;
 use crate::catalog::CatalogIndex;
+use crate::catalog_cache::image_catalogs::{ImageCatalogError, ImageCatalogs};
 use crate::catalog_source::in_process::{
     self as pure, CheckOutcome, Decision, Observed, Served, Step,
 };
@@ -20,7 +21,6 @@ use crate::catalog_source::spec;
 use crate::k8s::effects::execute;
 use crate::reconcile::bundle_images::NoImageClient;
 use crate::reconcile::work_queue::Next;
-use crate::registry::image_catalogs::{ImageCatalogError, ImageCatalogs};
 
 use super::Reconciler;
 

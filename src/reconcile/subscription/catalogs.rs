@@ -8,7 +8,7 @@ use futures::Stream;
 
 use crate::api::CatalogRef;
 use crate::catalog::{CatalogIndex, load_catalog};
-use crate::registry::cache::{CatalogCache, CatalogSnapshot, HealthReason};
+use crate::catalog_cache::{CatalogCache, CatalogSnapshot, HealthReason};
 use crate::resolve::{CatalogContent, CatalogInput};
 
 /// Catalogs visible from a namespace: those in it and, when different, in the global catalog

@@ -10,12 +10,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, PostParams};
 use olm_rs::api::CatalogSource;
 use olm_rs::catalog::CatalogIndex;
+use olm_rs::catalog::validated;
 use olm_rs::catalog_source::serving::ServingMode;
 use olm_rs::k8s::clock::{Clock, ManualClock, SystemClock};
 use olm_rs::reconcile::bundle_images::BundleImageOptions;
 use olm_rs::reconcile::catalog_source::CatalogSourceOptions;
 use olm_rs::reconcile::{Context, ControllerOptions};
-use olm_rs::registry::{serve, server};
+use olm_rs::registry::server;
 use olm_rs::sandbox::ApiServer;
 
 pub const GLOBAL_NS: &str = "olm";
@@ -172,7 +173,7 @@ pub fn serve_on(index: Arc<CatalogIndex>, listener: tokio::net::TcpListener) -> 
 /// The etcd package from the community bundle directories (6 bundles, 3 channels).
 pub fn etcd_index() -> Arc<CatalogIndex> {
     let dir = crate::common::operators_dir().join("etcd");
-    Arc::new(serve::load_for_serving(&dir).unwrap().index)
+    Arc::new(validated::load_for_serving(&dir).unwrap().index)
 }
 
 /// A free local port with nothing listening.

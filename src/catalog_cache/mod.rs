@@ -6,6 +6,8 @@
 //! `healthy: false` and a reason in plain words; it never hides or blocks other catalogs
 //! (the README's "failure belongs to the object that caused it").
 
+pub mod image_catalogs;
+
 use crate::api::CatalogRef;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

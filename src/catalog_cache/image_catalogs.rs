@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use crate::catalog::CatalogIndex;
 use crate::oci::{BundlePuller, Credentials, PullError, PulledCatalog, digest_dir, write_files};
 
-use super::serve::{ServeLoadError, load_for_serving};
+use crate::catalog::validated::{ServeLoadError, load_for_serving};
 
 const CONTENT: &str = "catalogs";
 const TMP: &str = "catalogs-tmp";
@@ -269,7 +269,9 @@ impl ImageCatalogs {
 
 fn invalid(image: &str, digest: &str, e: &ServeLoadError) -> ImageCatalogError {
     let message = match e {
-        ServeLoadError::Invalid { problems, .. } => super::connection::describe_problems(problems),
+        ServeLoadError::Invalid { problems, .. } => {
+            crate::catalog::validated::describe_problems(problems)
+        }
         ServeLoadError::Load(e) => format!("catalog cannot be read: {e}"),
     };
     ImageCatalogError::Invalid {

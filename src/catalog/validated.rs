@@ -55,3 +55,21 @@ pub fn load_for_serving(path: &Path) -> Result<LoadedCatalog, ServeLoadError> {
         index: CatalogIndex::new(config),
     })
 }
+
+/// How many problems a message lists before "and N more".
+const PROBLEMS_SHOWN: usize = 5;
+
+/// `catalog is invalid: <p1>; <p2>; … (and N more)`.
+pub fn describe_problems(problems: &[Problem]) -> String {
+    let mut text = String::from("catalog is invalid: ");
+    let shown: Vec<String> = problems
+        .iter()
+        .take(PROBLEMS_SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    text.push_str(&shown.join("; "));
+    if problems.len() > PROBLEMS_SHOWN {
+        text.push_str(&format!(" (and {} more)", problems.len() - PROBLEMS_SHOWN));
+    }
+    text
+}
