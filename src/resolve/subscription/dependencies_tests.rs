@@ -10,7 +10,7 @@ use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Pa
 use crate::resolve::input::{
     CatalogContent, CatalogInput, CatalogRef, NamespaceInput, OperatorGroups,
 };
-use crate::resolve::subscription::{NamespaceState, decide_namespace};
+use crate::resolve::subscription::{NamespaceState, RollbackInput, decide_namespace};
 
 fn bundle(pkg: &str, version: &str, props: Vec<Property>) -> Bundle {
     let name = format!("{pkg}.v{version}");
@@ -108,6 +108,7 @@ fn sync(subs: &[Subscription]) -> Vec<super::super::SubscriptionUpdate> {
         },
         plans: &[],
         crds: &[],
+        rollback: &RollbackInput::default(),
         now: Timestamp::from_second(1_000).unwrap(),
     })
 }

@@ -20,17 +20,19 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{NamespaceState, SubscriptionUpdate, attach_plan, decide_namespace};
+use super::{NamespaceState, RollbackWrites, SubscriptionUpdate, attach_plan, decide_namespace};
+use crate::api::ClusterServiceVersion;
 use crate::api::event::ObjectEvent;
 use crate::api::{
     ConditionStatus, InstallPlan, InstallPlanPhase, Subscription, SubscriptionConditionType,
     SubscriptionStatus,
 };
-use crate::k8s::effects::{Effects, EventOn, Write};
+use crate::k8s::effects::{Body, Effects, EventOn, Write};
 use crate::k8s::owned_set::OwnedSet;
-use crate::k8s::write::ObjectKey;
+use crate::k8s::write::{DeleteOptions, ObjectKey};
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
-use crate::resolve::ERROR_PREVENTED_RESOLUTION;
+use crate::resolve::rollback::FAILED_UPGRADE;
+use crate::resolve::{ERROR_PREVENTED_RESOLUTION, Why};
 
 /// When to look again at a namespace where an error (an unreadable catalog, …) prevented a
 /// resolution, without waiting for an event.
@@ -165,8 +167,10 @@ fn subscription_effects(
             .iter()
             .find(|(key, _)| *key == request.draft.resolution_key())
             .map(|(_, name)| name.clone());
+        // A rollback's CSV was installed before, by a plan that is not the restore.
+        let rollback = request.target.why == Why::Rollback;
         let found = adoptable(plans, &request.draft, superseded_name.as_deref(), installed)
-            .or_else(|| installed_by(view, sub, &request.target.bundle));
+            .or_else(|| installed_by(view, sub, &request.target.bundle).filter(|_| !rollback));
         match found {
             Some(plan) => {
                 let name = plan.metadata.name.clone().unwrap_or_default();
@@ -197,6 +201,9 @@ fn subscription_effects(
                 shared.created.push((key, name.clone()));
                 // The Subscription's main transition: an install or upgrade is planned.
                 let what = match &request.target.replaces {
+                    Some(old) if rollback => {
+                        format!("rollback from {old} to {}", request.target.bundle)
+                    }
                     Some(old) => format!("upgrade from {old} to {}", request.target.bundle),
                     None => format!("install of {}", request.target.bundle),
                 };
@@ -228,6 +235,11 @@ fn subscription_effects(
             }
         }
     }
+    writes.extend(rollback_writes(
+        sub,
+        &update.rollback,
+        view.state.input.namespace,
+    ));
     writes.extend(create.map(Write::create));
     effects.writes = writes;
     // OLM reports a failed resolution on the Namespace (docs/resolution.md §9); tools that watch
@@ -257,6 +269,32 @@ fn subscription_effects(
         superseded: superseded.and(superseded_name),
         effects,
     }
+}
+
+/// The mark a rollback leaves on the Subscription (after its status, which is guarded by the
+/// version it was decided from), and the delete of the failed CSV at the version judged
+/// (docs/upgrades.md §3).
+fn rollback_writes(sub: &Subscription, rollback: &RollbackWrites, namespace: &str) -> Vec<Write> {
+    let mut writes = Vec::new();
+    if let Some(mark) = &rollback.mark {
+        writes.push(Write::MergePatch {
+            key: ObjectKey::of(sub),
+            patch: Body::new(
+                serde_json::json!({"metadata": {"annotations": {FAILED_UPGRADE: mark}}}),
+            ),
+            resource_version: None,
+        });
+    }
+    if let Some((name, version)) = &rollback.delete_failed {
+        writes.push(Write::Delete {
+            key: ObjectKey::new::<ClusterServiceVersion>(Some(namespace), name),
+            options: DeleteOptions {
+                resource_version: version.clone(),
+                ..DeleteOptions::default()
+            },
+        });
+    }
+    writes
 }
 
 /// Plans one decision makes or repairs for several Subscriptions (a co-upgrade's members).

@@ -11,6 +11,7 @@ use super::*;
 use crate::api::{Approval, InstallPlanStatus};
 use crate::k8s::write::DeleteOptions;
 use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
+use crate::resolve::subscription::RollbackInput;
 use crate::resolve::subscription::tests::{catalog, sub};
 use crate::resolve::{CatalogRef, NamespaceInput};
 
@@ -77,6 +78,7 @@ impl Cluster {
                 },
                 plans: &self.plans,
                 crds: &[],
+                rollback: &RollbackInput::default(),
                 now: Timestamp::from_second(1_000).unwrap(),
             },
             gone_plans: &self.gone,
