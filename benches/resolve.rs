@@ -12,7 +12,7 @@ use serde_json::Value;
 use olm_rs::api::{Subscription, SubscriptionSpec, SubscriptionStatus};
 use olm_rs::catalog::model::{DeclarativeConfig, Property};
 use olm_rs::catalog::{CatalogIndex, load_catalog};
-use olm_rs::resolve::subscription::{NamespaceState, decide_namespace};
+use olm_rs::resolve::subscription::{NamespaceState, RollbackInput, decide_namespace};
 use olm_rs::resolve::{
     CatalogContent, CatalogInput, CatalogRef, InstalledCsv, NamespaceInput, OperatorGroups, decide,
 };
@@ -221,6 +221,7 @@ fn bench(c: &mut Criterion) {
         input,
         plans: &[],
         crds: &[],
+        rollback: &RollbackInput::default(),
         now: Timestamp::from_second(1_000_000).expect("time"),
     };
     c.bench_function("status pass over a namespace of 200 subscriptions", |b| {

@@ -54,7 +54,12 @@ const INSTALLING: (&str, &str) = ("Installing", "InstallWaiting");
 #[test]
 fn the_policy_is_the_subscriptions_else_the_groups() {
     let group = Some(("og", "rollback"));
-    let table: &[(&[(&str, &str)], Option<(&str, &str)>, Result<bool, &str>)] = &[
+    type Case<'a> = (
+        &'a [(&'a str, &'a str)],
+        Option<(&'a str, &'a str)>,
+        Result<bool, &'a str>,
+    );
+    let table: &[Case] = &[
         (&[], None, Ok(false)),
         (&[], group, Ok(true)),
         (&[(ON_FAILED_UPGRADE, "rollback")], None, Ok(true)),

@@ -143,7 +143,7 @@ async fn refused(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
     let mut sub = setup(c, ns, image, "Automatic").await?;
     sub["metadata"]["annotations"] = json!({POLICY: "rollback"});
     c.create(&cluster::subscriptions(), ns, sub).await?;
-    wait_installed(c, ns, "demo", V010).await?;
+    // v0.1.0 runs, then the upgrade follows at once (Automatic).
     let started = Instant::now();
     let message = c
         .wait_for(format!("RolledBack=False on {ns}/demo"), || async {
@@ -194,7 +194,7 @@ async fn refused(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
         "a mark was left although nothing was rolled back"
     );
     println!(
-        "e2e-node:   rollback refused {:.1}s after v0.1.0 ran: {message}",
+        "e2e-node:   rollback refused {:.1}s after the Subscription was made: {message}",
         started.elapsed().as_secs_f64()
     );
     Ok(())
@@ -412,12 +412,17 @@ fn broken_upgrade(node: &RealNode, group: Option<&str>) -> anyhow::Result<String
             if doc["name"] == V030 {
                 continue;
             }
+            let mut objects = bundle_objects(&doc)?;
+            if let Some(g) = group {
+                objects = objects
+                    .into_iter()
+                    .map(|o| regroup(o, g))
+                    .collect::<anyhow::Result<_>>()?;
+            }
             if doc["name"] == V020 {
-                let mut objects = bundle_objects(&doc)?;
                 for o in &mut objects {
                     break_object(o, &missing, group.is_some());
                 }
-                doc = with_objects(doc, &objects)?;
                 if group.is_some()
                     && let Some(props) = doc["properties"].as_array_mut()
                 {
@@ -426,6 +431,7 @@ fn broken_upgrade(node: &RealNode, group: Option<&str>) -> anyhow::Result<String
                     }
                 }
             }
+            doc = with_objects(doc, &objects)?;
         }
         out.push_str("---\n");
         out.push_str(&serde_yaml_ng::to_string(&doc)?);

@@ -67,7 +67,8 @@ fn without_the_annotation_a_failed_upgrade_stays_as_olm_leaves_it() {
 #[test]
 fn a_failed_upgrade_is_rolled_back_by_an_automatic_plan_even_under_manual_approval() {
     // (the Subscription's annotations, the OperatorGroup's policy)
-    let table: &[(&[(&str, &str)], Option<&str>)] = &[
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+    let table: &[Case] = &[
         (&[(ON_FAILED_UPGRADE, "rollback")], None),
         (&[], Some("rollback")),
         // The Subscription's own value wins over a bad one on the group.
