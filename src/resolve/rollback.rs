@@ -23,7 +23,7 @@ pub const ON_FAILED_UPGRADE: &str = "olm-rs.io/on-failed-upgrade";
 pub const ROLLBACK: &str = "rollback";
 /// Written on the Subscription by a rollback: the version that failed (its CSV's name when it
 /// has no version). Upgrades to it or below are not tried again until a person removes it.
-pub const FAILED_UPGRADE: &str = "olm-rs.io/failed-upgrade";
+pub use crate::api::keys::FAILED_UPGRADE_ANNOTATION as FAILED_UPGRADE;
 
 /// Reasons of the `RolledBack` condition (its `True` reason is the failed CSV's own reason).
 pub mod reason {

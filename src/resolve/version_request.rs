@@ -168,7 +168,7 @@ impl fmt::Display for Held {
                 f,
                 "{bundle} ({}) is not installed: an upgrade to version {mark} failed and was rolled back ({}: {mark:?}); {installed} stays until the catalog offers a version newer than {mark} or the annotation is removed",
                 version_text(version),
-                crate::resolve::rollback::FAILED_UPGRADE,
+                crate::api::keys::FAILED_UPGRADE_ANNOTATION,
             ),
             Held::InstalledOutsideRange {
                 range,
