@@ -58,7 +58,8 @@ pub struct RestoreUnavailable {
 }
 
 /// Runs the rollback part of `sub`'s sync on `update`. Returns whether it decided the sync (a
-/// rollback planned or refused): then the resolver's answer is not applied.
+/// rollback planned): then the resolver's answer is not applied. A refused rollback leaves the
+/// sync to the resolver, as OLM would have it.
 pub(super) fn roll_back(
     state: &NamespaceState<'_>,
     sub: &Subscription,
@@ -89,18 +90,15 @@ pub(super) fn roll_back(
             update.rollback.delete_failed = failed_left_over(sub, &state.rollback.csvs);
             match failed_upgrade(sub, &state.rollback.csvs) {
                 None => (clear_without_mark(sub, &mut conditions), false),
-                Some(upgrade) => {
-                    let changed = restore(
-                        state,
-                        sub,
-                        &upgrade,
-                        update,
-                        &mut conditions,
-                        generation,
-                        now,
-                    );
-                    (changed, true)
-                }
+                Some(upgrade) => restore(
+                    state,
+                    sub,
+                    &upgrade,
+                    update,
+                    &mut conditions,
+                    generation,
+                    now,
+                ),
             }
         }
     };
@@ -109,7 +107,7 @@ pub(super) fn roll_back(
     decided
 }
 
-/// Plans the restore of `upgrade`'s replaced CSV, or says why not.
+/// Plans the restore of `upgrade`'s replaced CSV, or says why not: (status changed, planned).
 fn restore(
     state: &NamespaceState<'_>,
     sub: &Subscription,
@@ -118,19 +116,20 @@ fn restore(
     conditions: &mut Vec<SubscriptionCondition>,
     generation: &mut i64,
     now: &Time,
-) -> bool {
+) -> (bool, bool) {
     let refuse = |detail: &dyn std::fmt::Display,
                   conditions: &mut Vec<SubscriptionCondition>,
                   notes: &mut Vec<Note>| {
         let refused = RollbackRefused::new(upgrade, detail);
-        set_rolled_back(
+        let changed = set_rolled_back(
             conditions,
             false,
             reason::ROLLBACK_REFUSED,
             &refused.to_string(),
             now,
             notes,
-        )
+        );
+        (changed, false)
     };
     let target = match restore_target(&state.input, sub, upgrade) {
         Ok(target) => target,
@@ -167,7 +166,7 @@ fn restore(
     }
     update.plan = Some(PlanRequest { draft, target });
     // The plan is made and attached like any other; the status is written with it.
-    true
+    (set, true)
 }
 
 /// The replaced CSV's bundle in the Subscription's catalog, as a target replacing the failed

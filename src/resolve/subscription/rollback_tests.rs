@@ -145,8 +145,20 @@ fn a_rollback_the_crd_rule_forbids_changes_nothing_and_says_why() {
     }];
     let s = upgraded(None, &[(ON_FAILED_UPGRADE, "rollback")]);
     let u = w.sync(std::slice::from_ref(&s)).remove(0);
-    assert!(u.plan.is_none());
-    assert_eq!(u.rollback, RollbackWrites::default(), "nothing changed");
+    // No rollback; the resolver goes on as OLM's would (here: the next hop over the failed CSV).
+    let next = u.plan.as_ref().expect("OLM's next hop");
+    assert_eq!(
+        (
+            next.target.bundle.as_str(),
+            next.target.why == Why::Rollback
+        ),
+        ("etcd.v3", false)
+    );
+    assert_eq!(
+        u.rollback,
+        RollbackWrites::default(),
+        "nothing of a rollback"
+    );
     let c = condition(&u.status, SubscriptionConditionType::RolledBack).expect("condition");
     assert_eq!(
         (c.status.as_str(), c.reason.as_deref()),
