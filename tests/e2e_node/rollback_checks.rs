@@ -563,8 +563,15 @@ async fn approve(c: &Cluster, ns: &str, plan: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// When `csv` was first seen `Failed` (or already gone: then now).
+/// When `csv`, once it exists, was first seen `Failed` (or already gone again: then now).
 async fn wait_failed_or_gone(c: &Cluster, ns: &str, csv: &str) -> anyhow::Result<Instant> {
+    c.wait_for(format!("{csv} to be created"), || async {
+        Ok(match c.get(&cluster::csvs(), ns, csv).await? {
+            Some(_) => Progress::Done(()),
+            None => Progress::Pending("not yet".to_owned()),
+        })
+    })
+    .await?;
     c.wait_for(format!("{csv} to fail"), || async {
         Ok(match c.get(&cluster::csvs(), ns, csv).await? {
             None => Progress::Done(Instant::now()),
