@@ -68,11 +68,8 @@ async fn rolled_back(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
         .get(&cluster::subscriptions(), ns, "demo")
         .await?
         .context("the Subscription is gone")?;
-    let mark = field(
-        &sub,
-        &format!("/metadata/annotations/{}", MARK.replace('/', "~1")),
-    );
-    ensure!(mark == Some(&json!("0.2.0")), "the mark: {mark:?}");
+    let mark = mark_of(&sub);
+    ensure!(mark.as_deref() == Some("0.2.0"), "the mark: {mark:?}");
     let rolled = condition(&sub, "RolledBack").context("no RolledBack condition")?;
     ensure!(
         rolled["status"] == "True" && rolled["reason"] == "InstallCheckFailed",
@@ -186,11 +183,7 @@ async fn refused(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
         .await?
         .context("the Subscription is gone")?;
     ensure!(
-        field(
-            &sub,
-            &format!("/metadata/annotations/{}", MARK.replace('/', "~1"))
-        )
-        .is_none(),
+        mark_of(&sub).is_none(),
         "a mark was left although nothing was rolled back"
     );
     println!(
@@ -510,6 +503,11 @@ fn fast_up_to(entries: usize) -> anyhow::Result<String> {
         out.push_str(&serde_yaml_ng::to_string(&doc)?);
     }
     Ok(out)
+}
+
+/// The Subscription's `olm-rs.io/failed-upgrade`.
+fn mark_of(sub: &kube::api::DynamicObject) -> Option<String> {
+    sub.metadata.annotations.as_ref()?.get(MARK).cloned()
 }
 
 fn condition<'a>(sub: &'a kube::api::DynamicObject, kind: &str) -> Option<&'a Value> {
