@@ -13,7 +13,7 @@ use olm_rs::api::CatalogRef;
 use olm_rs::api::{Subscription, SubscriptionSpec, SubscriptionStatus};
 use olm_rs::catalog::model::{DeclarativeConfig, Property};
 use olm_rs::catalog::{CatalogIndex, load_catalog};
-use olm_rs::resolve::subscription::{NamespaceState, decide_namespace};
+use olm_rs::resolve::subscription::{NamespaceState, RollbackInput, decide_namespace};
 use olm_rs::resolve::{
     CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups, decide,
 };
@@ -222,6 +222,7 @@ fn bench(c: &mut Criterion) {
         input,
         plans: &[],
         crds: &[],
+        rollback: &RollbackInput::default(),
         now: Timestamp::from_second(1_000_000).expect("time"),
     };
     c.bench_function("status pass over a namespace of 200 subscriptions", |b| {

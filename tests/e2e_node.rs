@@ -34,6 +34,8 @@ mod kubectl_operator;
 mod operator_checks;
 #[path = "integration/registry_support/mod.rs"]
 mod registry_support;
+#[path = "e2e_node/rollback_checks.rs"]
+mod rollback_checks;
 #[path = "e2e_node/signature_checks.rs"]
 mod signature_checks;
 // Its own `#![allow(dead_code)]`: each program uses a subset.

@@ -21,6 +21,9 @@ pub const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
 /// one in its own `spec.replaces` (csv/replacement.rs decides between the two with it;
 /// docs/upgrades.md).
 pub const DOWNGRADED_FROM_ANNOTATION: &str = "olm-rs.io/downgraded-from";
+/// olm-rs, on a Subscription: the version whose failed upgrade was rolled back; no upgrade to it
+/// or older is planned while it stands (docs/upgrades.md §3).
+pub const FAILED_UPGRADE_ANNOTATION: &str = "olm-rs.io/failed-upgrade";
 /// Annotation: the CSV this one substitutes for.
 pub const SUBSTITUTES_FOR_ANNOTATION: &str = "olm.substitutesFor";
 /// Annotation (JSON `{"properties":[…]}`): bundle properties projected onto CSVs created by

@@ -138,6 +138,9 @@ string_enum! {
         /// olm-rs: the `olm-rs.io/version` range holds the Subscription where it is
         /// (docs/upgrades.md).
         VersionHeld = "VersionHeld",
+        /// olm-rs: a failed upgrade was rolled back (`True`), or the rollback was refused
+        /// (`False`) (docs/upgrades.md §3).
+        RolledBack = "RolledBack",
     }
 }
 

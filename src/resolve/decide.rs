@@ -16,6 +16,7 @@ use super::explain::{Refusal, Unsatisfiable, similar_names};
 use super::input::{CatalogContent, InstalledCsv, NamespaceInput};
 use super::joint;
 use super::participant::{Depth, participant};
+use super::rollback::{FailedMark, failed_mark};
 use super::solver::{Chosen, Claims, Rejection, Root};
 use super::version_request::{Held, VersionRequest, admits, downgrade_entries, version_request};
 use crate::api::CatalogRef;
@@ -102,6 +103,9 @@ pub enum Why {
     /// Replaces the installed CSV by an older version its `olm-rs.io/version` range admits,
     /// on request (`olm-rs.io/allow-downgrade`; docs/upgrades.md).
     Downgrade,
+    /// Restores the CSV a failed upgrade replaced (`olm-rs.io/on-failed-upgrade`;
+    /// docs/upgrades.md §3): planned without approval.
+    Rollback,
 }
 
 /// Decides for every Subscription of the namespace. Subscriptions the solver can decide (a
@@ -157,7 +161,7 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
     };
     // Only upgrades are tied: a fresh install next to another takes nothing over, so each
     // keeps its own plan (and its own approval).
-    let together = tied_groups(&accepted, |i| {
+    let together = joint::tied_groups(&accepted, |i| {
         participants[i].current.map(|_| participants[i].name)
     });
     let mut claims = Claims::new(ns);
@@ -202,54 +206,6 @@ pub fn decide(ns: &NamespaceInput<'_>) -> Vec<Decision> {
             }
         })
         .collect()
-}
-
-/// For each accepted Subscription that upgrades and is tied to others that upgrade, the others
-/// of its group (`upgrading` names the upgrading ones): the groups are the connected parts of
-/// "one's bundle or dependencies need another's bundle", in either direction.
-fn tied_groups<'s>(
-    accepted: &[joint::Accepted<'_>],
-    upgrading: impl Fn(usize) -> Option<&'s str>,
-) -> HashMap<&'s str, Vec<String>> {
-    let accepted: Vec<(&joint::Accepted<'_>, &str)> = accepted
-        .iter()
-        .filter_map(|a| upgrading(a.participant).map(|name| (a, name)))
-        .collect();
-    let mut group: HashMap<usize, usize> = accepted
-        .iter()
-        .map(|(a, _)| (a.participant, a.participant))
-        .collect();
-    fn root(group: &HashMap<usize, usize>, mut i: usize) -> usize {
-        while let Some(&parent) = group.get(&i).filter(|p| **p != i) {
-            i = parent;
-        }
-        i
-    }
-    for (a, _) in &accepted {
-        for partner in &a.partners {
-            if !group.contains_key(partner) {
-                continue;
-            }
-            let (x, y) = (root(&group, a.participant), root(&group, *partner));
-            if x != y {
-                group.insert(x.max(y), x.min(y));
-            }
-        }
-    }
-    let mut out: HashMap<&str, Vec<String>> = HashMap::new();
-    for (a, name) in &accepted {
-        let mine = root(&group, a.participant);
-        let mut others: Vec<String> = accepted
-            .iter()
-            .filter(|(b, _)| b.participant != a.participant && root(&group, b.participant) == mine)
-            .map(|(_, other)| (*other).to_owned())
-            .collect();
-        if !others.is_empty() {
-            others.sort();
-            out.insert(*name, others);
-        }
-    }
-    out
 }
 
 /// The decision for `sub` as if it were the only Subscription of the namespace (the
@@ -386,6 +342,7 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
                 .collect(),
             default_channel: package.default_channel_name().map(str::to_owned),
         })?;
+    let failed = failed_mark(sub);
     let search = Search {
         key: &key,
         package,
@@ -393,6 +350,7 @@ fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<
         wanted_channel,
         sub_name,
         request: request.as_ref(),
+        failed: failed.as_ref(),
     };
     match current {
         Some(current) => search.upgrade(current, claims),
@@ -445,6 +403,8 @@ struct Search<'s, 'a> {
     sub_name: &'s str,
     /// `olm-rs.io/version` (docs/upgrades.md); `None`: OLM's behaviour.
     request: Option<&'s VersionRequest>,
+    /// `olm-rs.io/failed-upgrade`: versions a rollback bars (docs/upgrades.md §3).
+    failed: Option<&'s FailedMark>,
 }
 
 impl<'a> Search<'_, 'a> {
@@ -549,6 +509,8 @@ impl<'a> Search<'_, 'a> {
         let mut tried = Tried::default();
         // The newest upgrade candidate the range leaves out (docs/upgrades.md).
         let mut outside: Option<&GraphEntry> = None;
+        // The newest the mark of a rolled-back upgrade bars (docs/upgrades.md §3).
+        let mut barred: Option<&GraphEntry> = None;
         for channel in self.channels {
             let candidates = match channel
                 .graph()
@@ -561,6 +523,10 @@ impl<'a> Search<'_, 'a> {
                 }
             };
             for candidate in candidates {
+                if self.failed.is_some_and(|m| m.bars(candidate.entry)) {
+                    barred = barred.or(Some(candidate.entry));
+                    continue;
+                }
                 if !admits(self.request, candidate.entry.version.as_ref()) {
                     outside = outside.or(Some(candidate.entry));
                     continue;
@@ -585,6 +551,9 @@ impl<'a> Search<'_, 'a> {
             && let Some(held) = self.hold_or_downgrade(request, current, outside, claims)
         {
             return held;
+        }
+        if let (Some(mark), Some(entry)) = (self.failed, barred) {
+            return self.held(current, mark.held(&current.name, entry));
         }
         // Nothing replaces the installed CSV. Staying put is always allowed (docs/resolution.md §4
         // step 6), but a Subscription whose channel does not even contain the installed CSV
@@ -651,17 +620,7 @@ impl<'a> Search<'_, 'a> {
         claims: &mut Claims<'a>,
     ) -> Option<Resolved> {
         let installed_version = current.version.as_ref();
-        let held = |held: Held| {
-            let channel = self.channels.first().map(|c| c.name().to_owned());
-            Ok(Outcome::UpToDate {
-                installed: current.name.clone(),
-                why: NoUpdate::AtHead {
-                    channel: channel.unwrap_or_default(),
-                    installed: current.name.clone(),
-                },
-                held: Some(held),
-            })
-        };
+        let held = |held: Held| self.held(current, held);
         if admits(Some(request), installed_version) {
             let entry = outside?;
             return Some(held(Held::NewerOutsideRange {
@@ -697,6 +656,19 @@ impl<'a> Search<'_, 'a> {
             downgrade_asked: request.allow_downgrade,
             lower: lower.first().map(|(_, e)| e.name.clone()),
         }))
+    }
+
+    /// The installed CSV stays, held for `held`'s reason.
+    fn held(&self, current: &InstalledCsv, held: Held) -> Resolved {
+        let channel = self.channels.first().map(|c| c.name().to_owned());
+        Ok(Outcome::UpToDate {
+            installed: current.name.clone(),
+            why: NoUpdate::AtHead {
+                channel: channel.unwrap_or_default(),
+                installed: current.name.clone(),
+            },
+            held: Some(held),
+        })
     }
 
     /// The target for `entry` with the dependencies it pulls in, unless the entry or its

@@ -324,3 +324,51 @@ impl<'a> Pull<'_, 'a> {
         }
     }
 }
+
+/// For each accepted Subscription that upgrades and is tied to others that upgrade, the others
+/// of its group (`upgrading` names the upgrading ones): the groups are the connected parts of
+/// "one's bundle or dependencies need another's bundle", in either direction.
+pub fn tied_groups<'s>(
+    accepted: &[Accepted<'_>],
+    upgrading: impl Fn(usize) -> Option<&'s str>,
+) -> HashMap<&'s str, Vec<String>> {
+    let accepted: Vec<(&Accepted<'_>, &str)> = accepted
+        .iter()
+        .filter_map(|a| upgrading(a.participant).map(|name| (a, name)))
+        .collect();
+    let mut group: HashMap<usize, usize> = accepted
+        .iter()
+        .map(|(a, _)| (a.participant, a.participant))
+        .collect();
+    fn root(group: &HashMap<usize, usize>, mut i: usize) -> usize {
+        while let Some(&parent) = group.get(&i).filter(|p| **p != i) {
+            i = parent;
+        }
+        i
+    }
+    for (a, _) in &accepted {
+        for partner in &a.partners {
+            if !group.contains_key(partner) {
+                continue;
+            }
+            let (x, y) = (root(&group, a.participant), root(&group, *partner));
+            if x != y {
+                group.insert(x.max(y), x.min(y));
+            }
+        }
+    }
+    let mut out: HashMap<&str, Vec<String>> = HashMap::new();
+    for (a, name) in &accepted {
+        let mine = root(&group, a.participant);
+        let mut others: Vec<String> = accepted
+            .iter()
+            .filter(|(b, _)| b.participant != a.participant && root(&group, b.participant) == mine)
+            .map(|(_, other)| (*other).to_owned())
+            .collect();
+        if !others.is_empty() {
+            others.sort();
+            out.insert(*name, others);
+        }
+    }
+    out
+}

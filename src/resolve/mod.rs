@@ -19,6 +19,7 @@ pub mod model;
 pub mod participant;
 pub mod preview;
 pub mod requirement;
+pub mod rollback;
 pub mod solver;
 pub mod subscription;
 pub mod version_request;

@@ -7,6 +7,7 @@ use super::adoption::unclaimed_standing;
 use super::decide::{Why, ranked_channels};
 use super::input::{InstalledCsv, NamespaceInput};
 use super::model::BundleItem;
+use super::rollback::failed_mark;
 use super::version_request::{admits, downgrade_entries, version_request};
 use crate::api::CatalogRef;
 
@@ -55,6 +56,8 @@ pub fn participant<'a, 's>(
     // A malformed range is decide_one's to report.
     let request = version_request(sub).ok()?;
     let request = request.as_ref();
+    // Versions a rolled-back upgrade marked as failed are no candidates (docs/upgrades.md §3).
+    let failed = failed_mark(sub);
     let key = CatalogRef::new(&spec.source_namespace, &spec.source);
     let index = ns.catalog(&key)?.index()?;
     let package = index.package(&spec.name)?;
@@ -97,7 +100,9 @@ pub fn participant<'a, 's>(
                     continue;
                 };
                 for c in candidates {
-                    if !admits(request, c.entry.version.as_ref()) {
+                    if !admits(request, c.entry.version.as_ref())
+                        || failed.as_ref().is_some_and(|m| m.bars(c.entry))
+                    {
                         continue;
                     }
                     upward = true;

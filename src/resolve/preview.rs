@@ -89,6 +89,7 @@ pub fn why_name(why: Why) -> String {
         Why::StartingCsv => "startingCSV".into(),
         Why::Upgrade(edge) => edge.to_string(),
         Why::Downgrade => "downgrade".into(),
+        Why::Rollback => "rollback".into(),
     }
 }
 

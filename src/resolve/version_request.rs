@@ -111,6 +111,14 @@ pub enum Held {
         downgrade_asked: bool,
         lower: Option<String>,
     },
+    /// The next version along the upgrade path is one a rollback marked as failed
+    /// (`olm-rs.io/failed-upgrade`, docs/upgrades.md §3), or older.
+    FailedUpgrade {
+        mark: String,
+        installed: String,
+        bundle: String,
+        version: Option<String>,
+    },
 }
 
 impl Held {
@@ -119,6 +127,7 @@ impl Held {
         match self {
             Held::NewerOutsideRange { .. } => reason::NEWER_VERSION_OUTSIDE_RANGE,
             Held::InstalledOutsideRange { .. } => reason::INSTALLED_VERSION_OUTSIDE_RANGE,
+            Held::FailedUpgrade { .. } => reason::FAILED_VERSION_SKIPPED,
         }
     }
 }
@@ -128,6 +137,7 @@ pub mod reason {
     pub const NEWER_VERSION_OUTSIDE_RANGE: &str = "NewerVersionOutsideRange";
     pub const INSTALLED_VERSION_OUTSIDE_RANGE: &str = "InstalledVersionOutsideRange";
     pub const DOWNGRADE_REFUSED: &str = "DowngradeRefused";
+    pub const FAILED_VERSION_SKIPPED: &str = "FailedVersionSkipped";
 }
 
 fn version_text(version: &Option<String>) -> String {
@@ -148,6 +158,17 @@ impl fmt::Display for Held {
                 f,
                 "{installed} is the newest version in range {range:?} ({VERSION_ANNOTATION}); {bundle} ({}) is available but outside the range",
                 version_text(version)
+            ),
+            Held::FailedUpgrade {
+                mark,
+                installed,
+                bundle,
+                version,
+            } => write!(
+                f,
+                "{bundle} ({}) is not installed: an upgrade to version {mark} failed and was rolled back ({}: {mark:?}); {installed} stays until the catalog offers a version newer than {mark} or the annotation is removed",
+                version_text(version),
+                crate::api::keys::FAILED_UPGRADE_ANNOTATION,
             ),
             Held::InstalledOutsideRange {
                 range,

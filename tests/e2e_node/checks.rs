@@ -16,6 +16,7 @@ use crate::operator_checks;
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::real_node::{NODE_IP, PAUSE_IMAGE, RealNode};
 use crate::registry_support::{Kind, TestRegistry};
+use crate::rollback_checks;
 use crate::signature_checks::{self, SignedSetup};
 use crate::suite;
 use crate::upgrade_checks;
@@ -34,6 +35,9 @@ pub const CHECKS: &[&str] = &[
     "kind::local_registry_recipe",
     "resolve::dependency_installs",
     "upgrades::range_then_downgrade",
+    "upgrades::failed_upgrade_rolled_back",
+    "upgrades::rollback_refused_after_crd_change",
+    "upgrades::pin_outlives_catalog_polls",
     "operator::phases_webhooks_apiservice",
     "kubectl_operator::journey",
     "chart::leader_failover",
@@ -205,6 +209,7 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             upgrade_checks::range_then_downgrade(&cluster).await,
         );
     }
+    rollback_checks::run(&cluster, node, &mut report, &selected).await;
     if selected("operator::phases_webhooks_apiservice") {
         let started = Instant::now();
         report.check(

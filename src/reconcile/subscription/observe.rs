@@ -13,6 +13,8 @@ use crate::api::{InstallPlan, InstallPlanStatus, Step, StepResource, Subscriptio
 use crate::k8s::read;
 use crate::k8s::write::ApiError;
 use crate::plan::downgrade_safety::ClusterCrd;
+use crate::resolve::rollback::{CsvFacts, ON_FAILED_UPGRADE};
+use crate::resolve::subscription::RollbackInput;
 use crate::resolve::version_request::ALLOW_DOWNGRADE_ANNOTATION;
 use crate::resolve::{InstalledCsv, OperatorGroups, installed_csv};
 
@@ -26,8 +28,10 @@ pub struct Observed {
     pub installed: Vec<InstalledCsv>,
     pub operator_groups: OperatorGroups,
     pub namespace_uid: Option<String>,
-    /// The cluster's CRDs, read only when a Subscription allows a downgrade.
+    /// The cluster's CRDs, read only when a Subscription allows a downgrade or a rollback.
     pub crds: Vec<ClusterCrd>,
+    /// What the rollback of a failed upgrade reads (docs/upgrades.md §3).
+    pub rollback: RollbackInput,
 }
 
 impl Observed {
@@ -116,13 +120,38 @@ pub async fn observe(
         .namespaces
         .get("", namespace)
         .and_then(|n| n.metadata.uid.clone());
-    let downgrading = subscriptions.iter().any(|s| {
-        s.metadata
+    let annotated = |key: &str| {
+        subscriptions.iter().any(|s| {
+            s.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(key))
+        })
+    };
+    let group_policy = match groups.as_slice() {
+        [one] => one
+            .metadata
             .annotations
             .as_ref()
-            .is_some_and(|a| a.contains_key(ALLOW_DOWNGRADE_ANNOTATION))
-    });
-    let crds = if downgrading {
+            .and_then(|a| a.get(ON_FAILED_UPGRADE))
+            .map(|v| (one.metadata.name.clone().unwrap_or_default(), v.clone())),
+        _ => None,
+    };
+    let rolling_back = group_policy.is_some() || annotated(ON_FAILED_UPGRADE);
+    let rollback = RollbackInput {
+        csvs: if rolling_back {
+            stores
+                .csvs
+                .in_namespace(namespace)
+                .iter()
+                .map(|c| CsvFacts::of(c))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        group_policy,
+    };
+    let crds = if annotated(ALLOW_DOWNGRADE_ANNOTATION) || rolling_back {
         stores
             .crds
             .in_namespace("")
@@ -134,6 +163,7 @@ pub async fn observe(
     };
     Ok(Observed {
         crds,
+        rollback,
         subscriptions,
         plans,
         gone_plans,

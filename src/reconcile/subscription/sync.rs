@@ -105,6 +105,7 @@ pub async fn sync_namespace(
                 },
                 plans: &observed.plans,
                 crds: &observed.crds,
+                rollback: &observed.rollback,
                 now: ctx.clock.now(),
             },
             gone_plans: &observed.gone_plans,

@@ -52,6 +52,10 @@ fn word(outcome: &Outcome) -> String {
             held: Some(Held::InstalledOutsideRange { lower, .. }),
             ..
         } => format!("held: installed outside, lower {lower:?}"),
+        Outcome::UpToDate {
+            held: Some(Held::FailedUpgrade { bundle, .. }),
+            ..
+        } => format!("held: {bundle} failed before"),
         Outcome::Refused(r) => {
             let debug = format!("{r:?}");
             format!(

@@ -9,7 +9,7 @@ use crate::api::{Approval, Subscription, SubscriptionSpec};
 use crate::catalog::CatalogIndex;
 use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
 use crate::resolve::input::{CatalogContent, CatalogInput, NamespaceInput, OperatorGroups};
-use crate::resolve::subscription::{NamespaceState, decide_namespace};
+use crate::resolve::subscription::{NamespaceState, RollbackInput, decide_namespace};
 
 fn bundle(pkg: &str, version: &str, props: Vec<Property>) -> Bundle {
     let name = format!("{pkg}.v{version}");
@@ -107,6 +107,7 @@ fn sync(subs: &[Subscription]) -> Vec<super::super::SubscriptionUpdate> {
         },
         plans: &[],
         crds: &[],
+        rollback: &RollbackInput::default(),
         now: Timestamp::from_second(1_000).unwrap(),
     })
 }

@@ -20,17 +20,19 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{NamespaceState, SubscriptionUpdate, attach_plan, decide_namespace};
+use super::{NamespaceState, RollbackWrites, SubscriptionUpdate, attach_plan, decide_namespace};
+use crate::api::ClusterServiceVersion;
 use crate::api::event::ObjectEvent;
 use crate::api::{
     ConditionStatus, InstallPlan, InstallPlanPhase, Subscription, SubscriptionConditionType,
     SubscriptionStatus,
 };
-use crate::k8s::effects::{Effects, EventOn, Write};
+use crate::k8s::effects::{Body, Effects, EventOn, Write};
 use crate::k8s::owned_set::OwnedSet;
-use crate::k8s::write::ObjectKey;
+use crate::k8s::write::{DeleteOptions, ObjectKey};
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
-use crate::resolve::ERROR_PREVENTED_RESOLUTION;
+use crate::resolve::rollback::FAILED_UPGRADE;
+use crate::resolve::{ERROR_PREVENTED_RESOLUTION, Why};
 
 /// When to look again at a namespace where an error (an unreadable catalog, …) prevented a
 /// resolution, without waiting for an event.
@@ -165,8 +167,10 @@ fn subscription_effects(
             .iter()
             .find(|(key, _)| *key == request.draft.resolution_key())
             .map(|(_, name)| name.clone());
+        // A rollback's CSV was installed before, by a plan that is not the restore.
+        let rollback = request.target.why == Why::Rollback;
         let found = adoptable(plans, &request.draft, superseded_name.as_deref(), installed)
-            .or_else(|| installed_by(view, sub, &request.target.bundle));
+            .or_else(|| installed_by(view, sub, &request.target.bundle).filter(|_| !rollback));
         match found {
             Some(plan) => {
                 let name = plan.metadata.name.clone().unwrap_or_default();
@@ -197,6 +201,9 @@ fn subscription_effects(
                 shared.created.push((key, name.clone()));
                 // The Subscription's main transition: an install or upgrade is planned.
                 let what = match &request.target.replaces {
+                    Some(old) if rollback => {
+                        format!("rollback from {old} to {}", request.target.bundle)
+                    }
                     Some(old) => format!("upgrade from {old} to {}", request.target.bundle),
                     None => format!("install of {}", request.target.bundle),
                 };
@@ -228,6 +235,11 @@ fn subscription_effects(
             }
         }
     }
+    writes.extend(rollback_writes(
+        sub,
+        &update.rollback,
+        view.state.input.namespace,
+    ));
     writes.extend(create.map(Write::create));
     effects.writes = writes;
     // OLM reports a failed resolution on the Namespace (docs/resolution.md §9); tools that watch
@@ -257,6 +269,32 @@ fn subscription_effects(
         superseded: superseded.and(superseded_name),
         effects,
     }
+}
+
+/// The mark a rollback leaves on the Subscription (after its status, which is guarded by the
+/// version it was decided from), and the delete of the failed CSV at the version judged
+/// (docs/upgrades.md §3).
+fn rollback_writes(sub: &Subscription, rollback: &RollbackWrites, namespace: &str) -> Vec<Write> {
+    let mut writes = Vec::new();
+    if let Some(mark) = &rollback.mark {
+        writes.push(Write::MergePatch {
+            key: ObjectKey::of(sub),
+            patch: Body::new(
+                serde_json::json!({"metadata": {"annotations": {FAILED_UPGRADE: mark}}}),
+            ),
+            resource_version: None,
+        });
+    }
+    if let Some((name, version)) = &rollback.delete_failed {
+        writes.push(Write::Delete {
+            key: ObjectKey::new::<ClusterServiceVersion>(Some(namespace), name),
+            options: DeleteOptions {
+                resource_version: version.clone(),
+                ..DeleteOptions::default()
+            },
+        });
+    }
+    writes
 }
 
 /// Plans one decision makes or repairs for several Subscriptions (a co-upgrade's members).
@@ -426,3 +464,50 @@ fn namespace_reference(view: &NamespaceView<'_>) -> ObjectReference {
 #[cfg(test)]
 #[path = "effects_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+mod rollback_write_tests {
+    use super::*;
+
+    #[test]
+    fn the_mark_is_merged_unguarded_and_the_failed_csv_deleted_as_judged() {
+        let sub = crate::resolve::subscription::tests::sub("etcd", None, None);
+        let writes = rollback_writes(
+            &sub,
+            &RollbackWrites {
+                mark: Some("2.0.0".into()),
+                delete_failed: Some(("etcd.v2".into(), Some("41".into()))),
+            },
+            "ns",
+        );
+        let [mark, delete] = writes.as_slice() else {
+            panic!("two writes: {writes:?}");
+        };
+        let Write::MergePatch {
+            key,
+            patch,
+            resource_version,
+        } = mark
+        else {
+            panic!("a merge patch: {mark:?}");
+        };
+        assert_eq!((key.name.as_str(), resource_version), ("etcd", &None));
+        assert_eq!(
+            patch.to_json().expect("json"),
+            serde_json::json!({"metadata": {"annotations": {"olm-rs.io/failed-upgrade": "2.0.0"}}})
+        );
+        let Write::Delete { key, options } = delete else {
+            panic!("a delete: {delete:?}");
+        };
+        assert_eq!(
+            (
+                key.resource.kind.as_str(),
+                key.name.as_str(),
+                key.namespace.as_deref()
+            ),
+            ("ClusterServiceVersion", "etcd.v2", Some("ns"))
+        );
+        assert_eq!(options.resource_version.as_deref(), Some("41"));
+        assert!(rollback_writes(&sub, &RollbackWrites::default(), "ns").is_empty());
+    }
+}

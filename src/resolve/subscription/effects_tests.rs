@@ -13,6 +13,7 @@ use crate::api::{Approval, InstallPlanStatus};
 use crate::k8s::write::DeleteOptions;
 use crate::resolve::NamespaceInput;
 use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
+use crate::resolve::subscription::RollbackInput;
 use crate::resolve::subscription::tests::{catalog, sub};
 
 const NS_UID: &str = "ns-uid";
@@ -78,6 +79,7 @@ impl Cluster {
                 },
                 plans: &self.plans,
                 crds: &[],
+                rollback: &RollbackInput::default(),
                 now: Timestamp::from_second(1_000).unwrap(),
             },
             gone_plans: &self.gone,

@@ -16,6 +16,8 @@ mod deprecation;
 mod effects;
 mod health;
 mod plan_state;
+mod planning;
+mod rollback;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -30,21 +32,20 @@ pub use plan_state::{PlanObservation, attach_plan, is_gated, plan_message, relea
 use crate::api::event::ObjectEvent;
 use crate::api::subscription::reason;
 use crate::api::{
-    Approval, ConditionStatus, InstallPlan, Subscription, SubscriptionCondition,
-    SubscriptionConditionType, SubscriptionState, SubscriptionStatus, remove_condition,
-    set_condition,
+    ConditionStatus, InstallPlan, Subscription, SubscriptionCondition, SubscriptionConditionType,
+    SubscriptionState, SubscriptionStatus, remove_condition, set_condition,
 };
-use crate::plan::downgrade_safety::{ClusterCrd, check_downgrade, check_downgrade_apis};
-use crate::plan::{
-    BundleSource, ContentError, PlanDraft, PlanError, RESOLUTION_LABEL, ServedSubscription,
-    bundle_lookup, bundle_source, bundle_steps, next_generation, order_plan,
-};
+use crate::plan::downgrade_safety::ClusterCrd;
+use crate::plan::{PlanDraft, RESOLUTION_LABEL, next_generation};
 
 use super::decide::{Outcome, Target, Why, decide};
 use super::explain::Refusal;
 use super::input::NamespaceInput;
-use super::version_request::{DOWNGRADED_FROM, Held, reason as held_reason};
+use super::version_request::{Held, reason as held_reason};
 use crate::api::CatalogRef;
+pub use planning::UnplannableBundle;
+use planning::{downgrade_allowed, plan_for};
+pub use rollback::{RollbackInput, RollbackWrites};
 
 /// The namespace as the Subscription sync sees it.
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +55,8 @@ pub struct NamespaceState<'a> {
     pub plans: &'a [InstallPlan],
     /// The cluster's CRDs, for the downgrade check (docs/upgrades.md).
     pub crds: &'a [ClusterCrd],
+    /// What the rollback of a failed upgrade reads (docs/upgrades.md §3).
+    pub rollback: &'a RollbackInput,
     pub now: Timestamp,
 }
 
@@ -73,6 +76,8 @@ pub struct SubscriptionUpdate {
     pub superseded: Option<SupersededPlan>,
     /// Events to publish on the Subscription.
     pub notes: Vec<Note>,
+    /// The mark and the delete a rollback adds (docs/upgrades.md §3).
+    pub rollback: RollbackWrites,
 }
 
 /// A plan to create (or find, if a previous attempt created it) for a Subscription.
@@ -138,6 +143,7 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             plan: None,
             superseded: None,
             notes,
+            rollback: RollbackWrites::default(),
         });
     }
 
@@ -213,6 +219,9 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
             };
             update.status.conditions = Some(conditions);
             update.changed |= changed;
+            continue;
+        }
+        if rollback::roll_back(state, sub, update, &mut generation, &now) {
             continue;
         }
         if adopting && matches!(decision.outcome, Outcome::Install(_) | Outcome::Refused(_)) {
@@ -462,136 +471,6 @@ impl<'s> Groups<'s> {
     }
 }
 
-/// Why the bundle a Subscription resolved to cannot be planned; the text is the message of its
-/// `BundleUnpackFailed` condition.
-#[derive(Debug, thiserror::Error)]
-pub enum UnplannableBundle {
-    #[error("catalog source {catalog} is no longer readable")]
-    CatalogUnreadable { catalog: CatalogRef },
-    #[error(
-        "bundle {bundle} is listed in channel {channel:?} of package {package:?} in catalog {catalog} but the catalog has no such bundle"
-    )]
-    BundleMissing {
-        bundle: String,
-        channel: String,
-        package: String,
-        catalog: CatalogRef,
-    },
-    #[error(transparent)]
-    Content(#[from] ContentError),
-    #[error(transparent)]
-    Plan(#[from] PlanError),
-    #[error("dependency {bundle} of {required_by} is not in catalog {catalog}")]
-    DependencyMissing {
-        bundle: String,
-        required_by: String,
-        catalog: CatalogRef,
-    },
-    #[error("dependency {bundle} of {required_by}: {source}")]
-    Dependency {
-        bundle: String,
-        required_by: String,
-        #[source]
-        source: Box<UnplannableBundle>,
-    },
-}
-
-/// The plan installing each target for its Subscription (one, or the members of a
-/// co-upgrade), or why a bundle cannot be installed. A bundle known only by its image gets a
-/// bundle lookup instead of steps: the InstallPlan controller pulls it and appends its steps.
-fn plan_for(
-    input: &NamespaceInput<'_>,
-    targets: &[(&Subscription, &Target)],
-    generation: i64,
-    now: &Time,
-) -> Result<PlanDraft, UnplannableBundle> {
-    let mut steps = Vec::new();
-    let mut lookups = Vec::new();
-    let mut subscriptions = Vec::new();
-    for (sub, target) in targets {
-        let index = input
-            .catalog(&target.catalog)
-            .and_then(|c| c.index())
-            .ok_or_else(|| UnplannableBundle::CatalogUnreadable {
-                catalog: target.catalog.clone(),
-            })?;
-        let bundle = index
-            .bundle(&target.package, &target.bundle)
-            .ok_or_else(|| UnplannableBundle::BundleMissing {
-                bundle: target.bundle.clone(),
-                channel: target.channel.clone(),
-                package: target.package.clone(),
-                catalog: target.catalog.clone(),
-            })?;
-        match bundle_source(bundle, &target.catalog)? {
-            BundleSource::Inline(content) => {
-                let mut planned =
-                    bundle_steps(&content, input.namespace, target.replaces.as_deref())?;
-                if target.why == Why::Downgrade
-                    && let Some(replaced) = &target.replaces
-                {
-                    mark_downgrade(&mut planned, &target.bundle, replaced);
-                }
-                steps.extend(planned);
-            }
-            BundleSource::Image { image, properties } => lookups.push(bundle_lookup(
-                &target.bundle,
-                &image,
-                &target.catalog,
-                target.replaces.as_deref(),
-                &properties,
-                now,
-            )),
-        }
-        let (dependency_steps, dependency_lookups) =
-            dependencies::dependency_steps(input, target, now)?;
-        steps.extend(dependency_steps);
-        lookups.extend(dependency_lookups);
-        subscriptions.push(ServedSubscription {
-            name: sub.metadata.name.clone().unwrap_or_default(),
-            uid: sub.metadata.uid.clone().unwrap_or_default(),
-            bundle: target.bundle.clone(),
-            replaces: target.replaces.clone(),
-            catalog: target.catalog.to_string(),
-        });
-    }
-    let approval = targets.first().map_or(Approval::Automatic, |(sub, _)| {
-        sub.spec.effective_approval()
-    });
-    Ok(PlanDraft {
-        namespace: input.namespace.to_owned(),
-        subscriptions,
-        approval,
-        generation,
-        steps: order_plan(steps),
-        lookups,
-    })
-}
-
-/// Marks the CSV a downgrade installs with the CSV it replaces (`DOWNGRADED_FROM`): the newer CSV
-/// still names the older one in its own `spec.replaces`, and the mark says which of the two
-/// replaces the other (csv/replacement.rs, docs/upgrades.md).
-fn mark_downgrade(steps: &mut [crate::plan::PlannedStep], bundle: &str, replaced: &str) {
-    for step in steps
-        .iter_mut()
-        .filter(|s| s.object.kind == "ClusterServiceVersion" && s.object.name == bundle)
-    {
-        if let Some(meta) = step
-            .object
-            .manifest
-            .get_mut("metadata")
-            .and_then(|m| m.as_object_mut())
-        {
-            let annotations = meta
-                .entry("annotations")
-                .or_insert_with(|| serde_json::json!({}));
-            if let Some(a) = annotations.as_object_mut() {
-                a.insert(DOWNGRADED_FROM.to_owned(), replaced.into());
-            }
-        }
-    }
-}
-
 /// `ResolutionFailed=True` with the refusal's reason and words; an event when it is new.
 fn set_resolution_failed(
     conditions: &mut Vec<SubscriptionCondition>,
@@ -614,31 +493,6 @@ fn set_resolution_failed(
         notes.push(ObjectEvent::warning("ResolutionFailed", message));
     }
     set
-}
-
-/// Whether the downgrade to `target` keeps every CRD readable (docs/upgrades.md); a bundle the
-/// catalog cannot show is left to planning, which reports it.
-fn downgrade_allowed(
-    input: &NamespaceInput<'_>,
-    target: &Target,
-    crds: &[ClusterCrd],
-) -> Result<(), crate::plan::downgrade_safety::DowngradeRefused> {
-    let Some(bundle) = input
-        .catalog(&target.catalog)
-        .and_then(|c| c.index())
-        .and_then(|index| index.bundle(&target.package, &target.bundle))
-    else {
-        return Ok(());
-    };
-    match bundle_source(bundle, &target.catalog) {
-        Ok(BundleSource::Inline(content)) => {
-            check_downgrade(&target.bundle, &content.manifests, crds)
-        }
-        Ok(BundleSource::Image { properties, .. }) => {
-            check_downgrade_apis(&target.bundle, &properties, crds)
-        }
-        Err(_) => Ok(()),
-    }
 }
 
 /// `VersionHeld=True` with `reason` and `message`; an event (a warning when `warn`) when new.

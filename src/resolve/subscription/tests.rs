@@ -97,6 +97,7 @@ struct World {
     groups: OperatorGroups,
     plans: Vec<InstallPlan>,
     crds: Vec<ClusterCrd>,
+    rollback: RollbackInput,
 }
 
 impl World {
@@ -116,6 +117,7 @@ impl World {
             },
             plans: vec![],
             crds: vec![],
+            rollback: RollbackInput::default(),
         }
     }
 
@@ -131,6 +133,7 @@ impl World {
             },
             plans: &self.plans,
             crds: &self.crds,
+            rollback: &self.rollback,
             now: Timestamp::from_second(1_000).unwrap(),
         })
     }
@@ -666,3 +669,6 @@ fn a_downgrade_on_request_is_planned_unless_a_crd_version_would_be_lost() {
         }
     }
 }
+
+#[path = "rollback_tests.rs"]
+mod rollback_tests;

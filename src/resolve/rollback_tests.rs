@@ -1,0 +1,210 @@
+use serde_json::json;
+
+use super::*;
+
+fn sub(annotations: &[(&str, &str)], installed: Option<&str>) -> Subscription {
+    let mut sub: Subscription = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"name": "p", "source": "c", "sourceNamespace": "ns"},
+    }))
+    .expect("a Subscription");
+    if !annotations.is_empty() {
+        sub.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+    }
+    if let Some(name) = installed {
+        sub.status = Some(
+            serde_json::from_value(json!({
+                "lastUpdated": "2027-01-01T00:00:00Z",
+                "installedCSV": name, "currentCSV": name, "state": "AtLatestKnown"
+            }))
+            .expect("a status"),
+        );
+    }
+    sub
+}
+
+fn csv(name: &str, version: &str, replaces: Option<&str>, phases: &[(&str, &str)]) -> CsvFacts {
+    let history: Vec<_> = phases
+        .iter()
+        .map(|(p, r)| json!({"phase": p, "reason": r}))
+        .collect();
+    let (phase, reason) = phases.last().copied().unwrap_or(("", ""));
+    let csv: ClusterServiceVersion = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": "7"},
+        "spec": {"version": version, "replaces": replaces, "displayName": name,
+                 "install": {"strategy": "deployment", "spec": {"deployments": []}}},
+        "status": {"phase": phase, "reason": reason, "message": "deployment \"op\" exceeded its progress deadline",
+                   "conditions": history},
+    }))
+    .expect("a CSV");
+    CsvFacts::of(&csv)
+}
+
+const OK: (&str, &str) = ("Succeeded", "InstallSucceeded");
+const REPLACING: (&str, &str) = ("Replacing", "BeingReplaced");
+const INSTALLING: (&str, &str) = ("Installing", "InstallWaiting");
+
+#[test]
+fn the_policy_is_the_subscriptions_else_the_groups() {
+    let group = Some(("og", "rollback"));
+    type Case<'a> = (
+        &'a [(&'a str, &'a str)],
+        Option<(&'a str, &'a str)>,
+        Result<bool, &'a str>,
+    );
+    let table: &[Case] = &[
+        (&[], None, Ok(false)),
+        (&[], group, Ok(true)),
+        (&[(ON_FAILED_UPGRADE, "rollback")], None, Ok(true)),
+        (&[(ON_FAILED_UPGRADE, " rollback ")], None, Ok(true)),
+        // The Subscription's own value wins, either way.
+        (
+            &[(ON_FAILED_UPGRADE, "rollback")],
+            Some(("og", "x")),
+            Ok(true),
+        ),
+        (
+            &[(ON_FAILED_UPGRADE, "Rollback")],
+            group,
+            Err(
+                "annotation olm-rs.io/on-failed-upgrade \"Rollback\" on Subscription s is not a policy",
+            ),
+        ),
+        (
+            &[],
+            Some(("og", "retry")),
+            Err(
+                "annotation olm-rs.io/on-failed-upgrade \"retry\" on OperatorGroup og is not a policy",
+            ),
+        ),
+    ];
+    for (annotations, group, want) in table {
+        let got = rollback_wanted(&sub(annotations, None), *group).map_err(|e| e.to_string());
+        match (got, want) {
+            (Ok(got), Ok(want)) => assert_eq!(got, *want, "{annotations:?} {group:?}"),
+            (Err(got), Err(want)) => assert!(got.starts_with(want), "{got}"),
+            (got, want) => panic!("{annotations:?} {group:?}: {got:?}, wanted {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn only_a_new_csv_failed_before_succeeding_over_a_replaced_succeeded_one_is_rolled_back() {
+    let v1 = |phases: &[(&str, &str)]| csv("op.v1", "1.0.0", None, phases);
+    let v2 = |phases: &[(&str, &str)]| csv("op.v2", "2.0.0", Some("op.v1"), phases);
+    let failed = [INSTALLING, ("Failed", "InstallCheckFailed")];
+    let table: Vec<(&str, Vec<CsvFacts>, bool)> = vec![
+        (
+            "install check failed",
+            vec![v1(&[OK, REPLACING]), v2(&failed)],
+            true,
+        ),
+        (
+            "components unhealthy",
+            vec![
+                v1(&[OK, REPLACING]),
+                v2(&[INSTALLING, ("Failed", "ComponentUnhealthy")]),
+            ],
+            true,
+        ),
+        (
+            "still installing",
+            vec![v1(&[OK, REPLACING]), v2(&[INSTALLING])],
+            false,
+        ),
+        (
+            "failed for a group problem",
+            vec![v1(&[OK, REPLACING]), v2(&[("Failed", "NoOperatorGroup")])],
+            false,
+        ),
+        (
+            "failed after it had succeeded: outside the window",
+            vec![
+                v1(&[OK, REPLACING]),
+                v2(&[OK, ("Failed", "ComponentUnhealthy")]),
+            ],
+            false,
+        ),
+        (
+            "the replaced CSV never succeeded",
+            vec![v1(&[INSTALLING, REPLACING]), v2(&failed)],
+            false,
+        ),
+        ("the replaced CSV is gone", vec![v2(&failed)], false),
+        (
+            "the replaced CSV is not waiting for it",
+            vec![v1(&[OK]), v2(&failed)],
+            false,
+        ),
+    ];
+    let s = sub(&[], Some("op.v2"));
+    for (what, csvs, rolled_back) in table {
+        let got = failed_upgrade(&s, &csvs);
+        assert_eq!(got.is_some(), rolled_back, "{what}");
+        if let Some(up) = got {
+            assert_eq!(up.failed.name, "op.v2");
+            assert_eq!(up.restore.name, "op.v1");
+            assert_eq!(up.mark(), "2.0.0");
+        }
+    }
+    assert_eq!(
+        failed_upgrade(&sub(&[], None), &[v1(&[OK, REPLACING]), v2(&failed)]),
+        None,
+        "a Subscription without an installed CSV"
+    );
+}
+
+#[test]
+fn the_words_name_the_failed_version_its_reason_and_the_version_restored() {
+    let up = FailedUpgrade {
+        failed: csv(
+            "op.v2",
+            "2.0.0",
+            Some("op.v1"),
+            &[("Failed", "InstallCheckFailed")],
+        ),
+        restore: csv("op.v1", "1.0.0", None, &[OK, REPLACING]),
+    };
+    assert_eq!(up.reason(), "InstallCheckFailed");
+    assert_eq!(
+        up.to_string(),
+        "upgrade to op.v2 (version 2.0.0) failed (InstallCheckFailed: deployment \"op\" exceeded its progress deadline); rolled back to op.v1 (version 1.0.0); olm-rs.io/failed-upgrade: \"2.0.0\" keeps it from being tried again until the catalog offers a newer version or the annotation is removed"
+    );
+    let refused = RollbackRefused::new(&up, &"downgrade to op.v1 refused: …");
+    assert!(
+        refused
+            .to_string()
+            .ends_with("rollback to op.v1 (version 1.0.0) refused: downgrade to op.v1 refused: …"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn the_mark_bars_the_failed_version_and_older_only() {
+    let entry = |name: &str, version: Option<&str>| {
+        let channel_entry = crate::catalog::model::ChannelEntry {
+            name: name.to_owned(),
+            ..Default::default()
+        };
+        GraphEntry::new(
+            &channel_entry,
+            version.map(|v| parse_tolerant(v).expect("a version")),
+        )
+    };
+    let mark = failed_mark(&sub(&[(FAILED_UPGRADE, "2.0.0")], None)).expect("a mark");
+    assert!(mark.bars(&entry("op.v2", Some("2.0.0"))));
+    assert!(mark.bars(&entry("op.v1.5", Some("1.5.0"))));
+    assert!(!mark.bars(&entry("op.v2.0.1", Some("2.0.1"))));
+    let by_name = failed_mark(&sub(&[(FAILED_UPGRADE, "op.nightly")], None)).expect("a mark");
+    assert!(by_name.bars(&entry("op.nightly", None)));
+    assert!(!by_name.bars(&entry("op.v2", Some("2.0.0"))));
+    assert_eq!(failed_mark(&sub(&[(FAILED_UPGRADE, " ")], None)), None);
+    assert_eq!(failed_mark(&sub(&[], None)), None);
+}
