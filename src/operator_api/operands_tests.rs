@@ -89,7 +89,14 @@ fn watches(targets: Option<&str>, crds: &[Arc<CustomResourceDefinition>]) -> Vec
             .cloned()
     })
     .into_iter()
-    .map(|w| format!("{} {} as {}", w.resource().api_version, w.scope(), w.account))
+    .map(|w| {
+        format!(
+            "{} {} as {}",
+            w.resource().api_version,
+            w.scope(),
+            w.account
+        )
+    })
     .collect()
 }
 
@@ -100,7 +107,11 @@ fn a_watch_per_target_namespace_or_one_everywhere() {
         "Namespaced",
         &[("v1beta1", true), ("v1beta2", true)],
     );
-    let backups = crd("backups.etcd.database.coreos.com", "Cluster", &[("v1", true)]);
+    let backups = crd(
+        "backups.etcd.database.coreos.com",
+        "Cluster",
+        &[("v1", true)],
+    );
     let both = [clusters.clone(), backups.clone()];
     assert_eq!(
         watches(Some("a,b"), &both),
@@ -129,7 +140,9 @@ fn a_watch_per_target_namespace_or_one_everywhere() {
     );
     assert_eq!(
         watches(Some("a"), &[moved]),
-        ["etcd.database.coreos.com/v1 etcdclusters.etcd.database.coreos.com in namespace a as etcd-operator"]
+        [
+            "etcd.database.coreos.com/v1 etcdclusters.etcd.database.coreos.com in namespace a as etcd-operator"
+        ]
     );
     let unserved = crd(
         "etcdclusters.etcd.database.coreos.com",

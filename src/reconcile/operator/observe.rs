@@ -90,7 +90,12 @@ impl Observation {
         name: &str,
         crds: &NamespacedStore<CustomResourceDefinition>,
     ) -> BTreeSet<OperandWatch> {
-        let sources: Vec<_> = self.interest.csvs.iter().map(|c| c.operands.clone()).collect();
+        let sources: Vec<_> = self
+            .interest
+            .csvs
+            .iter()
+            .map(|c| c.operands.clone())
+            .collect();
         operand_watches(name, &sources, |crd| crds.get("", crd))
     }
 
