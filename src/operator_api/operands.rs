@@ -17,8 +17,8 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
 use super::component::Component;
-use crate::api::ClusterServiceVersion;
 use crate::api::keys::TARGET_NAMESPACES_ANNOTATION;
+use crate::api::{ClusterServiceVersion, CsvPhase};
 use crate::k8s::effects::{Body, Write};
 use crate::k8s::write::ObjectKey;
 use crate::operator_group::TargetNamespaces;
@@ -132,6 +132,9 @@ pub struct OperandSource {
     pub name: String,
     /// `olm.targetNamespaces`; `None` while the CSV is not yet a member of its group.
     pub targets: Option<TargetNamespaces>,
+    /// Whether the CSV got past its requirements (phase `Installing` or later): before that
+    /// its account's RBAC may not exist yet, and a watch would only be refused.
+    pub installed: bool,
     pub apis: Vec<OwnedApi>,
 }
 
@@ -144,6 +147,16 @@ impl OperandSource {
                 .annotations()
                 .get(TARGET_NAMESPACES_ANNOTATION)
                 .and_then(|t| TargetNamespaces::from_annotation(t).ok()),
+            installed: csv.status.as_ref().is_some_and(|s| {
+                matches!(
+                    s.phase.as_ref().unwrap_or(&CsvPhase::None),
+                    CsvPhase::Installing
+                        | CsvPhase::Succeeded
+                        | CsvPhase::Failed
+                        | CsvPhase::Replacing
+                        | CsvPhase::Deleting
+                )
+            }),
             apis: owned_apis(csv),
         }
     }
@@ -151,7 +164,8 @@ impl OperandSource {
 
 /// The watches the Operator `operator` needs: for each CSV and owned CRD that exists and
 /// serves a version, one per target namespace, or one everywhere for a cluster-scoped CRD or
-/// an all-namespaces CSV. A CRD gone, a CSV without targets or without an account: none.
+/// an all-namespaces CSV. A CRD gone, a CSV not yet installed, without targets or without an
+/// account: none.
 pub fn operand_watches(
     operator: &str,
     sources: &[OperandSource],
@@ -159,7 +173,7 @@ pub fn operand_watches(
 ) -> BTreeSet<OperandWatch> {
     let mut out = BTreeSet::new();
     for source in sources {
-        let Some(targets) = &source.targets else {
+        let Some(targets) = source.targets.as_ref().filter(|_| source.installed) else {
             continue;
         };
         for api in &source.apis {

@@ -4,6 +4,10 @@ use serde_json::{Value, json};
 const KEY: &str = "operators.coreos.com/etcd.demo";
 
 fn csv(targets: Option<&str>, install: Value) -> ClusterServiceVersion {
+    csv_in(targets, install, "Succeeded")
+}
+
+fn csv_in(targets: Option<&str>, install: Value, phase: &str) -> ClusterServiceVersion {
     let mut annotations = serde_json::Map::new();
     if let Some(t) = targets {
         annotations.insert("olm.targetNamespaces".into(), json!(t));
@@ -16,7 +20,8 @@ fn csv(targets: Option<&str>, install: Value) -> ClusterServiceVersion {
                      {"name": "etcdclusters.etcd.database.coreos.com", "version": "v1beta2",
                       "kind": "EtcdCluster"},
                      {"name": "backups.etcd.database.coreos.com", "version": "v1",
-                      "kind": "Backup"}]}}
+                      "kind": "Backup"}]}},
+        "status": {"phase": phase}
     }))
     .unwrap()
 }
@@ -131,6 +136,11 @@ fn a_watch_per_target_namespace_or_one_everywhere() {
     );
     // Not yet a member of its group, or the CRD gone: no watch.
     assert!(watches(None, &both).is_empty());
+    // Not yet past its requirements (its account's RBAC may not exist): no watch.
+    for phase in ["Pending", "InstallReady", ""] {
+        let source = OperandSource::of(&csv_in(Some("a"), install(), phase));
+        assert!(operand_watches("etcd.demo", &[source], |_| Some(clusters.clone())).is_empty());
+    }
     assert_eq!(watches(Some("a"), &[backups]).len(), 1);
     // The CSV's version no longer served: the first served one.
     let moved = crd(

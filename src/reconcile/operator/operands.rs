@@ -7,7 +7,8 @@
 //! A refusal (the account may not list, watch or patch the operands) is told once, as a log
 //! line and a Warning Event on the CSV, and never fails the Operator's sync: the rest of the
 //! Operator is kept as before. A refused watch keeps trying quietly (kube-runtime's back-off,
-//! up to 30 s); refused label patches are tried again after [`PATCH_RETRY`].
+//! up to 30 s; a refusal in its first [`GRACE`] is not told); refused label patches are tried
+//! again after [`PATCH_RETRY`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -32,8 +33,13 @@ use crate::reconcile::work_queue::WorkQueue;
 
 /// The Event reason of a refused operand watch or label (on the CSV).
 pub const OPERANDS_FORBIDDEN: &str = "OperandsForbidden";
+/// Label patches answered by a transient failure: the sync looks again after this long.
+pub const TRANSIENT_RETRY: Duration = Duration::from_secs(5);
 /// How long label patches refused to an account wait before they are tried again.
 const PATCH_RETRY: Duration = Duration::from_secs(300);
+/// A watch refused this soon after it started is not told yet: the account's RBAC, just
+/// made, may not have reached the API server's authorizer.
+const GRACE: Duration = Duration::from_secs(10);
 /// Operands per page of a watch's initial list.
 const PAGE_SIZE: u32 = 100;
 
@@ -63,9 +69,6 @@ struct Refusals {
     watch: bool,
     patch_until: Option<Instant>,
 }
-
-/// Label patches answered by a transient failure: the sync looks again after this long.
-pub const TRANSIENT_RETRY: Duration = Duration::from_secs(5);
 
 impl OperandWatches {
     pub fn new(queue: &WorkQueue<String>) -> Self {
@@ -245,6 +248,7 @@ async fn run_watch(
         Some(ns) => Api::namespaced_with(client, ns, &resource),
         None => Api::all_with(client, &resource),
     };
+    let started = Instant::now();
     let config = watcher::Config::default().page_size(PAGE_SIZE);
     let mut events = std::pin::pin!(watcher::watcher(api, config).default_backoff());
     while let Some(event) = events.next().await {
@@ -259,7 +263,7 @@ async fn run_watch(
                     queue.add(watch.operator.clone());
                 }
             }
-            Err(error) if forbidden(&error) => {
+            Err(error) if forbidden(&error) && started.elapsed() > GRACE => {
                 let first = !std::mem::replace(&mut refusals_of(&refusals).watch, true);
                 if first {
                     let why = format!(
@@ -277,5 +281,30 @@ async fn run_watch(
                 tracing::debug!(%error, operands = %watch.scope(), "operand watch error; it restarts");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn status(code: u16) -> Status {
+        serde_json::from_value(serde_json::json!({
+            "status": "Failure", "message": "m", "reason": "r", "code": code
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn refusals_are_told_apart_from_other_watch_failures() {
+        let api = |code| kube::Error::Api(Box::new(status(code)));
+        assert!(forbidden(&watcher::Error::InitialListFailed(api(403))));
+        assert!(forbidden(&watcher::Error::WatchStartFailed(api(401))));
+        assert!(forbidden(&watcher::Error::WatchError(Box::new(status(
+            403
+        )))));
+        assert!(!forbidden(&watcher::Error::InitialListFailed(api(404))));
+        assert!(!forbidden(&watcher::Error::WatchFailed(api(500))));
     }
 }
