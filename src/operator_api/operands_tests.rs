@@ -129,7 +129,7 @@ fn a_watch_per_target_namespace_or_one_everywhere() {
     );
     // All namespaces (`olm.targetNamespaces: ""`): one watch everywhere.
     assert_eq!(
-        watches(Some(""), &[clusters.clone()]),
+        watches(Some(""), std::slice::from_ref(&clusters)),
         [
             "etcd.database.coreos.com/v1beta2 etcdclusters.etcd.database.coreos.com in every namespace as etcd-operator"
         ]
