@@ -169,12 +169,13 @@ impl OperandWatches {
                     if !told {
                         let why = format!(
                             "service account {}/{} may not patch {}: operands are not labelled \
-                             for Operator {} (grant it patch on them); tried again in {} s: {error}",
+                             for Operator {} (grant it patch on them); tried again in {} s: {}",
                             watch.csv_namespace,
                             watch.account,
                             watch.scope(),
                             watch.operator,
-                            PATCH_RETRY.as_secs()
+                            PATCH_RETRY.as_secs(),
+                            server_says(&error.source)
                         );
                         tell(ctx, watch, why).await;
                     }
@@ -216,6 +217,25 @@ async fn tell(ctx: &Context, watch: &OperandWatch, why: String) {
     ctx.events
         .emit(&csv, &ObjectEvent::warning(OPERANDS_FORBIDDEN, why))
         .await;
+}
+
+/// The API server's own sentence for a refusal (`… cannot patch resource "gadgets" …`), or
+/// the error as kube shows it.
+fn server_says(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn watch_says(error: &watcher::Error) -> String {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => server_says(e),
+        watcher::Error::WatchError(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
+    }
 }
 
 fn forbidden(error: &watcher::Error) -> bool {
@@ -268,11 +288,12 @@ async fn run_watch(
                 if first {
                     let why = format!(
                         "service account {}/{} may not list and watch {}: operands are not \
-                         listed in Operator {} (grant it get, list, watch and patch on them): {error}",
+                         listed in Operator {} (grant it get, list, watch and patch on them): {}",
                         watch.csv_namespace,
                         watch.account,
                         watch.scope(),
-                        watch.operator
+                        watch.operator,
+                        watch_says(&error)
                     );
                     tell(&ctx, &watch, why).await;
                 }
@@ -306,5 +327,10 @@ mod tests {
         )))));
         assert!(!forbidden(&watcher::Error::InitialListFailed(api(404))));
         assert!(!forbidden(&watcher::Error::WatchFailed(api(500))));
+        assert_eq!(
+            watch_says(&watcher::Error::InitialListFailed(api(403))),
+            "m",
+            "the server's sentence alone"
+        );
     }
 }
