@@ -216,3 +216,45 @@ fn only_operands_without_the_label_are_patched_once_each_with_the_label_alone() 
         )
     );
 }
+
+#[test]
+fn the_decision_lists_labelled_operands_and_never_patches_one_itself() {
+    use crate::operator_api::decision::{Interest, Observed, decide};
+    let clusters = crd(
+        "etcdclusters.etcd.database.coreos.com",
+        "Namespaced",
+        &[("v1beta2", true)],
+    );
+    let mut owner = csv(Some("a"), install());
+    owner.metadata.labels = Some([(KEY.to_owned(), String::new())].into_iter().collect());
+    let interest = Interest::new("etcd.demo", &[], [&owner]).unwrap();
+    let w = operand_watches("etcd.demo", &[interest.csvs[0].operands.clone()], |_| {
+        Some(clusters.clone())
+    });
+    let w = w.first().unwrap();
+    let labelled = [(KEY.to_owned(), String::new())].into_iter().collect();
+    let operands = [
+        Operand::new(w, Some("a".into()), "listed", labelled),
+        Operand::new(w, Some("a".into()), "not-yet", BTreeMap::new()),
+    ];
+    let components: Vec<Component> = operands.iter().map(|o| o.component.clone()).collect();
+    let effects = decide(&Observed {
+        name: "etcd.demo",
+        operator: None,
+        subscriptions: &[],
+        interest: &interest,
+        components: &components,
+    });
+    // The controller's own writes: the Operator, nothing to an operand (those are written as
+    // the operator's account, by `operand_labels`).
+    let shown: Vec<String> = effects
+        .writes
+        .iter()
+        .map(|w| format!("{} {}", w.verb(), w.key()))
+        .collect();
+    assert_eq!(shown, ["create Operator etcd.demo"]);
+    let status = crate::operator_api::decision::status_of(KEY, &components);
+    let refs = status.components.unwrap().refs.unwrap();
+    let names: Vec<_> = refs.iter().map(|r| r.name.clone().unwrap()).collect();
+    assert_eq!(names, ["listed"]);
+}
