@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod effects;
 pub mod errors;
 pub mod events;
+pub mod impersonate;
 pub mod indexed_store;
 pub mod owned_set;
 pub mod read;

@@ -1,9 +1,9 @@
 //! Watches shared by every controller of the process (docs/controller-startup.md, "One
 //! reconciler shape"). A kind that several controllers read — Namespaces, OperatorGroups,
 //! Subscriptions, ServiceAccounts, RBAC, CRDs, APIServices, OLM's Services, Deployments and
-//! Secrets, OperatorConditions, CSVs, InstallPlans and CatalogSources — is watched once and kept
-//! once, reduced to what all its readers need
-//! (`k8s::slim`); each controller subscribes to its changes.
+//! Secrets, webhook configurations, OperatorConditions, CSVs, InstallPlans and CatalogSources —
+//! is watched once and kept once, reduced to what all its readers need (`k8s::slim`); each
+//! controller subscribes to its changes.
 //!
 //! The first subscriber starts the watch in a task of its own. The task runs while any view of
 //! the store exists (the process's [`SharedWatches`] keeps one) and stops with the last.
@@ -13,6 +13,9 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -67,6 +70,8 @@ pub struct SharedWatches {
     crds: OnceLock<Kept<CustomResourceDefinition>>,
     api_services: OnceLock<Kept<APIService>>,
     managed_services: OnceLock<Kept<Service>>,
+    managed_validating_webhooks: OnceLock<Kept<ValidatingWebhookConfiguration>>,
+    managed_mutating_webhooks: OnceLock<Kept<MutatingWebhookConfiguration>>,
     catalog_sources: OnceLock<Kept<CatalogSource>>,
     csvs: OnceLock<Driven<ClusterServiceVersion>>,
     install_plans: OnceLock<Driven<InstallPlan>>,
@@ -99,6 +104,8 @@ impl SharedWatches {
             crds: OnceLock::new(),
             api_services: OnceLock::new(),
             managed_services: OnceLock::new(),
+            managed_validating_webhooks: OnceLock::new(),
+            managed_mutating_webhooks: OnceLock::new(),
             catalog_sources: OnceLock::new(),
             csvs: OnceLock::new(),
             install_plans: OnceLock::new(),
@@ -259,6 +266,29 @@ impl SharedWatches {
         let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
         self.subscribe(
             &self.managed_services,
+            (Some(&labels), LIST_PAGE_SIZE),
+            slim,
+            kept,
+        )
+    }
+
+    /// ValidatingWebhookConfigurations labelled `olm.managed=true`: those CSVs' webhook
+    /// definitions made (docs/certificates.md); the CSV and Operator controllers read them.
+    pub fn managed_validating_webhooks(&self) -> Subscribed<ValidatingWebhookConfiguration> {
+        let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
+        self.subscribe(
+            &self.managed_validating_webhooks,
+            (Some(&labels), LIST_PAGE_SIZE),
+            slim,
+            kept,
+        )
+    }
+
+    /// MutatingWebhookConfigurations labelled `olm.managed=true` (as above).
+    pub fn managed_mutating_webhooks(&self) -> Subscribed<MutatingWebhookConfiguration> {
+        let labels = format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}");
+        self.subscribe(
+            &self.managed_mutating_webhooks,
             (Some(&labels), LIST_PAGE_SIZE),
             slim,
             kept,

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::component::{Component, SubscriptionView, csv_owners};
 use super::names::{component_label_key, operator_name};
+use super::operands::OperandSource;
 use crate::api::{
     ClusterServiceVersion, Components, InstallPlan, Operator, OperatorSpec, OperatorStatus,
 };
@@ -25,6 +26,8 @@ pub struct AdopteeCsv {
     pub uid: Option<String>,
     /// `spec.customresourcedefinitions.owned[].name`.
     pub owned_crds: BTreeSet<String>,
+    /// Where its operands are and who reads them.
+    pub operands: OperandSource,
 }
 
 impl AdopteeCsv {
@@ -40,6 +43,7 @@ impl AdopteeCsv {
                 .flat_map(|d| d.owned.iter().flatten())
                 .map(|d| d.name.clone())
                 .collect(),
+            operands: OperandSource::of(csv),
         }
     }
 }

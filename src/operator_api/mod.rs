@@ -4,11 +4,13 @@
 //!
 //! An operator's objects carry its component label, `operators.coreos.com/<name>` with an
 //! empty value; the Operator's status lists every object that carries it. [`names`] spells
-//! the names and the label, [`component`] is what the decision sees of one object.
+//! the names and the label, [`component`] is what the decision sees of one object, [`operands`]
+//! which operands' watches an Operator needs and which operands still lack its label.
 
 pub mod component;
 pub mod decision;
 pub mod names;
+pub mod operands;
 
 pub use component::{Component, CsvOwner, SubscriptionView};
 pub use decision::{Observed, decide};

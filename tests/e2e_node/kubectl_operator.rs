@@ -2,9 +2,9 @@
 //! against the chart-deployed controller, run as its users run it — `kubectl operator …` with
 //! the admin's `KUBECONFIG` — through a whole life: `catalog add` of a catalog image in a local
 //! HTTPS registry (its CA through `SSL_CERT_FILE`), `list-available`, `describe`,
-//! `install -C --approval Manual`, `list`, a channel switch then `upgrade`, `uninstall -X` with
-//! nothing of the operator left (docs/operator-api.md), and `catalog remove`. Each step's time
-//! and output are printed.
+//! `install -C --approval Manual`, `list`, a channel switch then `upgrade`, an operand the
+//! Operator lists, `uninstall -X` with nothing of the operator left, operand included
+//! (docs/operator-api.md), and `catalog remove`. Each step's time and output are printed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,6 +26,8 @@ const PACKAGE: &str = "olm-rs-e2e-demo";
 const CATALOG: &str = "kubectl-operator-demo";
 const DISPLAY: &str = "olm-rs-demo";
 const CRD: &str = "widgets.e2e.olm-rs.dev";
+/// The operand made before `uninstall -X`.
+const OPERAND: &str = "demo-widget";
 /// Every command's own time limit (the plugin's `--timeout`, 1 minute by default): a busy
 /// 2-core node starts pods slowly.
 const TIMEOUT: &str = "4m";
@@ -243,6 +245,18 @@ async fn steps(c: &Cluster, k: &Kubectl, ns: &str, image: &str) -> anyhow::Resul
     k.ok(&[&["upgrade", PACKAGE][..], &t].concat()).await?;
     wait_installed(c, ns, PACKAGE, "olm-rs-e2e-demo.v0.3.0").await?;
 
+    // An operand of the CRD the operator owns: olm-rs labels it as the operator's own
+    // account (docs/operator-api.md §2), with the chart's RBAC, which has no right on it.
+    let widgets = cluster::core("e2e.olm-rs.dev", "v1", "Widget", "widgets");
+    c.create(
+        &widgets,
+        ns,
+        json!({"apiVersion": "e2e.olm-rs.dev/v1", "kind": "Widget",
+               "metadata": {"name": OPERAND, "namespace": ns}, "spec": {"size": 1}}),
+    )
+    .await?;
+    let operand_made = Instant::now();
+
     // What the Operator lists is what `uninstall -X` removes: every one must go.
     let operator_name = format!("{PACKAGE}.{ns}");
     let operators = ApiResource::from_gvk_with_plural(
@@ -250,24 +264,40 @@ async fn steps(c: &Cluster, k: &Kubectl, ns: &str, image: &str) -> anyhow::Resul
         "operators",
     );
     let refs = c
-        .wait_for("the Operator to list the CSV and its CRD", || async {
-            let op = c.get_cluster_scoped(&operators, &operator_name).await?;
-            let refs = op
-                .as_ref()
-                .and_then(|o| cluster::field(o, "/status/components/refs"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let has = |kind: &str| refs.iter().any(|r| r["kind"] == kind);
-            Ok(
-                if has("ClusterServiceVersion") && has("CustomResourceDefinition") {
-                    Progress::Done(refs)
-                } else {
-                    Progress::Pending(format!("refs {refs:?}"))
-                },
-            )
-        })
+        .wait_for(
+            "the Operator to list the CSV, its CRD and its operand",
+            || async {
+                let op = c.get_cluster_scoped(&operators, &operator_name).await?;
+                let refs = op
+                    .as_ref()
+                    .and_then(|o| cluster::field(o, "/status/components/refs"))
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let has = |kind: &str| refs.iter().any(|r| r["kind"] == kind);
+                let operand = refs
+                    .iter()
+                    .any(|r| r["kind"] == "Widget" && r["name"] == OPERAND && r["namespace"] == ns);
+                Ok(
+                    if has("ClusterServiceVersion") && has("CustomResourceDefinition") && operand {
+                        Progress::Done(refs)
+                    } else {
+                        Progress::Pending(format!("refs {refs:?}"))
+                    },
+                )
+            },
+        )
         .await?;
+    let labelled = c
+        .get(&widgets, ns, OPERAND)
+        .await?
+        .and_then(|w| w.metadata.labels)
+        .is_some_and(|l| l.contains_key(&format!("operators.coreos.com/{operator_name}")));
+    ensure!(labelled, "the operand {OPERAND} lacks the component label");
+    println!(
+        "e2e-node:   operand {OPERAND} labelled and listed {:.1}s after it was made",
+        operand_made.elapsed().as_secs_f64()
+    );
     println!(
         "e2e-node:   Operator {operator_name}: {} components ({})",
         refs.len(),
@@ -281,8 +311,13 @@ async fn steps(c: &Cluster, k: &Kubectl, ns: &str, image: &str) -> anyhow::Resul
             .join(", ")
     );
 
+    let uninstall = Instant::now();
     k.ok(&[&["uninstall", PACKAGE, "-X"][..], &t].concat())
         .await?;
+    println!(
+        "e2e-node:   uninstall -X returned after {:.1}s",
+        uninstall.elapsed().as_secs_f64()
+    );
     // Older InstallPlans (owned by the Subscription, never labelled: docs/operator-api.md §2)
     // and copies go with the garbage collector, after the command returns: waited for.
     let started = Instant::now();
@@ -297,10 +332,14 @@ async fn steps(c: &Cluster, k: &Kubectl, ns: &str, image: &str) -> anyhow::Resul
                     r["name"].as_str().unwrap_or_default(),
                 );
                 let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-                let (resource, _) =
-                    pinned_kind(&c.client, &GroupVersionKind::gvk(group, version, kind))
-                        .await
-                        .with_context(|| format!("discovering {kind}"))?;
+                let gvk = GroupVersionKind::gvk(group, version, kind);
+                let resource = match pinned_kind(&c.client, &gvk).await {
+                    Ok((resource, _)) => resource,
+                    // An operand's kind no longer served: its CRD went (checked below), and
+                    // every object of the kind with it.
+                    Err(_) if kind == "Widget" => continue,
+                    Err(e) => return Err(e).with_context(|| format!("discovering {kind}")),
+                };
                 let api: Api<DynamicObject> = match r["namespace"].as_str() {
                     Some(ns) => Api::namespaced_with(c.client.clone(), ns, &resource),
                     None => Api::all_with(c.client.clone(), &resource),

@@ -7,7 +7,9 @@
 //!   conversion webhook converts between the two served versions on a read, the aggregated API
 //!   answers through the aggregator — over TLS with the CA olm-rs generated — and all of it again
 //!   after a forced rotation (the `<deployment>-service-cert` Secret deleted: olm-rs issues a new
-//!   CA, the Deployment rolls to it).
+//!   CA, the Deployment rolls to it);
+//! - the Operator lists the webhook configurations; the operands, which the operator's own
+//!   account may not patch, are reported refused on the CSV, once (docs/operator-api.md §5).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -401,6 +403,71 @@ async fn wait_phase(
     }
 }
 
+/// The Operator API with the chart's RBAC (docs/operator-api.md §2, §5): the Operator lists
+/// the webhook configurations the CSV made. The operator's account may list and watch its
+/// Gadgets but not patch them (its CSV grants get, list, watch), so olm-rs, acting on operands
+/// as that account, cannot label them: it says so once, with a Warning Event on the CSV, and
+/// the rest of the Operator is kept.
+async fn operator_lists_webhooks_and_tells_refused_operands(
+    c: &Cluster,
+    ns: &str,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let operators = cluster::core("operators.coreos.com", "v1", "Operator", "operators");
+    let name = format!("{PACKAGE}.{ns}");
+    let refs = c
+        .wait_for("the Operator to list the webhook configuration", || async {
+            let op = c.get_cluster_scoped(&operators, &name).await?;
+            let refs = op
+                .as_ref()
+                .and_then(|o| field(o, "/status/components/refs"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let webhook = refs
+                .iter()
+                .any(|r| r["kind"] == "ValidatingWebhookConfiguration");
+            let csv = refs
+                .iter()
+                .any(|r| r["kind"] == "ClusterServiceVersion" && r["name"] == FIXED);
+            Ok(if webhook && csv {
+                Progress::Done(refs)
+            } else {
+                Progress::Pending(format!("refs {refs:?}"))
+            })
+        })
+        .await?;
+    let events = c.api(&cluster::core("", "v1", "Event", "events"), ns);
+    let told = c
+        .wait_for(
+            "a Warning Event naming the refused operand patch",
+            || async {
+                let list = events.list(&Default::default()).await?;
+                let found = list.items.into_iter().find(|e| {
+                    e.data["reason"] == "OperandsForbidden"
+                        && e.data["involvedObject"]["name"] == FIXED
+                        && text(e, "/message").contains("may not patch gadgets.testop.olm-rs.dev")
+                });
+                Ok(match found {
+                    Some(e) => Progress::Done(text(&e, "/message").to_owned()),
+                    None => Progress::Pending("no OperandsForbidden Event yet".to_owned()),
+                })
+            },
+        )
+        .await?;
+    ensure!(
+        !refs.iter().any(|r| r["kind"] == "Gadget"),
+        "an operand listed though it could not be labelled: {refs:?}"
+    );
+    println!(
+        "e2e-node:   Operator {name}: {} components, webhook configuration among them; \
+         operands refused, told in {:.1}s: {told}",
+        refs.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// Everything, in one namespace: never-ready → stable, the calls and a rotation, then
 /// uninstall, crash-loop → stable.
 pub async fn run(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
@@ -409,6 +476,7 @@ pub async fn run(c: &Cluster, node: &RealNode) -> anyhow::Result<()> {
     let result = async {
         bad_version_fails_then_recovers(c, &ns, "never-ready", NEVER_READY).await?;
         certificates_proven_by_the_api_server(c, &ns).await?;
+        operator_lists_webhooks_and_tells_refused_operands(c, &ns).await?;
         // Uninstall as OLM documents it; the operator's pod goes with its CSV.
         c.delete(&cluster::subscriptions(), &ns, "testop").await?;
         c.delete(&cluster::csvs(), &ns, FIXED).await?;

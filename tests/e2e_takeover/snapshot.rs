@@ -183,12 +183,13 @@ fn seen(kind: &str, object: DynamicObject) -> Seen {
     }
 }
 
-/// What differs between `before` and `after`, one line each; a change at a JSON pointer for which
-/// `known(path)` holds is left out (a difference documented as expected).
+/// What differs between `before` and `after`, one line each; a change of the object `key` at a
+/// JSON pointer for which `known(key, path)` holds is left out (a difference documented as
+/// expected).
 pub fn differences(
     before: &Snapshot,
     after: &Snapshot,
-    known: impl Fn(&str) -> bool,
+    known: impl Fn(&str, &str) -> bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
     for (key, old) in before {
@@ -211,7 +212,7 @@ pub fn differences(
         }
         let mut paths = Vec::new();
         json_diff::paths_under("", &old.content, &new.content, &mut paths);
-        paths.retain(|p| !known(p.split(": ").next().unwrap_or_default()));
+        paths.retain(|p| !known(key, p.split(": ").next().unwrap_or_default()));
         if !paths.is_empty() {
             out.push(format!("{key}: content changed: {}", paths.join("; ")));
         }

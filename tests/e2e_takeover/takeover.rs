@@ -313,7 +313,12 @@ async fn move_to_olm_rs(
     let writes = audit::writes_since(&plane.audit_log, mark, CONTROLLER_USER)?;
     print_writes(&writes, &before, &after);
 
-    let mut problems = snapshot::differences(&before, &after, |_| false);
+    let mut problems = snapshot::differences(&before, &after, labelled_by_olm_rs);
+    let labelled = snapshot::differences(&before, &after, |_, _| false).len() - problems.len();
+    println!(
+        "e2e-takeover:   {labelled} webhook configurations given their Operator's component \
+         label (docs/migrating-from-olm.md §6)"
+    );
     problems.extend(dry_run_problems);
     for (key, seen) in &before {
         if let Some(csv) = key.strip_prefix("ClusterServiceVersion ") {
@@ -413,7 +418,7 @@ async fn dry_run(
     );
     let after = snapshot::take(&c.client, &NAMESPACES).await?;
     problems.extend(
-        snapshot::differences(before, &after, |_| false)
+        snapshot::differences(before, &after, |_, _| false)
             .into_iter()
             .map(|d| format!("during the dry run: {d}")),
     );
@@ -534,7 +539,7 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
     olm.check_alive()?;
     let after = snapshot::take(&c.client, &NAMESPACES).await?;
     let mut problems = snapshot::differences(&before, &after, relabelled_by_olm);
-    let known = snapshot::differences(&before, &after, |_| false).len() - problems.len();
+    let known = snapshot::differences(&before, &after, |_, _| false).len() - problems.len();
     println!(
         "e2e-takeover:   {known} objects relabelled by OLM itself (olm.permissions.hash, \
          operators.coreos.com/<package>.<namespace>; docs/migrating-from-olm.md §4)"
@@ -593,7 +598,15 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
 /// docs/migrating-from-olm.md §4): the RBAC content hash its labeller adds to every Role and
 /// RoleBinding (OLM's own too), and the Operator API's component label
 /// `operators.coreos.com/<package>.<namespace>`, which olm-rs does not maintain.
-fn relabelled_by_olm(path: &str) -> bool {
+fn relabelled_by_olm(_: &str, path: &str) -> bool {
     path == "/metadata/labels/olm.permissions.hash"
         || path.starts_with("/metadata/labels/operators.coreos.com/")
+}
+
+/// docs/migrating-from-olm.md §6: olm-rs gives the webhook configurations a CSV made its
+/// Operator's component label, which OLM leaves off them (a label alone: rules, CA bundle and
+/// service stay as OLM wrote them).
+fn labelled_by_olm_rs(key: &str, path: &str) -> bool {
+    key.contains("WebhookConfiguration ")
+        && path.starts_with("/metadata/labels/operators.coreos.com/")
 }

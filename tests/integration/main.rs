@@ -53,6 +53,7 @@ mod manifests;
 mod metrics_endpoint;
 mod module_layers;
 mod operator_api;
+mod operator_api_components;
 mod operator_group_rbac;
 mod operator_group_sync;
 mod package_manifests_fresh;

@@ -90,6 +90,8 @@ const SHARED: &[&str] = &[
     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
     "/apis/operators.coreos.com/v2/operatorconditions",
     "/apis/operators.coreos.com/v1/operators",
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations?olm.managed=true",
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?olm.managed=true",
 ];
 
 #[tokio::test]

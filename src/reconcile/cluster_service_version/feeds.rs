@@ -16,12 +16,11 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::ResourceExt;
 
 use crate::api::{OperatorCondition, OperatorGroup, Subscription};
-use crate::k8s::slim::slim;
 use crate::reconcile::Context;
 use crate::reconcile::keys::NamespacedName;
 use crate::reconcile::work_queue::WorkQueue;
 
-use super::stores::{self, Stores, Trigger, managed, reflect, trigger_of};
+use super::stores::{self, Stores, Trigger, trigger_of};
 use crate::k8s::discovery::ServedApis;
 
 /// The stores, and a task per watched kind that queues the CSVs its changes concern.
@@ -29,7 +28,6 @@ pub fn watch(
     ctx: &Context,
     queue: &WorkQueue<NamespacedName>,
 ) -> (Stores, Vec<BoxFuture<'static, ()>>) {
-    let client = &ctx.client;
     let discovery = &ctx.served_apis;
     // The CSVs are the process's shared store (the OperatorGroup side and resolution read them
     // too): copies are never driven (docs/csv-phases.md §1) and not in it.
@@ -44,14 +42,12 @@ pub fn watch(
     let (role_bindings, rb_trigger) = trigger_of(shared.role_bindings());
     let (cluster_roles, cr_trigger) = trigger_of(shared.cluster_roles());
     let (services, service_trigger) = trigger_of(shared.managed_services());
-    // Shared with the Operator controller (docs/operator-api.md §5).
+    // Shared with the Operator controller (docs/operator-api.md §5), as are the webhooks'.
     let (deployments, dep_trigger) = trigger_of(shared.managed_deployments());
     let (cluster_role_bindings, crb_trigger) = trigger_of(shared.cluster_role_bindings());
     let (secrets, secret_trigger) = trigger_of(shared.managed_secrets());
-    let (validating_webhooks, vwc_trigger) =
-        reflect::<ValidatingWebhookConfiguration>(client, Some(&managed()), slim);
-    let (mutating_webhooks, mwc_trigger) =
-        reflect::<MutatingWebhookConfiguration>(client, Some(&managed()), slim);
+    let (validating_webhooks, vwc_trigger) = trigger_of(shared.managed_validating_webhooks());
+    let (mutating_webhooks, mwc_trigger) = trigger_of(shared.managed_mutating_webhooks());
     let (operator_conditions, oc_trigger) = trigger_of(shared.operator_conditions());
 
     let by_namespace = |csvs: &crate::k8s::indexed_store::IndexedStore<_>| {

@@ -13,13 +13,11 @@ use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
-use kube::api::Api;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use kube_runtime::watcher;
-use serde::de::DeserializeOwned;
 
 use crate::api::keys::{
-    MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PROVIDED_APIS_ANNOTATION,
+    OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PROVIDED_APIS_ANNOTATION,
 };
 use crate::api::{
     ClusterServiceVersion, CsvReason, OperatorCondition, OperatorGroup, Subscription,
@@ -27,7 +25,7 @@ use crate::api::{
 use crate::csv::identity::CSV_KIND;
 use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::Subscribed;
-use crate::k8s::store::{NamespacedStore, StoreStopped, reflect_namespaced, watch_config};
+use crate::k8s::store::{NamespacedStore, StoreStopped};
 use crate::operator_group::{csv_provided_apis, is_copied, parse_provided_apis};
 use crate::reconcile::keys::NamespacedName;
 
@@ -88,39 +86,6 @@ pub fn trigger_of<K: Clone + Send + Sync + 'static>(
     (store, changes): Subscribed<K>,
 ) -> (NamespacedStore<K>, Trigger<K>) {
     (store, changes.map(|o| Ok(Arc::unwrap_or_clone(o))).boxed())
-}
-
-/// Objects per page of an initial list: a cluster's ServiceAccounts, Roles and bindings number
-/// in the thousands, and one unpaged list would be the start-up memory peak.
-const LIST_PAGE_SIZE: u32 = 100;
-
-/// Starts the namespace-indexed store of `K` (all namespaces, optional label selector),
-/// passing every object through `slim` before it is stored.
-pub fn reflect<K>(
-    client: &Client,
-    labels: Option<&str>,
-    slim: fn(&mut K),
-) -> (NamespacedStore<K>, Trigger<K>)
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let api: Api<K> = Api::all(client.clone());
-    trigger_of(reflect_namespaced(
-        api,
-        watch_config(labels, LIST_PAGE_SIZE),
-        slim,
-    ))
-}
-
-/// Label selector for objects OLM manages.
-pub fn managed() -> String {
-    format!("{MANAGED_LABEL}=true")
 }
 
 fn csv_ref(name: &str, namespace: &str) -> NamespacedName {

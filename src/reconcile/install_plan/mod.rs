@@ -7,7 +7,6 @@
 pub mod apis;
 mod bundle_steps;
 mod execute;
-mod identity;
 mod lookups;
 mod unpack_pod;
 
@@ -120,7 +119,7 @@ async fn run_pass(
         ExecuteAs::ServiceAccount {
             namespace: ns,
             name: sa,
-        } => identity::impersonating(&ctx.client, ns, sa).map_err(|source| {
+        } => crate::k8s::impersonate::impersonating(&ctx.client, ns, sa).map_err(|source| {
             InstallPlanError::Identity {
                 namespace: namespace.to_owned(),
                 name: plan.name_any(),

@@ -110,6 +110,8 @@ pub fn watch(ctx: &Context, queue: &WorkQueue<String>) -> (Stores, Vec<BoxFuture
     let (cluster_roles, cr_changes) = w.cluster_roles();
     let (cluster_role_bindings, crb_changes) = w.cluster_role_bindings();
     let (namespaces, ns_changes) = w.namespaces();
+    let (validating_webhooks, vwc_changes) = w.managed_validating_webhooks();
+    let (mutating_webhooks, mwc_changes) = w.managed_mutating_webhooks();
     let lookup = Lookup {
         subscriptions: subscriptions.clone(),
         csvs: csvs.clone(),
@@ -153,6 +155,8 @@ pub fn watch(ctx: &Context, queue: &WorkQueue<String>) -> (Stores, Vec<BoxFuture
         feed(cr_changes, queue, &lookup, |l, o| l.of_object(o)),
         feed(crb_changes, queue, &lookup, |l, o| l.of_object(o)),
         feed(ns_changes, queue, &lookup, |l, o| l.of_object(o)),
+        feed(vwc_changes, queue, &lookup, |l, o| l.of_object(o)),
+        feed(mwc_changes, queue, &lookup, |l, o| l.of_object(o)),
     ];
     let stores = Stores {
         operators,
@@ -171,6 +175,8 @@ pub fn watch(ctx: &Context, queue: &WorkQueue<String>) -> (Stores, Vec<BoxFuture
         cluster_roles,
         cluster_role_bindings,
         namespaces,
+        validating_webhooks,
+        mutating_webhooks,
     };
     (stores, feeds)
 }

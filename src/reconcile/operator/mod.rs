@@ -4,11 +4,12 @@
 //! does both, on the one engine (`reconcile::work_queue`) with the one executor.
 //!
 //! [`feeds`] maps every change of a component kind to the Operators it concerns; each run
-//! observes from the shared stores ([`observe`]), asks [`crate::operator_api::decide`] and
-//! executes the writes.
+//! observes from the shared stores ([`observe`]) and the Operator's operand watches
+//! ([`operands`]), asks [`crate::operator_api::decide`] and executes the writes.
 
 mod feeds;
 mod observe;
+pub mod operands;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use crate::reconcile::work_queue::{Loop, Next, WorkQueue, run_workers};
 
 use super::Context;
 use observe::Stores;
+use operands::{OperandWatches, TRANSIENT_RETRY};
 
 /// Operators synced at once.
 const WORKERS: usize = 2;
@@ -53,6 +55,7 @@ pub async fn run(ctx: Arc<Context>) {
     let queue = WorkQueue::new();
     let (stores, feeds) = feeds::watch(&ctx, &queue);
     let stores = Arc::new(stores);
+    let operands = Arc::new(OperandWatches::new(&queue));
     let workers = {
         let (ctx, stores, queue) = (Arc::clone(&ctx), Arc::clone(&stores), queue.clone());
         async move {
@@ -67,7 +70,8 @@ pub async fn run(ctx: Arc<Context>) {
             };
             let handle = move |name: String| {
                 let (ctx, stores) = (Arc::clone(&ctx), Arc::clone(&stores));
-                async move { sync(&ctx, &stores, &name).await }
+                let operands = Arc::clone(&operands);
+                async move { sync(&ctx, &stores, &operands, &name).await }
             };
             run_workers(spec, queue, handle).await;
         }
@@ -99,16 +103,31 @@ async fn wait_for_crd(ctx: &Context) {
     }
 }
 
-/// One sync of the Operator `name`: observe, decide, execute.
-async fn sync(ctx: &Context, stores: &Stores, name: &str) -> Result<Next, ReconcileError> {
-    let Some(observed) = observe::observe(stores, name) else {
+/// One sync of the Operator `name`: observe (starting or stopping its operand watches),
+/// decide, execute; then the operands' labels, as the operator's account.
+async fn sync(
+    ctx: &Arc<Context>,
+    stores: &Stores,
+    operands: &OperandWatches,
+    name: &str,
+) -> Result<Next, ReconcileError> {
+    let Some(mut observed) = observe::observe(stores, name) else {
+        operands.ensure(ctx, name, &Default::default());
         return Ok(Next::Done);
     };
+    operands.ensure(ctx, name, &observed.operand_watches(name, &stores.crds));
+    let found = operands.operands(name);
+    let labels = observed.add_operands(&found);
     let effects = observed.decide(name);
     match execute(&ctx.client, &ctx.events, &effects).await {
-        Ok(_) => Ok(Next::Done),
+        Ok(_) => {}
         // A component deleted since the stores saw it: decide again once they know.
-        Err(e) if e.is_not_found() => Ok(Next::After(GONE_RETRY)),
-        Err(e) => Err(e.into()),
+        Err(e) if e.is_not_found() => return Ok(Next::After(GONE_RETRY)),
+        Err(e) => return Err(e.into()),
     }
+    // docs/operator-api.md §5: refusals are told, never returned (no error loop).
+    if operands.label(ctx, labels).await {
+        return Ok(Next::After(TRANSIENT_RETRY));
+    }
+    Ok(Next::Done)
 }

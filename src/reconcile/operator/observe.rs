@@ -2,8 +2,12 @@
 //! Subscriptions of its package and namespace, and every object the decision wants
 //! (`operator_api::decision::Interest`).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -14,11 +18,12 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 
 use crate::api::{ClusterServiceVersion, InstallPlan, Operator, OperatorCondition, Subscription};
-use crate::k8s::effects::Effects;
+use crate::k8s::effects::{Effects, Write};
 use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::store::{NamespacedStore, StoreStopped};
 use crate::operator_api::component::{Component, csv_conditions, status_conditions};
 use crate::operator_api::decision::{Interest, Observed};
+use crate::operator_api::operands::{Operand, OperandWatch, operand_labels, operand_watches};
 use crate::operator_api::{SubscriptionView, decide, operator_name};
 
 /// The stores the controller reads: OLM's component kinds (docs/operator-api.md §2).
@@ -39,6 +44,9 @@ pub struct Stores {
     pub cluster_roles: NamespacedStore<ClusterRole>,
     pub cluster_role_bindings: NamespacedStore<ClusterRoleBinding>,
     pub namespaces: NamespacedStore<PartialObjectMeta<Namespace>>,
+    /// `olm.managed` webhook configurations (those CSVs' webhook definitions made).
+    pub validating_webhooks: NamespacedStore<ValidatingWebhookConfiguration>,
+    pub mutating_webhooks: NamespacedStore<MutatingWebhookConfiguration>,
 }
 
 impl Stores {
@@ -61,6 +69,8 @@ impl Stores {
         self.cluster_roles.wait_until_ready().await?;
         self.cluster_role_bindings.wait_until_ready().await?;
         self.namespaces.wait_until_ready().await?;
+        self.validating_webhooks.wait_until_ready().await?;
+        self.mutating_webhooks.wait_until_ready().await?;
         Ok(())
     }
 }
@@ -74,6 +84,29 @@ pub struct Observation {
 }
 
 impl Observation {
+    /// The operand watches the Operator `name` needs (docs/operator-api.md §2).
+    pub fn operand_watches(
+        &self,
+        name: &str,
+        crds: &NamespacedStore<CustomResourceDefinition>,
+    ) -> BTreeSet<OperandWatch> {
+        let sources: Vec<_> = self
+            .interest
+            .csvs
+            .iter()
+            .map(|c| c.operands.clone())
+            .collect();
+        operand_watches(name, &sources, |crd| crds.get("", crd))
+    }
+
+    /// Adds the operands found: labelled ones join the status; the label patches of the others
+    /// are returned, each with the watch whose account writes it.
+    pub fn add_operands<'a>(&mut self, operands: &'a [Operand]) -> Vec<(&'a OperandWatch, Write)> {
+        self.components
+            .extend(operands.iter().map(|o| o.component.clone()));
+        operand_labels(&self.interest.label_key, operands)
+    }
+
     pub fn decide(&self, name: &str) -> Effects {
         decide(&Observed {
             name,
@@ -125,6 +158,8 @@ pub fn observe(stores: &Stores, name: &str) -> Option<Observation> {
     metadata_only(&interest, stores.cluster_roles.all(), &mut add);
     metadata_only(&interest, stores.cluster_role_bindings.all(), &mut add);
     metadata_only(&interest, stores.namespaces.all(), &mut add);
+    metadata_only(&interest, stores.validating_webhooks.all(), &mut add);
+    metadata_only(&interest, stores.mutating_webhooks.all(), &mut add);
 
     Some(Observation {
         operator: stores.operators.get("", name),

@@ -1,4 +1,5 @@
-//! A client that acts as a ServiceAccount (scoped installs, docs/install-plans.md §10).
+//! A client that acts as a ServiceAccount: scoped installs (docs/install-plans.md §10) and an
+//! operator's operands (docs/operator-api.md §2).
 //!
 //! OLM fetches the account's token; olm-rs impersonates it instead (`Impersonate-User`), which
 //! needs no Secret and keeps no token in memory. The API server gives an impersonated service
