@@ -9,6 +9,7 @@
 pub mod adoption;
 pub mod candidates;
 pub mod cel_rule;
+mod channels;
 pub mod decide;
 pub mod explain;
 pub mod explain_conflict;
@@ -16,18 +17,21 @@ pub mod input;
 pub mod installed;
 pub mod joint;
 pub mod model;
+pub mod outcome;
 pub mod participant;
 pub mod preview;
 pub mod requirement;
 pub mod rollback;
+mod search;
 pub mod solver;
 pub mod subscription;
 pub mod version_request;
 
-pub use decide::{Decision, Dependency, Outcome, Target, Why, decide, decide_alone, decide_one};
+pub use decide::{decide, decide_alone, decide_one};
 pub use explain::{CONSTRAINTS_NOT_SATISFIABLE, ERROR_PREVENTED_RESOLUTION, Refusal};
 pub use input::{CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups};
 pub use installed::installed_csv;
+pub use outcome::{Decision, Dependency, Outcome, Target, Why};
 pub use preview::{PathStep, Preview, preview};
 pub use solver::Claims;
 

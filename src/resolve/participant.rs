@@ -4,9 +4,10 @@ use crate::api::Subscription;
 use crate::catalog::index::ChannelIndex;
 
 use super::adoption::unclaimed_standing;
-use super::decide::{Why, ranked_channels};
+use super::channels::ranked_channels;
 use super::input::{InstalledCsv, NamespaceInput};
 use super::model::BundleItem;
+use super::outcome::Why;
 use super::rollback::failed_mark;
 use super::version_request::{admits, downgrade_entries, version_request};
 use crate::api::CatalogRef;

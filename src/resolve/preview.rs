@@ -5,8 +5,9 @@ use serde::Serialize;
 
 use crate::api::Subscription;
 
-use super::decide::{Outcome, Target, Why, decide_alone};
+use super::decide::decide_alone;
 use super::input::NamespaceInput;
+use super::outcome::{Outcome, Target, Why};
 use super::version_request::{Held, VersionRequest, admits, version_request};
 
 /// The decision for one Subscription, and where it leads.

@@ -31,7 +31,6 @@ const KNOWN_INNER_CYCLES: &[(&str, &[&str])] = &[
         &["types_meta", "types_pod", "types_volume"],
     ),
     ("resolve", &["candidates", "solver"]),
-    ("resolve", &["decide", "joint", "participant"]),
 ];
 
 type ModulePath = Vec<String>;

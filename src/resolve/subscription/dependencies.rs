@@ -11,7 +11,7 @@ use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::plan::{
     BundleSource, PlannedStep, StepObject, bundle_lookup, bundle_source, bundle_steps,
 };
-use crate::resolve::decide::{Dependency, Target};
+use crate::resolve::outcome::{Dependency, Target};
 
 use super::UnplannableBundle;
 use crate::resolve::input::NamespaceInput;

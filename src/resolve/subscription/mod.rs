@@ -38,9 +38,10 @@ use crate::api::{
 use crate::plan::downgrade_safety::ClusterCrd;
 use crate::plan::{PlanDraft, RESOLUTION_LABEL, next_generation};
 
-use super::decide::{Outcome, Target, Why, decide};
+use super::decide::decide;
 use super::explain::Refusal;
 use super::input::NamespaceInput;
+use super::outcome::{Outcome, Target, Why};
 use super::version_request::{Held, reason as held_reason};
 use crate::api::CatalogRef;
 pub use planning::UnplannableBundle;
@@ -382,7 +383,7 @@ fn superseded_plan<'a>(
 fn dependencies_met(
     target: &Target,
     subscriptions: &[Subscription],
-    decisions: &[super::decide::Decision],
+    decisions: &[super::outcome::Decision],
 ) -> bool {
     target.dependencies.iter().all(|dep| {
         subscriptions
@@ -406,7 +407,7 @@ fn dependencies_met(
 /// its plan, or whose target is already there, plans nothing, so it joins no group.
 struct Groups<'s> {
     subscriptions: &'s [Subscription],
-    decisions: &'s [super::decide::Decision],
+    decisions: &'s [super::outcome::Decision],
     /// Plans now: resolved to a target it does not have yet, and not waiting on a plan.
     plans_now: Vec<bool>,
 }
@@ -414,7 +415,7 @@ struct Groups<'s> {
 impl<'s> Groups<'s> {
     fn new(
         subscriptions: &'s [Subscription],
-        decisions: &'s [super::decide::Decision],
+        decisions: &'s [super::outcome::Decision],
         plans: &[InstallPlan],
         csv_exists: impl Fn(&str) -> bool,
     ) -> Self {

@@ -13,8 +13,8 @@ use crate::plan::{
     bundle_source, bundle_steps, order_plan,
 };
 
-use super::super::decide::{Target, Why};
 use super::super::input::NamespaceInput;
+use super::super::outcome::{Target, Why};
 use super::super::version_request::DOWNGRADED_FROM;
 use super::dependencies;
 

@@ -24,8 +24,9 @@ use crate::api::{
     CatalogRef, ConditionStatus, CsvPhase, Subscription, SubscriptionCondition,
     SubscriptionConditionType, remove_condition, set_condition,
 };
-use crate::resolve::decide::{Target, Why, ranked_channels};
+use crate::resolve::channels::ranked_channels;
 use crate::resolve::input::NamespaceInput;
+use crate::resolve::outcome::{Target, Why};
 use crate::resolve::rollback::{
     CsvFacts, FailedUpgrade, RollbackRefused, failed_mark, failed_upgrade, reason, rollback_wanted,
 };
