@@ -185,8 +185,6 @@ pub fn decide_one<'a>(
     }
 }
 
-/// Refusals are boxed on the way out: they are large and the happy path should not pay for them.
-
 fn resolve<'a>(ns: &NamespaceInput<'a>, sub: &Subscription, claims: &mut Claims<'a>) -> Resolved {
     if ns.operator_groups.names.len() != 1 {
         return Err(Box::new(Refusal::OperatorGroups {

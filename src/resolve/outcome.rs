@@ -96,5 +96,6 @@ pub enum Why {
     Rollback,
 }
 
-/// One Subscription's outcome, or why it has none.
+/// One Subscription's outcome, or why it has none. Refusals are boxed on the way out: they are
+/// large and the happy path should not pay for them.
 pub(super) type Resolved = Result<Outcome, Box<Refusal>>;
