@@ -263,8 +263,8 @@ mod tests {
         let closed = closed_peer.read(&mut buf).await;
         assert_eq!(closed.unwrap_err().kind(), ErrorKind::ConnectionReset);
 
-        hyper::rt::Write::poll_write(Pin::new(&mut first), &mut noop(), b"PATCH")
-            .map(|r| r.unwrap());
+        let sent = hyper::rt::Write::poll_write(Pin::new(&mut first), &mut noop(), b"PATCH");
+        assert!(matches!(sent, Poll::Ready(Ok(5))), "{sent:?}");
         assert_eq!(connections.reset_all(), 1);
         assert_eq!(connections.resets(), 1);
         let mut got = Vec::new();
