@@ -177,9 +177,11 @@ fn is_olm_status_write(w: &Request) -> bool {
 /// accepted write that
 /// - carries no resourceVersion: nothing lets the server refuse it if its copy was stale, so
 ///   it may overwrite a newer status with an older decision; or
-/// - was computed from a copy no newer than the one the previous accepted status write of the
-///   same object was computed from. That write moved the object past this base, so this one
-///   overwrote a newer status with a decision made on an older copy.
+/// - was computed from a copy older than the one the previous accepted status write of the
+///   same object was computed from. That write saw the object at a newer version, so this one
+///   put a decision made on an older copy over a newer status. (An equal base is no such
+///   write: an update that changes nothing leaves the resourceVersion as it was, and the next
+///   write at that version is rightly accepted — seen in F7.)
 ///
 /// The API server refuses a write whose resourceVersion is not the object's current one, so
 /// with guarded writes the list stays empty; it is the server's word that they were guarded.
@@ -204,7 +206,7 @@ pub fn backwards(writes: &[&Request]) -> (usize, Vec<String>) {
             continue;
         };
         if let Some(&previous) = last_base.get(&object)
-            && base <= previous
+            && base < previous
         {
             found.push(format!(
                 "{object}: {} at {} computed from resourceVersion {base}, after a write computed from {previous}",
@@ -297,15 +299,17 @@ mod tests {
             // Refused (409): computed from a stale copy, and the server said so.
             status_write("a", 2, Some("11"), 409),
             status_write("b", 3, Some("11"), 200),
+            // The write at 12 changed nothing (no new resourceVersion): this one is fine.
             status_write("a", 4, Some("12"), 200),
-            status_write("a", 5, None, 200),
+            status_write("a", 5, Some("11"), 200),
+            status_write("a", 6, None, 200),
         ];
         let refs: Vec<&Request> = writes.iter().collect();
         let (accepted, found) = backwards(&refs);
-        assert_eq!(accepted, 5);
+        assert_eq!(accepted, 6);
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(
-            found[0].contains("computed from resourceVersion 12, after a write computed from 12")
+            found[0].contains("computed from resourceVersion 11, after a write computed from 12")
         );
         assert!(found[1].contains("without a resourceVersion"));
     }
