@@ -61,6 +61,7 @@ const SUITE: Suite = Suite {
         "faults::F5",
         "faults::F2",
         "faults::F3",
+        "faults::F6",
         "faults::F4",
     ],
 };

@@ -11,6 +11,7 @@ use kube::Client;
 use crate::access_review;
 use crate::health::{self, Readiness};
 use crate::k8s::clock::{Clock, SystemClock};
+use crate::k8s::connections::Connections;
 use crate::leader_election::{Fence, LeaderElectionError, LeaderElector, LeaseConfig, LeaseLock};
 use crate::metrics::{self, Metrics};
 use crate::package_server::{self, PackageServing};
@@ -35,6 +36,10 @@ pub struct RunOptions {
 pub struct LeaderElectionOptions {
     pub lock: LeaseLock,
     pub config: LeaseConfig,
+    /// The connections of the client `run` is given (`k8s::connections::client`): reset when
+    /// a write is cut off at the renew deadline (docs/leader-election.md §2.1). `None` for a
+    /// client built otherwise; writes in flight are still cut off, without the reset.
+    pub connections: Option<Connections>,
 }
 
 /// Why the controller process could not start or stopped.
@@ -110,7 +115,13 @@ pub async fn run(
         // replica leads and its renew deadline has not passed (docs/leader-election.md §2).
         let fence = match &options.leader_election {
             None => Fence::open(),
-            Some(election) => Fence::closed(election.config, Arc::clone(&clock)),
+            Some(election) => {
+                let fence = Fence::closed(election.config, Arc::clone(&clock));
+                if let Some(connections) = &election.connections {
+                    fence.reset_on_cut_off(connections.clone());
+                }
+                fence
+            }
         };
         let writer = fence.guard(&client);
         let ctx = Arc::new(Context::with_metrics(

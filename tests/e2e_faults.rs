@@ -3,7 +3,7 @@
 //! chain, a package with a dependency, an all-namespaces operator copied to several
 //! namespaces, a polled catalog image), and faults: the API server SIGKILLed and restarted
 //! (F1), the leader pod deleted (F7), the leader partitioned from the API server (F5), every
-//! watch expired (F3); with `-- --all` also etcd stopped (F2) and APF throttling (F4). After
+//! watch expired (F3), the catalog image's registry away during polls (F6); with `-- --all` also etcd stopped (F2) and APF throttling (F4). After
 //! each, the operation history is checked from the API server's audit log
 //! (docs/reliability.md).
 //!
@@ -64,11 +64,12 @@ const SUITE: Suite = Suite {
         "faults::F5",
         "faults::F2",
         "faults::F3",
+        "faults::F6",
         "faults::F4",
     ],
 };
 
-/// In CI each of F1, F7, F5 and F3 runs once, the all-namespaces operator copied to 10
+/// In CI each of F1, F7, F5, F3 and F6 runs once, the all-namespaces operator copied to 10
 /// namespaces, which keeps the suite near 5 minutes; F2 and F4 (about a minute and a half
 /// each) run with `-- --all` or a filter word (`-- F4`), and in `benches/fault_matrix.rs` with
 /// the 50 namespaces.
@@ -76,7 +77,7 @@ const CI_PLAN: matrix::Plan = matrix::Plan {
     repeat: 1,
     copies: 10,
     baseline: false,
-    faults: &[Fault::F1, Fault::F7, Fault::F5, Fault::F3],
+    faults: &[Fault::F1, Fault::F7, Fault::F5, Fault::F3, Fault::F6],
 };
 
 fn main() -> ExitCode {

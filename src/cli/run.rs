@@ -221,6 +221,7 @@ impl RunArgs {
         &self,
         config: LeaseConfig,
         client: &kube::Client,
+        connections: Option<olm_rs::k8s::connections::Connections>,
     ) -> Option<LeaderElectionOptions> {
         if !self.leader_elect {
             return None;
@@ -237,6 +238,7 @@ impl RunArgs {
                 identity: leader_election::default_identity(),
             },
             config,
+            connections,
         })
     }
 }
@@ -257,10 +259,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let client = kube::Client::try_default()
+        let config = kube::Config::infer()
             .await
             .context("loading Kubernetes credentials (in-cluster service account or KUBECONFIG)")?;
-        let leader_election = args.leader_election(lease_config, &client);
+        // olm-rs's own connections, so that a deposed leader's writes in flight are cut off
+        // at its renew deadline with their connections reset (docs/leader-election.md §2.1).
+        // Through a proxy, kube's client (writes still cut off, without the reset).
+        let (client, connections) = if config.proxy_url.is_some() {
+            (
+                kube::Client::try_from(config).context("building the API client")?,
+                None,
+            )
+        } else {
+            let (client, connections) = olm_rs::k8s::connections::client(config)?;
+            (client, Some(connections))
+        };
+        let leader_election = args.leader_election(lease_config, &client, connections);
         let packages = args.package_api.then(|| {
             let namespace = args
                 .leader_election_namespace

@@ -2,6 +2,7 @@
 //! an injectable clock and best-effort events.
 
 pub mod clock;
+pub mod connections;
 pub mod discovery;
 pub mod effects;
 pub mod errors;

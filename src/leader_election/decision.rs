@@ -239,6 +239,17 @@ pub fn may_write(last_renewed: Option<Timestamp>, now: Timestamp, config: &Lease
     last_renewed.is_some_and(|at| now >= at && !must_step_down(at, now, config))
 }
 
+/// When a write still in flight must be cut off (docs/leader-election.md §2.1): at the
+/// renew deadline of the renewal that let it out, the moment `may_write` turns false — a
+/// request that has not been answered by then may not reach the API server later. `None`:
+/// this replica does not lead, so nothing it has in flight may go on.
+pub fn write_cut_off(last_renewed: Option<Timestamp>, config: &LeaseConfig) -> Option<Timestamp> {
+    last_renewed.map(|at| {
+        at.checked_add(config.renew_deadline)
+            .unwrap_or(Timestamp::MAX)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,5 +515,40 @@ mod tests {
                 Decision::Wait { .. }
             ));
         }
+    }
+
+    #[test]
+    fn a_write_in_flight_is_cut_off_the_moment_no_new_write_may_start() {
+        // The defect (docs/reliability.md §3.5): a write let out at 9.9 s was only checked
+        // when sent, so it could reach the API server at any later time. Now its cut-off is
+        // the same renew deadline that closes the gate to new writes.
+        let config = LeaseConfig::default();
+        assert_eq!(
+            write_cut_off(None, &config),
+            None,
+            "not leading: cut off now"
+        );
+        let cut = write_cut_off(Some(t(0)), &config).unwrap();
+        assert_eq!(cut, t(10));
+        for tenth in 0..200 {
+            let now = t(0) + SignedDuration::from_millis(100 * tenth);
+            assert_eq!(
+                may_write(Some(t(0)), now, &config),
+                now < cut,
+                "at {now}: a new write is let out exactly while one in flight may go on"
+            );
+        }
+        // And the cut-off comes before a rival may take over (the margin of §1).
+        let rival_view = seen(record(Some("leader"), 0, 0), 0);
+        assert!(matches!(
+            decide("rival", Some(&rival_view), cut, &config),
+            Decision::Wait { .. }
+        ));
+        let far = write_cut_off(Some(Timestamp::MAX), &config);
+        assert_eq!(
+            far,
+            Some(Timestamp::MAX),
+            "saturates instead of overflowing"
+        );
     }
 }

@@ -158,6 +158,12 @@ impl<'a> PlanSync<'a> {
         if self.status.bundle_lookups.is_some() {
             return None;
         }
+        // Waiting out a transient failure: no pass before its back-off is over, whatever woke
+        // the plan (docs/install-plans.md §6.2).
+        if let Some(wait) = phase::next_pass_wait(&self.status, self.now) {
+            self.effects.requeue_after(wait);
+            return None;
+        }
         if phase::gate(&mut self.status, self.plan.spec.approved) != Gate::Execute {
             return None;
         }
@@ -194,6 +200,10 @@ impl<'a> PlanSync<'a> {
     /// Records a pass: the steps' statuses, the phase it leads to, its warnings as events (on
     /// the step they concern), `InstallComponentFailed` when the plan failed.
     pub fn pass_ran(&mut self, report: PassReport) {
+        let before = self.before.plan.as_deref().unwrap_or_default();
+        if phase::advanced(before, &report.steps) {
+            phase::progress_made(&mut self.status);
+        }
         self.status.plan = Some(report.steps);
         phase::after_pass(&mut self.status, &report.outcome, self.now);
         if self.status.phase == InstallPlanPhase::Installing {

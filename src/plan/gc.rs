@@ -23,24 +23,38 @@ pub struct PlanForGc {
     pub referenced: bool,
     /// Phase `Installing`: steps are being applied.
     pub installing: bool,
+    /// olm-rs's Subscription controller made it and its first status was never written
+    /// (neither steps nor bundle lookups); no decision of this sync adopts it when it is not
+    /// `referenced` (which covers the plans a decision keeps).
+    pub status_lost: bool,
 }
 
-/// Names of the plans to delete now.
+/// Names of the plans to delete now: first every plan whose status was lost and that nothing
+/// keeps, whatever their number — nothing ever ran from it (it has no steps), and the
+/// Subscriptions have moved on, so no decision will adopt it (docs/install-plans.md §11);
+/// then the oldest beyond [`MAX_KEPT`]. At most [`MAX_DELETED_PER_SWEEP`] in all.
 pub fn plans_to_delete(plans: &[PlanForGc]) -> Vec<String> {
-    let excess = plans.len().saturating_sub(MAX_KEPT);
-    if excess == 0 {
-        return Vec::new();
-    }
+    let unused = |p: &&PlanForGc| !p.referenced && !p.installing;
+    let mut chosen: Vec<&PlanForGc> = plans
+        .iter()
+        .filter(unused)
+        .filter(|p| p.status_lost)
+        .collect();
+    chosen.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
+    let left = plans.len() - chosen.len();
+    let excess = left.saturating_sub(MAX_KEPT);
     let mut candidates: Vec<&PlanForGc> = plans
         .iter()
-        .filter(|p| !p.referenced && !p.installing)
+        .filter(unused)
+        .filter(|p| !p.status_lost)
         .collect();
     candidates.sort_by(|a, b| {
         (a.generation, a.created, &a.name).cmp(&(b.generation, b.created, &b.name))
     });
-    candidates
+    chosen.extend(candidates.into_iter().take(excess));
+    chosen
         .into_iter()
-        .take(excess.min(MAX_DELETED_PER_SWEEP))
+        .take(MAX_DELETED_PER_SWEEP)
         .map(|p| p.name.clone())
         .collect()
 }
@@ -56,6 +70,7 @@ mod tests {
             created: Timestamp::from_second(second).ok(),
             referenced,
             installing: false,
+            status_lost: false,
         }
     }
 
@@ -83,6 +98,28 @@ mod tests {
         let all_referenced: Vec<PlanForGc> =
             (0..7).map(|i| plan(&format!("r{i}"), i, i, true)).collect();
         assert!(plans_to_delete(&all_referenced).is_empty());
+    }
+
+    #[test]
+    fn a_plan_whose_status_was_lost_and_that_nothing_keeps_is_deleted_whatever_the_count() {
+        // The defect: under faults a plan's first status write was lost, the Subscriptions
+        // then planned differently, and the status-less plan stayed for good — nothing runs
+        // it, and with fewer than 6 plans nothing deleted it (tests/integration/
+        // subscription_faults.rs, docs/reliability.md §3.6).
+        let mut plans = vec![
+            plan("done", 1, 1, true),
+            plan("orphan", 2, 2, false),
+            plan("adopted", 2, 3, true),
+        ];
+        plans[1].status_lost = true;
+        plans[2].status_lost = true;
+        assert_eq!(plans_to_delete(&plans), ["orphan"]);
+        // Past 5 as well, and within the sweep's cap.
+        let mut many: Vec<PlanForGc> = (0..8)
+            .map(|i| plan(&format!("p{i}"), i, i, false))
+            .collect();
+        many[7].status_lost = true;
+        assert_eq!(plans_to_delete(&many), ["p7", "p0", "p1"]);
     }
 
     #[test]

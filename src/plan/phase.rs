@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::{
     ConditionStatus, InstallPlanCondition, InstallPlanConditionReason, InstallPlanConditionType,
-    InstallPlanPhase, InstallPlanStatus, set_condition,
+    InstallPlanPhase, InstallPlanStatus, Step, set_condition,
 };
 
 /// How long step errors are retried before the plan fails (OLM's `--install-plan-retry-timeout`
@@ -21,7 +21,11 @@ pub const WAITING_FOR_API_SERVER: &str = "WaitingForAPIServer";
 
 /// The first and the longest wait between passes of a plan waiting out a transient failure.
 pub const TRANSIENT_RETRY_MIN: Duration = Duration::from_secs(1);
-pub const TRANSIENT_RETRY_MAX: Duration = Duration::from_secs(60);
+/// The longest is short on purpose: a transient failure (a 429 above all) is answered in
+/// milliseconds, so a plan stuck behind one costs a request or two per wait; a longer wait only
+/// delays it after the API server recovers. Under API Priority and Fairness with one seat
+/// (docs/reliability.md F4), a minute's cap left a chain unfinished after 240 s.
+pub const TRANSIENT_RETRY_MAX: Duration = Duration::from_secs(10);
 
 /// What a step failure says about the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +170,11 @@ pub fn after_pass(status: &mut InstallPlanStatus, outcome: &PassOutcome, now: Ti
                 ),
                 &Time(now),
             );
+            // The time of this failed pass, also when the condition reads as before: the next
+            // pass is due from it (`next_pass_wait`).
+            if let Some(c) = conditions.iter_mut().find(|c| is_transient_condition(c)) {
+                c.last_update_time = Some(Time(now));
+            }
         }
         PassOutcome::StepFailed { message, failure } => {
             clear_transient(&mut conditions);
@@ -205,6 +214,23 @@ pub fn after_pass(status: &mut InstallPlanStatus, outcome: &PassOutcome, now: Ti
         }
     }
     status.conditions = Some(conditions);
+}
+
+/// Whether a pass moved some step on (its status changed): the plan is not stuck, whatever
+/// failed after that step. Steps done stay recorded, so the next pass starts where this one
+/// stopped (docs/install-plans.md §6.2).
+pub fn advanced(before: &[Step], after: &[Step]) -> bool {
+    before.len() != after.len() || before.iter().zip(after).any(|(b, a)| b.status != a.status)
+}
+
+/// A pass that moved a step on ends the streak of transient failures: if it failed too, the
+/// next pass comes after the first wait again, not after a wait grown with a streak in which
+/// the plan kept advancing. Under a steady share of faults a plan thus advances a step or more
+/// a second instead of waiting up to a minute between passes that each nearly finished.
+pub fn progress_made(status: &mut InstallPlanStatus) {
+    if let Some(conditions) = status.conditions.as_mut() {
+        clear_transient(conditions);
+    }
 }
 
 /// When the plan's present streak of transient failures began: its `Installed=Unknown /
@@ -253,6 +279,27 @@ pub fn transient_retry(status: &InstallPlanStatus, now: Timestamp) -> Option<Dur
     Some(backoff(now.duration_since(since)))
 }
 
+/// How long a plan waiting out a transient failure must still wait before its next pass, or
+/// `None` when a pass may run now. Due at its last failed pass (the condition's
+/// `lastUpdateTime`) plus the [`backoff`] of the streak then — so any earlier wake-up (its own
+/// status write, whose message changes with each fault, above all) does not start a pass.
+/// Never longer than [`TRANSIENT_RETRY_MAX`], also when the clock went back.
+pub fn next_pass_wait(status: &InstallPlanStatus, now: Timestamp) -> Option<Duration> {
+    if status.phase != InstallPlanPhase::Installing {
+        return None;
+    }
+    let condition = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| is_transient_condition(c))?;
+    let since = condition.last_transition_time.as_ref()?.0;
+    let last_pass = condition.last_update_time.as_ref().map_or(since, |t| t.0);
+    let due = last_pass + backoff(last_pass.duration_since(since));
+    let wait = Duration::try_from(due.duration_since(now)).ok()?;
+    (!wait.is_zero()).then(|| wait.min(TRANSIENT_RETRY_MAX))
+}
+
 fn installed(
     state: ConditionStatus,
     reason: Option<InstallPlanConditionReason>,
@@ -270,6 +317,7 @@ fn installed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::StepStatus;
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(second).unwrap()
@@ -335,10 +383,10 @@ mod tests {
                 (101, 1),
                 (103, 3),
                 (107, 7),
-                (115, 15),
-                (10_000, 60)
+                (115, 10),
+                (10_000, 10)
             ],
-            "each wait about as long as the streak so far, at most a minute"
+            "each wait about as long as the streak so far, at most 10 s"
         );
         after_pass(&mut s, &PassOutcome::WaitingForApi, at(10_001));
         assert_eq!(transient_retry(&s, at(10_001)), None);
@@ -354,6 +402,85 @@ mod tests {
             at(10_002),
         );
         assert_eq!(s.phase, InstallPlanPhase::Failed);
+    }
+
+    #[test]
+    fn no_pass_runs_before_the_back_off_of_the_last_failed_one_is_over() {
+        // The defect: a plan waiting out faults ran again as soon as anything woke it — its
+        // own status write first — about 280 passes a second (tests/integration/
+        // subscription_faults.rs). The wait is now judged from the status alone.
+        let mut s = InstallPlanStatus {
+            phase: InstallPlanPhase::Installing,
+            start_time: Some(Time(at(0))),
+            ..Default::default()
+        };
+        assert_eq!(next_pass_wait(&s, at(100)), None, "no streak: pass now");
+        let fault = |m: &str| PassOutcome::StepFailed {
+            message: m.into(),
+            failure: StepFailure::Transient,
+        };
+        after_pass(&mut s, &fault("429"), at(100));
+        let ms = |ms: u64| Some(Duration::from_millis(ms));
+        let wait_at = |s: &InstallPlanStatus, t: i64| next_pass_wait(s, at(t));
+        assert_eq!(wait_at(&s, 100), ms(1000), "woken by its own status write");
+        assert_eq!(wait_at(&s, 101), None, "due");
+        // The same fault again: the condition reads as before, the pass still counts.
+        after_pass(&mut s, &fault("429"), at(101));
+        assert_eq!(wait_at(&s, 101), ms(1000));
+        after_pass(&mut s, &fault("504"), at(102));
+        assert_eq!(wait_at(&s, 102), ms(2000));
+        assert_eq!(wait_at(&s, 103), ms(1000));
+        after_pass(&mut s, &fault("500"), at(104));
+        assert_eq!(wait_at(&s, 104), ms(4000));
+        assert_eq!(
+            wait_at(&s, 0),
+            ms(10_000),
+            "a clock gone back waits 10 s at most"
+        );
+        after_pass(&mut s, &fault("500"), at(5_000));
+        assert_eq!(wait_at(&s, 5_000), ms(10_000), "at most 10 s");
+        // The streak ends with the next good pass; other phases never wait here.
+        after_pass(&mut s, &PassOutcome::WaitingForApi, at(5_060));
+        assert_eq!(wait_at(&s, 5_060), None);
+        after_pass(&mut s, &fault("429"), at(5_061));
+        s.phase = InstallPlanPhase::Complete;
+        assert_eq!(wait_at(&s, 5_061), None);
+    }
+
+    #[test]
+    fn a_failed_pass_that_moved_a_step_on_starts_the_back_off_again() {
+        // The defect: under a steady share of faults nearly every pass failed somewhere, so
+        // the streak — and the wait — only grew, to a minute between passes, though each pass
+        // advanced the plan. A pass that moved a step on now starts a new streak.
+        let step = |status: StepStatus| Step {
+            resolving: "op.v1".into(),
+            resource: crate::api::StepResource::default(),
+            optional: None,
+            status,
+        };
+        let before = [step(StepStatus::Created), step(StepStatus::Unknown)];
+        let same = before.clone();
+        let moved = [step(StepStatus::Created), step(StepStatus::Created)];
+        assert!(!advanced(&before, &same));
+        assert!(advanced(&before, &moved));
+
+        let mut s = InstallPlanStatus {
+            phase: InstallPlanPhase::Installing,
+            start_time: Some(Time(at(0))),
+            ..Default::default()
+        };
+        let fault = PassOutcome::StepFailed {
+            message: "429".into(),
+            failure: StepFailure::Transient,
+        };
+        for t in [100, 101, 102, 104, 108, 116] {
+            after_pass(&mut s, &fault, at(t));
+        }
+        assert_eq!(next_pass_wait(&s, at(116)), Some(Duration::from_secs(10)));
+        progress_made(&mut s);
+        after_pass(&mut s, &fault, at(117));
+        assert_eq!(next_pass_wait(&s, at(117)), Some(Duration::from_secs(1)));
+        assert_eq!(s.phase, InstallPlanPhase::Installing);
     }
 
     #[test]

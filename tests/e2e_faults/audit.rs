@@ -26,6 +26,9 @@ pub struct Request {
     pub namespace: String,
     pub name: String,
     pub code: u16,
+    /// The resourceVersion the request's body carries (the harness logs status writes of
+    /// OLM's kinds at the `Request` level): the copy a status was computed from.
+    pub base: Option<String>,
 }
 
 impl Request {
@@ -84,6 +87,10 @@ pub fn parse(line: &str) -> Option<Request> {
         namespace: text(&object["namespace"]),
         name: text(&object["name"]),
         code: u16::try_from(event["responseStatus"]["code"].as_u64()?).ok()?,
+        base: event["requestObject"]["metadata"]["resourceVersion"]
+            .as_str()
+            .filter(|rv| !rv.is_empty())
+            .map(str::to_owned),
     })
 }
 
@@ -95,6 +102,10 @@ pub struct History {
     /// Objects olm-rs created more than once (a create after a delete of the same name, or two
     /// successful creates), with the sequence of verbs.
     pub duplicates: Vec<String>,
+    /// Status writes of olm-rs to OLM's kinds the API server accepted.
+    pub status_writes: usize,
+    /// Status writes written backwards (`backwards`).
+    pub backwards: Vec<String>,
 }
 
 /// Checks the writes `by` (olm-rs's ServiceAccount) between `from` and `to` to objects
@@ -130,10 +141,81 @@ pub fn check(
         .filter(|(_, seq)| seq.iter().filter(|v| **v == "create").count() > 1)
         .map(|(object, seq)| format!("{object}: {}", seq.join(" → ")))
         .collect();
+    let status: Vec<&Request> = writes
+        .iter()
+        .filter(|w| w.at >= from && w.at <= to && by(w) && in_scope(w))
+        .filter(|w| is_olm_status_write(w))
+        .collect();
+    let (status_writes, backwards) = backwards(&status);
     History {
         writes: count,
         duplicates,
+        status_writes,
+        backwards,
     }
+}
+
+/// A status write to one of OLM's kinds (the harness logs their bodies).
+fn is_olm_status_write(w: &Request) -> bool {
+    w.subresource == "status"
+        && matches!(w.verb.as_str(), "update" | "patch")
+        && matches!(
+            w.resource.as_str(),
+            "clusterserviceversions"
+                | "installplans"
+                | "subscriptions"
+                | "catalogsources"
+                | "operatorgroups"
+                | "operatorconditions"
+                | "operators"
+                | "olmconfigs"
+        )
+}
+
+/// Status writes written backwards (docs/reliability.md §1, property 2), among the status
+/// writes `writes` in the order the API server logged them: how many it accepted, and each
+/// accepted write that
+/// - carries no resourceVersion: nothing lets the server refuse it if its copy was stale, so
+///   it may overwrite a newer status with an older decision; or
+/// - was computed from a copy older than the one the previous accepted status write of the
+///   same object was computed from. That write saw the object at a newer version, so this one
+///   put a decision made on an older copy over a newer status. (An equal base is no such
+///   write: an update that changes nothing leaves the resourceVersion as it was, and the next
+///   write at that version is rightly accepted — seen in F7.)
+///
+/// The API server refuses a write whose resourceVersion is not the object's current one, so
+/// with guarded writes the list stays empty; it is the server's word that they were guarded.
+pub fn backwards(writes: &[&Request]) -> (usize, Vec<String>) {
+    let mut last_base: BTreeMap<String, u64> = BTreeMap::new();
+    let mut accepted = 0;
+    let mut found = Vec::new();
+    for w in writes.iter().filter(|w| w.succeeded()) {
+        accepted += 1;
+        let object = format!("{} status", w.object());
+        let Some(base) = w.base.as_deref() else {
+            found.push(format!(
+                "{object}: {} at {} without a resourceVersion",
+                w.verb, w.at
+            ));
+            continue;
+        };
+        let Ok(base) = base.parse::<u64>() else {
+            found.push(format!(
+                "{object}: resourceVersion {base:?} is not a number"
+            ));
+            continue;
+        };
+        if let Some(&previous) = last_base.get(&object)
+            && base < previous
+        {
+            found.push(format!(
+                "{object}: {} at {} computed from resourceVersion {base}, after a write computed from {previous}",
+                w.verb, w.at
+            ));
+        }
+        last_base.insert(object, base);
+    }
+    (accepted, found)
 }
 
 /// The writes the Pod `pod` made at or after `after` that change stored state (reviews do
@@ -186,4 +268,60 @@ pub fn last_renewal(
         })
         .map(|w| w.at)
         .max()
+}
+
+// The fault suite runs without a test harness: these run in tests/integration (fault_audit).
+#[cfg(test)]
+#[allow(dead_code)]
+mod tests {
+    use super::*;
+
+    fn status_write(name: &str, second: i64, base: Option<&str>, code: u16) -> Request {
+        Request {
+            at: Timestamp::from_second(1_800_000_000 + second).unwrap(),
+            verb: "update".into(),
+            user: "system:serviceaccount:olm:olm-rs-controller".into(),
+            pod: None,
+            resource: "installplans".into(),
+            subresource: "status".into(),
+            namespace: "ns".into(),
+            name: name.into(),
+            code,
+            base: base.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_status_write_is_backwards_when_unguarded_or_computed_from_an_older_copy() {
+        let writes = [
+            status_write("a", 0, Some("10"), 200),
+            status_write("a", 1, Some("12"), 200),
+            // Refused (409): computed from a stale copy, and the server said so.
+            status_write("a", 2, Some("11"), 409),
+            status_write("b", 3, Some("11"), 200),
+            // The write at 12 changed nothing (no new resourceVersion): this one is fine.
+            status_write("a", 4, Some("12"), 200),
+            status_write("a", 5, Some("11"), 200),
+            status_write("a", 6, None, 200),
+        ];
+        let refs: Vec<&Request> = writes.iter().collect();
+        let (accepted, found) = backwards(&refs);
+        assert_eq!(accepted, 6);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].contains("computed from resourceVersion 11, after a write computed from 12")
+        );
+        assert!(found[1].contains("without a resourceVersion"));
+    }
+
+    #[test]
+    fn the_base_comes_from_the_logged_request_body() {
+        let line = r#"{"stage":"ResponseComplete","requestReceivedTimestamp":"2026-11-29T11:00:00.5Z",
+            "verb":"update","user":{"username":"u"},"objectRef":{"resource":"installplans",
+            "subresource":"status","namespace":"ns","name":"p"},"responseStatus":{"code":200},
+            "requestObject":{"metadata":{"name":"p","resourceVersion":"42"}}}"#;
+        let request = parse(&line.replace('\n', "")).unwrap();
+        assert_eq!(request.base.as_deref(), Some("42"));
+        assert!(is_olm_status_write(&request));
+    }
 }

@@ -84,7 +84,8 @@ pub async fn run(
         let mut outcomes = Vec::new();
         for i in 0..plan.repeat {
             let started = Instant::now();
-            let result = faults::run(fault, plane, &cluster, plan.copies).await;
+            let result =
+                faults::run(fault, plane, &cluster, plan.copies, &node.registry.host()).await;
             let result = match result {
                 Ok(outcome) => {
                     let verdict = outcome.verdict();
@@ -153,6 +154,20 @@ fn print_outcome(fault: Fault, o: &Outcome) {
                 w.refused
             )),
     );
+    println!(
+        "e2e-faults:   {}: status writes accepted {}, written backwards {:?}",
+        fault.short(),
+        o.status_writes,
+        o.backwards
+    );
+    if let Some(away) = &o.registry_away {
+        println!(
+            "e2e-faults:   {}: catalog polls while its registry was away: {}, catalog lost: {:?}",
+            fault.short(),
+            away.polls,
+            away.lost
+        );
+    }
     if let Some(relists) = o.relists {
         println!(
             "e2e-faults:   {}: lists by olm-rs after the watches expired: {relists}",
@@ -169,17 +184,24 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
     );
     println!(
         "| fault | runs | converged | longest convergence after the fault (s) | created twice | \
-         lost | InstallPlans per 3-hop chain | longest takeover (s) | writes after lease loss | \
-         relists after expiry | requests/s under throttling (429s) |"
+         lost | InstallPlans per 3-hop chain | status written backwards (of accepted) | \
+         longest takeover (s) | writes after lease loss | relists after expiry | requests/s \
+         under throttling (429s) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (fault, runs, outcomes) in table {
         let converged = outcomes.iter().filter(|o| o.converged).count();
         let longest = outcomes.iter().filter_map(|o| o.convergence).max();
         let duplicates: usize = outcomes.iter().map(|o| o.duplicates.len()).sum();
-        let lost: usize = outcomes.iter().map(|o| o.lost.len()).sum();
+        // F6: a catalog lost while its registry was away counts as lost.
+        let lost: usize = outcomes
+            .iter()
+            .map(|o| o.lost.len() + o.registry_away.as_ref().map_or(0, |a| a.lost.len()))
+            .sum();
         let plans: Vec<String> = outcomes.iter().map(|o| o.chain_plans.to_string()).collect();
         let takeover = outcomes.iter().filter_map(|o| o.takeover).max();
+        let backwards: usize = outcomes.iter().map(|o| o.backwards.len()).sum();
+        let status_writes: usize = outcomes.iter().map(|o| o.status_writes).sum();
         let after: Vec<String> = outcomes
             .iter()
             .filter_map(|o| {
@@ -205,8 +227,8 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
             }
         };
         println!(
-            "| {} | {runs} | {converged}/{runs} | {} | {duplicates} | {lost} | {} | {} | {} | {} | \
-             {} |",
+            "| {} | {runs} | {converged}/{runs} | {} | {duplicates} | {lost} | {} | {backwards} \
+             ({status_writes}) | {} | {} | {} | {} |",
             fault.name(),
             secs(longest),
             plans.join(", "),

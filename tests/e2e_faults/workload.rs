@@ -165,6 +165,15 @@ impl Run {
         Ok(run)
     }
 
+    /// The run's Subscriptions, by namespace and name.
+    pub fn subscriptions(&self) -> [(&str, &str); 3] {
+        [
+            (self.chain.as_str(), "demo"),
+            (self.dependency.as_str(), "dependent"),
+            (self.global.as_str(), "global"),
+        ]
+    }
+
     /// Every namespace of the run.
     pub fn namespaces(&self) -> Vec<&str> {
         let mut all = vec![

@@ -412,6 +412,7 @@ async fn controller_run_with_leader_election_hands_over_and_stops_on_loss() {
         leader_election: Some(LeaderElectionOptions {
             lock: lock(id),
             config: fast_config(),
+            connections: None,
         }),
         packages: None,
     };

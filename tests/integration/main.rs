@@ -43,6 +43,11 @@ mod csv_upgrade;
 mod csv_webhook_validation;
 mod csv_with_operator_groups;
 mod examples_catalog;
+/// The fault suite's history check (tests/e2e_faults/audit.rs), its table tests run here: the
+/// fault suite itself runs without a test harness.
+#[allow(dead_code)]
+#[path = "../e2e_faults/audit.rs"]
+mod fault_audit;
 mod install_plan_controller;
 mod install_plan_crd_updates;
 mod install_plan_execution;

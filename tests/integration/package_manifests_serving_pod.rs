@@ -121,6 +121,7 @@ async fn the_replica_that_reconciles_is_selected_a_standby_is_not() {
             renew_deadline: SignedDuration::from_secs(10),
             retry_period: SignedDuration::from_millis(200),
         },
+        connections: None,
     };
     let (stop_standby, stopped) = tokio::sync::oneshot::channel::<()>();
     let standby_run = tokio::spawn(controller::run(

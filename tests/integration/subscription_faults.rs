@@ -24,8 +24,6 @@ use tower::ServiceExt;
 use olm_rs::api::{InstallPlanPhase, SubscriptionState};
 use olm_rs::reconcile::{Context, ControllerOptions, install_plan, subscription};
 
-/// Every `period`-th request (not a watch) fails, in turn with 429, 500 (etcd's time-out),
-/// 504, and a dropped connection.
 /// A well-mixed 64-bit value of `n` (splitmix64), so the faults fall where no pattern of the
 /// controllers' requests can follow them.
 fn splitmix(n: u64) -> u64 {
@@ -35,10 +33,30 @@ fn splitmix(n: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// What the controllers sent through the faulty client.
+#[derive(Default)]
+struct Traffic {
+    /// Requests other than watches.
+    requests: AtomicU64,
+    /// Writes of an InstallPlan's status: one per pass that changed it.
+    plan_status_writes: AtomicU64,
+}
+
+/// Which requests fail: given the method, the path and the request's number (watches are
+/// never failed).
+type FaultRule = Arc<dyn Fn(&http::Method, &str, u64) -> bool + Send + Sync>;
+
+/// A share of 1 in `period`, spread at random: a strictly periodic fault would meet a pass of
+/// exactly `period` requests at the same step every time, a lockstep real faults never keep.
+fn one_in(period: u64) -> FaultRule {
+    Arc::new(move |_, _, n| splitmix(n).is_multiple_of(period))
+}
+
 fn faulty_client(
     server: &olm_rs::sandbox::ApiServer,
-    period: u64,
+    rule: FaultRule,
     faults: Arc<AtomicU64>,
+    traffic: Arc<Traffic>,
 ) -> kube::Client {
     let router = server.service();
     let seen = Arc::new(AtomicU64::new(0));
@@ -46,15 +64,23 @@ fn faulty_client(
         let router = router.clone();
         let n = seen.fetch_add(1, Ordering::Relaxed);
         let faults = faults.clone();
+        let (traffic, rule) = (traffic.clone(), rule.clone());
         async move {
             let watch = request
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
-            // A share of 1 in `period`, spread at random: a strictly periodic fault would meet
-            // a pass of exactly `period` requests at the same step every time, a lockstep
-            // real faults never keep.
-            if !watch && splitmix(n).is_multiple_of(period) {
+            if !watch {
+                traffic.requests.fetch_add(1, Ordering::Relaxed);
+                let path = request.uri().path();
+                if request.method() != http::Method::GET
+                    && path.contains("/installplans/")
+                    && path.ends_with("/status")
+                {
+                    traffic.plan_status_writes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            if !watch && rule(request.method(), request.uri().path(), n) {
                 let kind = faults.fetch_add(1, Ordering::Relaxed) % 4;
                 let (code, reason, message) = match kind {
                     0 => (
@@ -96,8 +122,10 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
         merged(widget_catalog(), subscription_co_upgrade::catalog()),
     );
     let faults = Arc::new(AtomicU64::new(0));
+    let traffic = Arc::new(Traffic::default());
+    let started = std::time::Instant::now();
     let ctx = Arc::new(Context::new(
-        faulty_client(&env.server, 7, faults.clone()),
+        faulty_client(&env.server, one_in(7), faults.clone(), traffic.clone()),
         Arc::new(env.clock.clone()),
         ControllerOptions::default(),
     ));
@@ -130,6 +158,7 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
         }
     };
     let mut failed_plans = Vec::new();
+    let mut ticked = std::time::Instant::now();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     let converged = loop {
         let all = env.plans().await;
@@ -174,9 +203,13 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
             break false;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        // The controllers' clock runs with the test's: a plan waiting out a transient failure
-        // runs its next pass when its back-off is over by that clock.
-        env.clock.advance(jiff::SignedDuration::from_millis(50));
+        // The controllers' clock runs with the test's, as fast as real time (the reads above
+        // take time too): a plan waiting out a transient failure runs its next pass when its
+        // back-off is over by that clock, which its timer reckons in real time.
+        let now = std::time::Instant::now();
+        env.clock
+            .advance(jiff::SignedDuration::try_from(now - ticked).unwrap_or_default());
+        ticked = now;
     };
     let contents: Vec<Vec<String>> = env
         .plans()
@@ -184,6 +217,17 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
         .into_iter()
         .map(|p| p.spec.cluster_service_version_names)
         .collect();
+    let elapsed = started.elapsed().as_secs_f64();
+    let requests = traffic.requests.load(Ordering::Relaxed);
+    let status_writes = traffic.plan_status_writes.load(Ordering::Relaxed);
+    // The rate a hot loop shows (docs/install-plans.md §6.2): requests and plan status
+    // writes per second until convergence.
+    eprintln!(
+        "until convergence: {elapsed:.1}s, {requests} requests ({:.0}/s), {status_writes} \
+         InstallPlan status writes ({:.1}/s)",
+        requests as f64 / elapsed,
+        status_writes as f64 / elapsed
+    );
     let injected = faults.load(Ordering::Relaxed);
     let phases: Vec<String> = env
         .plans()
@@ -235,6 +279,101 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
     subs.abort();
     plans.abort();
     csvs.abort();
+}
+
+/// A plan whose step keeps meeting transient faults waits out its back-off (1 s, then about
+/// as long again as the streak lasted) — its own status write, whose message changes with
+/// each fault, does not wake it early — and then finishes from the step it had reached.
+#[tokio::test]
+async fn a_plan_waiting_out_faults_keeps_its_back_off_and_resumes() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", widget_catalog());
+    let broken = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let rule: FaultRule = {
+        let broken = broken.clone();
+        Arc::new(move |method, path, _| {
+            broken.load(Ordering::Relaxed)
+                && method == http::Method::POST
+                && path.ends_with("/clusterserviceversions")
+        })
+    };
+    let (faults, traffic) = (Arc::new(AtomicU64::new(0)), Arc::new(Traffic::default()));
+    let ctx = Arc::new(Context::new(
+        faulty_client(&env.server, rule, faults.clone(), traffic.clone()),
+        Arc::new(env.clock.clone()),
+        ControllerOptions::default(),
+    ));
+    let catalogs: Arc<dyn subscription::CatalogSnapshots> = Arc::new(env.catalogs.clone());
+    let subs = tokio::spawn(subscription::run(
+        ctx.clone(),
+        catalogs,
+        futures::stream::pending(),
+    ));
+    let plans = tokio::spawn(install_plan::run(ctx.clone()));
+    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
+        .await;
+
+    // 6 s of a CSV create that always fails, the controllers' clock running with the test's.
+    let run_for = |seconds: u64| {
+        let clock = env.clock.clone();
+        async move {
+            for _ in 0..seconds * 20 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                clock.advance(jiff::SignedDuration::from_millis(50));
+            }
+        }
+    };
+    run_for(6).await;
+    let attempts = faults.load(Ordering::Relaxed);
+    let status_writes = traffic.plan_status_writes.load(Ordering::Relaxed);
+    eprintln!(
+        "6 s of failing CSV creates: {attempts} passes reached the CSV step ({:.1}/s), \
+         {status_writes} plan status writes, {} requests",
+        attempts as f64 / 6.0,
+        traffic.requests.load(Ordering::Relaxed)
+    );
+    // Back-off 1 s, 1 s, 2 s, 4 s from the first failure: passes near 0, 1, 2, 4 s (a fifth
+    // at most, for the clock steps). The hot loop ran hundreds.
+    assert!(
+        (2..=5).contains(&attempts),
+        "{attempts} passes in 6 s: the back-off was not kept"
+    );
+    let [plan] = env.plans().await.try_into().expect("one plan");
+    let status = plan.status.unwrap();
+    assert_eq!(status.phase, InstallPlanPhase::Installing);
+    // Progress kept: the CRD step stays done while the CSV step waits.
+    let steps = status.plan.unwrap_or_default();
+    assert!(
+        steps
+            .iter()
+            .filter(|s| s.resource.kind == "CustomResourceDefinition")
+            .all(|s| s.status != olm_rs::api::StepStatus::Unknown),
+        "{:?}",
+        steps
+            .iter()
+            .map(|s| (&s.resource.kind, &s.status))
+            .collect::<Vec<_>>()
+    );
+
+    broken.store(false, Ordering::Relaxed);
+    let mut complete = false;
+    for _ in 0..40 {
+        run_for(1).await;
+        complete = env.plans().await.iter().all(|p| {
+            p.status
+                .as_ref()
+                .is_some_and(|s| s.phase == InstallPlanPhase::Complete)
+        });
+        if complete {
+            break;
+        }
+    }
+    assert!(
+        complete,
+        "the plan did not complete once the faults stopped"
+    );
+    subs.abort();
+    plans.abort();
 }
 
 /// OLM #3162: `ResolutionFailed` outlives its cause. Here it goes with the first sync that sees

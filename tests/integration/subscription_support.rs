@@ -266,6 +266,9 @@ impl Env {
                 return plan;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
+            // A plan waiting out a transient failure passes again once its back-off is over
+            // by the controllers' clock (docs/install-plans.md §6.2): 20 s of it at most here.
+            self.clock.advance(SignedDuration::from_millis(100));
         }
         panic!(
             "install plan {name} did not settle: {:?}",

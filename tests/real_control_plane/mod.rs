@@ -381,11 +381,14 @@ impl Drop for ControlPlane {
     }
 }
 
-/// Write requests at the `Metadata` level, reads of Leases (a replica's life as a standby, for
-/// the fault suite's partition check) and lists (who listed again after its watch expired);
+/// Status writes to OLM's kinds at the `Request` level (their body holds the resourceVersion
+/// the status was computed from: the fault suite's "no status written backwards"), other write
+/// requests at the `Metadata` level, reads of Leases (a replica's life as a standby, for the
+/// fault suite's partition check) and lists (who listed again after its watch expired);
 /// nothing else: watches and other reads are most requests and tell nothing about changes.
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n\
-rules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n\
+rules:\n- level: Request\n  verbs: [update, patch]\n  resources: [{group: operators.coreos.com, resources: [\"*/status\"]}]\n\
+- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n\
 - level: Metadata\n  verbs: [get]\n  resources: [{group: coordination.k8s.io, resources: [leases]}]\n\
 - level: Metadata\n  verbs: [list]\n\
 - level: None\n";

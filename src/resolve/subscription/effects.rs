@@ -405,6 +405,13 @@ fn garbage(plans: &[InstallPlan], kept: &[String]) -> Effects {
                     .is_some_and(|s| s.phase == InstallPlanPhase::Installing),
                 generation: p.spec.generation.unwrap_or(0),
                 created: p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                // Only a plan this controller made (it carries the resolution it was made
+                // for); another's plan without a status is left as it is.
+                status_lost: status_lost(p)
+                    && p.metadata
+                        .labels
+                        .as_ref()
+                        .is_some_and(|l| l.contains_key(RESOLUTION_LABEL)),
                 name,
             }
         })
