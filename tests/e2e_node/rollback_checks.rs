@@ -84,11 +84,30 @@ async fn rolled_back(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
         .get(&widgets, ns, "kept")
         .await?
         .context("the Widget is gone")?;
+    // Untouched by the rollback: its content, generation, annotations and labels. The one
+    // write it may have had is the Operator API's component label (docs/operator-api.md §2),
+    // which can land at any time after the Widget was made, so that label is left out.
+    let kept = |w: &kube::core::DynamicObject| {
+        let labels: std::collections::BTreeMap<String, String> = w
+            .metadata
+            .labels
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with("operators.coreos.com/"))
+            .collect();
+        (
+            w.data.clone(),
+            w.metadata.generation,
+            w.metadata.annotations.clone().unwrap_or_default(),
+            labels,
+        )
+    };
     ensure!(
-        after.metadata.resource_version == widget.metadata.resource_version,
+        kept(&after) == kept(&widget),
         "the Widget changed: {:?} -> {:?}",
-        widget.data,
-        after.data
+        kept(&widget),
+        kept(&after)
     );
     nothing_left_of(c, ns, V020).await?;
 
