@@ -3,20 +3,7 @@ use serde_json::json;
 use super::*;
 
 fn sub(annotations: &[(&str, &str)], installed: Option<&str>) -> Subscription {
-    let mut sub: Subscription = serde_json::from_value(json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-        "metadata": {"name": "s", "namespace": "ns"},
-        "spec": {"name": "p", "source": "c", "sourceNamespace": "ns"},
-    }))
-    .expect("a Subscription");
-    if !annotations.is_empty() {
-        sub.metadata.annotations = Some(
-            annotations
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        );
-    }
+    let mut sub = crate::resolve::version_request::tests::sub(annotations);
     if let Some(name) = installed {
         sub.status = Some(
             serde_json::from_value(json!({

@@ -202,10 +202,11 @@ impl fmt::Display for Held {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn sub(annotations: &[(&str, &str)]) -> Subscription {
+    /// A Subscription of package `p` carrying `annotations` (also the rollback tests' base).
+    pub(in crate::resolve) fn sub(annotations: &[(&str, &str)]) -> Subscription {
         let mut sub: Subscription = serde_json::from_value(serde_json::json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "Subscription",

@@ -114,6 +114,38 @@ fn faulty_client(
     kube::Client::new(service, "default")
 }
 
+/// The Subscription and InstallPlan controllers (and the CSV controller when `with_csvs`) on a
+/// client whose requests `rule` answers with faults; their tasks, to abort at the end.
+fn start_controllers(
+    env: &Env,
+    rule: FaultRule,
+    faults: &Arc<AtomicU64>,
+    traffic: &Arc<Traffic>,
+    with_csvs: bool,
+) -> Vec<tokio::task::AbortHandle> {
+    let ctx = Arc::new(Context::new(
+        faulty_client(&env.server, rule, faults.clone(), traffic.clone()),
+        Arc::new(env.clock.clone()),
+        ControllerOptions::default(),
+    ));
+    let catalogs: Arc<dyn subscription::CatalogSnapshots> = Arc::new(env.catalogs.clone());
+    let mut tasks = vec![
+        tokio::spawn(subscription::run(
+            ctx.clone(),
+            catalogs,
+            futures::stream::pending(),
+        ))
+        .abort_handle(),
+        tokio::spawn(install_plan::run(ctx.clone())).abort_handle(),
+    ];
+    if with_csvs {
+        tasks.push(
+            tokio::spawn(olm_rs::reconcile::cluster_service_version::run(ctx)).abort_handle(),
+        );
+    }
+    tasks
+}
+
 #[tokio::test]
 async fn every_subscription_converges_through_a_faulty_api_server() {
     let mut env = Env::new().await;
@@ -124,19 +156,7 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
     let faults = Arc::new(AtomicU64::new(0));
     let traffic = Arc::new(Traffic::default());
     let started = std::time::Instant::now();
-    let ctx = Arc::new(Context::new(
-        faulty_client(&env.server, one_in(7), faults.clone(), traffic.clone()),
-        Arc::new(env.clock.clone()),
-        ControllerOptions::default(),
-    ));
-    let catalogs: Arc<dyn subscription::CatalogSnapshots> = Arc::new(env.catalogs.clone());
-    let subs = tokio::spawn(subscription::run(
-        ctx.clone(),
-        catalogs,
-        futures::stream::pending(),
-    ));
-    let plans = tokio::spawn(install_plan::run(ctx.clone()));
-    let csvs = tokio::spawn(olm_rs::reconcile::cluster_service_version::run(ctx));
+    let controllers = start_controllers(&env, one_in(7), &faults, &traffic, true);
     env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
         .await;
     env.subscribe(
@@ -280,9 +300,7 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
         ["app", "base-stable-community-olm", "widget"]
     );
     eprintln!("faults injected: {injected}");
-    subs.abort();
-    plans.abort();
-    csvs.abort();
+    controllers.iter().for_each(tokio::task::AbortHandle::abort);
 }
 
 /// A plan whose step keeps meeting transient faults waits out its back-off (1 s, then about
@@ -302,18 +320,7 @@ async fn a_plan_waiting_out_faults_keeps_its_back_off_and_resumes() {
         })
     };
     let (faults, traffic) = (Arc::new(AtomicU64::new(0)), Arc::new(Traffic::default()));
-    let ctx = Arc::new(Context::new(
-        faulty_client(&env.server, rule, faults.clone(), traffic.clone()),
-        Arc::new(env.clock.clone()),
-        ControllerOptions::default(),
-    ));
-    let catalogs: Arc<dyn subscription::CatalogSnapshots> = Arc::new(env.catalogs.clone());
-    let subs = tokio::spawn(subscription::run(
-        ctx.clone(),
-        catalogs,
-        futures::stream::pending(),
-    ));
-    let plans = tokio::spawn(install_plan::run(ctx.clone()));
+    let controllers = start_controllers(&env, rule, &faults, &traffic, false);
     env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
         .await;
 
@@ -376,8 +383,7 @@ async fn a_plan_waiting_out_faults_keeps_its_back_off_and_resumes() {
         complete,
         "the plan did not complete once the faults stopped"
     );
-    subs.abort();
-    plans.abort();
+    controllers.iter().for_each(tokio::task::AbortHandle::abort);
 }
 
 /// OLM #3162: `ResolutionFailed` outlives its cause. Here it goes with the first sync that sees
