@@ -6,9 +6,9 @@ use oci_client::errors::OciDistributionError;
 use oci_client::secrets::RegistryAuth;
 
 use super::classify::{Failure, classify};
-use super::download::download_layers;
+use super::download::{download_layers, layer_blobs};
 use super::error::PullError;
-use super::layers::{LayerBlob, Limits, UnpackedFiles, label_dir, unpack_layers_under};
+use super::layers::{Limits, UnpackedFiles, label_dir, unpack_layers_under};
 use super::registries_conf::PullSource;
 
 /// The label `opm` writes on catalog images: where the file-based catalog is.
@@ -81,14 +81,7 @@ pub(super) async fn fetch_catalog(
     let image_owned = image.to_string();
     let limits = *limits;
     tokio::task::spawn_blocking(move || {
-        let layers: Vec<LayerBlob<'_>> = blobs
-            .iter()
-            .map(|(d, data)| LayerBlob {
-                digest: &d.digest,
-                media_type: &d.media_type,
-                data,
-            })
-            .collect();
+        let layers = layer_blobs(&blobs);
         let files = unpack_layers_under(&layers, &limits, &[dir.as_str()]).map_err(|e| {
             PullError::InvalidContent {
                 image: image_owned.clone(),

@@ -10,10 +10,22 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest};
 
 use super::classify::{Failure, classify};
 use super::error::PullError;
-use super::layers::Limits;
+use super::layers::{LayerBlob, Limits};
 
 /// Downloads every layer of `manifest` into memory, refusing more layers or bigger ones than
 /// `limits` allow.
+/// The downloaded layers as the layer checks read them.
+pub(super) fn layer_blobs(blobs: &[(OciDescriptor, Vec<u8>)]) -> Vec<LayerBlob<'_>> {
+    blobs
+        .iter()
+        .map(|(d, data)| LayerBlob {
+            digest: &d.digest,
+            media_type: &d.media_type,
+            data,
+        })
+        .collect()
+}
+
 pub(super) async fn download_layers(
     image: &str,
     registry: &str,

@@ -19,9 +19,9 @@ use super::cache::{BundleCache, CacheStats};
 use super::catalog_image::{PulledCatalog, fetch_catalog};
 use super::classify::{Failure, classify};
 use super::credentials::{Credentials, RegistryLogin, Secret};
-use super::download::download_layers;
+use super::download::{download_layers, layer_blobs};
 use super::error::{CaFileError, ConfigError, PullError};
-use super::layers::{LayerBlob, Limits, UnpackedFiles, unpack_layers};
+use super::layers::{Limits, UnpackedFiles, unpack_layers};
 use super::reference::ImageName;
 use super::registries_conf::{PullSource, PullSourcesError, RegistriesConf};
 use super::signatures;
@@ -585,14 +585,7 @@ impl BundlePuller {
         let digest = manifest_digest.clone();
         let cache = self.0.clone();
         let bundle = tokio::task::spawn_blocking(move || {
-            let layers: Vec<LayerBlob<'_>> = blobs
-                .iter()
-                .map(|(d, data)| LayerBlob {
-                    digest: &d.digest,
-                    media_type: &d.media_type,
-                    data,
-                })
-                .collect();
+            let layers = layer_blobs(&blobs);
             let files = unpack_layers(&layers, &limits).map_err(|e| PullError::InvalidContent {
                 image: image_owned.clone(),
                 file: e.file,
