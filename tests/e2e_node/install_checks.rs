@@ -292,16 +292,7 @@ async fn registry_poll(
     node: &RealNode,
     binary: &Path,
 ) -> anyhow::Result<()> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
-    let mut catalog = fixtures::image_catalog(ns, "polled", image);
-    catalog["spec"]["updateStrategy"] = json!({"registryPoll": {"interval": "10s"}});
-    c.create(&cluster::catalog_sources(), ns, catalog).await?;
-    wait_catalog_ready(c, ns, "polled").await?;
+    polled_image_catalog_ready(c, ns, "polled", image, "10s").await?;
     c.create(
         &cluster::subscriptions(),
         ns,
@@ -541,18 +532,35 @@ pub async fn package_manifests_served_by_the_pod(
 }
 
 /// An OperatorGroup for `ns` itself and a CatalogSource `name` from `image` there, ready.
-async fn image_catalog_ready(c: &Cluster, ns: &str, name: &str, image: &str) -> anyhow::Result<()> {
+pub(crate) async fn image_catalog_ready(
+    c: &Cluster,
+    ns: &str,
+    name: &str,
+    image: &str,
+) -> anyhow::Result<()> {
+    catalog_ready(c, ns, name, fixtures::image_catalog(ns, name, image)).await
+}
+
+/// As [`image_catalog_ready`], the image's digest polled `every` (`registryPoll.interval`).
+pub(crate) async fn polled_image_catalog_ready(
+    c: &Cluster,
+    ns: &str,
+    name: &str,
+    image: &str,
+    every: &str,
+) -> anyhow::Result<()> {
+    let mut catalog = fixtures::image_catalog(ns, name, image);
+    catalog["spec"]["updateStrategy"] = json!({"registryPoll": {"interval": every}});
+    catalog_ready(c, ns, name, catalog).await
+}
+
+async fn catalog_ready(c: &Cluster, ns: &str, name: &str, catalog: Value) -> anyhow::Result<()> {
     c.create(
         &cluster::operator_groups(),
         ns,
         fixtures::operator_group(ns),
     )
     .await?;
-    c.create(
-        &cluster::catalog_sources(),
-        ns,
-        fixtures::image_catalog(ns, name, image),
-    )
-    .await?;
+    c.create(&cluster::catalog_sources(), ns, catalog).await?;
     wait_catalog_ready(c, ns, name).await
 }

@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use crate::cluster::{self, Cluster, Progress, field, text};
 use crate::fixtures::{self, V010, V020, V030};
-use crate::journeys::{running_version, wait_catalog_ready, wait_gone, wait_installed};
+use crate::install_checks::{image_catalog_ready, polled_image_catalog_ready};
+use crate::journeys::{running_version, wait_gone, wait_installed};
 use crate::real_control_plane::images;
 use crate::real_control_plane::real_node::RealNode;
 
@@ -230,16 +231,7 @@ async fn pinned(
     node: &RealNode,
     repo: &str,
 ) -> anyhow::Result<()> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
-    let mut catalog = fixtures::image_catalog(ns, "pinned", image);
-    catalog["spec"]["updateStrategy"] = json!({"registryPoll": {"interval": "10s"}});
-    c.create(&cluster::catalog_sources(), ns, catalog).await?;
-    wait_catalog_ready(c, ns, "pinned").await?;
+    polled_image_catalog_ready(c, ns, "pinned", image, "10s").await?;
     let mut sub = fixtures::subscription(ns, "pinned", "fast", "Automatic", None);
     sub["metadata"]["annotations"] = json!({"olm-rs.io/version": "0.1.0"});
     c.create(&cluster::subscriptions(), ns, sub).await?;
@@ -322,19 +314,7 @@ pub async fn run(
 /// The OperatorGroup and CatalogSource of `ns`; returns the Subscription to create (starting
 /// at v0.1.0, channel `stable`).
 async fn setup(c: &Cluster, ns: &str, image: &str, approval: &str) -> anyhow::Result<Value> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
-    c.create(
-        &cluster::catalog_sources(),
-        ns,
-        fixtures::image_catalog(ns, "rollback", image),
-    )
-    .await?;
-    wait_catalog_ready(c, ns, "rollback").await?;
+    image_catalog_ready(c, ns, "rollback", image).await?;
     Ok(fixtures::subscription(
         ns,
         "rollback",

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use crate::cluster::{self, Cluster, Progress, field, text};
 use crate::fixtures;
-use crate::journeys::{wait_catalog_ready, wait_gone, wait_installed};
+use crate::install_checks::image_catalog_ready;
+use crate::journeys::{wait_gone, wait_installed};
 
 pub async fn range_then_downgrade(c: &Cluster) -> anyhow::Result<()> {
     let ns = c.create_namespace("olm-rs-e2e-versions-").await?;
@@ -17,20 +18,8 @@ pub async fn range_then_downgrade(c: &Cluster) -> anyhow::Result<()> {
 }
 
 async fn journey(c: &Cluster, ns: &str) -> anyhow::Result<()> {
-    c.create(
-        &cluster::operator_groups(),
-        ns,
-        fixtures::operator_group(ns),
-    )
-    .await?;
     let image = c.settings.catalog_image.clone();
-    c.create(
-        &cluster::catalog_sources(),
-        ns,
-        fixtures::image_catalog(ns, "versions", &image),
-    )
-    .await?;
-    wait_catalog_ready(c, ns, "versions").await?;
+    image_catalog_ready(c, ns, "versions", &image).await?;
     let mut sub = fixtures::subscription(ns, "versions", "fast", "Automatic", None);
     sub["metadata"]["annotations"] = json!({"olm-rs.io/version": "<0.2.0"});
     c.create(&cluster::subscriptions(), ns, sub).await?;
