@@ -311,6 +311,17 @@ impl LeaderElector {
 
     fn lost(&mut self, why: String) -> LeaderElectionError {
         self.set_leading(None);
+        // The fence's tally, told once as leadership ends: the evidence that a partitioned
+        // leader stopped writing on its own (docs/leader-election.md §2.1).
+        if let Some(fence) = &self.fence {
+            tracing::warn!(
+                lease = %self.lock.name,
+                %why,
+                writes_refused = fence.refused(),
+                writes_cut_off = fence.cut_off(),
+                "leadership lost; every write is fenced until this replica leads again"
+            );
+        }
         LeaderElectionError::Lost {
             namespace: self.lock.namespace.clone(),
             name: self.lock.name.clone(),

@@ -23,7 +23,7 @@ mod partition;
 #[path = "registry_away.rs"]
 mod registry_away;
 
-use partition::{back_in_touch, fenced, partition_leader};
+use partition::{back_in_touch, fenced, partition_leader, stepped_down};
 
 /// The chart's leader-election timing (charts/olm-rs/values.yaml, docs/leader-election.md §1).
 pub const LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -261,6 +261,7 @@ pub async fn run(
     outcome.chain_plans = run.chain_plans(c).await?;
     if let Some((pod, partition_end)) = &partitioned {
         back_in_touch(plane, pod, *partition_end).await?;
+        stepped_down(plane, pod, *partition_end).await?;
     }
     let to = Timestamp::now();
     let writes = audit::read(&plane.audit_log)?;

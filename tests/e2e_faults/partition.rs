@@ -93,6 +93,47 @@ pub(super) async fn back_in_touch(
     }
 }
 
+/// The partitioned pod's own account of stepping down: the line the elector logs as
+/// leadership ends, with the fence's tally of writes refused before sending and cut off in
+/// flight (docs/leader-election.md §2.1). The replica exits after it, so the line is in the
+/// previous container's log once the kubelet has restarted it.
+pub(super) async fn stepped_down(
+    plane: &ControlPlane,
+    pod: &str,
+    partition_end: Timestamp,
+) -> anyhow::Result<String> {
+    const LINE: &str = "leadership lost";
+    let partition_start = partition_end - jiff::SignedDuration::try_from(2 * LEASE_DURATION)?;
+    let pods: Api<Pod> = Api::namespaced(plane.client.clone(), NAMESPACE);
+    // The previous container is this partition's only if it ended after the partition began
+    // (an earlier fault may have restarted the pod too).
+    let restarted = pods
+        .get(pod)
+        .await?
+        .status
+        .and_then(|s| s.container_statuses)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| c.last_state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
+        .any(|finished| finished.0 >= partition_start);
+    let params = kube::api::LogParams {
+        previous: restarted,
+        ..Default::default()
+    };
+    let log = pods
+        .logs(pod, &params)
+        .await
+        .with_context(|| format!("reading the log of pod {pod} (previous: {restarted})"))?;
+    let line = log
+        .lines()
+        .find(|l| l.contains(LINE))
+        .with_context(|| {
+            format!("pod {pod} (previous container: {restarted}) never logged {LINE:?}")
+        })?;
+    println!("e2e-faults:   {pod} stepped down: {line}");
+    Ok(line.to_owned())
+}
+
 /// The writes of `pod` after its renew deadline (its last renewal before the partition ended +
 /// the renew deadline), until the end of the log: these must be none, also once its network is
 /// back (`partition_end`).
