@@ -25,6 +25,8 @@ mod faults;
 #[allow(dead_code)]
 #[path = "../e2e/fixtures.rs"]
 mod fixtures;
+#[path = "../tests/injected_faults/mod.rs"]
+mod injected_faults;
 #[allow(dead_code)]
 #[path = "../e2e/journeys/mod.rs"]
 mod journeys;
@@ -63,6 +65,7 @@ const SUITE: Suite = Suite {
         "faults::F3",
         "faults::F6",
         "faults::F4",
+        "faults::F8",
     ],
 };
 

@@ -29,6 +29,8 @@ mod faults;
 #[allow(dead_code)]
 #[path = "../e2e/fixtures.rs"]
 mod fixtures;
+#[path = "injected_faults/mod.rs"]
+mod injected_faults;
 #[allow(dead_code)]
 #[path = "../e2e/journeys/mod.rs"]
 mod journeys;
@@ -66,6 +68,7 @@ const SUITE: Suite = Suite {
         "faults::F3",
         "faults::F6",
         "faults::F4",
+        "faults::F8",
     ],
 };
 

@@ -18,6 +18,8 @@ use crate::real_control_plane::chart;
 use crate::real_control_plane::real_node::NODE_IP;
 use crate::workload::Run;
 
+#[path = "fault_proxy.rs"]
+mod fault_proxy;
 #[path = "partition.rs"]
 mod partition;
 #[path = "registry_away.rs"]
@@ -54,11 +56,15 @@ pub enum Fault {
     F6,
     /// The leader pod deleted 5 times.
     F7,
+    /// A proxy between the controller pods and the API server fails 1 request in 7 (not
+    /// watches) with 429, 500 `etcdserver: request timed out`, 504 or a dropped connection,
+    /// for the whole workload (issue #36 item 4).
+    F8,
 }
 
 impl Fault {
     /// In the order the suite runs them (the issue's order of value).
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 8] = [
         Fault::F1,
         Fault::F7,
         Fault::F5,
@@ -66,6 +72,7 @@ impl Fault {
         Fault::F3,
         Fault::F6,
         Fault::F4,
+        Fault::F8,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +85,7 @@ impl Fault {
             Fault::F5 => "F5 leader partitioned 2 × lease",
             Fault::F6 => "F6 catalog image's registry away 40 s",
             Fault::F7 => "F7 leader pod deleted ×5",
+            Fault::F8 => "F8 proxy fails 1 request in 7 (429/500/504/dropped)",
         }
     }
 
@@ -91,6 +99,7 @@ impl Fault {
             Fault::F5 => "F5",
             Fault::F6 => "F6",
             Fault::F7 => "F7",
+            Fault::F8 => "F8",
         }
     }
 }
@@ -125,6 +134,8 @@ pub struct Outcome {
     pub backwards: Vec<String>,
     /// F6: what was seen while the catalog image's registry was away.
     pub registry_away: Option<registry_away::Away>,
+    /// F8: the requests the fault proxy saw and the failures it injected.
+    pub injected: Option<fault_proxy::Injections>,
 }
 
 /// F5's writes after the renew deadline, by the API server's answer. Any of them fails the
@@ -173,6 +184,9 @@ impl Outcome {
         if !self.backwards.is_empty() {
             broken.push(format!("status written backwards: {:?}", self.backwards));
         }
+        if self.injected.is_some_and(|i| i.total() == 0) {
+            broken.push("the fault proxy injected no failure".to_owned());
+        }
         if let Some(away) = &self.registry_away {
             if away.polls == 0 {
                 broken.push("no poll of the catalog fell while its registry was away".to_owned());
@@ -206,6 +220,11 @@ pub async fn run(
         Fault::F4 => Some(Throttle::install(plane).await?),
         _ => None,
     };
+    // F8's proxy too: every request of the workload passes it.
+    let proxy = match fault {
+        Fault::F8 => Some(fault_proxy::FaultProxy::install(plane).await?),
+        _ => None,
+    };
     let mut run = Run::start(c, copies).await?;
     let mut outcome = Outcome::default();
     let mut watches_expired = None;
@@ -217,7 +236,7 @@ pub async fn run(
             watches_expired = Some(restarted);
             None
         }
-        Fault::F4 => None,
+        Fault::F4 | Fault::F8 => None,
         Fault::F1 => {
             restart_api_server(plane, 5).await?;
             None
@@ -257,6 +276,9 @@ pub async fn run(
     }
     if let Some(throttle) = throttle {
         outcome.throttled = Some(throttle.remove(plane).await?);
+    }
+    if let Some(proxy) = proxy {
+        outcome.injected = Some(proxy.remove(plane).await?);
     }
     outcome.chain_plans = run.chain_plans(c).await?;
     if let Some((pod, partition_end)) = &partitioned {

@@ -168,6 +168,19 @@ fn print_outcome(fault: Fault, o: &Outcome) {
             away.lost
         );
     }
+    if let Some(i) = o.injected {
+        println!(
+            "e2e-faults:   {}: the proxy failed {} of {} requests: {} × 429, {} × 500, {} × 504, \
+             {} dropped",
+            fault.short(),
+            i.total(),
+            i.requests,
+            i.too_many,
+            i.internal,
+            i.timeout,
+            i.dropped
+        );
+    }
     if let Some(relists) = o.relists {
         println!(
             "e2e-faults:   {}: lists by olm-rs after the watches expired: {relists}",
@@ -186,9 +199,9 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
         "| fault | runs | converged | longest convergence after the fault (s) | created twice | \
          lost | InstallPlans per 3-hop chain | status written backwards (of accepted) | \
          longest takeover (s) | writes after lease loss | relists after expiry | requests/s \
-         under throttling (429s) |"
+         under throttling (429s) | failures injected (of requests) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (fault, runs, outcomes) in table {
         let converged = outcomes.iter().filter(|o| o.converged).count();
         let longest = outcomes.iter().filter_map(|o| o.convergence).max();
@@ -219,6 +232,11 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
             .filter_map(|o| o.throttled)
             .map(|t| format!("{:.1} ({})", t.requests_per_second, t.rejected))
             .collect();
+        let injected: Vec<String> = outcomes
+            .iter()
+            .filter_map(|o| o.injected)
+            .map(|i| format!("{} ({})", i.total(), i.requests))
+            .collect();
         let or_dash = |v: Vec<String>| {
             if v.is_empty() {
                 "—".to_owned()
@@ -228,7 +246,7 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
         };
         println!(
             "| {} | {runs} | {converged}/{runs} | {} | {duplicates} | {lost} | {} | {backwards} \
-             ({status_writes}) | {} | {} | {} | {} |",
+             ({status_writes}) | {} | {} | {} | {} | {} |",
             fault.name(),
             secs(longest),
             plans.join(", "),
@@ -236,6 +254,7 @@ fn print_table(table: &[(Fault, usize, Vec<Outcome>)], plan: Plan) {
             or_dash(after),
             or_dash(relists),
             or_dash(throttled),
+            or_dash(injected),
         );
     }
 }

@@ -114,7 +114,14 @@ pub(super) async fn stepped_down(
         .and_then(|s| s.container_statuses)
         .unwrap_or_default()
         .iter()
-        .filter_map(|c| c.last_state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
+        .filter_map(|c| {
+            c.last_state
+                .as_ref()?
+                .terminated
+                .as_ref()?
+                .finished_at
+                .as_ref()
+        })
         .any(|finished| finished.0 >= partition_start);
     let params = kube::api::LogParams {
         previous: restarted,
@@ -124,12 +131,9 @@ pub(super) async fn stepped_down(
         .logs(pod, &params)
         .await
         .with_context(|| format!("reading the log of pod {pod} (previous: {restarted})"))?;
-    let line = log
-        .lines()
-        .find(|l| l.contains(LINE))
-        .with_context(|| {
-            format!("pod {pod} (previous container: {restarted}) never logged {LINE:?}")
-        })?;
+    let line = log.lines().find(|l| l.contains(LINE)).with_context(|| {
+        format!("pod {pod} (previous container: {restarted}) never logged {LINE:?}")
+    })?;
     println!("e2e-faults:   {pod} stepped down: {line}");
     Ok(line.to_owned())
 }

@@ -16,6 +16,8 @@ mod apiserver_common;
 mod catalog_source_common;
 mod common;
 mod csv_support;
+#[path = "../injected_faults/mod.rs"]
+mod injected_faults;
 mod og_support;
 mod subscription_support;
 

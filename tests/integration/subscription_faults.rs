@@ -10,6 +10,7 @@
 //! exactly where a proxy between the two would. Watches are left alone: a broken watch is the
 //! watcher's business (it relists), not the reconcilers'.
 
+use crate::injected_faults::{Injected, is_watch, splitmix};
 use crate::subscription_co_upgrade;
 use crate::subscription_support as support;
 
@@ -23,15 +24,6 @@ use tower::ServiceExt;
 
 use olm_rs::api::{InstallPlanPhase, SubscriptionState};
 use olm_rs::reconcile::{Context, ControllerOptions, install_plan, subscription};
-
-/// A well-mixed 64-bit value of `n` (splitmix64), so the faults fall where no pattern of the
-/// controllers' requests can follow them.
-fn splitmix(n: u64) -> u64 {
-    let mut z = n.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// What the controllers sent through the faulty client.
 #[derive(Default)]
@@ -66,10 +58,7 @@ fn faulty_client(
         let faults = faults.clone();
         let (traffic, rule) = (traffic.clone(), rule.clone());
         async move {
-            let watch = request
-                .uri()
-                .query()
-                .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+            let watch = is_watch(request.uri().query());
             if !watch {
                 traffic.requests.fetch_add(1, Ordering::Relaxed);
                 let path = request.uri().path();
@@ -81,31 +70,25 @@ fn faulty_client(
                 }
             }
             if !watch && rule(request.method(), request.uri().path(), n) {
-                let kind = faults.fetch_add(1, Ordering::Relaxed) % 4;
-                let (code, reason, message) = match kind {
-                    0 => (
-                        429,
-                        "TooManyRequests",
-                        "the server has received too many requests",
-                    ),
-                    1 => (500, "InternalError", "etcdserver: request timed out"),
-                    2 => (
-                        504,
-                        "Timeout",
-                        "the server was unable to return a response in time",
-                    ),
-                    _ => {
-                        return Err::<http::Response<axum::body::Body>, tower::BoxError>(
-                            "connection reset by peer".into(),
-                        );
-                    }
-                };
-                let body = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                  "code": code, "reason": reason, "message": message});
+                let (code, reason, message) =
+                    match Injected::nth(faults.fetch_add(1, Ordering::Relaxed)) {
+                        Injected::Answer {
+                            code,
+                            reason,
+                            message,
+                        } => (code, reason, message),
+                        Injected::Dropped => {
+                            return Err::<http::Response<axum::body::Body>, tower::BoxError>(
+                                "connection reset by peer".into(),
+                            );
+                        }
+                    };
                 return Ok(http::Response::builder()
                     .status(code)
                     .header("content-type", "application/json")
-                    .body(axum::body::Body::from(body.to_string()))
+                    .body(axum::body::Body::from(Injected::body(
+                        code, reason, message,
+                    )))
                     .unwrap());
             }
             router.oneshot(request).await.map_err(Into::into)
