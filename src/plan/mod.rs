@@ -21,6 +21,7 @@ pub mod lookups;
 pub mod name;
 pub mod object;
 pub mod order;
+pub mod pass;
 pub mod phase;
 pub mod prepare;
 pub mod rbac;
