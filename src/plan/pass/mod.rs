@@ -5,13 +5,15 @@
 //! observes then. The stages, in order:
 //!
 //! 1. the reader roles of the CRDs about to be updated ([`reader_roles`]), then the update
-//!    safety check on their stored resources ([`check_crd_updates`]) — the rest of the check
-//!    before any write is `plan::execution::check_plan` and the shell's API lookups;
+//!    safety check on their stored resources ([`check_crd_updates`]) and, for a scoped
+//!    install, the rights the account is asked for ([`scoped_questions`]) — the rest of the
+//!    check before any write is `plan::execution::check_plan` and the shell's API lookups;
 //! 2. the CRDs ([`crd_writes`]), always as olm-rs (docs/install-plans.md §10);
 //! 3. the wait for them to be Established, with the reader roles of the CRDs just created
 //!    ([`awaited_crds`]);
-//! 4. the CSVs, then every other step, with owner references to the CSV whose uid was observed
-//!    after stage 4's CSVs were written ([`object_writes`]), as the plan's identity;
+//! 4. the CSVs, then every other step, as the plan's identity ([`object_writes`]); the other
+//!    steps are decided only after the CSVs were written, with owner references to each CSV's
+//!    uid as observed then;
 //! 5. the installed-alongside annotations each CRD must still carry ([`alongside_repairs`]).
 //!
 //! Nothing here reads the cluster or the clock.
