@@ -84,21 +84,15 @@ impl Run {
 impl Pass<'_> {
     /// Runs one pass over `steps`: their new statuses, how the pass ended, its warnings.
     pub async fn run(&self, mut steps: Vec<Step>) -> PassReport {
-        let plan = match check_plan(&mut steps) {
-            Ok(plan) => plan,
-            Err(refusal) => {
-                let run = Run {
-                    steps,
-                    notes: Vec::new(),
-                    drawn: Vec::new(),
-                };
-                return run.report(None, refusal.into());
-            }
-        };
+        let checked = check_plan(&mut steps);
         let mut run = Run {
             steps,
             notes: Vec::new(),
             drawn: Vec::new(),
+        };
+        let plan = match checked {
+            Ok(plan) => plan,
+            Err(refusal) => return run.report(None, refusal.into()),
         };
         let outcome = match self.stages(&plan, &mut run).await {
             Ok(()) => PassOutcome::Done,
@@ -241,10 +235,7 @@ fn failed_call(message: impl std::fmt::Display, error: &kube::Error) -> PassOutc
 
 /// A step error, classified by the API call behind it.
 fn failed_step(error: StepError) -> PassOutcome {
-    match error.call() {
-        Some(call) => failed_call(&error, call),
-        None => failed(error),
-    }
+    failed_call(&error, error.call())
 }
 
 /// Why a step could not be observed or written; the text is the plan's message.
@@ -260,8 +251,6 @@ enum StepError {
         #[source]
         source: ApiError,
     },
-    #[error(transparent)]
-    Encode(#[from] serde_json::Error),
     #[error("listing CSVs in {namespace}: {source}")]
     ListCsvs {
         namespace: String,
@@ -284,14 +273,13 @@ enum StepError {
 }
 
 impl StepError {
-    /// The API call that failed, when one did.
-    fn call(&self) -> Option<&kube::Error> {
+    /// The API call that failed.
+    fn call(&self) -> &kube::Error {
         match self {
-            StepError::Api { source, .. } => Some(&source.source),
+            StepError::Api { source, .. } => &source.source,
             StepError::ListCsvs { source, .. }
             | StepError::ListPlans { source, .. }
-            | StepError::ReadOwner { source, .. } => Some(source),
-            StepError::Encode(_) => None,
+            | StepError::ReadOwner { source, .. } => source,
         }
     }
 }
