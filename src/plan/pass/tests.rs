@@ -453,3 +453,53 @@ fn a_crd_that_lost_its_csvs_annotation_gets_it_back_and_a_gone_one_fails() {
         })
     );
 }
+
+#[test]
+fn crds_and_olm_rs_own_objects_are_written_as_olm_rs_every_other_step_as_the_plan_identity() {
+    let mut steps = steps();
+    let plan = checked(&mut steps);
+    let owners = HashMap::from([(CSV.to_owned(), "csv-uid".to_owned())]);
+    let crd = Observed::from([(CRD_STEP, live_crd(&[]))]);
+    for identity in [ExecuteAs::Controller, scoped()] {
+        let ctx = PassContext {
+            namespace: NS,
+            identity: &identity,
+        };
+        let stages = [
+            ("reader roles", reader_roles(&crd, &[CRD_STEP])),
+            (
+                "CRDs",
+                crd_writes(&plan, ctx, &[CRD_STEP], &Observed::new(), &HashMap::new()),
+            ),
+            (
+                "awaited CRDs",
+                awaited_crds(&[CRD_STEP], &[CRD_STEP], &crd).stage,
+            ),
+            (
+                "CSVs",
+                object_writes(&plan, ctx, &[CSV_STEP], &apis(), &Observed::new(), &owners).unwrap(),
+            ),
+            (
+                "the rest",
+                object_writes(
+                    &plan,
+                    ctx,
+                    &[CONFIG_STEP],
+                    &apis(),
+                    &Observed::new(),
+                    &owners,
+                )
+                .unwrap(),
+            ),
+            ("repairs", alongside_repairs(&plan, ctx, &crd).unwrap()),
+        ];
+        for (name, stage) in stages {
+            assert!(!stage.writes.is_empty(), "{name} writes");
+            let expected = match name {
+                "CSVs" | "the rest" => identity.clone(),
+                _ => ExecuteAs::Controller,
+            };
+            assert_eq!(stage.acting, expected, "{name} as {identity:?}");
+        }
+    }
+}
