@@ -1,8 +1,8 @@
 //! The pure half of executing a plan (docs/install-plans.md §7.3): reading every step, the
 //! refusals known before anything is written, the APIs the plan's own CRDs will serve, and what
-//! a pass reports. The shell (`reconcile::install_plan::execute`) performs the writes in
-//! [`super::order::execution_order`] and follows [`super::order::step_action`]; it decides
-//! nothing else.
+//! a pass reports. The stages of a pass, in [`super::order::execution_order`] and following
+//! [`super::order::step_action`], are decided by [`super::pass`]; the shell
+//! (`reconcile::install_plan::execute`) observes and executes them, deciding nothing.
 
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;

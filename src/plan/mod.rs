@@ -2,7 +2,7 @@
 //! OLM derives from a CSV (with OLM's names), the CRD update safety check, which old plans to
 //! delete, bundle lookups for image bundles, and everything the InstallPlan controller decides:
 //! one sync of a plan (`decision`), the refusals before any write and what a pass reports
-//! (`execution`), the order steps are listed and applied in (`order`), the bundle lookups
+//! (`execution`), the writes of each stage of a pass (`pass`), the order steps are listed and applied in (`order`), the bundle lookups
 //! (`lookups`, `unpack`). Nothing here talks to a cluster. docs/install-plans.md §5–§11.
 
 pub mod alongside;
@@ -21,6 +21,7 @@ pub mod lookups;
 pub mod name;
 pub mod object;
 pub mod order;
+pub mod pass;
 pub mod phase;
 pub mod prepare;
 pub mod rbac;

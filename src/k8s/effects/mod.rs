@@ -17,8 +17,10 @@ use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 
 mod fan_out;
+mod noted;
 
 pub use fan_out::{FanOut, FanOutOutcome, FanOutReport, FanOutWrite, execute_fan_out};
+pub use noted::{Noted, NotedFailure, NotedWrite, execute_noted};
 
 use super::events::EventPublisher;
 use super::write::{self, ApiError, DeleteOptions, ObjectKey, Operation, Ownership};
@@ -92,6 +94,10 @@ pub enum Write {
     },
     /// Create; when the name is taken the write fails with a conflict (409).
     Create { key: ObjectKey, object: Body },
+    /// Create unless the name is taken: a taken name is no failure, and the answer is `None`
+    /// (an object of a fixed name written once, such as an InstallPlan's CSV step, whose
+    /// earlier write may have gone unrecorded: docs/install-plans.md §7.3).
+    CreateIfAbsent { key: ObjectKey, object: Body },
     /// JSON merge patch of metadata or spec, only at `resource_version` when given.
     MergePatch {
         key: ObjectKey,
@@ -171,7 +177,7 @@ impl Write {
     pub fn verb(&self) -> &'static str {
         match self {
             Write::Apply { .. } => "apply",
-            Write::Create { .. } => "create",
+            Write::Create { .. } | Write::CreateIfAbsent { .. } => "create",
             Write::MergePatch { .. } => "patch",
             Write::Status { .. } => "status",
             Write::Delete { .. } => "delete",
@@ -183,6 +189,7 @@ impl Write {
         match self {
             Write::Apply { key, .. }
             | Write::Create { key, .. }
+            | Write::CreateIfAbsent { key, .. }
             | Write::MergePatch { key, .. }
             | Write::Status { key, .. }
             | Write::Delete { key, .. } => key,
@@ -250,7 +257,7 @@ impl Effects {
 }
 
 /// What the executor did: each write's answer, in order (`None` for a delete of an object
-/// already gone).
+/// already gone, or a create-if-absent whose name was taken).
 #[derive(Debug, Default)]
 pub struct Executed {
     pub written: Vec<Option<DynamicObject>>,
@@ -283,6 +290,20 @@ fn encoded(
         .map_err(|e| ApiError::new(operation, key.clone(), kube::Error::SerdeError(e)))
 }
 
+async fn create(
+    client: &Client,
+    key: &ObjectKey,
+    object: &Body,
+) -> Result<DynamicObject, ApiError> {
+    let body = encoded(key, Operation::Create, object)?;
+    let obj: DynamicObject = serde_json::from_value(body)
+        .map_err(|e| ApiError::new(Operation::Create, key.clone(), kube::Error::SerdeError(e)))?;
+    key.api(client)
+        .create(&super::post_params(), &obj)
+        .await
+        .map_err(|e| ApiError::new(Operation::Create, key.clone(), e))
+}
+
 /// One write.
 pub async fn perform(client: &Client, one: &Write) -> Result<Option<DynamicObject>, ApiError> {
     match one {
@@ -296,17 +317,12 @@ pub async fn perform(client: &Client, one: &Write) -> Result<Option<DynamicObjec
                 .await
                 .map(Some)
         }
-        Write::Create { key, object } => {
-            let body = encoded(key, Operation::Create, object)?;
-            let obj: DynamicObject = serde_json::from_value(body).map_err(|e| {
-                ApiError::new(Operation::Create, key.clone(), kube::Error::SerdeError(e))
-            })?;
-            key.api(client)
-                .create(&super::post_params(), &obj)
-                .await
-                .map(Some)
-                .map_err(|e| ApiError::new(Operation::Create, key.clone(), e))
-        }
+        Write::Create { key, object } => create(client, key, object).await.map(Some),
+        Write::CreateIfAbsent { key, object } => match create(client, key, object).await {
+            Ok(created) => Ok(Some(created)),
+            Err(taken) if taken.is_conflict() => Ok(None),
+            Err(e) => Err(e),
+        },
         Write::MergePatch {
             key,
             patch,

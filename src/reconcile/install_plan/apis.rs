@@ -9,12 +9,7 @@ use crate::k8s::discovery::ServedApis;
 use crate::plan::kinds::{Scope, StepKind};
 use crate::plan::object::StepObject;
 
-/// A step's resource.
-#[derive(Debug, Clone)]
-pub struct StepApi {
-    pub resource: ApiResource,
-    pub scope: Scope,
-}
+pub use crate::plan::pass::StepApi;
 
 /// Why the resource of a step could not be found.
 #[derive(Debug, thiserror::Error)]

@@ -132,14 +132,10 @@ async fn run_pass(
     let api_warnings = WarningLog::default();
     let admin = warnings::recording(&ctx.client, &api_warnings);
     let steps_client = warnings::recording(&steps_client, &api_warnings);
-    let account = match identity {
-        ExecuteAs::Controller => None,
-        ExecuteAs::ServiceAccount { name, .. } => Some(name.as_str()),
-    };
     let pass = Pass {
         admin: &admin,
         steps: &steps_client,
-        scoped_as: account,
+        identity,
         namespace,
         api_warnings: &api_warnings,
         served_apis: &ctx.served_apis,

@@ -168,7 +168,7 @@ impl Cluster {
                 }
                 true
             }
-            Write::Apply { .. } | Write::MergePatch { .. } => false,
+            Write::Apply { .. } | Write::MergePatch { .. } | Write::CreateIfAbsent { .. } => false,
         }
     }
 
@@ -188,7 +188,9 @@ fn writes(effects: &Effects) -> Vec<String> {
                 resource_version,
                 ..
             } => format!("status {key} @{resource_version}"),
-            Write::Create { key, .. } => format!("create {key}"),
+            Write::Create { key, .. } | Write::CreateIfAbsent { key, .. } => {
+                format!("create {key}")
+            }
             Write::Delete {
                 key,
                 options: DeleteOptions {

@@ -1,34 +1,34 @@
-//! One execution pass over an InstallPlan's steps (docs/install-plans.md §7.3): the shell that
-//! performs what `plan::execution` and `plan::order` decide.
+//! One execution pass over an InstallPlan's steps (docs/install-plans.md §7.3), in the shape of
+//! every controller: stage by stage, the shell observes what the stage needs
+//! (`observe.rs`), `plan::pass` decides the stage's writes as a value, and the one executor
+//! (`k8s::effects::execute_noted`) carries them out with the client the stage names — olm-rs's
+//! own for CRDs, the plan's identity for the other steps (docs/install-plans.md §10). Each stage
+//! is decided afresh on what is observed after the one before it was written.
 //!
 //! The whole plan is checked before anything is written — `plan::execution::check_plan`
 //! (manifests readable, kinds supported, no v1beta1 CRD), then what needs the cluster (APIs
-//! served, CRD updates safe) — and applied in `plan::order::execution_order`: CRDs; wait until
-//! they are Established (`WaitingForApi`); CSVs; everything else in plan order, each step as
-//! `plan::order::step_action` says. Every write is idempotent (create-if-absent or server-side
-//! apply of a fixed name), so a pass interrupted by a crash is simply run again: nothing is
-//! duplicated.
+//! served, CRD updates safe, the scoped account's rights). Every write is idempotent
+//! (create-if-absent or server-side apply of a fixed name), so a pass interrupted by a crash is
+//! simply run again: nothing is duplicated.
 
-mod apply;
-mod check;
+mod observe;
 
 use std::collections::HashMap;
 
 use kube::Client;
-use kube::core::{ApiResource, GroupVersionKind};
-use serde_json::Value;
 
-use crate::api::Step;
+use crate::api::{Step, StepStatus};
+use crate::k8s::effects::execute_noted;
 use crate::k8s::errors::is_transient;
 use crate::k8s::warnings::WarningLog;
 use crate::k8s::write::ApiError;
 use crate::plan::execution::{
-    ParsedStep, PassReport, PlanWarning, applied_with_warnings, check_plan,
+    CheckedPlan, ParsedStep, PassReport, PlanWarning, applied_with_warnings, check_plan,
 };
 use crate::plan::kinds::StepKind;
-use crate::plan::order::{StepAction, step_action};
+use crate::plan::pass::{self, PassContext, Records, Stage};
 use crate::plan::phase::{PassOutcome, StepFailure};
-use crate::plan::prepare::OwnerCsv;
+use crate::plan::scope::ExecuteAs;
 
 /// What a pass needs.
 pub struct Pass<'a> {
@@ -36,9 +36,9 @@ pub struct Pass<'a> {
     pub admin: &'a Client,
     /// The client for every other step (olm-rs's, or the OperatorGroup's service account).
     pub steps: &'a Client,
-    /// The OperatorGroup's service account (in `namespace`) `steps` acts as, if any: its
-    /// permissions are checked before anything is written (docs/install-plans.md §10).
-    pub scoped_as: Option<&'a str>,
+    /// Whose credentials `steps` carries: a service account's permissions are checked before
+    /// anything is written (docs/install-plans.md §10).
+    pub identity: &'a ExecuteAs,
     pub namespace: &'a str,
     /// Where both clients record the API server's warnings (`k8s::warnings::recording`).
     pub api_warnings: &'a WarningLog,
@@ -46,106 +46,169 @@ pub struct Pass<'a> {
     pub served_apis: &'a crate::k8s::discovery::ServedApis,
 }
 
-impl Pass<'_> {
-    /// Runs one pass over `steps`: their new statuses, how the pass ended, its warnings.
-    pub async fn run(&self, mut steps: Vec<Step>) -> PassReport {
-        let mut warnings = Vec::new();
-        let outcome = self.apply_steps(&mut steps, &mut warnings).await;
+/// A pass under way: the steps with the statuses recorded so far, and what to report.
+struct Run {
+    steps: Vec<Step>,
+    /// `CRDValidation` warnings, in the order they were found.
+    notes: Vec<PlanWarning>,
+    /// The API server's warnings per step, in the order the steps drew them.
+    drawn: Vec<(usize, Vec<String>)>,
+}
+
+impl Run {
+    fn drew(&mut self, step: usize, texts: Vec<String>) {
+        if texts.is_empty() {
+            return;
+        }
+        match self.drawn.iter_mut().find(|(i, _)| *i == step) {
+            Some((_, all)) => all.extend(texts),
+            None => self.drawn.push((step, texts)),
+        }
+    }
+
+    fn report(self, plan: Option<&CheckedPlan>, outcome: PassOutcome) -> PassReport {
+        let mut warnings = self.notes;
+        if let Some(plan) = plan {
+            for (step, texts) in &self.drawn {
+                warnings.extend(applied_with_warnings(&plan.steps[*step], texts));
+            }
+        }
         PassReport {
-            steps,
+            steps: self.steps,
             outcome,
             warnings,
         }
     }
+}
 
-    async fn apply_steps(
-        &self,
-        steps: &mut [Step],
-        warnings: &mut Vec<PlanWarning>,
-    ) -> PassOutcome {
-        let plan = match check_plan(steps) {
+impl Pass<'_> {
+    /// Runs one pass over `steps`: their new statuses, how the pass ended, its warnings.
+    pub async fn run(&self, mut steps: Vec<Step>) -> PassReport {
+        let checked = check_plan(&mut steps);
+        let mut run = Run {
+            steps,
+            notes: Vec::new(),
+            drawn: Vec::new(),
+        };
+        let plan = match checked {
             Ok(plan) => plan,
-            Err(refusal) => return refusal.into(),
+            Err(refusal) => return run.report(None, refusal.into()),
         };
-        let apis = match self.check(steps, &plan.steps, warnings).await {
-            Ok(apis) => apis,
-            Err(outcome) => return outcome,
+        let outcome = match self.stages(&plan, &mut run).await {
+            Ok(()) => PassOutcome::Done,
+            Err(outcome) => outcome,
         };
-        // CRDs first, then wait for them to be served.
-        for &i in &plan.order.crds {
-            let p = &plan.steps[i];
-            if step_action(p.kind, &steps[i].status) == StepAction::Write {
-                self.api_warnings.take();
-                let applied = self.apply_crd(p).await;
-                self.note_api_warnings(p, warnings);
-                match applied {
-                    Ok(status) => steps[i].status = status,
-                    Err(error) => return failed_step(error),
-                }
-            }
-        }
-        let mut waiting = false;
-        for &i in &plan.order.crds {
-            let p = &plan.steps[i];
-            if step_action(p.kind, &steps[i].status) == StepAction::AwaitEstablished {
-                match self.established(&p.object.name).await {
-                    Ok(true) => steps[i].status = crate::api::StepStatus::Created,
-                    Ok(false) => waiting = true,
-                    Err(error) => return failed_step(error),
-                }
-            }
-        }
-        if waiting {
-            return PassOutcome::WaitingForApi;
-        }
-        let mut owners: HashMap<String, OwnerCsv> = HashMap::new();
-        for &i in &plan.order.after_crds {
-            let p = &plan.steps[i];
-            if step_action(p.kind, &steps[i].status) == StepAction::Done {
-                continue;
-            }
-            let Some(api) = apis.get(&i) else {
-                return failed(format!(
-                    "no API resolved for step {i} ({} {})",
-                    p.object.kind, p.object.name
-                ));
-            };
-            self.api_warnings.take();
-            let applied = self.apply(p, api, &mut owners).await;
-            self.note_api_warnings(p, warnings);
-            match applied {
-                Ok(status) => steps[i].status = status,
-                Err(error) => return failed_step(error),
-            }
-        }
-        // Every other step is written: before the plan completes, each of its CRDs must still
-        // carry the annotation its CSV's requirement check looks for (docs/install-plans.md
-        // §7.3). The CSV exists now, so no later update of the CRD drops it again.
-        for &i in &plan.order.crds {
-            if let Err(message) = self.keep_alongside(&plan.steps[i]).await {
-                return failed(message);
-            }
-        }
-        PassOutcome::Done
+        run.report(Some(&plan), outcome)
     }
 
-    /// Turns the warnings the API server returned while applying step `p` into an event.
-    fn note_api_warnings(&self, p: &ParsedStep, warnings: &mut Vec<PlanWarning>) {
-        let texts = self.api_warnings.take();
-        warnings.extend(applied_with_warnings(p, &texts));
+    /// Every stage of the pass, each observed, decided by `plan::pass` and executed in turn;
+    /// the first that does not end well ends the pass.
+    async fn stages(&self, plan: &CheckedPlan, run: &mut Run) -> Result<(), PassOutcome> {
+        let ctx = PassContext {
+            namespace: self.namespace,
+            identity: self.identity,
+        };
+        // Before any step is written: the CRD updates are safe, every API is served (or comes
+        // from a CRD of the plan), and a scoped account may write every step.
+        let writing = pass::crds_to_write(plan, &run.steps);
+        let before = self.observe_crds(plan, &writing).await?;
+        // olm-rs grants itself the read of an existing CRD's resources before listing them (a
+        // CRD installed before olm-rs, by OLM say, has no reader role yet: §7.5).
+        self.carry_out(plan, pass::reader_roles(&before, &writing), run)
+            .await?;
+        let stored = self.observe_stored(plan, &before).await?;
+        run.notes
+            .extend(pass::check_crd_updates(plan, &before, &writing, &stored)?);
+        let apis = self.observe_apis(plan).await?;
+        if let ExecuteAs::ServiceAccount { name, .. } = self.identity {
+            let questions = pass::scoped_questions(plan, &run.steps, &apis, self.namespace);
+            self.ask_scoped(name, questions).await?;
+        }
+        // CRDs, then the wait until they are served.
+        let facts = self.observe_alongside(&before).await?;
+        let crds = pass::crd_writes(plan, ctx, &writing, &before, &facts);
+        self.carry_out(plan, crds, run).await?;
+        let created: Vec<usize> = writing
+            .iter()
+            .copied()
+            .filter(|i| !before.contains_key(i))
+            .collect();
+        let awaited = pass::crds_awaited(plan, &run.steps);
+        let live = self.observe_crds(plan, &awaited).await?;
+        let awaited = pass::awaited_crds(&awaited, &created, &live);
+        self.carry_out(plan, awaited.stage, run).await?;
+        if awaited.waiting {
+            return Err(PassOutcome::WaitingForApi);
+        }
+        // CSVs, then everything else, owned by the CSVs as they are now.
+        let csvs = pass::csv_steps(plan, &run.steps);
+        let live = self.observe_objects(plan, &csvs, &apis).await?;
+        let stage = pass::object_writes(plan, ctx, &csvs, &apis, &live, &HashMap::new())?;
+        self.carry_out(plan, stage, run).await?;
+        let rest = pass::other_steps(plan, &run.steps);
+        let owners = self
+            .observe_owners(&pass::owners_needed(plan, &rest, &apis))
+            .await?;
+        let live = self.observe_objects(plan, &rest, &apis).await?;
+        let stage = pass::object_writes(plan, ctx, &rest, &apis, &live, &owners)?;
+        self.carry_out(plan, stage, run).await?;
+        // Every other step is written: each CRD must still carry the annotation its CSV's
+        // requirement check looks for (§7.3). The CSV exists now, so no later update of the
+        // CRD drops it again.
+        let live = self.observe_crds(plan, &pass::all_crds(plan)).await?;
+        self.carry_out(plan, pass::alongside_repairs(plan, ctx, &live)?, run)
+            .await
     }
-}
 
-fn csv_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("operators.coreos.com", "v1alpha1", "ClusterServiceVersion"),
-        "clusterserviceversions",
-    )
-}
-
-fn strip_status(object: &mut Value) {
-    if let Some(map) = object.as_object_mut() {
-        map.remove("status");
+    /// Hands `stage` to the one executor with the client it names, then records each step's
+    /// status and the API server's warnings write by write. A failed write ends the pass; the
+    /// writes before it stay recorded.
+    async fn carry_out(
+        &self,
+        plan: &CheckedPlan,
+        stage: Stage,
+        run: &mut Run,
+    ) -> Result<(), PassOutcome> {
+        for (i, status) in stage.settled {
+            run.steps[i].status = status;
+        }
+        if stage.writes.is_empty() {
+            return Ok(());
+        }
+        let client = match stage.acting {
+            ExecuteAs::Controller => self.admin,
+            ExecuteAs::ServiceAccount { .. } => self.steps,
+        };
+        let writes: Vec<_> = stage.writes.iter().map(|w| w.write.clone()).collect();
+        let noted = execute_noted(client, self.api_warnings, &writes).await;
+        let failed_at = noted.done.len();
+        for (w, done) in stage.writes.iter().zip(noted.done) {
+            match w.records {
+                Records::Status(ref status) => run.steps[w.step].status = status.clone(),
+                Records::CreatedOrPresent => {
+                    run.steps[w.step].status = if done.answer.is_some() {
+                        StepStatus::Created
+                    } else {
+                        StepStatus::Present
+                    };
+                }
+                Records::Nothing => {}
+            }
+            run.drew(w.step, done.warnings);
+        }
+        match noted.failed {
+            None => Ok(()),
+            Some(failure) => {
+                // The executor stops at the first failure: it is the write after those done.
+                let w = &stage.writes[failed_at];
+                run.drew(w.step, failure.warnings);
+                Err(failed_step(step_error(
+                    w.action,
+                    &plan.steps[w.step],
+                    failure.error,
+                )))
+            }
+        }
     }
 }
 
@@ -172,13 +235,10 @@ fn failed_call(message: impl std::fmt::Display, error: &kube::Error) -> PassOutc
 
 /// A step error, classified by the API call behind it.
 fn failed_step(error: StepError) -> PassOutcome {
-    match error.call() {
-        Some(call) => failed_call(&error, call),
-        None => failed(error),
-    }
+    failed_call(&error, error.call())
 }
 
-/// Why a step could not be written; the text is the plan's message.
+/// Why a step could not be observed or written; the text is the plan's message.
 #[derive(Debug, thiserror::Error)]
 enum StepError {
     /// An API call on the step's object failed.
@@ -191,8 +251,6 @@ enum StepError {
         #[source]
         source: ApiError,
     },
-    #[error(transparent)]
-    Encode(#[from] serde_json::Error),
     #[error("listing CSVs in {namespace}: {source}")]
     ListCsvs {
         namespace: String,
@@ -205,16 +263,6 @@ enum StepError {
         #[source]
         source: kube::Error,
     },
-    #[error(
-        "CustomResourceDefinition {name} was applied by this plan and is gone; the plan cannot complete without it"
-    )]
-    CrdGone { name: String },
-    #[error("reading CustomResourceDefinition {name}: {}", .source.source)]
-    ReadCrd {
-        name: String,
-        #[source]
-        source: ApiError,
-    },
     #[error("reading ClusterServiceVersion {namespace}/{csv}: {source}")]
     ReadOwner {
         namespace: String,
@@ -222,25 +270,16 @@ enum StepError {
         #[source]
         source: kube::Error,
     },
-    #[error(
-        "ClusterServiceVersion {namespace}/{csv} does not exist yet, so objects owned by it cannot be created"
-    )]
-    OwnerMissing { namespace: String, csv: String },
 }
 
 impl StepError {
-    /// The API call that failed, when one did.
-    fn call(&self) -> Option<&kube::Error> {
+    /// The API call that failed.
+    fn call(&self) -> &kube::Error {
         match self {
-            StepError::Api { source, .. } | StepError::ReadCrd { source, .. } => {
-                Some(&source.source)
-            }
+            StepError::Api { source, .. } => &source.source,
             StepError::ListCsvs { source, .. }
             | StepError::ListPlans { source, .. }
-            | StepError::ReadOwner { source, .. } => Some(source),
-            StepError::Encode(_) | StepError::OwnerMissing { .. } | StepError::CrdGone { .. } => {
-                None
-            }
+            | StepError::ReadOwner { source, .. } => source,
         }
     }
 }
