@@ -25,7 +25,6 @@ use super::super::identity::name;
 use super::super::observed::Observed;
 use super::super::ownership::api_service_adoptable;
 use super::super::strategy::{StrategyError, certificate_deployments, deployment_strategy};
-use super::deployment::service_account_of;
 use super::inject::{
     api_service, api_service_port, crd_conversion, mutating_configuration,
     validating_configuration, webhook_client_config, webhook_labels, webhook_lookup_labels,
@@ -36,6 +35,7 @@ use super::resources::{
     secret_reader_role, service,
 };
 use super::{service_of, webhooks};
+use crate::certs::deployment::service_account_of;
 
 /// Why the certificate part of an install cannot be done; the CSV goes
 /// `Failed / InstallComponentFailed` "install strategy failed: <this>" and is retried.
