@@ -37,7 +37,9 @@ pub(super) async fn sync_catalog(
     let connection = r.connections.status(key).map(link_view);
     let mut registry = None;
     let leftovers;
-    let source = match decision::source_to_observe(cs, options.serving).0 {
+    let to_observe = decision::source_to_observe(cs, options.serving).0;
+    let in_process = to_observe.is_none();
+    let source = match to_observe {
         None => {
             let plan = decision::to_observe(cs, &memo, now);
             let check = match plan.check {
@@ -112,7 +114,10 @@ pub(super) async fn sync_catalog(
     if let Some(digest) = retire {
         r.retired().push(digest);
     }
-    in_process::collect(r);
+    if in_process {
+        // Content this catalog stopped serving (or none serves) is removed from disk.
+        in_process::collect(r);
+    }
     match &outcome.link {
         Link::Leave => {}
         Link::Close => r.connections.close(key),
