@@ -10,6 +10,7 @@ pub mod deployment;
 mod error;
 mod issue;
 mod keys;
+pub mod objects;
 mod plan;
 mod rotation;
 mod secret;

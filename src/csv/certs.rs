@@ -6,7 +6,6 @@
 pub mod check;
 pub mod inject;
 pub mod install;
-pub mod resources;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,9 +17,10 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::rbac::v1::RoleBinding;
 
 use crate::api::{ClusterServiceVersion, WebhookDescription};
+use crate::certs::objects::Owner;
 use crate::certs::{SeenSecret, ServiceName, olm_ca_hash};
 
-use super::identity::namespace;
+use super::identity::{managed_owner_labels, namespace, owner_reference};
 use super::strategy::certificate_deployments;
 
 pub use install::{
@@ -50,6 +50,15 @@ impl CertObjects {
             .iter()
             .map(Arc::as_ref)
             .find(|s| s.metadata.name.as_deref() == Some(name))
+    }
+}
+
+/// The CSV as the owner of its cert deployments' objects (`certs::objects`).
+pub fn owner_of(csv: &ClusterServiceVersion) -> Owner {
+    Owner {
+        namespace: namespace(csv).to_owned(),
+        reference: owner_reference(csv),
+        labels: managed_owner_labels(csv),
     }
 }
 

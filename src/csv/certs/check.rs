@@ -10,9 +10,9 @@ use super::super::observed::Observed;
 use super::super::ownership::api_service_adoptable;
 use super::super::strategy::{certificate_deployments, deployment_strategy};
 use super::install::description_hash;
-use super::resources::{auth_delegator_binding_name, auth_reader_binding_name};
 use super::{service_of, webhooks};
 use crate::certs::deployment::service_account_of;
+use crate::certs::objects::{auth_delegator_binding_name, auth_reader_binding_name};
 
 /// The first cert deployment whose Secret must be re-issued at `now`, with why
 /// (docs/certificates.md §6.1; a missing Secret counts).

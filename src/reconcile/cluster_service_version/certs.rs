@@ -6,9 +6,9 @@
 use kube::ResourceExt;
 
 use crate::certs::SeenSecret;
+use crate::certs::objects::KUBE_SYSTEM;
 use crate::certs::{CertSecretData, OLM_CA_HASH_ANNOTATION};
 use crate::csv::certs::CertObjects;
-use crate::csv::certs::resources::KUBE_SYSTEM;
 
 use super::created::CreatedWebhooks;
 use super::stores::Stores;
