@@ -1,16 +1,18 @@
-//! One sync of a CatalogSource that is not served in-process (docs/catalog.md §1–§4), decided
-//! from what was observed: the spec, the registry connection's state, the ConfigMap's content,
-//! the registry objects in the stores and the image digest the registry answered. Pure: the
-//! controller (`reconcile::catalog_source::sync`) observes all of it first, then carries out
-//! the [`Decision`] — API writes through `k8s::effects::execute`, the connection and the catalog
-//! cache as [`Link`] and [`CacheUpdate`] say.
+//! One sync of a CatalogSource (docs/catalog.md §1–§4), decided once from what was observed:
+//! the spec, the registry connection's state, the controller's memos of the catalog
+//! ([`Memo`]), the ConfigMap's content, the registry objects in the stores, the image digest
+//! the registry answered and, for an image served in-process, what its check found
+//! (`decision/image.rs`). Pure: the controller (`reconcile::catalog_source::sync`) observes all
+//! of it first, then carries out the [`Decision`] — API writes through `k8s::effects::execute`,
+//! the connection and the catalog cache as [`Link`] and [`CacheUpdate`] say, and the memos as
+//! [`Decision::memo`] says.
 //!
 //! `status.reason`/`message` are cleared first and carry the first stage that failed: the spec,
 //! the poll interval, the ConfigMap, the registry server, the connection.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -18,23 +20,30 @@ use kube::ResourceExt;
 
 use crate::api::event::ObjectEvent;
 use crate::api::{
-    CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConfigMapResourceReference,
-    ConnectionState, GrpcConnectionState, RegistryServiceStatus,
+    CatalogSource, CatalogSourceReason, CatalogSourceStatus, ConnectionState, GrpcConnectionState,
+    RegistryServiceStatus,
 };
 use crate::catalog::CatalogIndex;
 use crate::k8s::effects::Effects;
 
 use super::cache_update::{CacheUpdate, Unhealthy};
 use super::fallback::{Fallback, mark_status};
+use super::memo::Memo;
+mod config_map;
+mod image;
 mod pod_mode;
+mod registry_failure;
 use super::registry::RegistryWrites;
 use super::serving::{SERVING_ANNOTATION, ServingMode, serving_mode};
 use super::spec::{self, Source, SpecError};
+use config_map::{config_map, remember_config_map};
+pub use image::{CheckSeen, InProcessSeen, ToObserve, to_observe};
 use pod_mode::pod_mode;
 pub use pod_mode::{
     AFTER_RECREATE, AWAITING_POD, DigestAnswer, DigestSeen, Poll, ROLLOUT_RECHECK, RegistrySeen,
     ServingPods, digest_check, poll_of,
 };
+pub use registry_failure::RegistryFailure;
 
 /// Requeue period when nothing else asks for one (OLM's informer resync).
 pub const RESYNC: Duration = Duration::from_secs(15 * 60);
@@ -56,15 +65,19 @@ pub struct LinkView {
 pub struct Observed<'a> {
     pub catalog: &'a CatalogSource,
     pub now: Timestamp,
+    /// The monotonic time, for [`Memo::created_pod`].
+    pub instant: Instant,
     /// Dialled address → address actually dialled (`catalog_sources.address_overrides`).
     pub address_overrides: &'a BTreeMap<String, String>,
     /// The controller's `--catalog-serving`.
     pub serving_default: ServingMode,
+    /// How long a fallback to the registry pod lasts before in-process serving is tried again
+    /// (docs/catalog-images.md §7).
+    pub fallback_retry: Duration,
     /// The catalog's registry connection, if one is open.
     pub connection: Option<&'a LinkView>,
-    /// Why an image catalog served in-process by default is served by its registry pod
-    /// instead (docs/catalog-images.md §7).
-    pub fallback: Option<&'a Fallback>,
+    /// What the controller remembered of the catalog at the end of its last sync.
+    pub memo: &'a Memo,
     /// What was read for the kind of catalog the spec describes.
     pub source: SourceSeen<'a>,
 }
@@ -79,6 +92,8 @@ pub enum SourceSeen<'a> {
     },
     /// An image catalog served by a registry pod.
     Registry(RegistrySeen<'a>),
+    /// An image catalog served in-process by default ([`source_to_observe`] says `None`).
+    InProcess(InProcessSeen<'a>),
 }
 
 /// A catalog's ConfigMap as read (docs/catalog.md §4).
@@ -127,17 +142,24 @@ pub struct Outcome {
     pub link: Link,
     /// In order.
     pub cache: Vec<CacheUpdate>,
-    pub serving_pods: Option<ServingPods>,
     /// The connection is READY (the `catalog_source_ready` metric).
     pub ready: bool,
 }
 
-/// A sync's decision: the registry writes first, then [`Outcome`]. When the registry writes
-/// fail, [`registry_failed`] decides instead.
+/// A sync's decision: the registry writes first, then [`Outcome`] and the memos to keep. When
+/// the registry writes fail, the shell picks [`Decision::if_registry_fails`] instead, made
+/// beforehand (docs/architecture.md §2).
 #[derive(Debug, Clone)]
 pub struct Decision {
     pub registry: RegistryWrites,
     pub outcome: Outcome,
+    /// The catalog's memos after this sync. A registry pod created by `registry` is added by
+    /// the shell from the API server's answer ([`Memo::pod_created`]): only that answer names it.
+    pub memo: Memo,
+    /// A digest this catalog no longer serves in-process: its content may be collected once
+    /// nothing reads it (docs/catalog-images.md §4).
+    pub retire: Option<String>,
+    pub if_registry_fails: RegistryFailure,
 }
 
 /// The catalog's kind of source as the observation must read it, or `None` when it is an image
@@ -172,8 +194,22 @@ pub fn source_to_observe(
 
 /// Decides one sync.
 pub fn decide(seen: &Observed<'_>) -> Decision {
+    match &seen.source {
+        SourceSeen::InProcess(image) => image::decide(seen, image),
+        source => decide_source(seen, source, None),
+    }
+}
+
+/// One sync of an address, ConfigMap or registry-pod catalog; `fallback` says why an image
+/// catalog served in-process by default is served by its registry pod.
+fn decide_source(
+    seen: &Observed<'_>,
+    source: &SourceSeen<'_>,
+    fallback: Option<&Fallback>,
+) -> Decision {
     let cs = seen.catalog;
     let observed = cs.status.clone().unwrap_or_default();
+    let mut memo = seen.memo.clone();
     let mut sync = Sync {
         status: CatalogSourceStatus {
             message: None,
@@ -187,7 +223,7 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
         cache: Vec::new(),
         serving_pods: None,
     };
-    if let SourceSeen::Invalid(error) = &seen.source {
+    if let SourceSeen::Invalid(error) = source {
         let message = error.to_string();
         sync.link = Link::Close;
         sync.cache.push(CacheUpdate::Unhealthy {
@@ -196,9 +232,13 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
             drop_index: true,
         });
         sync.problem = Some((CatalogSourceReason::SpecInvalidError, message));
+        let failure = RegistryFailure::new(seen, memo.clone());
         return Decision {
             registry: RegistryWrites::default(),
-            outcome: sync.finish(cs),
+            outcome: sync.finish(cs).0,
+            memo,
+            retire: None,
+            if_registry_fails: failure,
         };
     }
     if observed.reason == Some(CatalogSourceReason::SpecInvalidError) {
@@ -209,13 +249,14 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
         };
     }
     let mut registry_writes = RegistryWrites::default();
-    match &seen.source {
-        SourceSeen::Invalid(_) => {}
+    match source {
+        SourceSeen::Invalid(_) | SourceSeen::InProcess(_) => {}
         SourceSeen::ConfigMap { name, seen: cm } => {
             sync.link = Link::Close;
             sync.status.registry_service = None;
             sync.status.connection_state = None;
             config_map(&mut sync, cs, name, cm, seen.now);
+            remember_config_map(&mut memo, cm);
         }
         SourceSeen::Address(address) => {
             sync.status.config_map_reference = None;
@@ -236,69 +277,58 @@ pub fn decide(seen: &Observed<'_>) -> Decision {
             sync.status.config_map_reference = None;
             match registry.objects {
                 Ok(objects) => {
-                    registry_writes = pod_mode(&mut sync, seen, registry, objects, poll, &observed);
+                    let names = registry.found.pods.iter();
+                    let awaiting = seen.memo.awaiting_pod(
+                        names.map(|p| p.metadata.name.as_deref().unwrap_or_default()),
+                        seen.instant,
+                    );
+                    if !awaiting {
+                        memo.created_pod = None;
+                    }
+                    registry_writes = pod_mode(
+                        &mut sync, seen, registry, objects, poll, awaiting, &observed,
+                    );
                     mark_status(
                         &mut sync.status,
-                        seen.fallback,
+                        fallback,
                         cs.metadata.generation,
                         seen.now,
                         &mut sync.notes,
                     );
-                    if let Some(f) = seen.fallback {
+                    if let Some(f) = fallback {
                         let until = Duration::try_from(f.retry_at.duration_since(seen.now))
                             .unwrap_or(Duration::ZERO);
                         sync.requeue = Some(sync.requeue.unwrap_or(RESYNC).min(until));
                     }
                 }
                 Err(error) => {
+                    let failure = RegistryFailure::new(seen, memo.clone());
                     return Decision {
                         registry: RegistryWrites::default(),
-                        outcome: registry_failed(seen, error),
+                        outcome: failure.outcome(cs, error),
+                        memo,
+                        retire: None,
+                        if_registry_fails: failure,
                     };
                 }
             }
         }
     }
+    // What only a carried-out registry write makes true is not remembered when it fails.
+    let failure = RegistryFailure::new(seen, memo.clone());
+    let (outcome, serving_pods) = sync.finish(cs);
+    match serving_pods {
+        Some(ServingPods::Settled(names)) => memo.serving_pods = Some(names),
+        Some(ServingPods::Mixed) => memo.serving_pods = Some(Vec::new()),
+        None => {}
+    }
     Decision {
         registry: registry_writes,
-        outcome: sync.finish(cs),
+        outcome,
+        memo,
+        retire: None,
+        if_registry_fails: failure,
     }
-}
-
-/// The sync of a pod-mode image catalog whose registry objects could not be written (or built):
-/// the catalog is unhealthy, and the status says why.
-pub fn registry_failed(seen: &Observed<'_>, error: &dyn std::fmt::Display) -> Outcome {
-    let cs = seen.catalog;
-    let observed = cs.status.clone().unwrap_or_default();
-    let mut status = CatalogSourceStatus {
-        message: None,
-        reason: None,
-        ..observed.clone()
-    };
-    if observed.reason == Some(CatalogSourceReason::SpecInvalidError) {
-        status = CatalogSourceStatus {
-            conditions: observed.conditions.clone(),
-            ..CatalogSourceStatus::default()
-        };
-    }
-    status.config_map_reference = None;
-    let sync = Sync {
-        status,
-        problem: Some((
-            CatalogSourceReason::RegistryServerError,
-            format!("couldn't ensure registry server - {error}"),
-        )),
-        notes: source_to_observe(cs, seen.serving_default).1,
-        requeue: None,
-        link: Link::Leave,
-        cache: vec![CacheUpdate::Unhealthy {
-            reason: Unhealthy::Unreachable,
-            message: format!("catalog {}: registry server not ensured: {error}", key(cs)),
-            drop_index: false,
-        }],
-        serving_pods: None,
-    };
-    sync.finish(cs)
 }
 
 /// A sync being decided.
@@ -358,7 +388,7 @@ impl Sync {
         }
     }
 
-    fn finish(mut self, cs: &CatalogSource) -> Outcome {
+    fn finish(mut self, cs: &CatalogSource) -> (Outcome, Option<ServingPods>) {
         if let Some((reason, message)) = self.problem {
             self.status.reason = Some(reason);
             self.status.message = Some(message);
@@ -370,75 +400,18 @@ impl Sync {
             .is_some_and(|c| c.last_observed_state == ConnectionState::Ready);
         let mut effects = super::effects_of(cs, self.status, self.notes);
         effects.requeue_after(self.requeue.unwrap_or(RESYNC));
-        Outcome {
+        let outcome = Outcome {
             effects,
             link: self.link,
             cache: self.cache,
-            serving_pods: self.serving_pods,
             ready,
-        }
+        };
+        (outcome, self.serving_pods)
     }
 }
 
 fn key(cs: &CatalogSource) -> String {
     format!("{}/{}", cs.namespace().unwrap_or_default(), cs.name_any())
-}
-
-/// Stage 2 (docs/catalog.md §4): the ConfigMap's reference in the status, its content in the
-/// cache.
-fn config_map(sync: &mut Sync, cs: &CatalogSource, name: &str, cm: &ConfigMapSeen, now: Timestamp) {
-    let (uid, resource_version, content) = match cm {
-        ConfigMapSeen::Unreadable(message) => {
-            sync.cache.push(CacheUpdate::Unhealthy {
-                reason: Unhealthy::SpecInvalid,
-                message: message.clone(),
-                drop_index: true,
-            });
-            sync.problem = Some((CatalogSourceReason::ConfigMapError, message.clone()));
-            return;
-        }
-        ConfigMapSeen::Stopped(message) => {
-            sync.problem = Some((CatalogSourceReason::ConfigMapError, message.clone()));
-            return;
-        }
-        ConfigMapSeen::Read {
-            uid,
-            resource_version,
-            content,
-        } => (uid, resource_version, content),
-    };
-    let previous = cs
-        .status
-        .as_ref()
-        .and_then(|s| s.config_map_reference.as_ref())
-        .filter(|p| p.name == name && &p.uid == uid && &p.resource_version == resource_version);
-    sync.status.config_map_reference = Some(ConfigMapResourceReference {
-        name: name.to_owned(),
-        namespace: cs.namespace().unwrap_or_default(),
-        uid: uid.clone(),
-        resource_version: resource_version.clone(),
-        last_update_time: previous
-            .and_then(|p| p.last_update_time.clone())
-            .or(Some(Time(now))),
-    });
-    let refused = match content {
-        ConfigMapContent::Unchanged { refused } => refused.clone(),
-        ConfigMapContent::Loaded(index) => {
-            sync.cache.push(CacheUpdate::Index(Arc::clone(index)));
-            None
-        }
-        ConfigMapContent::Refused(message) => {
-            sync.cache.push(CacheUpdate::Unhealthy {
-                reason: Unhealthy::Invalid,
-                message: message.clone(),
-                drop_index: true,
-            });
-            Some(message.clone())
-        }
-    };
-    if let Some(message) = refused {
-        sync.problem = Some((CatalogSourceReason::ConfigMapError, message));
-    }
 }
 
 /// `{protocol: grpc, createdAt}` for address catalogs, created once (docs/catalog.md §2).

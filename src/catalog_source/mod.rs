@@ -1,10 +1,12 @@
 //! CatalogSource decisions (pure): what kind of catalog a spec describes and how often to poll
 //! it (`spec`), how an image catalog is served — in-process or by a registry pod (`serving`) —,
-//! one sync of an address, ConfigMap or pod-mode catalog (`decision`), its registry objects
-//! (`registry`) and pods (`pod_plan`), and what an in-process image catalog does next and the
-//! status that says so (`image`), and when an image the controller cannot pull is served by a
-//! registry pod instead (`fallback`). No client, no clock reads, no async: the controller
-//! (`reconcile::catalog_source`) observes, calls these, and carries out what they return.
+//! one sync of any catalog (`decision`; an image served in-process in `decision/image.rs`), its
+//! registry objects (`registry`) and pods (`pod_plan`), what an in-process image catalog does
+//! next and the status that says so (`in_process`), and when an image the controller cannot
+//! pull is served by a registry pod instead (`fallback`). What the controller remembers of a catalog between syncs
+//! is a plain value (`memo`), observed with the rest and returned by the decision. No client,
+//! no clock reads, no async: the controller (`reconcile::catalog_source`) observes, calls
+//! `decision::decide` once per sync, and carries out what it returns.
 //! docs/catalog-images.md.
 
 pub mod cache_update;
@@ -12,6 +14,7 @@ pub mod decision;
 pub mod events;
 pub mod fallback;
 pub mod in_process;
+pub mod memo;
 pub mod pod_plan;
 pub mod registry;
 pub mod registry_objects;

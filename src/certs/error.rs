@@ -20,4 +20,8 @@ pub enum CertError {
     BadHostName { host: String, source: rcgen::Error },
     #[error("{what}: {detail}")]
     Parse { what: &'static str, detail: String },
+    /// A plan whose Secret data lacks the serving pair (never made by `plan_certs`; kept as an
+    /// error rather than a panic).
+    #[error("Secret {0} has no tls.crt or tls.key")]
+    IncompleteSecret(String),
 }

@@ -5,9 +5,12 @@
 //! Pure apart from key generation and serial numbers, which need randomness (issue.rs);
 //! the clock always comes in as a `now: jiff::Timestamp` argument.
 
+pub mod api_service;
+pub mod deployment;
 mod error;
 mod issue;
 mod keys;
+pub mod objects;
 mod plan;
 mod rotation;
 mod secret;
@@ -18,11 +21,11 @@ pub use error::CertError;
 pub use issue::{CaBundle, ORGANIZATION, ServingCert, issue_ca, issue_serving_cert, parse_ca};
 pub use plan::{CertPlan, plan_certs};
 pub use rotation::{
-    CertValidity, RotationReason, RotationVerdict, is_certificate_pem, needs_rotation,
+    CertValidity, RotationReason, RotationVerdict, is_certificate_pem, needs_rotation, rotation_due,
 };
 pub use secret::{
-    CertSecretData, OLM_CA_HASH_ANNOTATION, OLM_CA_KEY, SECRET_TYPE_TLS, TLS_CRT_KEY, TLS_KEY_KEY,
-    olm_ca_hash,
+    CertSecretData, OLM_CA_HASH_ANNOTATION, OLM_CA_KEY, SECRET_TYPE_TLS, SeenSecret, TLS_CRT_KEY,
+    TLS_KEY_KEY, olm_ca_hash,
 };
 
 /// Lifetime of every CA and serving certificate: 730 days (docs/certificates.md §2).

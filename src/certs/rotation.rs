@@ -63,6 +63,23 @@ pub enum RotationReason {
     KeyDoesNotMatch,
 }
 
+/// Why the cert Secret of `service` must be (re-)issued at `now`, if it must
+/// (docs/certificates.md §6.1; a missing Secret counts): the one rotation question, asked by a
+/// CSV's sync for each cert deployment (`csv::certs::check::rotation_due`).
+pub fn rotation_due(
+    existing: Option<&CertSecretData>,
+    service: &super::ServiceName,
+    now: Timestamp,
+) -> Option<RotationReason> {
+    match existing {
+        None => Some(RotationReason::SecretMissing),
+        Some(data) => match needs_rotation(data, &service.checked_hosts(), now) {
+            RotationVerdict::Valid(_) => None,
+            RotationVerdict::Rotate(reason) => Some(reason),
+        },
+    }
+}
+
 /// Whether the certificates in `data` must be re-issued at `now`, checking what OLM checks —
 /// both certificates present, parsable and inside their validity window, `now` not past
 /// (notAfter − 24 h) for either, the serving certificate verifying against the CA for every

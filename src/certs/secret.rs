@@ -16,6 +16,15 @@ pub const OLM_CA_KEY: &str = "olmCAKey";
 /// Annotation on the Secret and on the pod template: SHA-256 hex of the CA PEM.
 pub const OLM_CA_HASH_ANNOTATION: &str = "olmcahash";
 
+/// A cert Secret as a controller's store holds it: its name, `olmcahash` annotation, owner kinds
+/// and the three data members. Debug output never shows the key (see [`CertSecretData`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeenSecret {
+    pub name: String,
+    pub ca_hash_annotation: Option<String>,
+    pub data: CertSecretData,
+}
+
 /// The three data members of a cert Secret, each as stored (bytes, not base64). `Debug`
 /// shows certificates but never the key.
 #[derive(Clone, Default, PartialEq, Eq)]

@@ -4,10 +4,8 @@
 //! Key material comes from [`crate::certs`]; the reconciler only reads, calls and writes.
 
 pub mod check;
-pub mod deployment;
 pub mod inject;
 pub mod install;
-pub mod resources;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,23 +17,15 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::rbac::v1::RoleBinding;
 
 use crate::api::{ClusterServiceVersion, WebhookDescription};
-use crate::certs::{CertSecretData, ServiceName, olm_ca_hash};
+use crate::certs::objects::Owner;
+use crate::certs::{SeenSecret, ServiceName, olm_ca_hash};
 
-use super::identity::namespace;
+use super::identity::{managed_owner_labels, namespace, owner_reference};
 use super::strategy::certificate_deployments;
 
 pub use install::{
     CertDeployment, CertInstall, CertInstallError, WebhookConfiguration, plan_cert_install,
 };
-
-/// A cert Secret as the CSV controller sees it: its name, `olmcahash` annotation, owner kinds
-/// and the three data members. Debug output never shows the key (see [`CertSecretData`]).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SeenSecret {
-    pub name: String,
-    pub ca_hash_annotation: Option<String>,
-    pub data: CertSecretData,
-}
 
 /// The cert-related objects of one CSV's namespace (plus its cluster-scoped webhook
 /// configurations and the `kube-system` auth-reader bindings), read from the reconciler's
@@ -60,6 +50,15 @@ impl CertObjects {
             .iter()
             .map(Arc::as_ref)
             .find(|s| s.metadata.name.as_deref() == Some(name))
+    }
+}
+
+/// The CSV as the owner of its cert deployments' objects (`certs::objects`).
+pub fn owner_of(csv: &ClusterServiceVersion) -> Owner {
+    Owner {
+        namespace: namespace(csv).to_owned(),
+        reference: owner_reference(csv),
+        labels: managed_owner_labels(csv),
     }
 }
 

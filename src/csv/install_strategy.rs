@@ -17,12 +17,12 @@ use crate::olm_hash::{
 
 use crate::certs::ServiceName;
 
-use super::certs::deployment::add_cert_volumes;
 use super::config_overrides::apply_config;
 use super::identity::{
     has_owner_labels, is_owned_by, managed_owner_labels, name, namespace, owner_reference,
 };
 use super::strategy::{StrategyError, certificate_deployments, deployment_strategy};
+use crate::certs::deployment::add_cert_volumes;
 
 /// One Deployment as it must exist.
 #[derive(Clone, Debug, PartialEq)]

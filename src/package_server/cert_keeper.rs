@@ -12,7 +12,6 @@
 //! `v1.packages.operators.coreos.com` gets the CA as `caBundle` only when it points at
 //! olm-rs's Service; one that points elsewhere (OLM's packageserver) is reported and left alone.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,79 +19,23 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::Client;
 use kube::api::Api;
-use serde_json::json;
 
 use super::auth::RequestHeaderConfig;
 use super::tls::TlsState;
-use crate::certs::{CertSecretData, SECRET_TYPE_TLS, ServiceName, plan_certs};
+use crate::certs::ServiceName;
+use crate::certs::api_service::{self, ApiServiceAction};
 use crate::k8s::clock::Clock;
-use crate::k8s::effects::{Body, Effects, Write, execute};
+use crate::k8s::effects::{Effects, execute};
 use crate::k8s::errors::{DECISION, ReconcileFailure};
 use crate::k8s::events::EventPublisher;
 use crate::k8s::read;
-use crate::k8s::write::{self, ObjectKey};
+use crate::k8s::write;
 use crate::package_manifest::types::{GROUP, VERSION};
 use crate::reconcile::work_queue::{Loop, Next, WorkQueue, run_workers};
 
 /// `v1.packages.operators.coreos.com`.
 pub fn apiservice_name() -> String {
     format!("{VERSION}.{GROUP}")
-}
-
-/// What to do about the APIService (pure).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApiServiceAction {
-    /// None exists (the chart's is turned off): nothing to keep.
-    Absent,
-    /// It points at another Service (OLM's packageserver): report, never touch.
-    Foreign {
-        service: String,
-    },
-    UpToDate,
-    /// Ours, with another (or no) caBundle: set it, at this resourceVersion.
-    SetCaBundle {
-        resource_version: Option<String>,
-    },
-}
-
-pub fn apiservice_action(
-    existing: Option<&APIService>,
-    ours: &ServiceName,
-    ca_pem: &[u8],
-) -> ApiServiceAction {
-    let Some(existing) = existing else {
-        return ApiServiceAction::Absent;
-    };
-    let spec = existing.spec.as_ref();
-    let service = spec.and_then(|s| s.service.as_ref());
-    let points_at_us = service.is_some_and(|s| {
-        s.name.as_deref() == Some(ours.service())
-            && s.namespace.as_deref() == Some(ours.namespace())
-    });
-    if !points_at_us {
-        return ApiServiceAction::Foreign {
-            service: service
-                .map(|s| {
-                    format!(
-                        "{}/{}",
-                        s.namespace.as_deref().unwrap_or(""),
-                        s.name.as_deref().unwrap_or("")
-                    )
-                })
-                .unwrap_or_else(|| "no Service (served locally)".to_owned()),
-        };
-    }
-    if spec
-        .and_then(|s| s.ca_bundle.as_ref())
-        .map(|b| b.0.as_slice())
-        == Some(ca_pem)
-    {
-        ApiServiceAction::UpToDate
-    } else {
-        ApiServiceAction::SetCaBundle {
-            resource_version: existing.metadata.resource_version.clone(),
-        }
-    }
 }
 
 /// Why one pass of the keeper failed (the engine retries it with back-off).
@@ -108,18 +51,15 @@ pub enum KeeperError {
         "ConfigMap kube-system/extension-apiserver-authentication has no requestheader-client-ca-file: the API server runs without --requestheader-client-ca-file, so it cannot call aggregated APIs"
     )]
     NoRequestHeaderCa,
-    #[error("Secret {0} has no tls.crt or tls.key")]
-    IncompleteSecret(String),
 }
 
 impl ReconcileFailure for KeeperError {
     fn error_label(&self) -> &'static str {
         match self {
             KeeperError::Api(e) => e.metric_label(),
-            KeeperError::Certs(_)
-            | KeeperError::Tls(_)
-            | KeeperError::NoRequestHeaderCa
-            | KeeperError::IncompleteSecret(_) => DECISION,
+            KeeperError::Certs(_) | KeeperError::Tls(_) | KeeperError::NoRequestHeaderCa => {
+                DECISION
+            }
         }
     }
 }
@@ -164,82 +104,37 @@ pub struct Serve {
     pub request_header: RequestHeaderConfig,
 }
 
-/// The keeper's decision (pure but for the randomness of a new key).
+/// The keeper's decision: the certificate, the Secret's and the APIService's writes are
+/// decided in `certs::api_service` (docs/certificates.md); this adds the front-proxy settings
+/// requests are checked against, which this replica needs to serve at all.
 pub fn decide(
     seen: &Observed,
     service: &ServiceName,
     now: jiff::Timestamp,
 ) -> Result<KeeperDecision, KeeperError> {
-    let name = service.secret_name();
-    let data = seen
-        .secret
-        .as_ref()
-        .and_then(|s| s.data.as_ref())
-        .map(CertSecretData::from_secret_data);
-    let plan = plan_certs(data.as_ref(), service, now)?;
-    let mut secret = Effects::default();
-    if !plan.reused {
-        secret.write(match &seen.secret {
-            None => {
-                let mut created = Secret {
-                    type_: Some(SECRET_TYPE_TLS.to_owned()),
-                    data: Some(plan.secret_data.to_secret_data()),
-                    ..Secret::default()
-                };
-                created.metadata.name = Some(name.clone());
-                created.metadata.namespace = Some(service.namespace().to_owned());
-                created.metadata.labels = Some(BTreeMap::from([(
-                    "app.kubernetes.io/managed-by".to_owned(),
-                    "olm-rs".to_owned(),
-                )]));
-                Write::create(created)
-            }
-            Some(old) => {
-                use base64::Engine as _;
-                let encoded: BTreeMap<String, String> = plan
-                    .secret_data
-                    .to_secret_data()
-                    .into_iter()
-                    .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v.0)))
-                    .collect();
-                Write::MergePatch {
-                    key: ObjectKey::new::<Secret>(Some(service.namespace()), &name),
-                    patch: Body::new(json!({"data": encoded})),
-                    resource_version: old.metadata.resource_version.clone(),
-                }
-            }
-        });
-    }
-    let (Some(cert), Some(key)) = (&plan.secret_data.tls_crt, &plan.secret_data.tls_key) else {
-        return Err(KeeperError::IncompleteSecret(name));
-    };
+    let certs = api_service::decide(
+        seen.secret.as_ref(),
+        seen.apiservice.as_ref(),
+        &apiservice_name(),
+        service,
+        now,
+    )?;
     let request_header = seen
         .auth_config
         .as_ref()
         .and_then(|m| m.data.as_ref())
         .and_then(RequestHeaderConfig::from_config_map)
         .ok_or(KeeperError::NoRequestHeaderCa)?;
-    let action = apiservice_action(seen.apiservice.as_ref(), service, &plan.ca_pem);
-    let mut apiservice = Effects::default();
-    if let ApiServiceAction::SetCaBundle { resource_version } = &action {
-        use base64::Engine as _;
-        let bundle = base64::engine::general_purpose::STANDARD.encode(&plan.ca_pem);
-        apiservice.write(Write::MergePatch {
-            key: ObjectKey::new::<APIService>(None, &apiservice_name()),
-            patch: Body::new(json!({"spec": {"caBundle": bundle}})),
-            resource_version: resource_version.clone(),
-        });
-    }
     Ok(KeeperDecision {
-        secret,
+        secret: certs.secret,
         serve: Serve {
-            cert: cert.clone(),
-            key: key.clone(),
+            cert: certs.cert,
+            key: certs.key,
             request_header,
         },
-        apiservice,
-        action,
-        issued: plan.reissue_reason,
+        apiservice: certs.apiservice,
+        action: certs.action,
+        issued: certs.issued,
     })
 }
 
@@ -362,10 +257,13 @@ impl Keeper {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::certs::plan_certs;
+    use crate::k8s::effects::Write;
     use k8s_openapi::ByteString;
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::{
         APIServiceSpec, ServiceReference,
     };
+    use std::collections::BTreeMap;
 
     fn apiservice(ns: &str, name: &str, ca: Option<&[u8]>) -> APIService {
         let mut a = APIService {
@@ -452,42 +350,5 @@ mod tests {
         let err = decide(&Observed::default(), &ours, now()).unwrap_err();
         assert!(matches!(err, KeeperError::NoRequestHeaderCa), "{err}");
         assert_eq!(err.error_label(), DECISION);
-    }
-
-    #[test]
-    fn only_our_apiservice_gets_our_ca() {
-        let ours = ServiceName::new("olm-rs-packageserver", "olm-rs");
-        assert_eq!(
-            apiservice_action(None, &ours, b"CA"),
-            ApiServiceAction::Absent
-        );
-        assert_eq!(
-            apiservice_action(
-                Some(&apiservice("olm", "packageserver-service", None)),
-                &ours,
-                b"CA"
-            ),
-            ApiServiceAction::Foreign {
-                service: "olm/packageserver-service".into()
-            }
-        );
-        assert_eq!(
-            apiservice_action(
-                Some(&apiservice("olm-rs", "olm-rs-packageserver", Some(b"old"))),
-                &ours,
-                b"CA"
-            ),
-            ApiServiceAction::SetCaBundle {
-                resource_version: Some("7".into())
-            }
-        );
-        assert_eq!(
-            apiservice_action(
-                Some(&apiservice("olm-rs", "olm-rs-packageserver", Some(b"CA"))),
-                &ours,
-                b"CA"
-            ),
-            ApiServiceAction::UpToDate
-        );
     }
 }

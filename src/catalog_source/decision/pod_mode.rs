@@ -34,11 +34,6 @@ pub struct RegistrySeen<'a> {
     pub network_policies: bool,
     /// The registry's answer for the image's digest, when [`digest_check`] asked for one.
     pub digest: Option<DigestSeen>,
-    /// A pod created for this catalog is not in the store yet.
-    pub awaiting_pod: bool,
-    /// The settled pods the connection was last made for; `Some(&[])` when pods were mixed
-    /// since; `None` before the first record.
-    pub serving_record: Option<&'a [String]>,
 }
 
 /// The image registry's answer to a digest check.
@@ -56,7 +51,7 @@ pub enum DigestAnswer {
     Failed(String),
 }
 
-/// What the connection was last made for, to remember.
+/// What the connection was last made for, to remember (`Memo::serving_pods`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServingPods {
     /// These settled pods serve now.
@@ -111,13 +106,15 @@ pub fn digest_check(
 }
 
 /// Stage 3 of a pod-mode image catalog (docs/catalog.md §3): the registry writes, the poll,
-/// the pod rollout, and the connection to the catalog's Service. Returns the registry writes.
+/// the pod rollout, and the connection to the catalog's Service. `awaiting`: the pod created
+/// last (`Memo::created_pod`) is not in the store yet. Returns the registry writes.
 pub(super) fn pod_mode(
     sync: &mut Sync,
     seen: &Observed<'_>,
     registry: &RegistrySeen<'_>,
     objects: &RegistryObjects,
     poll: Option<Poll>,
+    awaiting: bool,
     observed: &CatalogSourceStatus,
 ) -> RegistryWrites {
     let cs = seen.catalog;
@@ -158,12 +155,12 @@ pub(super) fn pod_mode(
         registry.found,
         &plan,
         registry.network_policies,
-        registry.awaiting_pod,
+        awaiting,
         now,
     );
     let pods_written = writes.touches_pods();
     let (mut recreated, mut switched, mut rolled_to) = (false, false, None);
-    if registry.awaiting_pod {
+    if awaiting {
         requeue = Some(AWAITING_POD);
     } else {
         // Reconnecting right when older pods are deleted could reach one of them, still
@@ -171,7 +168,11 @@ pub(super) fn pod_mode(
         // gone from the store (their deletion queues a sync).
         match pod_plan::settled_pods(&views, &desired) {
             Some(names) if !pods_written => {
-                switched = registry.serving_record.is_some_and(|prev| prev != names);
+                switched = seen
+                    .memo
+                    .serving_pods
+                    .as_deref()
+                    .is_some_and(|prev| prev != names);
                 sync.serving_pods = Some(ServingPods::Settled(names));
             }
             _ => {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::api::keys::POD_SPEC_HASH_LABEL;
+use crate::catalog_source::memo::{CreatedPod, LoadedConfigMap};
 use crate::catalog_source::registry::{self, RegistryObserved};
 use crate::catalog_source::registry_objects::RegistryObjects;
 use crate::catalog_source::registry_objects::{
@@ -35,10 +36,29 @@ fn image_catalog(status: serde_json::Value) -> CatalogSource {
     )
 }
 
+/// Nothing remembered: the first sync of a catalog.
+static NO_MEMO: Memo = Memo {
+    created_pod: None,
+    serving_pods: None,
+    config_map: None,
+    served: None,
+    failing_since: None,
+    fallback: None,
+};
+
 fn observed<'a>(
     cs: &'a CatalogSource,
     connection: Option<&'a LinkView>,
     source: SourceSeen<'a>,
+) -> Observed<'a> {
+    observed_with(cs, connection, source, &NO_MEMO)
+}
+
+fn observed_with<'a>(
+    cs: &'a CatalogSource,
+    connection: Option<&'a LinkView>,
+    source: SourceSeen<'a>,
+    memo: &'a Memo,
 ) -> Observed<'a> {
     static OVERRIDES: std::sync::LazyLock<BTreeMap<String, String>> =
         std::sync::LazyLock::new(|| {
@@ -47,10 +67,12 @@ fn observed<'a>(
     Observed {
         catalog: cs,
         now: t(NOW),
+        instant: Instant::now(),
         address_overrides: &OVERRIDES,
         serving_default: ServingMode::Pod,
+        fallback_retry: crate::catalog_source::fallback::RETRY_IN_PROCESS,
         connection,
-        fallback: None,
+        memo,
         source,
     }
 }
@@ -346,3 +368,76 @@ fn configmap_catalogs_put_their_content_in_the_cache() {
 
 /// Image catalogs served by registry pods: rollout, registry failures, polling, digests.
 mod pod_mode;
+
+/// The memo of the ConfigMap loaded is input and output: the next sync parses the ConfigMap
+/// again only when its version differs from the one remembered (docs/catalog.md §4).
+#[test]
+fn configmap_catalogs_remember_the_version_loaded() {
+    let cs = catalog(
+        serde_json::json!({"sourceType": "configmap", "configMap": "cm"}),
+        serde_json::json!({}),
+    );
+    let read = |rv: &str, content| ConfigMapSeen::Read {
+        uid: Some("cm-uid".into()),
+        resource_version: Some(rv.into()),
+        content,
+    };
+    let loaded = |rv: &str, refused: Option<&str>| LoadedConfigMap {
+        uid: Some("cm-uid".into()),
+        resource_version: Some(rv.into()),
+        refused: refused.map(str::to_owned),
+    };
+    let index = Arc::new(CatalogIndex::new(Default::default()));
+    let refusal = "catalog config map cm is invalid: no packages";
+    // (what, remembered before, seen, remembered after)
+    let cases = vec![
+        (
+            "first load",
+            None,
+            read("9", ConfigMapContent::Loaded(Arc::clone(&index))),
+            Some(loaded("9", None)),
+        ),
+        (
+            "a new version refused",
+            Some(loaded("9", None)),
+            read("10", ConfigMapContent::Refused(refusal.into())),
+            Some(loaded("10", Some(refusal))),
+        ),
+        (
+            "unchanged: the memo stays",
+            Some(loaded("10", Some(refusal))),
+            read(
+                "10",
+                ConfigMapContent::Unchanged {
+                    refused: Some(refusal.into()),
+                },
+            ),
+            Some(loaded("10", Some(refusal))),
+        ),
+        (
+            "gone: forgotten",
+            Some(loaded("10", None)),
+            ConfigMapSeen::Unreadable("configmaps \"cm\" not found".into()),
+            None,
+        ),
+        (
+            "loading stopped: the memo stays",
+            Some(loaded("9", None)),
+            ConfigMapSeen::Stopped("loading config map cm stopped: cancelled".into()),
+            Some(loaded("9", None)),
+        ),
+    ];
+    for (what, before, seen, after) in cases {
+        let memo = Memo {
+            config_map: before,
+            ..Memo::default()
+        };
+        let source = SourceSeen::ConfigMap {
+            name: "cm".into(),
+            seen,
+        };
+        let decision = decide(&observed_with(&cs, None, source, &memo));
+        assert_eq!(decision.memo.config_map, after, "{what}");
+        assert!(decision.registry.clone().into_writes().is_empty(), "{what}");
+    }
+}

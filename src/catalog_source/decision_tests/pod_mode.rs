@@ -223,10 +223,20 @@ fn pod_mode_rolls_pods_out_beside_the_serving_one_and_reconnects_only_when_settl
             found: &found,
             network_policies: true,
             digest: case.digest.clone(),
-            awaiting_pod: case.awaiting_pod,
-            serving_record: case.serving_record.as_deref(),
         };
-        let decision = decide(&observed(&cs, None, SourceSeen::Registry(seen_registry)));
+        // The memos are part of the input: the pod created last, the pods last served.
+        let instant = Instant::now();
+        let memo = Memo {
+            created_pod: case.awaiting_pod.then(|| CreatedPod {
+                name: "ops-abc".into(),
+                at: instant,
+            }),
+            serving_pods: case.serving_record.clone(),
+            ..Memo::default()
+        };
+        let mut seen = observed_with(&cs, None, SourceSeen::Registry(seen_registry), &memo);
+        seen.instant = instant;
+        let decision = decide(&seen);
         let what = case.what;
         assert_eq!(
             verbs(&decision.registry.clone().into_writes()),
@@ -235,7 +245,22 @@ fn pod_mode_rolls_pods_out_beside_the_serving_one_and_reconnects_only_when_settl
         );
         let outcome = &decision.outcome;
         assert_eq!(outcome.link, case.link, "{what}");
-        assert_eq!(outcome.serving_pods, case.serving_pods, "{what}");
+        let remembered = match case.serving_pods.clone() {
+            Some(ServingPods::Settled(names)) => Some(names),
+            Some(ServingPods::Mixed) => Some(Vec::new()),
+            None => case.serving_record.clone(),
+        };
+        assert_eq!(decision.memo.serving_pods, remembered, "{what}");
+        assert_eq!(
+            decision.memo.created_pod.is_some(),
+            case.awaiting_pod,
+            "{what}: the created pod is awaited until the store shows it"
+        );
+        // A failed registry write keeps what only the write would make true.
+        assert_eq!(
+            decision.if_registry_fails.memo.serving_pods, case.serving_record,
+            "{what}"
+        );
         assert_eq!(outcome.effects.requeue, Some(case.requeue), "{what}");
         let events: Vec<String> = events(outcome)
             .into_iter()
@@ -256,8 +281,23 @@ fn pod_mode_rolls_pods_out_beside_the_serving_one_and_reconnects_only_when_settl
 #[test]
 fn a_registry_that_cannot_be_written_marks_the_catalog() {
     let cs = image_catalog(serde_json::json!({}));
-    let seen = observed(&cs, None, SourceSeen::Address("unused".into()));
-    let outcome = registry_failed(&seen, &"pods \"ops-x\" is forbidden");
+    let objects = objects_of(&cs);
+    let found = all_objects(&objects, vec![]);
+    let registry = RegistrySeen {
+        objects: Ok(&objects),
+        found: &found,
+        network_policies: true,
+        digest: None,
+    };
+    let decision = decide(&observed(&cs, None, SourceSeen::Registry(registry)));
+    assert_eq!(
+        verbs(&decision.registry.clone().into_writes()),
+        vec!["create ops-"]
+    );
+    // Picked by the shell when the write is refused, with the refusal's text.
+    let outcome = decision
+        .if_registry_fails
+        .outcome(&cs, &"pods \"ops-x\" is forbidden");
     assert_eq!(outcome.link, Link::Leave);
     let status = written_status(&outcome).unwrap();
     assert_eq!(status["reason"], "RegistryServerError");
@@ -287,8 +327,6 @@ fn an_unparsable_poll_interval_is_reported_and_the_default_used() {
         found: &found,
         network_policies: true,
         digest: None,
-        awaiting_pod: true,
-        serving_record: None,
     };
     let decision = decide(&observed(&cs, None, SourceSeen::Registry(registry)));
     let status = written_status(&decision.outcome).unwrap();

@@ -3,18 +3,16 @@
 
 use crate::api::keys::{WEBHOOK_DESCRIPTION_HASH_LABEL, WEBHOOK_GENERATE_NAME_LABEL};
 use crate::api::{ClusterServiceVersion, WebhookAdmissionType};
-use crate::certs::{
-    OLM_CA_HASH_ANNOTATION, RotationVerdict, is_certificate_pem, needs_rotation, olm_ca_hash,
-};
+use crate::certs::{OLM_CA_HASH_ANNOTATION, is_certificate_pem, olm_ca_hash};
 
 use super::super::identity::{has_owner_labels, namespace};
 use super::super::observed::Observed;
 use super::super::ownership::api_service_adoptable;
 use super::super::strategy::{certificate_deployments, deployment_strategy};
-use super::deployment::service_account_of;
 use super::install::description_hash;
-use super::resources::{auth_delegator_binding_name, auth_reader_binding_name};
 use super::{service_of, webhooks};
+use crate::certs::deployment::service_account_of;
+use crate::certs::objects::{auth_delegator_binding_name, auth_reader_binding_name};
 
 /// The first cert deployment whose Secret must be re-issued at `now`, with why
 /// (docs/certificates.md §6.1; a missing Secret counts).
@@ -23,15 +21,12 @@ pub fn rotation_due(
     seen: &Observed,
     now: jiff::Timestamp,
 ) -> Option<String> {
+    // The CSV only names each cert deployment's Service and Secret; the question is
+    // `certs::rotation_due`'s.
     certificate_deployments(csv).into_iter().find_map(|d| {
         let svc = service_of(csv, &d);
-        let why = match seen.certs.secret(&svc.secret_name()) {
-            None => "the certificate Secret does not exist".to_owned(),
-            Some(secret) => match needs_rotation(&secret.data, &svc.checked_hosts(), now) {
-                RotationVerdict::Valid(_) => return None,
-                RotationVerdict::Rotate(reason) => reason.to_string(),
-            },
-        };
+        let secret = seen.certs.secret(&svc.secret_name()).map(|s| &s.data);
+        let why = crate::certs::rotation_due(secret, &svc, now)?;
         Some(format!("deployment {d}: {why}"))
     })
 }

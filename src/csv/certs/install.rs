@@ -25,17 +25,17 @@ use super::super::identity::name;
 use super::super::observed::Observed;
 use super::super::ownership::api_service_adoptable;
 use super::super::strategy::{StrategyError, certificate_deployments, deployment_strategy};
-use super::deployment::service_account_of;
 use super::inject::{
     api_service, api_service_port, crd_conversion, mutating_configuration,
     validating_configuration, webhook_client_config, webhook_labels, webhook_lookup_labels,
     webhook_namespace_selector,
 };
-use super::resources::{
+use super::{service_of, webhooks};
+use crate::certs::deployment::service_account_of;
+use crate::certs::objects::{
     PortSpec, auth_delegator_binding, auth_reader_binding, secret, secret_reader_binding,
     secret_reader_role, service,
 };
-use super::{service_of, webhooks};
 
 /// Why the certificate part of an install cannot be done; the CSV goes
 /// `Failed / InstallComponentFailed` "install strategy failed: <this>" and is retried.
@@ -195,6 +195,7 @@ pub fn plan_cert_install(
         .flatten()
         .collect();
 
+    let owner = super::owner_of(csv);
     let mut deployments = Vec::new();
     for d in &cert_deployments {
         let entry = strategy
@@ -235,12 +236,12 @@ pub fn plan_cert_install(
         let sa = service_account_of(&entry.spec);
         deployments.push(CertDeployment {
             deployment: d.clone(),
-            service: service(csv, &svc, &entry.spec, &ports),
-            secret: secret(csv, &svc, &certs),
-            role: secret_reader_role(csv, &svc),
-            role_binding: secret_reader_binding(csv, &svc, &sa),
-            cluster_role_binding: auth_delegator_binding(csv, &svc, &sa),
-            auth_reader_binding: auth_reader_binding(csv, &svc, &sa),
+            service: service(&owner, &svc, &entry.spec, &ports),
+            secret: secret(&owner, &svc, &certs),
+            role: secret_reader_role(&owner, &svc),
+            role_binding: secret_reader_binding(&owner, &svc, &sa),
+            cluster_role_binding: auth_delegator_binding(&owner, &svc, &sa),
+            auth_reader_binding: auth_reader_binding(&owner, &svc, &sa),
             service_account: sa,
             certs,
         });

@@ -1,6 +1,8 @@
 //! Observing a `configmap` / `internal` catalog (docs/catalog.md §4): its ConfigMap, read by
-//! name at each sync and parsed again only when its resourceVersion changes — no registry pod.
-//! The decision (`catalog_source::decision`) puts the content in the catalog cache.
+//! name at each sync and parsed again only when its resourceVersion differs from the version
+//! the catalog's memo says was loaded — no registry pod. The decision
+//! (`catalog_source::decision`) puts the content in the catalog cache and says what to
+//! remember.
 //!
 //! Unlike OLM, olm-rs puts no ownerReference on the user's ConfigMap: OLM's makes deleting the
 //! CatalogSource garbage-collect the user's data (a known pain, docs/catalog.md §4).
@@ -16,18 +18,10 @@ use crate::api::CatalogSource;
 use crate::catalog::configmap_catalog::{self, ConfigMapCatalogError};
 use crate::catalog::{self, CatalogIndex};
 use crate::catalog_source::decision::{ConfigMapContent, ConfigMapSeen};
+use crate::catalog_source::memo::LoadedConfigMap;
 use crate::registry::connection::InvalidCatalog;
 
 use super::Reconciler;
-
-/// What was last loaded from a catalog's ConfigMap.
-#[derive(Debug, Clone)]
-pub(super) struct LoadedConfigMap {
-    pub uid: Option<String>,
-    pub resource_version: Option<String>,
-    /// `Err` when the content was refused.
-    pub outcome: Result<(), InvalidConfigMap>,
-}
 
 /// Why a catalog's ConfigMap could not be read or loaded; the text is the status message
 /// (reason `ConfigMapError`).
@@ -51,7 +45,7 @@ pub(super) enum ConfigMapError {
 
 /// A catalog ConfigMap whose content is refused; the text is the status message (reason
 /// `ConfigMapError`).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("catalog config map {name} is invalid: {problem}")]
 pub(super) struct InvalidConfigMap {
     name: String,
@@ -68,37 +62,43 @@ enum InvalidContent {
     Problems(#[from] InvalidCatalog),
 }
 
-/// Reads the catalog's ConfigMap, and loads its content when it changed since the last load
-/// (the load is the observation: what the content is; the cache is updated as the decision
-/// says).
+/// Reads the catalog's ConfigMap, and loads its content when it changed since the load
+/// `loaded` remembers (the load is the observation: what the content is; the cache and the
+/// memo are updated as the decision says).
 pub(super) async fn observe(
     r: &Reconciler,
     cs: &CatalogSource,
     key: &CatalogRef,
     config_map: &str,
+    loaded: Option<&LoadedConfigMap>,
 ) -> ConfigMapSeen {
     let ns = cs.namespace().unwrap_or_default();
     let api: Api<ConfigMap> = Api::namespaced(r.ctx.client.clone(), &ns);
     let name = config_map.to_owned();
     let cm = match api.get_opt(config_map).await {
         Ok(Some(cm)) => cm,
-        Ok(None) => return unreadable(r, key, ConfigMapError::NotFound { name }),
-        Err(source) => return unreadable(r, key, ConfigMapError::Unreadable { name, source }),
+        Ok(None) => {
+            return ConfigMapSeen::Unreadable(ConfigMapError::NotFound { name }.to_string());
+        }
+        Err(source) => {
+            return ConfigMapSeen::Unreadable(
+                ConfigMapError::Unreadable { name, source }.to_string(),
+            );
+        }
     };
     let uid = cm.meta().uid.clone();
     let resource_version = cm.resource_version();
-    let loaded = r.loaded_configmaps().get(key).cloned();
-    let already = loaded.as_ref().filter(|l| {
+    let already = loaded.filter(|l| {
         l.uid == uid
             && l.resource_version == resource_version
             && r.ctx
                 .catalogs
                 .get(key)
-                .is_some_and(|s| s.index.is_some() || l.outcome.is_err())
+                .is_some_and(|s| s.index.is_some() || l.refused.is_some())
     });
     let content = match already {
         Some(l) => ConfigMapContent::Unchanged {
-            refused: l.outcome.as_ref().err().map(ToString::to_string),
+            refused: l.refused.clone(),
         },
         None => {
             let data = cm.data.clone().unwrap_or_default();
@@ -119,23 +119,12 @@ pub(super) async fn observe(
                     );
                 }
             };
-            let (outcome, content) = match built {
-                Ok(index) => (Ok(()), ConfigMapContent::Loaded(Arc::new(index))),
+            match built {
+                Ok(index) => ConfigMapContent::Loaded(Arc::new(index)),
                 Err(problem) => {
-                    let invalid = InvalidConfigMap { name, problem };
-                    let message = invalid.to_string();
-                    (Err(invalid), ConfigMapContent::Refused(message))
+                    ConfigMapContent::Refused(InvalidConfigMap { name, problem }.to_string())
                 }
-            };
-            r.loaded_configmaps().insert(
-                key.clone(),
-                LoadedConfigMap {
-                    uid: uid.clone(),
-                    resource_version: resource_version.clone(),
-                    outcome,
-                },
-            );
-            content
+            }
         }
     };
     ConfigMapSeen::Read {
@@ -143,10 +132,4 @@ pub(super) async fn observe(
         resource_version,
         content,
     }
-}
-
-/// A ConfigMap that cannot be read: what was loaded from it is forgotten.
-fn unreadable(r: &Reconciler, key: &CatalogRef, error: ConfigMapError) -> ConfigMapSeen {
-    r.loaded_configmaps().remove(key);
-    ConfigMapSeen::Unreadable(error.to_string())
 }

@@ -3,8 +3,10 @@
 //! publish each catalog's content and health in `ctx.catalogs` for the rest of olm-rs.
 //!
 //! The one shape (docs/catalog.md §1): a queue keyed by catalog, fed by `feeds`; each sync
-//! observes (`sync`, `configmap`, `image`, `in_process`), lets the core decide
-//! (`crate::catalog_source`) and carries out the decision through `k8s::effects::execute`.
+//! observes (`sync`, `configmap`, `pod_mode`, `in_process`) — the catalog's memos among what it
+//! observes —, lets the core decide once (`crate::catalog_source::decision::decide`) and carries
+//! out the decision: writes through `k8s::effects::execute`, the connection, the catalog cache,
+//! and the memos the decision returns.
 //!
 //! A broken catalog marks only itself: its status says why in plain words, its cache entry is
 //! unhealthy, and no other catalog is affected.
@@ -22,7 +24,7 @@ mod pod_mode;
 mod sync;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -33,13 +35,12 @@ use kube_runtime::watcher;
 
 use crate::api::CatalogRef;
 use crate::api::CatalogSource;
-use crate::api::event::ObjectEvent;
 use crate::catalog_cache::image_catalogs::{ImageCatalogError, ImageCatalogs};
 use crate::catalog_cache::{CatalogHealth, HealthReason};
 use crate::catalog_source::cache_update::{CacheUpdate, Unhealthy};
-use crate::catalog_source::fallback::{self, Fallback, Route};
+use crate::catalog_source::memo::Memo;
 use crate::catalog_source::registry_objects::RegistryPodOptions;
-use crate::catalog_source::serving::{SERVING_ANNOTATION, ServingMode};
+use crate::catalog_source::serving::ServingMode;
 use crate::k8s::store::{NamespacedStore, keep_all, reflect_namespaced};
 use crate::k8s::write::ApiError;
 use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
@@ -47,7 +48,6 @@ use crate::registry::client::ClientTimeouts;
 use crate::registry::connection::{ConnectionOptions, Connections};
 
 use super::Context;
-use configmap::LoadedConfigMap;
 
 /// Settings of the CatalogSource controller.
 #[derive(Debug, Clone, Default)]
@@ -90,10 +90,6 @@ impl CatalogSourceOptions {
     }
 }
 
-/// How long a created registry pod may take to appear in the store before pods are decided
-/// again regardless.
-const CREATED_POD_GRACE: Duration = Duration::from_secs(30);
-
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("CatalogSource {key}: {source}")]
@@ -121,23 +117,28 @@ pub struct Reconciler {
     /// Every CatalogSource of the cluster.
     catalogs: NamespacedStore<CatalogSource>,
     registry_stores: pod_mode::RegistryStores,
-    /// Registry pods created and not yet seen in the store, per catalog.
-    created_pods: Mutex<HashMap<CatalogRef, (String, std::time::Instant)>>,
-    /// The registry pods serving each image catalog when its connection last read it.
-    serving_pods: Mutex<HashMap<CatalogRef, Vec<String>>>,
     connections: Connections,
-    configmaps: Mutex<HashMap<CatalogRef, LoadedConfigMap>>,
-    /// In-process image catalogs: what each serves, and the content store they share.
-    served_images: in_process::ServedImages,
+    /// What each catalog's last sync decided to remember; a sync reads its catalog's as part of
+    /// what it observes and keeps the value its decision returns (one sync of a key at a time).
+    memos: Mutex<HashMap<CatalogRef, Memo>>,
+    /// Digests no catalog serves any more whose content is still on disk.
+    retired: Mutex<Vec<String>>,
     /// Opened on first use: a controller without in-process catalogs creates no directory.
     image_catalogs: std::sync::OnceLock<Result<Arc<ImageCatalogs>, ImageCatalogError>>,
-    /// Image catalogs served by their registry pod because the controller could not pull them.
-    fallbacks: Mutex<HashMap<CatalogRef, Fallback>>,
 }
 
 impl Reconciler {
-    fn loaded_configmaps(&self) -> std::sync::MutexGuard<'_, HashMap<CatalogRef, LoadedConfigMap>> {
-        self.configmaps.lock().unwrap_or_else(|p| p.into_inner())
+    fn memos(&self) -> MutexGuard<'_, HashMap<CatalogRef, Memo>> {
+        self.memos.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn retired(&self) -> MutexGuard<'_, Vec<String>> {
+        self.retired.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The memos of `key` as its last sync left them.
+    fn memo(&self, key: &CatalogRef) -> Memo {
+        self.memos().get(key).cloned().unwrap_or_default()
     }
 
     /// Everything olm-rs holds for a catalog that no longer exists.
@@ -147,17 +148,9 @@ impl Reconciler {
             .catalog_source_deleted(&key.namespace, &key.name);
         self.connections.close(key);
         self.ctx.catalogs.remove(key);
-        self.created_pods
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
-        self.loaded_configmaps().remove(key);
-        self.served_images.forget(key);
-        self.fallbacks().remove(key);
-        self.serving_pods
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
+        if let Some(served) = self.memos().remove(key).and_then(|m| m.served) {
+            self.retired().push(served.digest);
+        }
     }
 
     /// Changes the catalog's cache entry as a decision says.
@@ -189,50 +182,6 @@ impl Reconciler {
         let mut keys = self.connections.keys();
         keys.extend(self.ctx.catalogs.all().into_iter().map(|s| s.key));
         keys
-    }
-
-    /// The settled registry pods the connection of `key` was last made for (empty: pods were
-    /// mixed since).
-    fn serving_record(&self, key: &CatalogRef) -> Option<Vec<String>> {
-        self.serving_pods
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .cloned()
-    }
-
-    /// Records what the connection of `key` reads now (as the decision says).
-    fn record_serving(&self, key: &CatalogRef, names: Vec<String>) {
-        self.serving_pods
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), names);
-    }
-
-    /// Records a registry pod just created for `key`.
-    fn expect_pod(&self, key: &CatalogRef, name: String) {
-        self.created_pods
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), (name, std::time::Instant::now()));
-    }
-
-    /// Whether a pod created for `key` is still missing from `seen` (for at most
-    /// [`CREATED_POD_GRACE`]; a pod deleted meanwhile must not hold the catalog up for ever).
-    fn awaiting_pod(&self, key: &CatalogRef, seen: &[Arc<Pod>]) -> bool {
-        let mut created = self.created_pods.lock().unwrap_or_else(|p| p.into_inner());
-        let Some((name, at)) = created.get(key) else {
-            return false;
-        };
-        if at.elapsed() < CREATED_POD_GRACE && !seen.iter().any(|p| &p.name_any() == name) {
-            return true;
-        }
-        created.remove(key);
-        false
-    }
-
-    fn fallbacks(&self) -> std::sync::MutexGuard<'_, HashMap<CatalogRef, Fallback>> {
-        self.fallbacks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The content store of in-process catalog images.
@@ -307,13 +256,10 @@ pub async fn run(ctx: Arc<Context>) {
         ctx: Arc::clone(&ctx),
         catalogs,
         registry_stores,
-        created_pods: Mutex::new(HashMap::new()),
-        serving_pods: Mutex::new(HashMap::new()),
         connections,
-        configmaps: Mutex::new(HashMap::new()),
-        served_images: in_process::ServedImages::default(),
+        memos: Mutex::new(HashMap::new()),
+        retired: Mutex::new(Vec::new()),
         image_catalogs: std::sync::OnceLock::new(),
-        fallbacks: Mutex::new(HashMap::new()),
     });
     let queue: WorkQueue<CatalogRef> = WorkQueue::with_backoff(BACKOFF);
     let feeds = feeds::drive(
@@ -388,83 +334,7 @@ async fn sync(r: &Reconciler, key: &CatalogRef) -> Result<Next, Error> {
         cs.spec.priority.unwrap_or(0),
         r.ctx.clock.now(),
     );
-    let (source, notes) = crate::catalog_source::decision::source_to_observe(
-        &cs,
-        r.ctx.options.catalog_sources.serving,
-    );
-    match source {
-        None => serve_image(r, &cs, key, notes).await,
-        Some(source) => sync::sync_catalog(r, &cs, key, source, None).await,
-    }
-}
-
-/// An image catalog served in-process by default — or, while the controller cannot pull its
-/// image and the node may, by its registry pod (docs/catalog-images.md §7). A catalog whose
-/// annotation asks for in-process serving gets no fallback: it reports the failure.
-async fn serve_image(
-    r: &Reconciler,
-    cs: &CatalogSource,
-    key: &CatalogRef,
-    notes: Vec<ObjectEvent>,
-) -> Result<Next, Error> {
-    let now = r.ctx.clock.now();
-    let image = cs.spec.image.clone().unwrap_or_default();
-    let touched = fallback::fingerprint(cs);
-    let current = r.fallbacks().get(key).cloned();
-    let retry = r
-        .ctx
-        .options
-        .catalog_sources
-        .fallback_retry
-        .unwrap_or(fallback::RETRY_IN_PROCESS);
-    match fallback::route(current.as_ref(), &image, &touched, now) {
-        Route::RegistryPod(f) => return by_registry_pod(r, cs, key, f.clone()).await,
-        Route::Retry(f) => {
-            // Still out of reach: the registry pod keeps serving until the next try. Reached,
-            // or failing for another cause: in-process serving takes over (and reports it).
-            if let Err(outcome) = in_process::probe(r, cs, key).await
-                && let Some(next) =
-                    fallback::after_check(&outcome, false, &image, &touched, Some(f), now, retry)
-            {
-                return by_registry_pod(r, cs, key, next).await;
-            }
-        }
-        Route::InProcess => {}
-    }
-    // In-process: the registry pod of a fallback is removed as pod mode's leftovers are.
-    r.fallbacks().remove(key);
-    let (next, outcome, served) = in_process::reconcile(r, cs, key, notes).await?;
-    let explicit = cs.annotations().contains_key(SERVING_ANNOTATION);
-    let fell_back = outcome.as_ref().filter(|_| !explicit).and_then(|outcome| {
-        fallback::after_check(
-            outcome,
-            served,
-            &image,
-            &touched,
-            current.as_ref(),
-            now,
-            retry,
-        )
-    });
-    match fell_back {
-        Some(f) => {
-            tracing::info!(catalog = %key, image = %f.image, cause = %f.cause, "catalog image served by a registry pod: the controller cannot pull it");
-            by_registry_pod(r, cs, key, f).await
-        }
-        None => Ok(next),
-    }
-}
-
-/// Records `f` and syncs the catalog as a pod-mode image catalog that says why.
-async fn by_registry_pod(
-    r: &Reconciler,
-    cs: &CatalogSource,
-    key: &CatalogRef,
-    f: Fallback,
-) -> Result<Next, Error> {
-    r.fallbacks().insert(key.clone(), f.clone());
-    let source = Ok(crate::catalog_source::spec::Source::Image(f.image.clone()));
-    sync::sync_catalog(r, cs, key, source, Some(&f)).await
+    sync::sync_catalog(r, &cs, key).await
 }
 
 /// What a failed execution means for the next run.

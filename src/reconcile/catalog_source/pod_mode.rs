@@ -9,7 +9,6 @@ use kube::api::PartialObjectMeta;
 use kube::core::GroupVersionKind;
 use kube::{Resource, ResourceExt};
 
-use crate::api::CatalogRef;
 use crate::api::CatalogSource;
 use crate::api::keys::{CATALOG_SOURCE_LABEL, MANAGED_LABEL, MANAGED_LABEL_VALUE};
 use crate::catalog_source::decision::{self, DigestAnswer, DigestSeen, Poll, RegistrySeen};
@@ -113,8 +112,6 @@ pub(super) struct RegistryObservation {
     found: RegistryObserved,
     network_policies: bool,
     digest: Option<DigestSeen>,
-    awaiting_pod: bool,
-    serving_record: Option<Vec<String>>,
 }
 
 impl RegistryObservation {
@@ -124,8 +121,6 @@ impl RegistryObservation {
             found: &self.found,
             network_policies: self.network_policies,
             digest: self.digest.clone(),
-            awaiting_pod: self.awaiting_pod,
-            serving_record: self.serving_record.as_deref(),
         }
     }
 }
@@ -135,7 +130,6 @@ impl RegistryObservation {
 pub(super) async fn observe(
     r: &Reconciler,
     cs: &CatalogSource,
-    key: &CatalogRef,
     poll: Option<Poll>,
     now: jiff::Timestamp,
 ) -> RegistryObservation {
@@ -157,8 +151,6 @@ pub(super) async fn observe(
         found: RegistryObserved::default(),
         network_policies: true,
         digest: None,
-        awaiting_pod: false,
-        serving_record: None,
     };
     let Ok(objects) = &observation.objects else {
         observation.found = found;
@@ -173,8 +165,6 @@ pub(super) async fn observe(
         });
     }
     observation.network_policies = network_policies_served(r).await;
-    observation.awaiting_pod = r.awaiting_pod(key, &found.pods);
-    observation.serving_record = r.serving_record(key);
     observation.found = found;
     observation
 }

@@ -5,9 +5,10 @@
 
 use kube::ResourceExt;
 
+use crate::certs::SeenSecret;
+use crate::certs::objects::KUBE_SYSTEM;
 use crate::certs::{CertSecretData, OLM_CA_HASH_ANNOTATION};
-use crate::csv::certs::resources::KUBE_SYSTEM;
-use crate::csv::certs::{CertObjects, SeenSecret};
+use crate::csv::certs::CertObjects;
 
 use super::created::CreatedWebhooks;
 use super::stores::Stores;

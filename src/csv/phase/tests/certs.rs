@@ -8,8 +8,9 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::{
 };
 
 use super::*;
+use crate::certs::SeenSecret;
 use crate::certs::{OLM_CA_HASH_ANNOTATION, olm_ca_hash};
-use crate::csv::certs::{CertInstall, SeenSecret, WebhookConfiguration};
+use crate::csv::certs::{CertInstall, WebhookConfiguration};
 use crate::csv::install_strategy::desired_deployments_with_certs;
 
 const DAY: i64 = 86_400;

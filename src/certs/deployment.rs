@@ -1,11 +1,13 @@
 //! What a cert deployment's spec gains before it is hashed and applied (docs/certificates.md §5): the
 //! Secret mounted twice (aggregated-API and controller-runtime webhook paths), a ServiceAccount,
-//! and the `olmcahash` template annotation that rolls the pods when the CA changes.
+//! and the `olmcahash` template annotation that rolls the pods when the CA changes. Any
+//! Deployment serving with an olm-rs certificate: the spec and the Secret's name come in as
+//! plain values (a CSV's cert deployments are named by `csv::certs`).
 
 use k8s_openapi::api::apps::v1::DeploymentSpec;
 use k8s_openapi::api::core::v1::{KeyToPath, SecretVolumeSource, Volume, VolumeMount};
 
-use crate::certs::{OLM_CA_HASH_ANNOTATION, TLS_CRT_KEY, TLS_KEY_KEY};
+use super::{OLM_CA_HASH_ANNOTATION, TLS_CRT_KEY, TLS_KEY_KEY};
 
 /// Volume holding the cert as an aggregated API server expects it.
 pub const APISERVICE_CERT_VOLUME: &str = "apiservice-cert";

@@ -1,6 +1,7 @@
 //! The objects OLM makes per cert deployment (docs/certificates.md §3): Service, Secret, the Role and
 //! RoleBinding that let the operator read the Secret, and the two bindings an aggregated API
-//! server needs to delegate authentication.
+//! server needs to delegate authentication. Their owner comes in as a plain [`Owner`] (a CSV's,
+//! from `csv::certs::owner_of`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,11 +13,21 @@ use k8s_openapi::api::rbac::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::api::ClusterServiceVersion;
-use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
-use crate::certs::{CertPlan, OLM_CA_HASH_ANNOTATION, SECRET_TYPE_TLS, ServiceName};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use super::super::identity::{managed_owner_labels, namespace, owner_reference};
+use crate::api::keys::{MANAGED_LABEL, MANAGED_LABEL_VALUE};
+
+use super::{CertPlan, OLM_CA_HASH_ANNOTATION, SECRET_TYPE_TLS, ServiceName};
+
+/// Who owns a cert deployment's objects: the namespace they live in, the owner reference of the
+/// namespaced ones, and the labels (`olm.managed` and the owner's) of the cluster-scoped and
+/// `kube-system` ones, which no owner reference can reach.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Owner {
+    pub namespace: String,
+    pub reference: OwnerReference,
+    pub labels: BTreeMap<String, String>,
+}
 
 /// Namespace of the `extension-apiserver-authentication-reader` Role.
 pub const KUBE_SYSTEM: &str = "kube-system";
@@ -39,12 +50,12 @@ fn managed_only() -> BTreeMap<String, String> {
     BTreeMap::from([(MANAGED_LABEL.to_owned(), MANAGED_LABEL_VALUE.to_owned())])
 }
 
-fn owned_meta(csv: &ClusterServiceVersion, name: &str) -> ObjectMeta {
+fn owned_meta(owner: &Owner, name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_owned()),
-        namespace: Some(namespace(csv).to_owned()),
+        namespace: Some(owner.namespace.clone()),
         labels: Some(managed_only()),
-        owner_references: Some(vec![owner_reference(csv)]),
+        owner_references: Some(vec![owner.reference.clone()]),
         ..Default::default()
     }
 }
@@ -69,7 +80,7 @@ impl PortSpec {
 /// docs/certificates.md §3.1: selector from the deployment's `matchLabels`, one port per distinct
 /// (name, port, targetPort), named after the port number.
 pub fn service(
-    csv: &ClusterServiceVersion,
+    owner: &Owner,
     svc: &ServiceName,
     deployment: &DeploymentSpec,
     ports: &[PortSpec],
@@ -86,7 +97,7 @@ pub fn service(
         })
         .collect();
     Service {
-        metadata: owned_meta(csv, svc.service()),
+        metadata: owned_meta(owner, svc.service()),
         spec: Some(ServiceSpec {
             selector: deployment.selector.match_labels.clone(),
             ports: Some(ports),
@@ -97,8 +108,8 @@ pub fn service(
 }
 
 /// docs/certificates.md §3.2: `kubernetes.io/tls` with `tls.crt`, `tls.key`, `olmCAKey` and `olmcahash`.
-pub fn secret(csv: &ClusterServiceVersion, svc: &ServiceName, plan: &CertPlan) -> Secret {
-    let mut meta = owned_meta(csv, &svc.secret_name());
+pub fn secret(owner: &Owner, svc: &ServiceName, plan: &CertPlan) -> Secret {
+    let mut meta = owned_meta(owner, &svc.secret_name());
     meta.annotations = Some(BTreeMap::from([(
         OLM_CA_HASH_ANNOTATION.to_owned(),
         plan.ca_hash.clone(),
@@ -111,19 +122,19 @@ pub fn secret(csv: &ClusterServiceVersion, svc: &ServiceName, plan: &CertPlan) -
     }
 }
 
-fn service_account_subject(csv: &ClusterServiceVersion, sa: &str) -> Subject {
+fn service_account_subject(owner: &Owner, sa: &str) -> Subject {
     Subject {
         kind: "ServiceAccount".to_owned(),
         name: sa.to_owned(),
-        namespace: Some(namespace(csv).to_owned()),
+        namespace: Some(owner.namespace.clone()),
         api_group: Some(String::new()),
     }
 }
 
 /// docs/certificates.md §3.3: `get` on exactly this Secret.
-pub fn secret_reader_role(csv: &ClusterServiceVersion, svc: &ServiceName) -> Role {
+pub fn secret_reader_role(owner: &Owner, svc: &ServiceName) -> Role {
     Role {
-        metadata: owned_meta(csv, &svc.secret_name()),
+        metadata: owned_meta(owner, &svc.secret_name()),
         rules: Some(vec![PolicyRule {
             verbs: vec!["get".to_owned()],
             api_groups: Some(vec![String::new()]),
@@ -134,32 +145,24 @@ pub fn secret_reader_role(csv: &ClusterServiceVersion, svc: &ServiceName) -> Rol
     }
 }
 
-pub fn secret_reader_binding(
-    csv: &ClusterServiceVersion,
-    svc: &ServiceName,
-    sa: &str,
-) -> RoleBinding {
+pub fn secret_reader_binding(owner: &Owner, svc: &ServiceName, sa: &str) -> RoleBinding {
     RoleBinding {
-        metadata: owned_meta(csv, &svc.secret_name()),
+        metadata: owned_meta(owner, &svc.secret_name()),
         role_ref: RoleRef {
             api_group: "rbac.authorization.k8s.io".to_owned(),
             kind: "Role".to_owned(),
             name: svc.secret_name(),
         },
-        subjects: Some(vec![service_account_subject(csv, sa)]),
+        subjects: Some(vec![service_account_subject(owner, sa)]),
     }
 }
 
 /// docs/certificates.md §3.4, with owner labels so the CSV finalizer deletes it.
-pub fn auth_delegator_binding(
-    csv: &ClusterServiceVersion,
-    svc: &ServiceName,
-    sa: &str,
-) -> ClusterRoleBinding {
+pub fn auth_delegator_binding(owner: &Owner, svc: &ServiceName, sa: &str) -> ClusterRoleBinding {
     ClusterRoleBinding {
         metadata: ObjectMeta {
             name: Some(auth_delegator_binding_name(svc)),
-            labels: Some(managed_owner_labels(csv)),
+            labels: Some(owner.labels.clone()),
             ..Default::default()
         },
         role_ref: RoleRef {
@@ -167,22 +170,18 @@ pub fn auth_delegator_binding(
             kind: "ClusterRole".to_owned(),
             name: AUTH_DELEGATOR_CLUSTER_ROLE.to_owned(),
         },
-        subjects: Some(vec![service_account_subject(csv, sa)]),
+        subjects: Some(vec![service_account_subject(owner, sa)]),
     }
 }
 
 /// docs/certificates.md §3.5. OLM labels it `olm.managed` only and never deletes it (docs/certificates.md §10.5);
 /// olm-rs adds the owner labels so uninstall removes it with the other labelled objects.
-pub fn auth_reader_binding(
-    csv: &ClusterServiceVersion,
-    svc: &ServiceName,
-    sa: &str,
-) -> RoleBinding {
+pub fn auth_reader_binding(owner: &Owner, svc: &ServiceName, sa: &str) -> RoleBinding {
     RoleBinding {
         metadata: ObjectMeta {
             name: Some(auth_reader_binding_name(svc)),
             namespace: Some(KUBE_SYSTEM.to_owned()),
-            labels: Some(managed_owner_labels(csv)),
+            labels: Some(owner.labels.clone()),
             ..Default::default()
         },
         role_ref: RoleRef {
@@ -190,6 +189,6 @@ pub fn auth_reader_binding(
             kind: "Role".to_owned(),
             name: AUTH_READER_ROLE.to_owned(),
         },
-        subjects: Some(vec![service_account_subject(csv, sa)]),
+        subjects: Some(vec![service_account_subject(owner, sa)]),
     }
 }
