@@ -423,7 +423,11 @@ async fn a_dependency_whose_attachment_was_refused_attaches_the_co_upgrade_plan(
 
     let report = env.sync_subscriptions().await;
     assert!(report.created_plans.is_empty(), "{report:?}");
-    assert_eq!(report.adopted_plans, [co_upgrade.clone()], "{report:?}");
+    assert_eq!(
+        report.adopted_plans,
+        std::slice::from_ref(&co_upgrade),
+        "{report:?}"
+    );
     let status = env.subscription(name).await.status.unwrap();
     assert_eq!(
         status.install_plan_ref.and_then(|r| r.name),

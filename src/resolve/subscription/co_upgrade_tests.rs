@@ -150,7 +150,7 @@ const FIRST: [&str; 2] = ["app.v1.0.0", "base.v1.1.0"];
 const BOTH: [&str; 2] = ["app.v2.0.0", "base.v2.0.0"];
 
 /// What each Subscription plans in one sync: the CSVs of its plan, or nothing.
-fn planned(app: AppPlan<'_>, base_approval: Approval) -> Vec<Option<Vec<String>>> {
+fn planned(app: AppPlan<'_>, base_approval: Approval) -> Planned {
     let catalogs = vec![CatalogInput {
         key: CatalogRef::new("olm", "cat"),
         priority: 0,
@@ -215,6 +215,9 @@ fn planned(app: AppPlan<'_>, base_approval: Approval) -> Vec<Option<Vec<String>>
     .collect()
 }
 
+/// What each Subscription of the namespace plans: the CSVs of its plan, or nothing.
+type Planned = Vec<Option<Vec<String>>>;
+
 fn csvs(names: &[&str]) -> Option<Vec<String>> {
     Some(names.iter().map(|n| (*n).to_owned()).collect())
 }
@@ -230,7 +233,7 @@ fn a_tied_subscription_waits_while_its_partner_still_installs_its_previous_hop()
         phase,
     };
     let both = csvs(&BOTH);
-    let table: [(AppPlan<'_>, Approval, Vec<Option<Vec<String>>>); 3] = [
+    let table: [(AppPlan<'_>, Approval, Planned); 3] = [
         // app waits on its plan, and base waits for app: no plan at all.
         (first("Installing"), Approval::Automatic, vec![None, None]),
         // app's plan is done: one plan installs both, each Subscription asks for that plan.
