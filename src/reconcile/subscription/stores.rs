@@ -1,8 +1,9 @@
 //! The stores the Subscription sync reads, each of whose changes queue the namespace
 //! (docs/resolution.md §1): Subscriptions, InstallPlans, installed (not copied) CSVs,
-//! OperatorGroups, and Namespaces for the uid of the namespace's events. All are the process's
-//! shared stores (`k8s::shared`): the plans are the InstallPlan controller's, the CSVs the CSV
-//! controller's, so nothing is kept twice.
+//! OperatorGroups, Namespaces for the uid of the namespace's events, and CRDs for the downgrade
+//! rule (whose changes queue only the namespaces with a refusal naming them). All are the
+//! process's shared stores (`k8s::shared`): the plans are the InstallPlan controller's, the CSVs
+//! the CSV controller's, so nothing is kept twice.
 
 use std::collections::BTreeMap;
 
