@@ -20,6 +20,7 @@ pub mod model;
 pub mod outcome;
 pub mod participant;
 pub mod preview;
+pub mod refusal_recheck;
 pub mod requirement;
 pub mod rollback;
 mod search;

@@ -15,7 +15,7 @@ use olm_rs::k8s::store::{NamespacedStore, namespaced_store};
 use olm_rs::reconcile::subscription::{SubscriptionStores, sync_namespace};
 
 /// A store holding exactly `objects`, as a watch that listed them and heard nothing since.
-fn frozen<K: kube::Resource + Clone>(objects: Vec<K>) -> NamespacedStore<K> {
+pub fn frozen<K: kube::Resource + Clone>(objects: Vec<K>) -> NamespacedStore<K> {
     let (store, mut writer) = namespaced_store();
     writer.apply_owned(Event::Init);
     for o in objects {
@@ -26,7 +26,7 @@ fn frozen<K: kube::Resource + Clone>(objects: Vec<K>) -> NamespacedStore<K> {
 }
 
 /// An indexed store (kube's, as a `Controller` reads it) holding exactly `objects`.
-fn frozen_indexed<K>(objects: Vec<K>) -> IndexedStore<K>
+pub fn frozen_indexed<K>(objects: Vec<K>) -> IndexedStore<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone,
 {

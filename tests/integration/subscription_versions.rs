@@ -334,3 +334,89 @@ async fn a_pin_outlives_catalog_updates() {
         assert!(message.contains(newest), "{message}");
     }
 }
+
+/// A refused downgrade is decided again when the CRD it names changes, not only at the
+/// periodic resync (5 minutes): here the cluster's CRD serves `v1alpha1` again, and the
+/// refusal now names what still stands in the way — `v1`, which the CRD stores and the older
+/// bundle's CRD lacks (docs/upgrades.md §2).
+#[tokio::test]
+async fn a_crd_change_rechecks_a_refused_downgrade() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let mut env = Env::new().await;
+    env.add_catalog("community", retired_version_catalog());
+    let running = Running::start(&env);
+    subscribe_annotated(&env, json!({VERSION: "1.1.0"})).await;
+    let v110 = [("widget-operator.v1.1.0", "Succeeded")];
+    assert_eq!(
+        settle(&env, &v110).await,
+        [("widget-operator.v1.1.0".to_owned(), "Succeeded".to_owned())]
+    );
+    // Only the Subscription controller runs on, once the install is through (its plan Complete,
+    // the Subscription at its CSV): the CSV controller's own syncs would queue the namespace
+    // now and then, and hide whether the CRD's change did.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let complete = env.plans().await.iter().all(|p| {
+            p.status
+                .as_ref()
+                .is_some_and(|s| s.phase == olm_rs::api::InstallPlanPhase::Complete)
+        });
+        let status = env.subscription("widget").await.status;
+        let at_csv = status.is_some_and(|s| {
+            s.state() == SubscriptionState::AtLatestKnown
+                && s.installed_csv.as_deref() == Some("widget-operator.v1.1.0")
+        });
+        if complete && at_csv {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "install not through"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for task in &running.0[1..] {
+        task.abort();
+    }
+    annotate(&env, json!({VERSION: "1.0.0", DOWNGRADE: "true"})).await;
+    let (reason, message) = held_when(&env, |h| {
+        h.as_ref().is_some_and(|(r, _)| r == "DowngradeRefused")
+    })
+    .await
+    .expect("refused");
+    assert_eq!(reason, "DowngradeRefused");
+    assert!(message.contains("no longer serves"), "{message}");
+    // Past the syncs the refusal's own writes bring (one follows about 5 s later), nothing
+    // else is going on: only the CRD's change can bring a sync before the periodic resync.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+
+    let crd = widget_crd(&[("v1alpha1", false), ("v1", true)], "integer");
+    Api::<CustomResourceDefinition>::all(env.client())
+        .patch(
+            "widgets.example.com",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"versions": crd["spec"]["versions"]}})),
+        )
+        .await
+        .expect("v1alpha1 served again");
+    let started = tokio::time::Instant::now();
+    let (reason, message) = held_when(&env, |h| {
+        h.as_ref()
+            .is_some_and(|(_, m)| m.contains("status.storedVersions"))
+            || started.elapsed() > Duration::from_secs(2)
+    })
+    .await
+    .expect("still refused");
+    eprintln!(
+        "VersionHeld read {:?} after the CRD changed",
+        started.elapsed()
+    );
+    assert_eq!(reason, "DowngradeRefused");
+    assert_eq!(
+        message,
+        "downgrade to widget-operator.v1.0.0 refused: its CRD widgets.example.com has no version v1, which is still in the cluster CRD's status.storedVersions, so objects stored at v1 would be lost; nothing was changed",
+        "decided again within 2 s of the CRD's change"
+    );
+    assert_eq!(csv_names(&env).await, ["widget-operator.v1.1.0"]);
+}

@@ -1,7 +1,8 @@
 //! The Subscription reconciler (thin shell). Resolution is per namespace (docs/resolution.md §1), so
 //! the unit of work is a namespace: any change to a Subscription, InstallPlan, installed CSV or
-//! OperatorGroup of a namespace with Subscriptions queues it, as does a catalog change or the
-//! periodic resync. Each sync reads the namespace from the shared stores, asks the pure core
+//! OperatorGroup of a namespace with Subscriptions queues it, as does a catalog change, a change
+//! to a CRD a downgrade or rollback refusal there names (docs/upgrades.md §2), or the periodic
+//! resync. Each sync reads the namespace from the shared stores, asks the pure core
 //! (`resolve::subscription::decide_effects`) what to do, and executes it.
 
 mod catalogs;

@@ -1,8 +1,9 @@
 //! The stores the Subscription sync reads, each of whose changes queue the namespace
 //! (docs/resolution.md §1): Subscriptions, InstallPlans, installed (not copied) CSVs,
-//! OperatorGroups, and Namespaces for the uid of the namespace's events. All are the process's
-//! shared stores (`k8s::shared`): the plans are the InstallPlan controller's, the CSVs the CSV
-//! controller's, so nothing is kept twice.
+//! OperatorGroups, Namespaces for the uid of the namespace's events, and CRDs for the downgrade
+//! rule (whose changes queue only the namespaces with a refusal naming them). All are the
+//! process's shared stores (`k8s::shared`): the plans are the InstallPlan controller's, the CSVs
+//! the CSV controller's, so nothing is kept twice.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ use crate::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription
 use crate::k8s::indexed_store::IndexedStore;
 use crate::k8s::shared::SharedWatches;
 use crate::k8s::store::{NamespacedStore, StoreStopped};
+use crate::resolve::refusal_recheck::namespaces_to_recheck;
 
 /// The annotation of an OperatorGroup that keeps its namespace's resolution to local catalogs.
 pub const EXCLUDE_GLOBAL: &str = "olm.operatorframework.io/exclude-global-namespace-resolution";
@@ -54,6 +56,7 @@ impl SubscriptionStores {
         let (operator_groups, group_changes) = shared.operator_groups();
         let (namespaces, namespace_changes) = shared.namespaces();
         let (crds, crd_changes) = shared.crds();
+        let refused = subscriptions.clone();
         let touched = futures::stream::select_all([
             sub_changes
                 .filter_map(|s| async move { s.namespace().map(Touched::Subscription) })
@@ -69,8 +72,16 @@ impl SubscriptionStores {
                 .boxed(),
             // A Namespace only matters for its uid: its changes queue nothing.
             namespace_changes.filter_map(|_| async { None }).boxed(),
-            // Read only when a Subscription asks for a downgrade, at its next sync.
-            crd_changes.filter_map(|_| async { None }).boxed(),
+            // Read when a Subscription asks for a downgrade or a rollback; a change queues the
+            // namespaces whose refusal names the CRD, to be decided again (docs/upgrades.md §2).
+            crd_changes
+                .flat_map(move |crd| {
+                    let subs = refused.all();
+                    let namespaces =
+                        namespaces_to_recheck(subs.iter().map(|s| s.as_ref()), &crd.name_any());
+                    futures::stream::iter(namespaces.into_iter().map(Touched::Other))
+                })
+                .boxed(),
         ]);
         let stores = Self {
             subscriptions,

@@ -11,6 +11,7 @@
 //! Subscription that asked for manual approval (OLM's namespace-wide approval is a known pain),
 //! and one Subscription's broken bundle never holds up another's plan.
 
+mod co_upgrade;
 mod dependencies;
 mod deprecation;
 mod effects;
@@ -44,6 +45,7 @@ use super::input::NamespaceInput;
 use super::outcome::{Outcome, Target, Why};
 use super::version_request::{Held, reason as held_reason};
 use crate::api::CatalogRef;
+use co_upgrade::{Groups, Partner, dependencies_met};
 pub use planning::UnplannableBundle;
 use planning::{downgrade_allowed, plan_for};
 pub use rollback::{RollbackInput, RollbackWrites};
@@ -228,6 +230,12 @@ pub fn decide_namespace(state: &NamespaceState<'_>) -> Vec<SubscriptionUpdate> {
         if adopting && matches!(decision.outcome, Outcome::Install(_) | Outcome::Refused(_)) {
             continue;
         }
+        // A co-upgrade is one plan: while a Subscription it is tied to still waits on the plan
+        // of its previous hop, this one waits too instead of planning its half alone
+        // (docs/subscription-plans.md, "Co-upgrades").
+        if groups.partner(index) == Partner::Waits {
+            continue;
+        }
         // A dependency left to the Subscription of its package is installed by it: when that
         // one gets something else now (its own CSV not yet seen by the stores, say), this
         // plan waits for the next sync rather than install a bundle without what it needs.
@@ -376,100 +384,6 @@ fn superseded_plan<'a>(
         Outcome::Adopt { .. } | Outcome::Refused(_) => true,
     };
     (!still_valid).then_some(plan)
-}
-
-/// Whether every dependency of `target` whose package a Subscription covers is that
-/// Subscription's: installed by it, or its target now.
-fn dependencies_met(
-    target: &Target,
-    subscriptions: &[Subscription],
-    decisions: &[super::outcome::Decision],
-) -> bool {
-    target.dependencies.iter().all(|dep| {
-        subscriptions
-            .iter()
-            .zip(decisions)
-            .filter(|(s, _)| s.spec.name == dep.package)
-            .all(|(s, d)| {
-                let has = s.status.as_ref().is_some_and(|st| {
-                    st.installed_csv.as_deref() == Some(dep.bundle.as_str())
-                        || st.current_csv.as_deref() == Some(dep.bundle.as_str())
-                });
-                let gets = matches!(&d.outcome, Outcome::Install(t) if t.bundle == dep.bundle);
-                has || gets
-            })
-    })
-}
-
-/// The co-upgrade groups of one sync (docs/subscription-plans.md, "Co-upgrades"): each
-/// Subscription's plan installs its own target and those of the Subscriptions it is tied to
-/// (`Target::together`) that plan now too, with the same approval. A Subscription that waits on
-/// its plan, or whose target is already there, plans nothing, so it joins no group.
-struct Groups<'s> {
-    subscriptions: &'s [Subscription],
-    decisions: &'s [super::outcome::Decision],
-    /// Plans now: resolved to a target it does not have yet, and not waiting on a plan.
-    plans_now: Vec<bool>,
-}
-
-impl<'s> Groups<'s> {
-    fn new(
-        subscriptions: &'s [Subscription],
-        decisions: &'s [super::outcome::Decision],
-        plans: &[InstallPlan],
-        csv_exists: impl Fn(&str) -> bool,
-    ) -> Self {
-        let plans_now = subscriptions
-            .iter()
-            .zip(decisions)
-            .map(|(sub, decision)| {
-                let Outcome::Install(target) = &decision.outcome else {
-                    return false;
-                };
-                let Some(status) = &sub.status else {
-                    return true;
-                };
-                let already = status.current_csv.as_deref() == Some(target.bundle.as_str())
-                    && csv_exists(&target.bundle);
-                !already && !is_gated(status, plans)
-            })
-            .collect();
-        Groups {
-            subscriptions,
-            decisions,
-            plans_now,
-        }
-    }
-
-    /// The Subscriptions (by index, in input order) one plan serves together with Subscription
-    /// `i`, `i` included. `waiting_too`: count those waiting on a plan (to recognise the plan
-    /// they wait on).
-    fn members(&self, i: usize, waiting_too: bool) -> Vec<usize> {
-        let Outcome::Install(target) = &self.decisions[i].outcome else {
-            return vec![i];
-        };
-        let approval = self.subscriptions[i].spec.effective_approval();
-        let joins = |j: usize| {
-            matches!(self.decisions[j].outcome, Outcome::Install(_))
-                && (waiting_too || (self.plans_now[i] && self.plans_now[j]))
-                && target.together.contains(&self.decisions[j].subscription)
-                && self.subscriptions[j].spec.effective_approval() == approval
-        };
-        (0..self.subscriptions.len())
-            .filter(|j| *j == i || joins(*j))
-            .collect()
-    }
-
-    /// Each member with its target.
-    fn targets(&self, members: &[usize]) -> Vec<(&'s Subscription, &'s Target)> {
-        members
-            .iter()
-            .filter_map(|i| match &self.decisions[*i].outcome {
-                Outcome::Install(target) => Some((&self.subscriptions[*i], target)),
-                _ => None,
-            })
-            .collect()
-    }
 }
 
 /// `ResolutionFailed=True` with the refusal's reason and words; an event when it is new.

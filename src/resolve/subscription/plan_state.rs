@@ -325,7 +325,7 @@ fn set_unpack_conditions(
     (changed, None)
 }
 
-fn referenced_plan(status: &SubscriptionStatus) -> Option<String> {
+pub(super) fn referenced_plan(status: &SubscriptionStatus) -> Option<String> {
     status
         .install_plan_ref
         .as_ref()
