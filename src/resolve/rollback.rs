@@ -11,9 +11,11 @@
 use std::fmt;
 
 use crate::api::{ClusterServiceVersion, CsvPhase, CsvReason, Subscription};
-use crate::catalog::semver_range::{Version, compare, parse_tolerant};
+use crate::catalog::properties::PackageRequiredValue;
+use crate::catalog::semver_range::{Version, VersionRange, compare, parse_tolerant};
 use crate::catalog::upgrade_graph::GraphEntry;
 
+use super::input::InstalledCsv;
 use super::version_request::Held;
 
 /// `rollback`: a failed upgrade is rolled back. On a Subscription, or on the OperatorGroup for
@@ -227,6 +229,50 @@ pub fn failed_upgrade(sub: &Subscription, csvs: &[CsvFacts]) -> Option<FailedUpg
     Some(FailedUpgrade {
         failed: failed.clone(),
         restore: restore.clone(),
+    })
+}
+
+/// A package the restored version requires, which the installed CSVs no longer satisfy: a
+/// co-upgrade moved it on together with the failed version (docs/upgrades.md §3, "A
+/// co-upgrade's rollback"). Restoring the old version alone would break that requirement.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{restore} requires package {package:?} in range {range:?}, but {installed} (version {version}) is installed, upgraded together with the failed version; restoring {restore} alone would break that requirement: downgrade {package:?} first (olm-rs.io/version with olm-rs.io/allow-downgrade on its Subscription), then the rollback goes ahead; nothing was changed"
+)]
+pub struct DependencyMoved {
+    pub restore: String,
+    pub package: String,
+    pub range: String,
+    pub installed: String,
+    pub version: String,
+}
+
+/// The first package `restore` requires (its `olm.package.required` entries) that an installed
+/// CSV of the namespace, other than the `failed` one, holds at a version outside the range.
+/// A required package with no installed CSV, a CSV without a version or a range that does not
+/// parse is left to resolution, which judges those the same way for every install.
+pub fn dependency_moved<'a>(
+    restore: &str,
+    required: impl IntoIterator<Item = PackageRequiredValue>,
+    installed: impl IntoIterator<Item = &'a InstalledCsv> + Clone,
+    failed: &str,
+) -> Option<DependencyMoved> {
+    required.into_iter().find_map(|req| {
+        let range = VersionRange::parse(&req.version_range).ok()?;
+        installed
+            .clone()
+            .into_iter()
+            .filter(|c| c.name != failed && c.package.as_deref() == Some(req.package_name.as_str()))
+            .find_map(|c| {
+                let version = c.version.as_ref()?;
+                (!range.contains(version)).then(|| DependencyMoved {
+                    restore: restore.to_owned(),
+                    package: req.package_name.clone(),
+                    range: req.version_range.clone(),
+                    installed: c.name.clone(),
+                    version: version.to_string(),
+                })
+            })
     })
 }
 

@@ -195,3 +195,67 @@ fn the_mark_bars_the_failed_version_and_older_only() {
     assert_eq!(failed_mark(&sub(&[(FAILED_UPGRADE, " ")], None)), None);
     assert_eq!(failed_mark(&sub(&[], None)), None);
 }
+
+fn installed_csv(name: &str, package: &str, version: &str) -> InstalledCsv {
+    InstalledCsv {
+        name: name.to_owned(),
+        version: parse_tolerant(version).ok(),
+        package: Some(package.to_owned()),
+        provided: Vec::new(),
+        phase: "Succeeded".to_owned(),
+        properties: Vec::new(),
+    }
+}
+
+fn requires(package: &str, range: &str) -> PackageRequiredValue {
+    PackageRequiredValue {
+        package_name: package.to_owned(),
+        version_range: range.to_owned(),
+    }
+}
+
+#[test]
+fn a_rollback_whose_dependency_a_co_upgrade_moved_on_is_refused() {
+    let base_v2 = installed_csv("base.v2.0.0", "base", "2.0.0");
+    let base_v1 = installed_csv("base.v1.1.0", "base", "1.1.0");
+    let app_v2 = installed_csv("app.v2.0.0", "app", "2.0.0");
+    let other = installed_csv("other.v9.0.0", "other", "9.0.0");
+    let below_two = || vec![requires("base", ">=1.0.0 <2.0.0")];
+    type Case<'a> = (
+        Vec<PackageRequiredValue>,
+        Vec<&'a InstalledCsv>,
+        Option<&'a str>,
+    );
+    let table: Vec<Case> = vec![
+        // The co-upgrade moved base to 2.0.0: app.v1.0.0 needs it below 2.
+        (below_two(), vec![&app_v2, &base_v2], Some("base.v2.0.0")),
+        // base still in range: the rollback goes ahead.
+        (below_two(), vec![&app_v2, &base_v1], None),
+        // Nothing of base installed, or no requirement: left to resolution.
+        (below_two(), vec![&app_v2, &other], None),
+        (Vec::new(), vec![&app_v2, &base_v2], None),
+        // A range that does not parse is resolution's to report.
+        (vec![requires("base", "not a range")], vec![&base_v2], None),
+        // The failed CSV itself never counts, even of the required package.
+        (vec![requires("app", "<2.0.0")], vec![&app_v2], None),
+    ];
+    for (i, (required, installed, moved)) in table.into_iter().enumerate() {
+        let found = dependency_moved("app.v1.0.0", required, installed, "app.v2.0.0");
+        assert_eq!(
+            found.as_ref().map(|m| m.installed.as_str()),
+            moved,
+            "row {i}: {found:?}"
+        );
+    }
+    let refused = dependency_moved("app.v1.0.0", below_two(), [&app_v2, &base_v2], "app.v2.0.0")
+        .expect("refused");
+    let words = refused.to_string();
+    for part in [
+        "app.v1.0.0 requires package \"base\" in range \">=1.0.0 <2.0.0\"",
+        "base.v2.0.0 (version 2.0.0) is installed",
+        "downgrade \"base\" first",
+        "nothing was changed",
+    ] {
+        assert!(words.contains(part), "{words:?} lacks {part:?}");
+    }
+}

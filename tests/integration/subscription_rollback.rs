@@ -278,3 +278,62 @@ async fn subscribe_with(env: &Env, annotations: Value) {
         .await
         .expect("subscription");
 }
+
+/// A co-upgrade moved `base` to 2.0.0 with `app` 2.0.0, and `app` 2.0.0 failed: `app` 1.0.0
+/// needs `base` below 2.0.0, so restoring it alone would break that requirement. The rollback
+/// is refused, naming `base.v2.0.0`, and nothing is changed (docs/upgrades.md §3).
+#[tokio::test]
+async fn a_rollback_a_co_upgrade_moved_a_dependency_from_is_refused_with_nothing_changed() {
+    let mut env = Env::new().await;
+    Api::<OperatorGroup>::namespaced(env.client(), NS)
+        .patch(
+            "og",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": {POLICY: "rollback"}}})),
+        )
+        .await
+        .expect("annotate the group");
+    env.add_catalog("community", crate::subscription_co_upgrade::catalog());
+    env.subscribe(
+        "app",
+        "app",
+        "community",
+        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
+    )
+    .await;
+    env.converge().await;
+    assert_eq!(
+        csv_names(&env).await,
+        ["app.v1.0.0", "app.v2.0.0", "base.v1.1.0", "base.v2.0.0"]
+    );
+    set_phases(&env, "app.v1.0.0", &[SUCCEEDED, REPLACING]).await;
+    set_phases(&env, "app.v2.0.0", &[INSTALLING, FAILED]).await;
+    set_phases(&env, "base.v2.0.0", &[INSTALLING, SUCCEEDED]).await;
+    let plans_before = env.plans().await.len();
+
+    let created = env.converge().await;
+    assert!(created.is_empty(), "no restore plan: {created:?}");
+    assert_eq!(env.plans().await.len(), plans_before);
+    assert_eq!(
+        csv_names(&env).await,
+        ["app.v1.0.0", "app.v2.0.0", "base.v1.1.0", "base.v2.0.0"],
+        "nothing deleted"
+    );
+    let sub = env.subscription("app").await;
+    assert_eq!(annotation(&sub, MARK), None, "no mark");
+    let status = sub.status.expect("status");
+    let rolled_back = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_.as_str() == "RolledBack")
+        .expect("a RolledBack condition");
+    assert_eq!(rolled_back.status.as_str(), "False");
+    assert_eq!(rolled_back.reason.as_deref(), Some("RollbackRefused"));
+    let message = rolled_back.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("app.v1.0.0 requires package \"base\"")
+            && message.contains("base.v2.0.0 (version 2.0.0) is installed"),
+        "{message}"
+    );
+}

@@ -12,7 +12,8 @@
 //!    owned goes with it (owner references), and the restored CSV, replaced by nothing any
 //!    more, installs its own Deployments again. Custom resources are never touched.
 //!
-//! When the CRD rule forbids it, `RolledBack=False` (`RollbackRefused`) says why and nothing
+//! When the CRD rule forbids it, or a package the restored version requires was moved on by a
+//! co-upgrade with the failed one, `RolledBack=False` (`RollbackRefused`) says why and nothing
 //! is changed.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -24,11 +25,13 @@ use crate::api::{
     CatalogRef, ConditionStatus, CsvPhase, Subscription, SubscriptionCondition,
     SubscriptionConditionType, remove_condition, set_condition,
 };
+use crate::catalog::properties::{PackageRequiredValue, required_packages};
 use crate::resolve::channels::ranked_channels;
 use crate::resolve::input::NamespaceInput;
 use crate::resolve::outcome::{Target, Why};
 use crate::resolve::rollback::{
-    CsvFacts, FailedUpgrade, RollbackRefused, failed_mark, failed_upgrade, reason, rollback_wanted,
+    CsvFacts, FailedUpgrade, RollbackRefused, dependency_moved, failed_mark, failed_upgrade,
+    reason, rollback_wanted,
 };
 
 /// What a rollback reads of the namespace besides resolution's input.
@@ -132,10 +135,17 @@ fn restore(
         );
         (changed, false)
     };
-    let target = match restore_target(&state.input, sub, upgrade) {
-        Ok(target) => target,
+    let (target, required) = match restore_target(&state.input, sub, upgrade) {
+        Ok(found) => found,
         Err(missing) => return refuse(&missing, conditions, &mut update.notes),
     };
+    // A co-upgrade moved a dependency on with the failed version: the old version alone would
+    // not fit it (docs/upgrades.md §3).
+    let installed = state.input.installed.iter();
+    if let Some(moved) = dependency_moved(&target.bundle, required, installed, &upgrade.failed.name)
+    {
+        return refuse(&moved, conditions, &mut update.notes);
+    }
     if let Err(refused) = downgrade_allowed(&state.input, &target, state.crds) {
         return refuse(&refused, conditions, &mut update.notes);
     }
@@ -171,12 +181,12 @@ fn restore(
 }
 
 /// The replaced CSV's bundle in the Subscription's catalog, as a target replacing the failed
-/// CSV.
+/// CSV, with the packages that bundle requires.
 fn restore_target(
     input: &NamespaceInput<'_>,
     sub: &Subscription,
     upgrade: &FailedUpgrade,
-) -> Result<Target, RestoreUnavailable> {
+) -> Result<(Target, Vec<PackageRequiredValue>), RestoreUnavailable> {
     let spec = &sub.spec;
     let catalog = CatalogRef::new(&spec.source_namespace, &spec.source);
     let bundle = upgrade.restore.name.clone();
@@ -198,7 +208,8 @@ fn restore_target(
         .find(|c| c.graph().entry(&bundle).is_some())
         .ok_or_else(missing)?;
     let found = package.bundle(&bundle).ok_or_else(missing)?;
-    Ok(Target {
+    let required = required_packages(found.properties()).collect();
+    let target = Target {
         catalog: catalog.clone(),
         package: spec.name.clone(),
         channel: channel.name().to_owned(),
@@ -208,7 +219,8 @@ fn restore_target(
         why: Why::Rollback,
         dependencies: Vec::new(),
         together: Vec::new(),
-    })
+    };
+    Ok((target, required))
 }
 
 /// Step 2: the failed CSV of a rollback whose plan has run — the Subscription is at the
