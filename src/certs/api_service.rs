@@ -160,14 +160,16 @@ pub fn decide(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use k8s_openapi::ByteString;
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::{
         APIServiceSpec, ServiceReference,
     };
 
-    fn apiservice(ns: &str, name: &str, ca: Option<&[u8]>) -> APIService {
+    /// The package API's APIService, its Service `ns/name`, with `ca` as its `caBundle`; also
+    /// the package API keeper's tests' (package_server/cert_keeper.rs).
+    pub(crate) fn apiservice(ns: &str, name: &str, ca: Option<&[u8]>) -> APIService {
         let mut a = APIService {
             spec: Some(APIServiceSpec {
                 service: Some(ServiceReference {

@@ -257,34 +257,10 @@ impl Keeper {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::certs::api_service::tests::apiservice;
     use crate::certs::plan_certs;
     use crate::k8s::effects::Write;
-    use k8s_openapi::ByteString;
-    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::{
-        APIServiceSpec, ServiceReference,
-    };
     use std::collections::BTreeMap;
-
-    fn apiservice(ns: &str, name: &str, ca: Option<&[u8]>) -> APIService {
-        let mut a = APIService {
-            spec: Some(APIServiceSpec {
-                service: Some(ServiceReference {
-                    namespace: Some(ns.into()),
-                    name: Some(name.into()),
-                    port: Some(443),
-                }),
-                ca_bundle: ca.map(|c| ByteString(c.to_vec())),
-                group: Some(GROUP.into()),
-                version: Some(VERSION.into()),
-                group_priority_minimum: 2000,
-                version_priority: 15,
-                ..APIServiceSpec::default()
-            }),
-            ..APIService::default()
-        };
-        a.metadata.resource_version = Some("7".into());
-        a
-    }
 
     fn auth_config() -> ConfigMap {
         ConfigMap {

@@ -140,6 +140,17 @@ pub fn catalog() -> DeclarativeConfig {
     merged(app, base)
 }
 
+/// The Subscription to `app` in channel `stable`, starting at v1.0.0, from catalog `community`.
+pub async fn subscribe_app(env: &Env) -> Subscription {
+    env.subscribe(
+        "app",
+        "app",
+        "community",
+        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
+    )
+    .await
+}
+
 async fn csvs(env: &Env) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for name in env.names(CSV.0, CSV.1, CSV.2, true).await {
@@ -169,13 +180,7 @@ async fn plan_contents(env: &Env) -> Vec<Vec<String>> {
 async fn a_co_upgrade_is_one_plan_that_replaces_the_dependency() {
     let mut env = Env::new().await;
     env.add_catalog("community", catalog());
-    env.subscribe(
-        "app",
-        "app",
-        "community",
-        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
-    )
-    .await;
+    subscribe_app(&env).await;
     env.converge().await;
     assert_eq!(
         plan_contents(&env).await,
@@ -224,13 +229,7 @@ async fn the_controllers_co_upgrade_app_and_base_with_nothing_failed() {
     ));
     let plans = tokio::spawn(install_plan::run(ctx.clone()));
     let csv_controller = tokio::spawn(olm_rs::reconcile::cluster_service_version::run(ctx));
-    env.subscribe(
-        "app",
-        "app",
-        "community",
-        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
-    )
-    .await;
+    subscribe_app(&env).await;
 
     // Every phase any CSV shows on the way is recorded: a Failed one, even for a moment, fails.
     let mut seen_failed = Vec::new();
@@ -340,13 +339,7 @@ async fn stores_lagging_behind(env: &Env, installing: &str) -> SubscriptionStore
 async fn a_dependency_never_plans_its_half_of_a_co_upgrade_while_the_first_plan_shows_installing() {
     let mut env = Env::new().await;
     env.add_catalog("community", catalog());
-    env.subscribe(
-        "app",
-        "app",
-        "community",
-        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
-    )
-    .await;
+    subscribe_app(&env).await;
     let first = env.sync_subscriptions().await.created_plans;
     assert_eq!(first.len(), 1, "{first:?}");
     env.run_plan(&first[0]).await;
@@ -383,13 +376,7 @@ async fn a_dependency_never_plans_its_half_of_a_co_upgrade_while_the_first_plan_
 async fn a_dependency_whose_attachment_was_refused_attaches_the_co_upgrade_plan() {
     let mut env = Env::new().await;
     env.add_catalog("community", catalog());
-    env.subscribe(
-        "app",
-        "app",
-        "community",
-        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
-    )
-    .await;
+    subscribe_app(&env).await;
     let first = env.sync_subscriptions().await.created_plans;
     env.run_plan(&first[0]).await;
     let mut created = Vec::new();

@@ -142,13 +142,7 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
     let controllers = start_controllers(&env, one_in(7), &faults, &traffic, true);
     env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
         .await;
-    env.subscribe(
-        "app",
-        "app",
-        "community",
-        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
-    )
-    .await;
+    crate::subscription_co_upgrade::subscribe_app(&env).await;
 
     let at = |name: &str, csv: &str| {
         let env = &env;

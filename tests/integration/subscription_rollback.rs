@@ -107,6 +107,18 @@ const REPLACING: (&str, &str) = ("Replacing", "BeingReplaced");
 const INSTALLING: (&str, &str) = ("Installing", "InstallWaiting");
 const FAILED: (&str, &str) = ("Failed", "InstallCheckFailed");
 
+/// `olm-rs.io/on-failed-upgrade: rollback` on the namespace's OperatorGroup.
+async fn annotate_group(env: &Env) {
+    Api::<OperatorGroup>::namespaced(env.client(), NS)
+        .patch(
+            "og",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": {POLICY: "rollback"}}})),
+        )
+        .await
+        .expect("annotate the group");
+}
+
 async fn csv_names(env: &Env) -> Vec<String> {
     env.names(CSV.0, CSV.1, CSV.2, true).await
 }
@@ -201,14 +213,7 @@ async fn a_failed_upgrade_is_rolled_back_without_approval_and_not_tried_again() 
 #[tokio::test]
 async fn the_operator_groups_annotation_rolls_back_every_subscription_in_it() {
     let mut env = Env::new().await;
-    Api::<OperatorGroup>::namespaced(env.client(), NS)
-        .patch(
-            "og",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"annotations": {POLICY: "rollback"}}})),
-        )
-        .await
-        .expect("annotate the group");
+    annotate_group(&env).await;
     failed_upgrade(&mut env, json!({}), false).await;
     env.converge().await;
     assert_eq!(csv_names(&env).await, ["widget-operator.v1.0.0"]);
@@ -285,22 +290,9 @@ async fn subscribe_with(env: &Env, annotations: Value) {
 #[tokio::test]
 async fn a_rollback_a_co_upgrade_moved_a_dependency_from_is_refused_with_nothing_changed() {
     let mut env = Env::new().await;
-    Api::<OperatorGroup>::namespaced(env.client(), NS)
-        .patch(
-            "og",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"annotations": {POLICY: "rollback"}}})),
-        )
-        .await
-        .expect("annotate the group");
+    annotate_group(&env).await;
     env.add_catalog("community", crate::subscription_co_upgrade::catalog());
-    env.subscribe(
-        "app",
-        "app",
-        "community",
-        json!({"channel": "stable", "startingCSV": "app.v1.0.0"}),
-    )
-    .await;
+    crate::subscription_co_upgrade::subscribe_app(&env).await;
     env.converge().await;
     assert_eq!(
         csv_names(&env).await,
