@@ -2,19 +2,14 @@
 //! v2.0.0 needs `base >=2.0.0`; both Subscriptions have installed their v1 CSV, so their
 //! upgrades are tied (docs/subscription-plans.md, "Co-upgrades").
 
-use std::sync::Arc;
-
 use jiff::Timestamp;
 use serde_json::json;
 
-use crate::api::CatalogRef;
 use crate::api::{Approval, InstallPlan, Subscription};
 use crate::catalog::CatalogIndex;
 use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
 use crate::catalog::semver_range::parse_tolerant;
-use crate::resolve::input::{
-    CatalogContent, CatalogInput, InstalledCsv, NamespaceInput, OperatorGroups,
-};
+use crate::resolve::input::{InstalledCsv, NamespaceInput};
 use crate::resolve::subscription::{NamespaceState, RollbackInput, decide_namespace};
 
 fn properties(pkg: &str, version: &str, needs: Option<&str>) -> Vec<Property> {
@@ -151,17 +146,7 @@ const BOTH: [&str; 2] = ["app.v2.0.0", "base.v2.0.0"];
 
 /// What each Subscription plans in one sync: the CSVs of its plan, or nothing.
 fn planned(app: AppPlan<'_>, base_approval: Approval) -> Planned {
-    let catalogs = vec![CatalogInput {
-        key: CatalogRef::new("olm", "cat"),
-        priority: 0,
-        uid: None,
-        content: CatalogContent::Ready(Arc::new(index())),
-        healthy: true,
-    }];
-    let groups = OperatorGroups {
-        names: vec!["og".into()],
-        exclude_global_catalogs: false,
-    };
+    let (catalogs, groups) = super::super::tests::one_catalog_and_group(index());
     // base's Subscription was made by app's first plan and has just adopted base.v1.1.0.
     let subs = [
         sub(

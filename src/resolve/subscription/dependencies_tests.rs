@@ -1,14 +1,11 @@
-use std::sync::Arc;
-
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::api::CatalogRef;
 use crate::api::keys::GENERATED_BY_ANNOTATION;
 use crate::api::{Approval, Subscription, SubscriptionSpec};
 use crate::catalog::CatalogIndex;
 use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
-use crate::resolve::input::{CatalogContent, CatalogInput, NamespaceInput, OperatorGroups};
+use crate::resolve::input::NamespaceInput;
 use crate::resolve::subscription::{NamespaceState, RollbackInput, decide_namespace};
 
 fn bundle(pkg: &str, version: &str, props: Vec<Property>) -> Bundle {
@@ -85,17 +82,7 @@ fn sub(name: &str, package: &str) -> Subscription {
 }
 
 fn sync(subs: &[Subscription]) -> Vec<super::super::SubscriptionUpdate> {
-    let catalogs = vec![CatalogInput {
-        key: CatalogRef::new("olm", "cat"),
-        priority: 0,
-        uid: None,
-        content: CatalogContent::Ready(Arc::new(index())),
-        healthy: true,
-    }];
-    let groups = OperatorGroups {
-        names: vec!["og".into()],
-        exclude_global_catalogs: false,
-    };
+    let (catalogs, groups) = super::super::tests::one_catalog_and_group(index());
     decide_namespace(&NamespaceState {
         input: NamespaceInput {
             namespace: "ns",

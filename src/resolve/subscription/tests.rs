@@ -11,6 +11,23 @@ use crate::catalog::CatalogIndex;
 use crate::catalog::model::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
 use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
 
+/// One ready catalog `olm/cat` holding `index`, and the namespace's one OperatorGroup `og`:
+/// the set-up of the dependency and co-upgrade tables.
+pub(super) fn one_catalog_and_group(index: CatalogIndex) -> (Vec<CatalogInput>, OperatorGroups) {
+    let catalogs = vec![CatalogInput {
+        key: CatalogRef::new("olm", "cat"),
+        priority: 0,
+        uid: None,
+        content: CatalogContent::Ready(Arc::new(index)),
+        healthy: true,
+    }];
+    let groups = OperatorGroups {
+        names: vec!["og".into()],
+        exclude_global_catalogs: false,
+    };
+    (catalogs, groups)
+}
+
 fn csv(name: &str) -> Value {
     json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
            "metadata": {"name": name}, "spec": {"install": {"strategy": "deployment", "spec": {"deployments": []}}}})
