@@ -14,10 +14,9 @@ use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::*;
 
-use crate::subscription_stale_store::{frozen, frozen_indexed};
+use crate::subscription_stale_store::stores_showing;
 use olm_rs::api::{
-    ClusterServiceVersion, InstallPlan, InstallPlanPhase, OperatorGroup, Subscription,
-    SubscriptionState,
+    ClusterServiceVersion, InstallPlan, InstallPlanPhase, Subscription, SubscriptionState,
 };
 use olm_rs::catalog::model::{Bundle, Channel, DeclarativeConfig, Package, Property};
 use olm_rs::reconcile::subscription::{SubscriptionStores, sync_namespace};
@@ -298,37 +297,12 @@ async fn stores_lagging_behind(env: &Env, installing: &str) -> SubscriptionStore
             status.phase = InstallPlanPhase::Installing;
         }
     }
-    let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
-        .list_metadata(&lp)
+    let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), NS)
+        .list(&lp)
         .await
         .unwrap()
         .items;
-    SubscriptionStores {
-        subscriptions: frozen(
-            Api::<Subscription>::namespaced(client.clone(), NS)
-                .list(&lp)
-                .await
-                .unwrap()
-                .items,
-        ),
-        plans: frozen_indexed(plans),
-        csvs: frozen_indexed(
-            Api::<ClusterServiceVersion>::namespaced(client.clone(), NS)
-                .list(&lp)
-                .await
-                .unwrap()
-                .items,
-        ),
-        operator_groups: frozen(
-            Api::<OperatorGroup>::namespaced(client.clone(), NS)
-                .list(&lp)
-                .await
-                .unwrap()
-                .items,
-        ),
-        namespaces: frozen(namespaces),
-        crds: frozen(Vec::new()),
-    }
+    stores_showing(env, plans, csvs).await
 }
 
 /// The race the controllers meet now and then, made to happen: app's first plan has written

@@ -42,6 +42,16 @@ where
 /// Stores that show the Subscriptions, OperatorGroups and Namespace as the server has them now,
 /// and no InstallPlan and no CSV at all.
 async fn stores_without_plans(env: &Env) -> SubscriptionStores {
+    stores_showing(env, Vec::new(), Vec::new()).await
+}
+
+/// Stores that show the Subscriptions, OperatorGroups and Namespace as the server has them now,
+/// and exactly `plans` and `csvs`: what a store lagging behind the server holds.
+pub async fn stores_showing(
+    env: &Env,
+    plans: Vec<InstallPlan>,
+    csvs: Vec<olm_rs::api::ClusterServiceVersion>,
+) -> SubscriptionStores {
     let client = env.client();
     let lp = ListParams::default();
     let subs = Api::<Subscription>::namespaced(client.clone(), NS)
@@ -61,8 +71,8 @@ async fn stores_without_plans(env: &Env) -> SubscriptionStores {
         .items;
     SubscriptionStores {
         subscriptions: frozen(subs),
-        plans: frozen_indexed(Vec::<InstallPlan>::new()),
-        csvs: frozen_indexed(Vec::new()),
+        plans: frozen_indexed(plans),
+        csvs: frozen_indexed(csvs),
         operator_groups: frozen(groups),
         namespaces: frozen(namespaces),
         crds: frozen(Vec::new()),
