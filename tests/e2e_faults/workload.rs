@@ -191,8 +191,14 @@ impl Run {
         let mut missing = Vec::new();
         installed(c, &self.chain, "demo", V030, &mut missing).await?;
         for gone in [V010, V020] {
-            if c.get(&cluster::csvs(), &self.chain, gone).await?.is_some() {
-                missing.push(format!("{}: {gone} not yet replaced", self.chain));
+            if let Some(csv) = c.get(&cluster::csvs(), &self.chain, gone).await? {
+                missing.push(format!(
+                    "{}: {gone} not yet replaced ({} {}: {})",
+                    self.chain,
+                    text(&csv, "/status/phase"),
+                    text(&csv, "/status/reason"),
+                    text(&csv, "/status/message")
+                ));
             }
         }
         // What a CSV waiting in Installing waits for: the controller-manager to observe the
@@ -357,12 +363,20 @@ async fn csv_succeeded(
     csv: &str,
     missing: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    let phase = match c.get(&cluster::csvs(), ns, csv).await? {
-        Some(object) => text(&object, "/status/phase").to_owned(),
-        None => "absent".to_owned(),
+    // The phase with its reason and message: a wait that lasts is read from this line.
+    let (phase, why) = match c.get(&cluster::csvs(), ns, csv).await? {
+        Some(object) => (
+            text(&object, "/status/phase").to_owned(),
+            format!(
+                " ({}: {})",
+                text(&object, "/status/reason"),
+                text(&object, "/status/message")
+            ),
+        ),
+        None => ("absent".to_owned(), String::new()),
     };
     if phase != "Succeeded" {
-        missing.push(format!("{ns}: CSV {csv} {phase}"));
+        missing.push(format!("{ns}: CSV {csv} {phase}{why}"));
     }
     Ok(())
 }

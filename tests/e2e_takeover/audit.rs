@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -68,4 +69,47 @@ pub fn by_kind_and_verb(writes: &[Write]) -> BTreeMap<String, usize> {
             .or_insert(0) += 1;
     }
     out
+}
+
+/// How a controller's first moments on the other's objects are waited out: until `writer`'s
+/// writes have stopped for `quiet`, but never less than `at_least` nor more than `at_most`.
+#[derive(Debug, Clone, Copy)]
+pub struct Settle {
+    pub at_least: Duration,
+    pub quiet: Duration,
+    pub at_most: Duration,
+}
+
+/// Waits as `settle` says for the writes of `user` after `mark`, Leases aside (a leader renews
+/// its Lease every few seconds, which says nothing about the objects compared), and those
+/// `ignore` names (e.g. the node's programs, which share the admin's certificate). Returns how
+/// long it waited and whether the writes had stopped (false: `at_most` was reached).
+pub async fn settle(
+    log: &Path,
+    mark: u64,
+    user: &str,
+    ignore: impl Fn(&Write) -> bool,
+    settle: Settle,
+) -> anyhow::Result<(Duration, bool)> {
+    let started = Instant::now();
+    let mut seen = 0;
+    let mut last_change = started;
+    loop {
+        let writes = writes_since(log, mark, user)?
+            .into_iter()
+            .filter(|w| w.resource != "leases" && !ignore(w))
+            .count();
+        if writes != seen {
+            seen = writes;
+            last_change = Instant::now();
+        }
+        let waited = started.elapsed();
+        if waited >= settle.at_least && last_change.elapsed() >= settle.quiet {
+            return Ok((waited, true));
+        }
+        if waited >= settle.at_most {
+            return Ok((waited, false));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }

@@ -68,8 +68,14 @@ const NAMESPACES: [&str; 5] = [
 const ADMIN_USER: &str = "olm-rs-e2e-admin";
 /// Who olm-rs's chart runs the controller as.
 const CONTROLLER_USER: &str = "system:serviceaccount:olm:olm-rs-controller";
-/// How long each controller runs on the other's objects before they are compared.
-const SETTLE: Duration = Duration::from_secs(60);
+/// How long each controller runs on the other's objects before they are compared: until its
+/// writes have stopped for 10 s (a retry backing off up to that is still seen), at least 20 s
+/// and at most a minute.
+const SETTLE: audit::Settle = audit::Settle {
+    at_least: Duration::from_secs(20),
+    quiet: Duration::from_secs(10),
+    at_most: Duration::from_secs(60),
+};
 const TESTOP: &str = "olm-rs-testop";
 const TESTOP_CSV: &str = "olm-rs-testop.v0.4.0";
 
@@ -272,7 +278,18 @@ async fn move_to_olm_rs(
     c: &Cluster,
 ) -> anyhow::Result<()> {
     // Let OLM finish what it was doing (status of the last installs).
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    audit::settle(
+        &plane.audit_log,
+        audit::mark(&plane.audit_log),
+        ADMIN_USER,
+        node_program,
+        audit::Settle {
+            at_least: Duration::ZERO,
+            quiet: Duration::from_secs(5),
+            at_most: Duration::from_secs(10),
+        },
+    )
+    .await?;
     olm.check_alive()?;
     olm.stop();
     // docs/migrating-from-olm.md §2 step 3: helm adopts the two OperatorGroups.
@@ -303,15 +320,16 @@ async fn move_to_olm_rs(
     )?;
     let pods = chart_install::wait_pods_ready(&plane.client, 1, c.settings.timeout).await?;
     println!(
-        "e2e-takeover:   olm-rs {pods:?} Ready {:.1}s after helm install; running {}s",
+        "e2e-takeover:   olm-rs {pods:?} Ready {:.1}s after helm install",
         started.elapsed().as_secs_f64(),
-        SETTLE.as_secs()
     );
-    tokio::time::sleep(SETTLE).await;
+    let (ran, _) =
+        audit::settle(&plane.audit_log, mark, CONTROLLER_USER, |_| false, SETTLE).await?;
+    let ran = started.elapsed().max(ran);
     let after = snapshot::take(&c.client, &NAMESPACES).await?;
 
     let writes = audit::writes_since(&plane.audit_log, mark, CONTROLLER_USER)?;
-    print_writes(&writes, &before, &after);
+    print_writes(&writes, &before, &after, ran);
 
     let mut problems = snapshot::differences(&before, &after, labelled_by_olm_rs);
     let labelled = snapshot::differences(&before, &after, |_, _| false).len() - problems.len();
@@ -341,8 +359,8 @@ async fn move_to_olm_rs(
     }
     if !problems.is_empty() {
         bail!(
-            "after {}s of olm-rs, {} differences:\n    {}",
-            SETTLE.as_secs(),
+            "after {:.0}s of olm-rs, {} differences:\n    {}",
+            ran.as_secs_f64(),
             problems.len(),
             problems.join("\n    ")
         );
@@ -400,7 +418,7 @@ async fn dry_run(
     // — and each must have gone out with dryRun=All.
     let writes: Vec<audit::Write> = audit::writes_since(&plane.audit_log, mark, ADMIN_USER)?
         .into_iter()
-        .filter(|w| !w.user_agent.starts_with("kube"))
+        .filter(|w| !node_program(w))
         .collect();
     let dry = writes
         .iter()
@@ -426,10 +444,11 @@ async fn dry_run(
 }
 
 /// What olm-rs wrote, by kind and verb, and which objects' resourceVersion moved.
-fn print_writes(writes: &[audit::Write], before: &Snapshot, after: &Snapshot) {
+fn print_writes(writes: &[audit::Write], before: &Snapshot, after: &Snapshot, ran: Duration) {
     println!(
-        "e2e-takeover:   olm-rs's writes in its first {}s after the move ({} in all):",
-        SETTLE.as_secs(),
+        "e2e-takeover:   olm-rs's writes in its first {:.0}s after the move, until they stopped \
+         ({} in all):",
+        ran.as_secs_f64(),
         writes.len()
     );
     for (what, count) in audit::by_kind_and_verb(writes) {
@@ -534,8 +553,9 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
     let phases = PhaseRecorder::everywhere(&c.client).await?;
     let logs = plane.dir.join("back");
     std::fs::create_dir_all(&logs)?;
+    let mark = audit::mark(&plane.audit_log);
     let mut olm = RealOlm::start(plane, olm_bin, &logs).await?;
-    tokio::time::sleep(SETTLE).await;
+    let (ran, _) = audit::settle(&plane.audit_log, mark, ADMIN_USER, node_program, SETTLE).await?;
     olm.check_alive()?;
     let after = snapshot::take(&c.client, &NAMESPACES).await?;
     let mut problems = snapshot::differences(&before, &after, relabelled_by_olm);
@@ -567,12 +587,15 @@ async fn back_to_olm(plane: &ControlPlane, olm_bin: &Path, c: &Cluster) -> anyho
             }
         }
     }
-    println!("e2e-takeover:   OLM back for {}s", SETTLE.as_secs());
+    println!(
+        "e2e-takeover:   OLM back for {:.0}s, until its writes stopped",
+        ran.as_secs_f64()
+    );
     print_moved(&before, &after);
     if !problems.is_empty() {
         bail!(
-            "after {}s of OLM again, {} differences:\n    {}",
-            SETTLE.as_secs(),
+            "after {:.0}s of OLM again, {} differences:\n    {}",
+            ran.as_secs_f64(),
             problems.len(),
             problems.join("\n    ")
         );
@@ -609,4 +632,10 @@ fn relabelled_by_olm(_: &str, path: &str) -> bool {
 fn labelled_by_olm_rs(key: &str, path: &str) -> bool {
     key.contains("WebhookConfiguration ")
         && path.starts_with("/metadata/labels/operators.coreos.com/")
+}
+
+/// A write of the node's programs (kubelet, kube-proxy), which share the admin's certificate with
+/// the test and OLM but name themselves; kube-rs and OLM's clients do not start with `kube`.
+fn node_program(write: &audit::Write) -> bool {
+    write.user_agent.starts_with("kube")
 }
