@@ -1,6 +1,8 @@
-//! The real-node checks, in order, each building on the one before; the test operator's check
-//! runs beside the upgrade checks.
+//! The real-node checks: the node and the chart first, then the scoped install, then three
+//! lanes side by side (the demo operator's checks in two, the test operator's in the third),
+//! then the checks that restart or delete the controller's pods.
 
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -16,30 +18,36 @@ use crate::kubectl_operator;
 use crate::operator_checks;
 use crate::real_control_plane::ControlPlane;
 use crate::real_control_plane::real_node::{NODE_IP, PAUSE_IMAGE, RealNode};
+use crate::real_control_plane::suite_runner::Report;
 use crate::registry_support::{Kind, TestRegistry};
 use crate::rollback_checks;
 use crate::signature_checks::{self, SignedSetup};
 use crate::suite;
 use crate::upgrade_checks;
 
-/// The checks, in the order they run (`--list` prints them).
+/// The checks (`--list` prints them): the first three and the last three run alone, in this
+/// order; the others in their lanes (`run`).
 pub const CHECKS: &[&str] = &[
     "node::pods_run",
     "chart::install",
     "plan::scoped_account_bounds_every_step",
+    // Lane A.
     "chart::journeys",
-    "packages::served_by_the_pod",
-    "plan::crd_update_with_stored_objects",
     "catalog::registry_poll_upgrades",
     "signatures::signed_catalog_serves_unsigned_refused",
+    "upgrades::pin_outlives_catalog_polls",
+    // Lane B.
+    "packages::served_by_the_pod",
     "bundle::images_pulled_by_the_controller_pod",
-    "kind::local_registry_recipe",
+    "plan::crd_update_with_stored_objects",
     "resolve::dependency_installs",
     "upgrades::range_then_downgrade",
     "upgrades::failed_upgrade_rolled_back",
     "upgrades::rollback_refused_after_crd_change",
-    "upgrades::pin_outlives_catalog_polls",
+    // The test operator's lane.
     "operator::phases_webhooks_apiservice",
+    // Alone again.
+    "kind::local_registry_recipe",
     "kubectl_operator::journey",
     "chart::leader_failover",
 ];
@@ -95,167 +103,133 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             return report.failures;
         }
     };
-    if selected("plan::scoped_account_bounds_every_step") {
-        let started = Instant::now();
-        report.check(
-            "plan::scoped_account_bounds_every_step",
-            started,
-            explained(
-                &cluster,
-                install_checks::scoped_account_bounds_every_step(&cluster).await,
-            )
-            .await,
-        );
-    }
-    if selected("chart::journeys") {
-        let started = Instant::now();
-        report.check(
-            "chart::journeys",
-            started,
-            explained(&cluster, journeys(&cluster).await).await,
-        );
-    }
-    if selected("packages::served_by_the_pod") {
-        let started = Instant::now();
-        report.check(
-            "packages::served_by_the_pod",
-            started,
-            explained(
-                &cluster,
-                install_checks::package_manifests_served_by_the_pod(
-                    &cluster,
-                    &cluster.settings.catalog_image,
-                )
-                .await,
-            )
-            .await,
-        );
-    }
-    if selected("plan::crd_update_with_stored_objects") {
-        let started = Instant::now();
-        report.check(
-            "plan::crd_update_with_stored_objects",
-            started,
-            explained(
-                &cluster,
-                install_checks::crd_update_with_objects(&cluster, node).await,
-            )
-            .await,
-        );
-    }
-    if selected("catalog::registry_poll_upgrades") {
-        let started = Instant::now();
-        report.check(
-            "catalog::registry_poll_upgrades",
-            started,
-            explained(
-                &cluster,
-                install_checks::registry_poll_upgrades(&cluster, node).await,
-            )
-            .await,
-        );
-    }
-    if selected("signatures::signed_catalog_serves_unsigned_refused") {
+    let report = RefCell::new(report);
+    let run = Runner {
+        report: &report,
+        selected: &selected,
+        cluster: &cluster,
+    };
+    // First, while the demo CRD does not exist yet.
+    run.explained("plan::scoped_account_bounds_every_step", || {
+        install_checks::scoped_account_bounds_every_step(&cluster)
+    })
+    .await;
+    // Then three lanes side by side: each check waits mostly on pods, catalogs and pulls, and
+    // each has namespaces, catalogs and image repositories of its own. The demo CRD is shared
+    // by lanes A and B as it is by any operator installed in several namespaces; the checks
+    // that change a CRD's schema use a group of their own. The test operator's lane owns its
+    // package. About three minutes less than one after the other (README, "e2e_node").
+    let lane_a = async {
+        run.explained("chart::journeys", || journeys(&cluster))
+            .await;
+        run.explained("catalog::registry_poll_upgrades", || {
+            install_checks::registry_poll_upgrades(&cluster, node)
+        })
+        .await;
         let name = "signatures::signed_catalog_serves_unsigned_refused";
         match &signed_setup {
             Ok(setup) => {
-                let started = Instant::now();
-                report.check(
-                    name,
-                    started,
+                run.check(name, || {
                     signature_checks::signed_catalog_serves_unsigned_refused(&cluster, node, setup)
-                        .await,
-                );
+                })
+                .await
             }
-            Err(why) => report.skip(name, why),
+            Err(why) if selected(name) => run.report.borrow_mut().skip(name, why),
+            Err(_) => {}
         }
-    }
-    if selected("bundle::images_pulled_by_the_controller_pod") {
-        let started = Instant::now();
-        report.check(
-            "bundle::images_pulled_by_the_controller_pod",
-            started,
-            explained(
-                &cluster,
-                install_checks::bundle_images_install(&cluster, node).await,
-            )
-            .await,
-        );
-    }
-    if selected("kind::local_registry_recipe") {
-        let started = Instant::now();
-        report.check(
-            "kind::local_registry_recipe",
-            started,
-            kind_recipe::installs_through_the_node_mirror(&cluster, node).await,
-        );
-    }
-    if selected("resolve::dependency_installs") {
-        let started = Instant::now();
-        report.check(
-            "resolve::dependency_installs",
-            started,
-            explained(
-                &cluster,
-                install_checks::dependency_installs(&cluster, node).await,
-            )
-            .await,
-        );
-    }
-    // The test operator's check waits mostly on its own pods (a progress deadline, a crash
-    // loop, a certificate rollout) in namespaces of its own, so it runs beside the upgrade
-    // checks instead of after them: about two minutes less for the suite. Its outcome is
-    // reported when both are done, with its own duration.
-    let operator = async {
-        let name = "operator::phases_webhooks_apiservice";
-        if !selected(name) {
-            return None;
-        }
-        let started = Instant::now();
-        let result = explained(&cluster, operator_checks::run(&cluster, node).await).await;
-        Some((name, started.elapsed(), result))
+        run.check("upgrades::pin_outlives_catalog_polls", || {
+            rollback_checks::pin_outlives_catalog_polls(&cluster, node)
+        })
+        .await;
     };
-    let upgrades = async {
-        if selected("upgrades::range_then_downgrade") {
-            let started = Instant::now();
-            report.check(
-                "upgrades::range_then_downgrade",
-                started,
-                upgrade_checks::range_then_downgrade(&cluster).await,
-            );
-        }
-        rollback_checks::run(&cluster, node, &mut report, &selected).await;
-    };
-    let (operator, ()) = tokio::join!(operator, upgrades);
-    if let Some((name, took, result)) = operator {
-        // Reported with its own duration, not the wait for the upgrade checks.
-        report.check(name, Instant::now() - took, result);
-    }
-    if selected("kubectl_operator::journey") {
-        let started = Instant::now();
-        report.check(
-            "kubectl_operator::journey",
-            started,
-            explained(
+    let lane_b = async {
+        run.explained("packages::served_by_the_pod", || {
+            install_checks::package_manifests_served_by_the_pod(
                 &cluster,
-                kubectl_operator::journey(&cluster, plane, &tls_registry).await,
+                &cluster.settings.catalog_image,
             )
-            .await,
-        );
-    }
-    if selected("chart::leader_failover") {
-        let started = Instant::now();
-        report.check(
-            "chart::leader_failover",
-            started,
-            explained(&cluster, leader_failover(plane, &cluster).await).await,
-        );
-    }
+        })
+        .await;
+        run.explained("bundle::images_pulled_by_the_controller_pod", || {
+            install_checks::bundle_images_install(&cluster, node)
+        })
+        .await;
+        run.explained("plan::crd_update_with_stored_objects", || {
+            install_checks::crd_update_with_objects(&cluster, node)
+        })
+        .await;
+        run.explained("resolve::dependency_installs", || {
+            install_checks::dependency_installs(&cluster, node)
+        })
+        .await;
+        run.check("upgrades::range_then_downgrade", || {
+            upgrade_checks::range_then_downgrade(&cluster)
+        })
+        .await;
+        run.check("upgrades::failed_upgrade_rolled_back", || {
+            rollback_checks::failed_upgrade_rolled_back(&cluster, node)
+        })
+        .await;
+        run.check("upgrades::rollback_refused_after_crd_change", || {
+            rollback_checks::rollback_refused_after_crd_change(&cluster, node)
+        })
+        .await;
+    };
+    let operator = run.explained("operator::phases_webhooks_apiservice", || {
+        operator_checks::run(&cluster, node)
+    });
+    tokio::join!(lane_a, lane_b, operator);
+    // Last, one after the other: the kind recipe restarts the controllers, and the failover
+    // deletes the leader.
+    run.check("kind::local_registry_recipe", || {
+        kind_recipe::installs_through_the_node_mirror(&cluster, node)
+    })
+    .await;
+    run.explained("kubectl_operator::journey", || {
+        kubectl_operator::journey(&cluster, plane, &tls_registry)
+    })
+    .await;
+    run.explained("chart::leader_failover", || {
+        leader_failover(plane, &cluster)
+    })
+    .await;
     println!(
         "e2e-node:   controller RSS after the checks: {:?} MiB (a debug build)",
         chart_install::controller_rss()
     );
-    report.failures
+    report.into_inner().failures
+}
+
+/// Runs the selected checks, each reported the moment it ends (lanes run side by side).
+struct Runner<'a> {
+    report: &'a RefCell<Report>,
+    selected: &'a dyn Fn(&str) -> bool,
+    cluster: &'a Cluster,
+}
+
+impl Runner<'_> {
+    async fn check<F>(&self, name: &str, check: impl FnOnce() -> F)
+    where
+        F: Future<Output = anyhow::Result<()>>,
+    {
+        if !(self.selected)(name) {
+            return;
+        }
+        let started = Instant::now();
+        let result = check().await;
+        self.report.borrow_mut().check(name, started, result);
+    }
+
+    /// [`Self::check`], a failure followed by what the controller's pods say.
+    async fn explained<F>(&self, name: &str, check: impl FnOnce() -> F)
+    where
+        F: Future<Output = anyhow::Result<()>>,
+    {
+        self.check(name, || async {
+            explained(self.cluster, check().await).await
+        })
+        .await;
+    }
 }
 
 /// `helm install` with two replicas: both pods Ready through their probes, one leads (the

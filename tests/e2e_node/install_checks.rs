@@ -21,6 +21,8 @@ use crate::real_control_plane::images;
 use crate::real_control_plane::real_node::RealNode;
 
 const CRD: &str = "widgets.e2e.olm-rs.dev";
+/// The group of the CRD whose schema the CRD-update check changes, apart from the demo's.
+const CRD_UPDATE_GROUP: &str = "crd-update.olm-rs.dev";
 
 /// The scoped install. Runs before any journey, while the demo CRD does not exist yet.
 pub async fn scoped_account_bounds_every_step(c: &Cluster) -> anyhow::Result<()> {
@@ -176,11 +178,11 @@ async fn crd_update(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
     )
     .await?;
     wait_installed(c, ns, "demo", fixtures::V020).await?;
-    let widgets = cluster::core("e2e.olm-rs.dev", "v1", "Widget", "widgets");
+    let widgets = cluster::core(CRD_UPDATE_GROUP, "v1", "Widget", "widgets");
     c.create(
         &widgets,
         ns,
-        json!({"apiVersion": "e2e.olm-rs.dev/v1", "kind": "Widget",
+        json!({"apiVersion": format!("{CRD_UPDATE_GROUP}/v1"), "kind": "Widget",
                "metadata": {"name": "kept"}, "spec": {}}),
     )
     .await
@@ -194,7 +196,7 @@ async fn crd_update(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
     .await?;
     wait_installed(c, ns, "demo", fixtures::V030).await?;
     let crd = c
-        .get_cluster_scoped(&crds(), CRD)
+        .get_cluster_scoped(&crds(), &format!("widgets.{CRD_UPDATE_GROUP}"))
         .await?
         .context("the CRD is gone")?;
     ensure!(
@@ -212,29 +214,30 @@ async fn crd_update(c: &Cluster, ns: &str, image: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The demo catalog with v0.3.0's CRD given one more (optional) property, so that its update
-/// must be checked against the stored objects.
+/// The demo catalog in the group [`CRD_UPDATE_GROUP`], with v0.3.0's CRD given one more
+/// (optional) property, so that its update must be checked against the stored objects. The
+/// group of its own keeps the checks that install the demo beside this one on their CRD.
 fn changed_schema_catalog(from: &Path, to: &Path) -> anyhow::Result<()> {
     let package = from.join("olm-rs-e2e-demo");
     let out = to.join("olm-rs-e2e-demo");
     std::fs::create_dir_all(&out)?;
     std::fs::copy(package.join("package.yaml"), out.join("package.yaml"))?;
     let text = std::fs::read_to_string(package.join("bundles.yaml"))?;
+    let b64 = base64::engine::general_purpose::STANDARD;
     let mut documents = Vec::new();
+    let mut changed = false;
     for document in serde_yaml_ng::Deserializer::from_str(&text) {
-        let mut doc: Value = serde::Deserialize::deserialize(document)?;
-        if doc["name"] == fixtures::V030 {
-            let mut changed = false;
-            for property in doc["properties"].as_array_mut().into_iter().flatten() {
-                if property["type"] != "olm.bundle.object" {
-                    continue;
-                }
-                let b64 = base64::engine::general_purpose::STANDARD;
-                let data = property["value"]["data"].as_str().unwrap_or_default();
-                let mut object: Value = serde_json::from_slice(&b64.decode(data)?)?;
-                if object["kind"] != "CustomResourceDefinition" {
-                    continue;
-                }
+        let doc: Value = serde::Deserialize::deserialize(document)?;
+        let mut doc = regroup(&doc)?;
+        let v030 = doc["name"] == fixtures::V030;
+        for property in doc["properties"].as_array_mut().into_iter().flatten() {
+            if property["type"] != "olm.bundle.object" {
+                continue;
+            }
+            let data = property["value"]["data"].as_str().unwrap_or_default();
+            let object: Value = serde_json::from_slice(&b64.decode(data)?)?;
+            let mut object = regroup(&object)?;
+            if v030 && object["kind"] == "CustomResourceDefinition" {
                 for version in object["spec"]["versions"]
                     .as_array_mut()
                     .into_iter()
@@ -246,16 +249,22 @@ fn changed_schema_catalog(from: &Path, to: &Path) -> anyhow::Result<()> {
                         changed = true;
                     }
                 }
-                property["value"]["data"] = json!(b64.encode(serde_json::to_vec(&object)?));
             }
-            if !changed {
-                bail!("no CRD schema found in {} to change", fixtures::V030);
-            }
+            property["value"]["data"] = json!(b64.encode(serde_json::to_vec(&object)?));
         }
         documents.push(serde_yaml_ng::to_string(&doc)?);
     }
+    if !changed {
+        bail!("no CRD schema found in {} to change", fixtures::V030);
+    }
     std::fs::write(out.join("bundles.yaml"), documents.join("---\n"))?;
     Ok(())
+}
+
+/// `value` with the demo API's group renamed to [`CRD_UPDATE_GROUP`].
+fn regroup(value: &Value) -> anyhow::Result<Value> {
+    let text = serde_json::to_string(value)?.replace("e2e.olm-rs.dev", CRD_UPDATE_GROUP);
+    Ok(serde_json::from_str(&text)?)
 }
 
 fn crds() -> kube::core::ApiResource {

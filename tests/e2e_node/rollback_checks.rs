@@ -281,34 +281,6 @@ async fn pinned(
     Ok(())
 }
 
-/// Runs the three checks selected, each reported under its name.
-pub async fn run(
-    c: &Cluster,
-    node: &RealNode,
-    report: &mut crate::real_control_plane::suite_runner::Report,
-    selected: &dyn Fn(&str) -> bool,
-) {
-    let name = "upgrades::failed_upgrade_rolled_back";
-    if selected(name) {
-        let started = Instant::now();
-        report.check(name, started, failed_upgrade_rolled_back(c, node).await);
-    }
-    let name = "upgrades::rollback_refused_after_crd_change";
-    if selected(name) {
-        let started = Instant::now();
-        report.check(
-            name,
-            started,
-            rollback_refused_after_crd_change(c, node).await,
-        );
-    }
-    let name = "upgrades::pin_outlives_catalog_polls";
-    if selected(name) {
-        let started = Instant::now();
-        report.check(name, started, pin_outlives_catalog_polls(c, node).await);
-    }
-}
-
 // ---- helpers -----------------------------------------------------------------------------
 
 /// The OperatorGroup and CatalogSource of `ns`; returns the Subscription to create (starting
