@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Resource, ResourceExt};
 
 use crate::api::event::ObjectEvent;
-use crate::api::{CatalogSource, CatalogSourceStatus};
+use crate::api::{CatalogSource, CatalogSourceStatus, ConnectionState};
 use crate::catalog_source::registry_objects::{self, RegistryObjects, RegistryObjectsError};
 
 use super::{Observed, RESYNC, Sync};
@@ -160,6 +160,7 @@ pub(super) fn pod_mode(
     );
     let pods_written = writes.touches_pods();
     let (mut recreated, mut switched, mut rolled_to) = (false, false, None);
+    let mut became_ready = false;
     if awaiting {
         requeue = Some(AWAITING_POD);
     } else {
@@ -168,11 +169,15 @@ pub(super) fn pod_mode(
         // gone from the store (their deletion queues a sync).
         match pod_plan::settled_pods(&views, &desired) {
             Some(names) if !pods_written => {
-                switched = seen
-                    .memo
-                    .serving_pods
-                    .as_deref()
-                    .is_some_and(|prev| prev != names);
+                let before = seen.memo.serving_pods.as_deref();
+                switched = before.is_some_and(|prev| prev != names);
+                // The registry pod has just become Ready while the connection waits out its
+                // back-off from failing against a pod that was not: dial now, not at the next
+                // attempt, which can be up to a minute away (docs/catalog.md §3.1).
+                became_ready = before.is_none()
+                    && seen
+                        .connection
+                        .is_some_and(|c| c.state == ConnectionState::TransientFailure);
                 sync.serving_pods = Some(ServingPods::Settled(names));
             }
             _ => {
@@ -227,6 +232,6 @@ pub(super) fn pod_mode(
     let address =
         registry_objects::service_address(&cs.name_any(), &cs.namespace().unwrap_or_default());
     // New pod, new content: read it again from the start.
-    sync.connect(seen, &address, recreated || switched);
+    sync.connect(seen, &address, recreated || switched || became_ready);
     writes
 }

@@ -398,3 +398,79 @@ fn the_digest_is_asked_when_a_poll_is_due_or_no_pod_serves() {
         Some(false)
     );
 }
+
+#[test]
+fn a_registry_pod_that_becomes_ready_while_the_connection_fails_is_dialled_at_once() {
+    let cs = image_catalog(serde_json::json!({"latestImageRegistryPoll": "2026-01-01T00:55:00Z"}));
+    let objects = objects_of(&cs);
+    let pod = |ready| {
+        registry_pod(
+            &objects,
+            "ops-a",
+            "2026-01-01T00:50:00Z",
+            "sha256:a",
+            ready,
+            false,
+        )
+    };
+    let address = || "ops.olm.svc:50051".to_owned();
+    let link = |state: ConnectionState| LinkView {
+        address: address(),
+        error: (state == ConnectionState::TransientFailure).then(|| "connection refused".into()),
+        state,
+        since: t(NOW),
+        content_error: None,
+    };
+    // (what, the pod Ready, the pods last served, the connection's state, the link decided)
+    let cases = [
+        (
+            "Ready for the first time, the connection backing off: dialled now",
+            true,
+            None,
+            ConnectionState::TransientFailure,
+            Link::Redial(address()),
+        ),
+        (
+            "Ready for the first time, the connection READY (a restarted controller): kept",
+            true,
+            None,
+            ConnectionState::Ready,
+            Link::Ensure(address()),
+        ),
+        (
+            "Ready as recorded, the connection failing: its own back-off, no redial loop",
+            true,
+            Some(vec!["ops-a".to_owned()]),
+            ConnectionState::TransientFailure,
+            Link::Ensure(address()),
+        ),
+        (
+            "not Ready yet: nothing to dial",
+            false,
+            None,
+            ConnectionState::TransientFailure,
+            Link::Ensure(address()),
+        ),
+    ];
+    for (what, ready, serving, state, expected) in cases {
+        let found = all_objects(&objects, vec![pod(ready)]);
+        let registry = RegistrySeen {
+            objects: Ok(&objects),
+            found: &found,
+            network_policies: true,
+            digest: None,
+        };
+        let memo = Memo {
+            serving_pods: serving,
+            ..Memo::default()
+        };
+        let connection = link(state);
+        let decision = decide(&observed_with(
+            &cs,
+            Some(&connection),
+            SourceSeen::Registry(registry),
+            &memo,
+        ));
+        assert_eq!(decision.outcome.link, expected, "{what}");
+    }
+}
