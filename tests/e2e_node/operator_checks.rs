@@ -107,8 +107,8 @@ pub async fn bad_version_fails_then_recovers(
         "while its pod is not ready, {csv} says InstallWaiting / {waiting}"
     );
     println!("e2e-node:   {csv}: Installing / InstallWaiting / {waiting}");
-    // Never ready: progressDeadlineSeconds (60) passes, the CSV fails for good with
-    // `InstallCheckFailed`. Crash-looping: the pod is Ready for 45 s at a time, so the CSV flaps as in
+    // Never ready: progressDeadlineSeconds (30) passes, the CSV fails for good with
+    // `InstallCheckFailed`. Crash-looping: the pod is Ready for 20 s at a time, so the CSV flaps as in
     // OLM — Succeeded, then `Failed / ComponentUnhealthy` ("installing: waiting for deployment
     // …", or "apiServices not installed" when the APIService is checked first), a reinstall;
     // the check waits for a failure naming the Deployment. The CSV's conditions keep every phase it passed, so a short-lived `Failed` is

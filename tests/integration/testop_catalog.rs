@@ -170,7 +170,7 @@ fn each_version_plays_its_role() {
     let roles: BTreeMap<&str, &[&str]> = BTreeMap::from([
         ("0.1.0", &[][..]),
         ("0.2.0", &["--never-ready"][..]),
-        ("0.3.0", &["--crash-after=45s"][..]),
+        ("0.3.0", &["--crash-after=20s"][..]),
         ("0.4.0", &[][..]),
     ]);
     let dirs = bundle_dirs();
