@@ -1,6 +1,6 @@
 //! The real-node checks: the node and the chart first, then the scoped install, then three
-//! lanes side by side (the demo operator's checks in two, the test operator's in the third),
-//! then the checks that restart or delete the controller's pods.
+//! lanes side by side (the test operator's check leads the third), then the checks that
+//! restart or delete the controller's pods, or delete the demo's CRD.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -33,8 +33,6 @@ pub const CHECKS: &[&str] = &[
     "plan::scoped_account_bounds_every_step",
     // Lane A.
     "chart::journeys",
-    "catalog::registry_poll_upgrades",
-    "signatures::signed_catalog_serves_unsigned_refused",
     "upgrades::pin_outlives_catalog_polls",
     // Lane B.
     "packages::served_by_the_pod",
@@ -42,10 +40,12 @@ pub const CHECKS: &[&str] = &[
     "plan::crd_update_with_stored_objects",
     "resolve::dependency_installs",
     "upgrades::range_then_downgrade",
-    "upgrades::failed_upgrade_rolled_back",
     "upgrades::rollback_refused_after_crd_change",
-    // The test operator's lane.
+    "catalog::registry_poll_upgrades",
+    // Lane C: the test operator's check, then two of the demo's.
     "operator::phases_webhooks_apiservice",
+    "upgrades::failed_upgrade_rolled_back",
+    "signatures::signed_catalog_serves_unsigned_refused",
     // Alone again.
     "kind::local_registry_recipe",
     "kubectl_operator::journey",
@@ -117,26 +117,12 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
     // Then three lanes side by side: each check waits mostly on pods, catalogs and pulls, and
     // each has namespaces, catalogs and image repositories of its own. The demo CRD is shared
     // by lanes A and B as it is by any operator installed in several namespaces; the checks
-    // that change a CRD's schema use a group of their own. The test operator's lane owns its
-    // package. About three minutes less than one after the other (README, "e2e_node").
+    // that change a CRD's schema use a group of their own; the test operator's package is only
+    // in lane C. Lanes of about equal length: four minutes less than one after the other
+    // (README, "e2e_node").
     let lane_a = async {
         run.explained("chart::journeys", || journeys(&cluster))
             .await;
-        run.explained("catalog::registry_poll_upgrades", || {
-            install_checks::registry_poll_upgrades(&cluster, node)
-        })
-        .await;
-        let name = "signatures::signed_catalog_serves_unsigned_refused";
-        match &signed_setup {
-            Ok(setup) => {
-                run.check(name, || {
-                    signature_checks::signed_catalog_serves_unsigned_refused(&cluster, node, setup)
-                })
-                .await
-            }
-            Err(why) if selected(name) => run.report.borrow_mut().skip(name, why),
-            Err(_) => {}
-        }
         run.check("upgrades::pin_outlives_catalog_polls", || {
             rollback_checks::pin_outlives_catalog_polls(&cluster, node)
         })
@@ -166,21 +152,40 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             upgrade_checks::range_then_downgrade(&cluster)
         })
         .await;
-        run.check("upgrades::failed_upgrade_rolled_back", || {
-            rollback_checks::failed_upgrade_rolled_back(&cluster, node)
-        })
-        .await;
         run.check("upgrades::rollback_refused_after_crd_change", || {
             rollback_checks::rollback_refused_after_crd_change(&cluster, node)
         })
         .await;
+        run.explained("catalog::registry_poll_upgrades", || {
+            install_checks::registry_poll_upgrades(&cluster, node)
+        })
+        .await;
     };
-    let operator = run.explained("operator::phases_webhooks_apiservice", || {
-        operator_checks::run(&cluster, node)
-    });
-    tokio::join!(lane_a, lane_b, operator);
-    // Last, one after the other: the kind recipe restarts the controllers, and the failover
-    // deletes the leader.
+    // The test operator's check, then two of the demo's.
+    let lane_c = async {
+        run.explained("operator::phases_webhooks_apiservice", || {
+            operator_checks::run(&cluster, node)
+        })
+        .await;
+        run.check("upgrades::failed_upgrade_rolled_back", || {
+            rollback_checks::failed_upgrade_rolled_back(&cluster, node)
+        })
+        .await;
+        let name = "signatures::signed_catalog_serves_unsigned_refused";
+        match &signed_setup {
+            Ok(setup) => {
+                run.check(name, || {
+                    signature_checks::signed_catalog_serves_unsigned_refused(&cluster, node, setup)
+                })
+                .await
+            }
+            Err(why) if selected(name) => run.report.borrow_mut().skip(name, why),
+            Err(_) => {}
+        }
+    };
+    tokio::join!(lane_a, lane_b, lane_c);
+    // Last, one after the other: the kind recipe restarts the controllers, kubectl-operator's
+    // `uninstall -X` deletes the demo's CRD, and the failover deletes the leader.
     run.check("kind::local_registry_recipe", || {
         kind_recipe::installs_through_the_node_mirror(&cluster, node)
     })
