@@ -83,7 +83,7 @@ impl Fault {
             Fault::F3 => "F3 watches expire (etcd compacted, no watch cache)",
             Fault::F4 => "F4 APF: 1 seat, queue of 1",
             Fault::F5 => "F5 leader partitioned 2 × lease",
-            Fault::F6 => "F6 catalog image's registry away 40 s",
+            Fault::F6 => "F6 catalog image's registry away 20 s",
             Fault::F7 => "F7 leader pod deleted ×5",
             Fault::F8 => "F8 proxy fails 1 request in 7 (429/500/504/dropped)",
         }

@@ -14,8 +14,8 @@ use serde_json::Value;
 use crate::cluster::{self, Cluster};
 use crate::workload::{CATALOG, Run};
 
-/// How long the registry is away: two of the catalog's 15 s polls fall in it at least.
-pub const AWAY: Duration = Duration::from_secs(40);
+/// How long the registry is away: two of the catalog's 8 s polls fall in it at least.
+pub const AWAY: Duration = Duration::from_secs(20);
 
 /// What F6 saw while the registry was away.
 #[derive(Debug, Clone, Default)]

@@ -24,7 +24,7 @@ pub const GLOBAL: &str = "olm-rs-e2e-global";
 const GLOBAL_CSV: &str = "olm-rs-e2e-global.v1.0.0";
 const DEPENDENT_CSV: &str = "olm-rs-e2e-dependent.v1.0.0";
 /// The catalog's poll interval: several polls fall in every run.
-const POLL: &str = "15s";
+const POLL: &str = "8s";
 
 /// Builds the workload's catalog image, pushes it to the node's registry and serves it from
 /// the global catalog namespace, polled; returns once it is READY.
