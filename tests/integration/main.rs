@@ -44,6 +44,7 @@ mod csv_requirements;
 mod csv_upgrade;
 mod csv_webhook_validation;
 mod csv_with_operator_groups;
+mod effects_answered;
 mod effects_noted;
 mod examples_catalog;
 /// The fault suite's history check (tests/e2e_faults/audit.rs), its table tests run here: the

@@ -168,7 +168,10 @@ impl Cluster {
                 }
                 true
             }
-            Write::Apply { .. } | Write::MergePatch { .. } | Write::CreateIfAbsent { .. } => false,
+            Write::Apply { .. }
+            | Write::MergePatch { .. }
+            | Write::CreateIfAbsent { .. }
+            | Write::StatusAfter { .. } => false,
         }
     }
 
@@ -188,6 +191,7 @@ fn writes(effects: &Effects) -> Vec<String> {
                 resource_version,
                 ..
             } => format!("status {key} @{resource_version}"),
+            Write::StatusAfter { key, .. } => format!("status {key} @answered"),
             Write::Create { key, .. } | Write::CreateIfAbsent { key, .. } => {
                 format!("create {key}")
             }
