@@ -78,6 +78,7 @@ mod subscription_dependencies;
 mod subscription_failures;
 mod subscription_faults;
 mod subscription_install;
+mod subscription_one_decision;
 mod subscription_rollback;
 mod subscription_stale_store;
 mod subscription_versions;
