@@ -2,6 +2,7 @@
 //! fresh Subscription's plan is created, given its first status and referenced by one decision,
 //! and a sync cut short after the create leaves a plan the next sync adopts, never a second.
 
+use crate::subscription_co_upgrade;
 use crate::subscription_support as support;
 
 use std::sync::Arc;
@@ -67,6 +68,39 @@ async fn a_fresh_subscription_gets_its_plan_created_and_referenced_by_one_decisi
         status.current_csv.as_deref(),
         Some("widget-operator.v1.2.0")
     );
+}
+
+#[tokio::test]
+async fn every_member_of_a_co_upgrade_references_its_plan_after_the_sync_that_creates_it() {
+    let mut env = Env::new().await;
+    env.add_catalog("community", subscription_co_upgrade::catalog());
+    subscription_co_upgrade::subscribe_app(&env).await;
+    let first = env.sync_subscriptions().await.created_plans;
+    env.run_plan(&first[0]).await;
+    let mut co_upgrade = None;
+    for _ in 0..5 {
+        let mut created = env.sync_subscriptions().await.created_plans;
+        // Each member reports the one plan.
+        created.dedup();
+        assert!(created.len() <= 1, "{created:?}");
+        if let Some(name) = created.pop() {
+            co_upgrade = Some(name);
+            break;
+        }
+    }
+    let name = co_upgrade.expect("the co-upgrade's plan");
+    let plan = env.plan(&name).await;
+    assert_eq!(
+        plan.spec.cluster_service_version_names,
+        ["app.v2.0.0", "base.v2.0.0"]
+    );
+    // Within that same sync, the member that did not create the plan references it too.
+    for sub in ["app", "base-stable-community-olm"] {
+        let status = env.subscription(sub).await.status.unwrap();
+        let reference = status.install_plan_ref.expect(sub);
+        assert_eq!(reference.name, plan.metadata.name, "{sub}");
+        assert_eq!(reference.uid, plan.metadata.uid, "{sub}");
+    }
 }
 
 /// A Context whose client refuses the `nth` status write (from 1) to a path containing
