@@ -23,9 +23,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::health::update_catalog_health;
 use super::{NamespaceState, RollbackWrites, SubscriptionUpdate, attach_plan, decide_namespace};
-use crate::api::ClusterServiceVersion;
 use crate::api::event::ObjectEvent;
+use crate::api::{CatalogRef, ClusterServiceVersion};
 use crate::api::{
     ConditionStatus, InstallPlan, InstallPlanPhase, Subscription, SubscriptionConditionType,
     SubscriptionStatus,
@@ -205,7 +206,14 @@ fn subscription_effects(
             // after that create, as the creator does.
             (None, Some(plan)) => {
                 let name = plan.metadata.name.clone().unwrap_or_default();
-                attached = Some(attached_to(&status, &plan, &request.target.bundle, now));
+                attached = Some(attached_to(
+                    view,
+                    sub,
+                    &status,
+                    &plan,
+                    &request.target.bundle,
+                    now,
+                ));
                 write_status = true;
                 choice = Some(PlanChoice::Create(name));
             }
@@ -231,7 +239,14 @@ fn subscription_effects(
                 let mut plan = request.draft.install_plan(&name);
                 create = Some((plan.clone(), initial.clone()));
                 plan.status = Some(initial);
-                attached = Some(attached_to(&status, &plan, &request.target.bundle, now));
+                attached = Some(attached_to(
+                    view,
+                    sub,
+                    &status,
+                    &plan,
+                    &request.target.bundle,
+                    now,
+                ));
                 shared.created.push((key, plan));
                 write_status = true;
                 choice = Some(PlanChoice::Create(name));
@@ -331,8 +346,13 @@ fn rollback_writes(sub: &Subscription, rollback: &RollbackWrites, namespace: &st
     writes
 }
 
-/// `status` with `plan` attached for `csv` (docs/install-plans.md §1 step D).
+/// `status` with `plan` attached for `csv` (docs/install-plans.md §1 step D), as the next look
+/// at it would find it: the catalog health's transition reason (`CatalogSourcesAdded`, …)
+/// settles, as it does on a status already written, so the attachment does not call for one
+/// more status write, and one more sync, right after it.
 fn attached_to(
+    view: &NamespaceView<'_>,
+    sub: &Subscription,
     status: &SubscriptionStatus,
     plan: &InstallPlan,
     csv: &str,
@@ -340,6 +360,8 @@ fn attached_to(
 ) -> (ObjectKey, SubscriptionStatus) {
     let mut attached = status.clone();
     attach_plan(&mut attached, plan, csv, now);
+    let targeted = CatalogRef::new(&sub.spec.source_namespace, &sub.spec.source);
+    update_catalog_health(&mut attached, &targeted, view.state.input.catalogs, now);
     attached.last_updated = now.clone();
     (ObjectKey::of(plan), attached)
 }
