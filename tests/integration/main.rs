@@ -44,6 +44,7 @@ mod csv_requirements;
 mod csv_upgrade;
 mod csv_webhook_validation;
 mod csv_with_operator_groups;
+mod effects_answered;
 mod effects_noted;
 mod examples_catalog;
 /// The fault suite's history check (tests/e2e_faults/audit.rs), its table tests run here: the
@@ -77,6 +78,7 @@ mod subscription_dependencies;
 mod subscription_failures;
 mod subscription_faults;
 mod subscription_install;
+mod subscription_one_decision;
 mod subscription_rollback;
 mod subscription_stale_store;
 mod subscription_versions;

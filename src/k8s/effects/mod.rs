@@ -16,9 +16,11 @@ use kube::core::DynamicObject;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 
+mod answers;
 mod fan_out;
 mod noted;
 
+pub use answers::{Answered, Answers, Fill};
 pub use fan_out::{FanOut, FanOutOutcome, FanOutReport, FanOutWrite, execute_fan_out};
 pub use noted::{Noted, NotedFailure, NotedWrite, execute_noted};
 
@@ -110,6 +112,14 @@ pub enum Write {
         resource_version: String,
         status: Body,
     },
+    /// Replace the status of an object an earlier write of the same execution wrote (created,
+    /// say), at the resourceVersion that write was answered with; `fills` copy values of
+    /// earlier answers (a created object's uid) into the status first ([`Answers::resolve`]).
+    StatusAfter {
+        key: ObjectKey,
+        status: Body,
+        fills: Vec<Fill>,
+    },
     /// Delete; an object already gone is fine.
     Delete {
         key: ObjectKey,
@@ -179,7 +189,7 @@ impl Write {
             Write::Apply { .. } => "apply",
             Write::Create { .. } | Write::CreateIfAbsent { .. } => "create",
             Write::MergePatch { .. } => "patch",
-            Write::Status { .. } => "status",
+            Write::Status { .. } | Write::StatusAfter { .. } => "status",
             Write::Delete { .. } => "delete",
         }
     }
@@ -192,6 +202,7 @@ impl Write {
             | Write::CreateIfAbsent { key, .. }
             | Write::MergePatch { key, .. }
             | Write::Status { key, .. }
+            | Write::StatusAfter { key, .. }
             | Write::Delete { key, .. } => key,
         }
     }
@@ -271,9 +282,23 @@ pub async fn execute(
     events: &EventPublisher,
     effects: &Effects,
 ) -> Result<Executed, ApiError> {
+    execute_answered(client, events, effects, &mut Answers::default()).await
+}
+
+/// [`execute`] as one part of a larger execution: a [`Write::StatusAfter`] may refer to the
+/// answers of writes of earlier parts, noted in `answers` (a co-upgrade's plan, created with
+/// one Subscription's effects, is named in the status of each Subscription it serves).
+pub async fn execute_answered(
+    client: &Client,
+    events: &EventPublisher,
+    effects: &Effects,
+    answers: &mut Answers,
+) -> Result<Executed, ApiError> {
     let mut executed = Executed::default();
     for one in &effects.writes {
-        executed.written.push(perform(client, one).await?);
+        let answer = perform(client, &*answers.resolve(one)?).await?;
+        answers.note(one, answer.as_ref());
+        executed.written.push(answer);
     }
     for EventOn { regarding, event } in &effects.events {
         events.emit(regarding, event).await;
@@ -304,9 +329,11 @@ async fn create(
         .map_err(|e| ApiError::new(Operation::Create, key.clone(), e))
 }
 
-/// One write.
+/// One write. A [`Write::StatusAfter`] alone has no earlier answer to refer to: it is refused
+/// as a conflict ([`Answers::resolve`]).
 pub async fn perform(client: &Client, one: &Write) -> Result<Option<DynamicObject>, ApiError> {
     match one {
+        Write::StatusAfter { key, .. } => Err(answers::unanswered(key, key)),
         Write::Apply {
             key,
             object,

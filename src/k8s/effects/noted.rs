@@ -5,7 +5,7 @@
 use kube::Client;
 use kube::core::DynamicObject;
 
-use super::{Write, perform};
+use super::{Answers, Write, perform};
 use crate::k8s::warnings::WarningLog;
 use crate::k8s::write::ApiError;
 
@@ -36,18 +36,27 @@ pub struct Noted {
 }
 
 /// Carries out `writes` in order with `client`, stopping at the first failure, as
-/// [`super::execute`] does; `warnings` is the log `client` records into
+/// [`super::execute`] does (a [`Write::StatusAfter`] refers to the answers of the writes before
+/// it); `warnings` is the log `client` records into
 /// (`k8s::warnings::recording`), emptied before each write so that each write's warnings are
 /// its own.
 pub async fn execute_noted(client: &Client, warnings: &WarningLog, writes: &[Write]) -> Noted {
     let mut noted = Noted::default();
+    let mut answers = Answers::default();
     for one in writes {
         warnings.take();
-        match perform(client, one).await {
-            Ok(answer) => noted.done.push(NotedWrite {
-                answer,
-                warnings: warnings.take(),
-            }),
+        let done = match answers.resolve(one) {
+            Ok(sent) => perform(client, &sent).await,
+            Err(refused) => Err(refused),
+        };
+        match done {
+            Ok(answer) => {
+                answers.note(one, answer.as_ref());
+                noted.done.push(NotedWrite {
+                    answer,
+                    warnings: warnings.take(),
+                });
+            }
             Err(error) => {
                 noted.failed = Some(NotedFailure {
                     error,

@@ -34,34 +34,6 @@ pub struct Observed {
     pub rollback: RollbackInput,
 }
 
-impl Observed {
-    /// Puts `plan` in place of the plan of that name (or adds it): what a write returned is
-    /// newer than what the store holds.
-    pub fn put_plan(&mut self, plan: InstallPlan) {
-        self.plans.retain(|p| p.metadata.name != plan.metadata.name);
-        self.gone_plans
-            .retain(|g| Some(g) != plan.metadata.name.as_ref());
-        self.plans.push(plan);
-    }
-
-    /// Drops the plan `name` (just deleted).
-    pub fn remove_plan(&mut self, name: &str) {
-        self.plans
-            .retain(|p| p.metadata.name.as_deref() != Some(name));
-    }
-
-    /// Puts `sub` in place of the Subscription of that name.
-    pub fn put_subscription(&mut self, sub: Subscription) {
-        if let Some(old) = self
-            .subscriptions
-            .iter_mut()
-            .find(|s| s.metadata.name == sub.metadata.name)
-        {
-            *old = sub;
-        }
-    }
-}
-
 pub async fn observe(
     client: &Client,
     stores: &SubscriptionStores,

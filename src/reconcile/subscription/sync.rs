@@ -1,11 +1,13 @@
-//! One sync of a namespace's Subscriptions: observe from the stores, decide
+//! One sync of a namespace's Subscriptions: observe from the stores, decide once
 //! (`resolve::subscription::decide_effects`, pure), execute each Subscription's effects on its
 //! own, then the garbage collection.
 //!
-//! A decision that created a plan is followed by another on what the writes returned, which
-//! attaches the plan (its status, the Subscription's `installPlanRef`): a fresh install or an
-//! upgrade is planned and recorded in one sync, and each step is still a decision made on the
-//! objects as they are.
+//! A plan is created and attached (its first status, the Subscription's `installPlanRef`) by
+//! that one decision: the writes that name the plan by the uid and resourceVersion the API
+//! server gives it are `Write::StatusAfter`s, which the executor completes from the create's
+//! answer (docs/subscription-plans.md, "One sync"). A write refused because the decision was made
+//! on an older copy ends the sync with a look again soon; it is never decided again within the
+//! sync.
 
 use std::time::Instant;
 
@@ -13,10 +15,9 @@ use kube::ResourceExt;
 use kube::core::DynamicObject;
 
 use super::catalogs::CatalogSnapshots;
-use super::observe::{Observed, observe};
+use super::observe::observe;
 use super::stores::SubscriptionStores;
-use crate::api::{InstallPlan, Subscription};
-use crate::k8s::effects::{Effects, Write, execute};
+use crate::k8s::effects::{Answers, Effects, Write, execute_answered};
 use crate::k8s::write::ApiError;
 use crate::metrics::Outcome;
 use crate::reconcile::Context;
@@ -24,10 +25,6 @@ use crate::resolve::NamespaceInput;
 use crate::resolve::subscription::{
     NamespaceDecision, NamespaceState, NamespaceView, PlanChoice, decide_effects,
 };
-
-/// At most this many decisions per sync: the second attaches what the first created; a third
-/// only when a write answered with something the second did not expect.
-const MAX_DECISIONS: usize = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SubscriptionSyncError {
@@ -75,7 +72,7 @@ pub async fn sync_namespace(
         source,
     };
     let mut report = NamespaceSynced::default();
-    let mut observed = observe(&ctx.client, stores, namespace)
+    let observed = observe(&ctx.client, stores, namespace)
         .await
         .map_err(failed)?;
     let present: Vec<String> = observed
@@ -90,81 +87,75 @@ pub async fn sync_namespace(
     }
     let global = ctx.options.global_catalog_namespace.as_str();
     let visible = catalogs.visible_from(namespace, global);
-    let mut first_error = None;
-    for round in 0..MAX_DECISIONS {
-        let started = Instant::now();
-        let decision = decide_effects(&NamespaceView {
-            state: NamespaceState {
-                input: NamespaceInput {
-                    namespace,
-                    subscriptions: &observed.subscriptions,
-                    installed: &observed.installed,
-                    catalogs: &visible,
-                    operator_groups: &observed.operator_groups,
-                    global_catalog_namespace: global,
-                },
-                plans: &observed.plans,
-                crds: &observed.crds,
-                rollback: &observed.rollback,
-                now: ctx.clock.now(),
+    let started = Instant::now();
+    let decision = decide_effects(&NamespaceView {
+        state: NamespaceState {
+            input: NamespaceInput {
+                namespace,
+                subscriptions: &observed.subscriptions,
+                installed: &observed.installed,
+                catalogs: &visible,
+                operator_groups: &observed.operator_groups,
+                global_catalog_namespace: global,
             },
-            gone_plans: &observed.gone_plans,
-            namespace_uid: observed.namespace_uid.as_deref(),
-        });
-        if round == 0 {
-            // The resolution runs inside the decision; its wall time is the resolution latency
-            // (`olm_resolution_duration_seconds`).
-            let outcome = if decision.resolution_failed {
-                Outcome::Failed
-            } else {
-                Outcome::Succeeded
-            };
-            ctx.metrics
-                .resolution_duration(outcome, started.elapsed().as_secs_f64());
-        }
-        let created = carry_out(ctx, &decision, &mut observed, &mut report, &mut first_error).await;
-        if !created {
-            break;
-        }
-    }
-    match first_error {
+            plans: &observed.plans,
+            crds: &observed.crds,
+            rollback: &observed.rollback,
+            now: ctx.clock.now(),
+        },
+        gone_plans: &observed.gone_plans,
+        namespace_uid: observed.namespace_uid.as_deref(),
+    });
+    // The resolution runs inside the decision; its wall time is the resolution latency
+    // (`olm_resolution_duration_seconds`).
+    let outcome = if decision.resolution_failed {
+        Outcome::Failed
+    } else {
+        Outcome::Succeeded
+    };
+    ctx.metrics
+        .resolution_duration(outcome, started.elapsed().as_secs_f64());
+    match carry_out(ctx, &decision, &mut report).await {
         Some(source) => Err(failed(source)),
         None => Ok(report),
     }
 }
 
 /// Executes `decision`: each Subscription's effects on their own, then the garbage collection.
-/// What the writes return replaces the observed objects for the next decision. Returns whether
-/// a plan was created (the next decision attaches it).
+/// The answers of every part are kept for the parts after it: a co-upgrade's plan, created
+/// with its first member's effects, is named in the others' statuses. Returns the first
+/// failure that is not a conflict.
 async fn carry_out(
     ctx: &Context,
     decision: &NamespaceDecision,
-    observed: &mut Observed,
     report: &mut NamespaceSynced,
-    first_error: &mut Option<ApiError>,
-) -> bool {
+) -> Option<ApiError> {
     report.retry_soon |= decision.requeue().is_some();
-    let mut created = false;
+    let mut answers = Answers::default();
+    let mut first_error = None;
     for one in &decision.subscriptions {
         ctx.metrics.subscription_synced(&one.decided);
-        if !perform(ctx, &one.effects, observed, report, first_error).await {
+        if !perform(ctx, &one.effects, &mut answers, report, &mut first_error).await {
             continue;
         }
         match &one.plan {
-            Some(PlanChoice::Create(name)) => {
-                report.created_plans.push(name.clone());
-                created = true;
-            }
-            Some(PlanChoice::Adopt(name))
-                if !report.created_plans.contains(name) && !report.adopted_plans.contains(name) =>
-            {
+            // Each member of a co-upgrade reports the one plan.
+            Some(PlanChoice::Create(name)) => report.created_plans.push(name.clone()),
+            Some(PlanChoice::Adopt(name)) if !report.adopted_plans.contains(name) => {
                 report.adopted_plans.push(name.clone());
             }
             _ => {}
         }
     }
-    perform(ctx, &decision.garbage, observed, report, first_error).await;
-    created
+    perform(
+        ctx,
+        &decision.garbage,
+        &mut answers,
+        report,
+        &mut first_error,
+    )
+    .await;
+    first_error
 }
 
 /// Executes one part of a decision; returns whether every write succeeded. A conflict (the
@@ -173,17 +164,17 @@ async fn carry_out(
 async fn perform(
     ctx: &Context,
     effects: &Effects,
-    observed: &mut Observed,
+    answers: &mut Answers,
     report: &mut NamespaceSynced,
     first_error: &mut Option<ApiError>,
 ) -> bool {
     if effects.is_empty() {
         return true;
     }
-    match execute(&ctx.client, &ctx.events, effects).await {
+    match execute_answered(&ctx.client, &ctx.events, effects, answers).await {
         Ok(executed) => {
             for (write, written) in effects.writes.iter().zip(executed.written) {
-                record(write, written, observed, report);
+                record(write, written, report);
             }
             true
         }
@@ -200,41 +191,14 @@ async fn perform(
     }
 }
 
-/// Notes one write in the report and in what the next decision observes.
-fn record(
-    write: &Write,
-    written: Option<DynamicObject>,
-    observed: &mut Observed,
-    report: &mut NamespaceSynced,
-) {
+/// Notes one write in the report.
+fn record(write: &Write, written: Option<DynamicObject>, report: &mut NamespaceSynced) {
     let key = write.key();
-    let kind = key.resource.kind.as_str();
-    if let Write::Delete { .. } = write {
-        if kind == "InstallPlan" {
-            observed.remove_plan(&key.name);
-            report.deleted_plans.push(key.name.clone());
-        }
-        return;
-    }
-    let Some(written) = written else {
-        return;
-    };
-    let Ok(json) = serde_json::to_value(&written) else {
-        return;
-    };
-    match kind {
-        "InstallPlan" => {
-            if let Ok(plan) = serde_json::from_value::<InstallPlan>(json) {
-                observed.put_plan(plan);
-            }
-        }
-        "Subscription" => {
-            if !report.updated.contains(&key.name) {
-                report.updated.push(key.name.clone());
-            }
-            if let Ok(sub) = serde_json::from_value::<Subscription>(json) {
-                observed.put_subscription(sub);
-            }
+    match (write, key.resource.kind.as_str()) {
+        (Write::Delete { .. }, "InstallPlan") => report.deleted_plans.push(key.name.clone()),
+        (Write::Delete { .. }, _) => {}
+        (_, "Subscription") if written.is_some() && !report.updated.contains(&key.name) => {
+            report.updated.push(key.name.clone());
         }
         _ => {}
     }

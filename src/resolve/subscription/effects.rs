@@ -1,6 +1,6 @@
 //! A namespace's Subscription sync as a value (docs/subscription-plans.md, "One sync"): from what
 //! the stores hold, the writes, events and requeue that bring the cluster to the decided
-//! statuses. Pure: the shell executes it.
+//! statuses. Pure: the shell executes it, once per sync.
 //!
 //! Each Subscription gets its own [`Effects`], executed on its own: one Subscription whose
 //! copy was stale (409) never holds up another's plan or events. Its writes come in this order:
@@ -10,24 +10,28 @@
 //!    written whenever a plan is to be created, changed or not, so that a plan is only ever
 //!    created by a decision made on the Subscription as it is now;
 //! 4. the new plan, under a name derived from its resolution key: a create that finds the name
-//!    taken is a plan this namespace already has, not yet in the store (409, decide again).
+//!    taken is a plan this namespace already has, not yet in the store (409, decide again);
+//! 5. the new plan's first status, at the resourceVersion its create was answered with, and the
+//!    Subscription's status that references it, at the resourceVersion of step 3's answer, its
+//!    uid and resourceVersion taken from the plan's answers ([`Write::StatusAfter`]): the plan is
+//!    created and attached by one decision.
 //!
-//! A plan created here is attached by the next decision, which sees it (adoption is also how a
-//! crash between the create and the attachment is repaired).
-
+//! A sync cut short between the create and the attachment (a crash, a refused write) leaves a
+//! plan that the next decision finds by its resolution and adopts, writing what step 5 did not.
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::health::update_catalog_health;
 use super::{NamespaceState, RollbackWrites, SubscriptionUpdate, attach_plan, decide_namespace};
-use crate::api::ClusterServiceVersion;
 use crate::api::event::ObjectEvent;
+use crate::api::{CatalogRef, ClusterServiceVersion};
 use crate::api::{
     ConditionStatus, InstallPlan, InstallPlanPhase, Subscription, SubscriptionConditionType,
     SubscriptionStatus,
 };
-use crate::k8s::effects::{Body, Effects, EventOn, Write};
+use crate::k8s::effects::{Answered, Body, Effects, EventOn, Fill, Write};
 use crate::k8s::owned_set::OwnedSet;
 use crate::k8s::write::{DeleteOptions, ObjectKey};
 use crate::plan::{PlanDraft, PlanForGc, RESOLUTION_LABEL, install_plan_name, plans_to_delete};
@@ -56,7 +60,8 @@ pub struct NamespaceView<'a> {
 /// The plan a Subscription gets in this decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlanChoice {
-    /// Created now, attached by the next decision.
+    /// Created now (or by an earlier member of the same co-upgrade) and attached in the same
+    /// decision.
     Create(String),
     /// An existing plan made for the same resolution, attached now.
     Adopt(String),
@@ -103,6 +108,7 @@ pub fn decide_effects(view: &NamespaceView<'_>) -> NamespaceDecision {
     let updates = decide_namespace(state);
     let resolution_failed = updates.iter().any(|u| failed(&u.status, None).is_some());
     let mut kept: Vec<String> = Vec::new();
+    let mut created: Vec<String> = Vec::new();
     let mut namespace_messages: Vec<String> = Vec::new();
     let mut shared = SharedPlans::default();
     let subscriptions: Vec<SubscriptionEffects> = updates
@@ -122,12 +128,17 @@ pub fn decide_effects(view: &NamespaceView<'_>) -> NamespaceDecision {
             if let Some(PlanChoice::Create(name) | PlanChoice::Adopt(name)) = &one.plan {
                 kept.push(name.clone());
             }
+            if let Some(PlanChoice::Create(name)) = &one.plan
+                && !created.contains(name)
+            {
+                created.push(name.clone());
+            }
             one
         })
         .collect();
     NamespaceDecision {
         subscriptions,
-        garbage: garbage(state.plans, &kept),
+        garbage: garbage(state.plans, &kept, &created),
         resolution_failed,
     }
 }
@@ -155,6 +166,8 @@ fn subscription_effects(
     }
     let superseded_name = update.superseded.as_ref().map(|s| s.name.clone());
     let mut create = None;
+    // The status naming a plan created in this decision, written after the plan's create.
+    let mut attached: Option<(ObjectKey, SubscriptionStatus)> = None;
     let mut choice = None;
     if let Some(request) = &update.plan {
         let installed = view
@@ -166,13 +179,13 @@ fn subscription_effects(
             .created
             .iter()
             .find(|(key, _)| *key == request.draft.resolution_key())
-            .map(|(_, name)| name.clone());
+            .map(|(_, plan)| plan.clone());
         // A rollback's CSV was installed before, by a plan that is not the restore.
         let rollback = request.target.why == Why::Rollback;
         let found = adoptable(plans, &request.draft, superseded_name.as_deref(), installed)
             .or_else(|| installed_by(view, sub, &request.target.bundle).filter(|_| !rollback));
-        match found {
-            Some(plan) => {
+        match (found, sibling) {
+            (Some(plan), _) => {
                 let name = plan.metadata.name.clone().unwrap_or_default();
                 let mut seen = plan.clone();
                 if status_lost(plan) {
@@ -189,16 +202,24 @@ fn subscription_effects(
                 write_status = true;
                 choice = Some(PlanChoice::Adopt(name));
             }
-            // The plan of a co-upgrade is created by its first member; the others wait for it
-            // and attach it at the next sync, as the creator does.
-            None if sibling.is_some() => {
+            // The plan of a co-upgrade is created by its first member; the others attach it
+            // after that create, as the creator does.
+            (None, Some(plan)) => {
+                let name = plan.metadata.name.clone().unwrap_or_default();
+                attached = Some(attached_to(
+                    view,
+                    sub,
+                    &status,
+                    &plan,
+                    &request.target.bundle,
+                    now,
+                ));
                 write_status = true;
-                choice = sibling.map(PlanChoice::Create);
+                choice = Some(PlanChoice::Create(name));
             }
-            None => {
+            (None, None) => {
                 let key = request.draft.resolution_key();
                 let name = free_name(&key, plans, view.gone_plans);
-                shared.created.push((key, name.clone()));
                 // The Subscription's main transition: an install or upgrade is planned.
                 let what = match &request.target.replaces {
                     Some(old) if rollback => {
@@ -211,14 +232,33 @@ fn subscription_effects(
                     "InstallPlanCreated",
                     format!("created InstallPlan {name} for the {what}"),
                 ));
-                create = Some(request.draft.install_plan(&name));
+                // The plan as it will be once its first status is written: what the
+                // Subscription's status says of it, but for the uid and resourceVersion the API
+                // server gives it (filled in by the executor).
+                let initial = request.draft.initial_status_named(&name);
+                let mut plan = request.draft.install_plan(&name);
+                create = Some((plan.clone(), initial.clone()));
+                plan.status = Some(initial);
+                attached = Some(attached_to(
+                    view,
+                    sub,
+                    &status,
+                    &plan,
+                    &request.target.bundle,
+                    now,
+                ));
+                shared.created.push((key, plan));
                 write_status = true;
                 choice = Some(PlanChoice::Create(name));
             }
         }
     }
     let mut decided = sub.clone();
-    decided.status = Some(status.clone());
+    decided.status = Some(
+        attached
+            .as_ref()
+            .map_or_else(|| status.clone(), |(_, a)| a.clone()),
+    );
     let retry_soon = failed(&status, Some(ERROR_PREVENTED_RESOLUTION)).is_some();
     let mut effects = Effects::default();
     if write_status {
@@ -240,7 +280,16 @@ fn subscription_effects(
         &update.rollback,
         view.state.input.namespace,
     ));
-    writes.extend(create.map(Write::create));
+    if let Some((plan, initial)) = create {
+        let key = ObjectKey::of(&plan);
+        writes.push(Write::create(plan));
+        writes.push(Write::StatusAfter {
+            key,
+            status: Body::new(initial),
+            fills: Vec::new(),
+        });
+    }
+    writes.extend(attached.map(|(plan, status)| attach_write(sub, plan, status)));
     effects.writes = writes;
     // OLM reports a failed resolution on the Namespace (docs/resolution.md §9); tools that watch
     // namespace events keep working. Once per message, with the first Subscription that has it.
@@ -297,11 +346,52 @@ fn rollback_writes(sub: &Subscription, rollback: &RollbackWrites, namespace: &st
     writes
 }
 
+/// `status` with `plan` attached for `csv` (docs/install-plans.md §1 step D), as the next look
+/// at it would find it: the catalog health's transition reason (`CatalogSourcesAdded`, …)
+/// settles, as it does on a status already written, so the attachment does not call for one
+/// more status write, and one more sync, right after it.
+fn attached_to(
+    view: &NamespaceView<'_>,
+    sub: &Subscription,
+    status: &SubscriptionStatus,
+    plan: &InstallPlan,
+    csv: &str,
+    now: &Time,
+) -> (ObjectKey, SubscriptionStatus) {
+    let mut attached = status.clone();
+    attach_plan(&mut attached, plan, csv, now);
+    let targeted = CatalogRef::new(&sub.spec.source_namespace, &sub.spec.source);
+    update_catalog_health(&mut attached, &targeted, view.state.input.catalogs, now);
+    attached.last_updated = now.clone();
+    (ObjectKey::of(plan), attached)
+}
+
+/// The Subscription's status naming a plan created in this decision: written after the plan's
+/// create and first status, at the resourceVersion of the Subscription's own status write
+/// before the create (the fence), with the plan's uid and resourceVersion as the API server
+/// answered them.
+fn attach_write(sub: &Subscription, plan: ObjectKey, status: SubscriptionStatus) -> Write {
+    let fill = |field, at| Fill {
+        from: plan.clone(),
+        field,
+        at,
+    };
+    Write::StatusAfter {
+        key: ObjectKey::of(sub),
+        status: Body::new(status),
+        fills: vec![
+            fill(Answered::Uid, "/installPlanRef/uid"),
+            fill(Answered::ResourceVersion, "/installPlanRef/resourceVersion"),
+            fill(Answered::Uid, "/installplan/uuid"),
+        ],
+    }
+}
+
 /// Plans one decision makes or repairs for several Subscriptions (a co-upgrade's members).
 #[derive(Default)]
 struct SharedPlans {
-    /// Created by an earlier member: `(resolution key, name)`.
-    created: Vec<(String, String)>,
+    /// Created by an earlier member: `(resolution key, the plan with its first status)`.
+    created: Vec<(String, InstallPlan)>,
     /// Plans whose lost status an earlier member writes.
     restored: Vec<String>,
 }
@@ -384,16 +474,17 @@ fn free_name(key: &str, plans: &[InstallPlan], gone: &[String]) -> String {
 }
 
 /// Deletes of old plans: every plan counts except the ones a decided status references, the
-/// ones just created or adopted, and the superseded ones (already being deleted). The plans
+/// ones just created or adopted, and the superseded ones (already being deleted); the plans
+/// `created` in this decision count too, kept. The plans
 /// are an owned set: the sweep's choice (`plan::gc`) says which are kept, the others found in
 /// the namespace are deleted, each only as observed (a plan changed since — approved, say — is
 /// decided again at the next sync).
-fn garbage(plans: &[InstallPlan], kept: &[String]) -> Effects {
+fn garbage(plans: &[InstallPlan], kept: &[String], created: &[String]) -> Effects {
     let live: Vec<&InstallPlan> = plans
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
-    let view: Vec<PlanForGc> = live
+    let mut view: Vec<PlanForGc> = live
         .iter()
         .map(|p| {
             let name = p.metadata.name.clone().unwrap_or_default();
@@ -416,6 +507,14 @@ fn garbage(plans: &[InstallPlan], kept: &[String]) -> Effects {
             }
         })
         .collect();
+    view.extend(created.iter().map(|name| PlanForGc {
+        name: name.clone(),
+        generation: 0,
+        created: None,
+        referenced: true,
+        installing: false,
+        status_lost: false,
+    }));
     let swept = plans_to_delete(&view);
     let mut owned = OwnedSet::new();
     for plan in &live {

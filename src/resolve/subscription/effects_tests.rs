@@ -97,9 +97,42 @@ impl Cluster {
         }
     }
 
+    /// A [`Write::StatusAfter`] as the executor sends it: at the version of its object now (the
+    /// writes are applied one by one, so that is the last answer), its fills from the objects now.
+    fn resolve(&self, write: &Write) -> Option<Write> {
+        let Write::StatusAfter { key, status, fills } = write else {
+            return Some(write.clone());
+        };
+        let meta = |key: &ObjectKey| {
+            let subs = self.subs.iter().map(|s| &s.metadata);
+            let plans = self.plans.iter().map(|p| &p.metadata);
+            subs.chain(plans)
+                .find(|m| m.name.as_ref() == Some(&key.name))
+                .cloned()
+        };
+        let mut json = status.to_json().unwrap();
+        for fill in fills {
+            let from = meta(&fill.from)?;
+            let value = match fill.field {
+                Answered::Uid => from.uid?,
+                Answered::ResourceVersion => from.resource_version?,
+            };
+            let (parent, last) = fill.at.rsplit_once('/').unwrap();
+            json.pointer_mut(parent).unwrap()[last] = value.into();
+        }
+        Some(Write::Status {
+            key: key.clone(),
+            resource_version: meta(key)?.resource_version?,
+            status: Body::new(json),
+        })
+    }
+
     fn perform(&mut self, write: &Write) -> bool {
+        let Some(write) = self.resolve(write) else {
+            return false;
+        };
         let rv = self.bump();
-        match write {
+        match &write {
             Write::Status {
                 key,
                 resource_version,
@@ -168,7 +201,10 @@ impl Cluster {
                 }
                 true
             }
-            Write::Apply { .. } | Write::MergePatch { .. } | Write::CreateIfAbsent { .. } => false,
+            Write::Apply { .. }
+            | Write::MergePatch { .. }
+            | Write::CreateIfAbsent { .. }
+            | Write::StatusAfter { .. } => false,
         }
     }
 
@@ -188,6 +224,7 @@ fn writes(effects: &Effects) -> Vec<String> {
                 resource_version,
                 ..
             } => format!("status {key} @{resource_version}"),
+            Write::StatusAfter { key, .. } => format!("status {key} @answered"),
             Write::Create { key, .. } | Write::CreateIfAbsent { key, .. } => {
                 format!("create {key}")
             }
@@ -314,12 +351,18 @@ fn manual_switched_to_automatic() -> Cluster {
     c
 }
 
-/// A plan created before a crash: the Subscription never recorded it, its status is lost.
+/// A plan created before a crash, which cut the sync short right after the create: the
+/// Subscription never recorded it, its status is lost.
 fn crashed_after_create() -> Cluster {
     let mut c = fresh();
     let decision = c.decide();
-    c.apply(&decision);
-    c.plans[0].status = None;
+    for write in &decision.subscriptions[0].effects.writes {
+        assert!(c.perform(write), "refused: {write:?}");
+        if let Write::Create { .. } = write {
+            break;
+        }
+    }
+    assert!(c.plans[0].status.is_none());
     c
 }
 
@@ -373,11 +416,13 @@ fn at_head() -> Cluster {
 fn decisions_table() {
     let cases = [
         Case {
-            name: "fresh install: the status (the fence), then the plan",
+            name: "fresh install: the status (the fence), the plan, its status, the reference",
             given: fresh,
             writes: &[
                 "status Subscription ns/etcd @1",
                 "create InstallPlan ns/{plan}",
+                "status InstallPlan ns/{plan} @answered",
+                "status Subscription ns/etcd @answered",
             ],
             events: &["Normal InstallPlanCreated on Subscription/etcd"],
             garbage: &[],
@@ -400,6 +445,8 @@ fn decisions_table() {
             writes: &[
                 "status Subscription ns/etcd @5",
                 "create InstallPlan ns/{plan}",
+                "status InstallPlan ns/{plan} @answered",
+                "status Subscription ns/etcd @answered",
             ],
             events: &["Normal InstallPlanCreated on Subscription/etcd"],
             garbage: &[],
@@ -420,6 +467,8 @@ fn decisions_table() {
                 "delete InstallPlan ns/{superseded} @4",
                 "status Subscription ns/etcd @5",
                 "create InstallPlan ns/{plan}",
+                "status InstallPlan ns/{plan} @answered",
+                "status Subscription ns/etcd @answered",
             ],
             events: &[
                 "Normal InstallPlanSuperseded on Subscription/etcd",
@@ -493,29 +542,66 @@ fn decisions_table() {
 }
 
 #[test]
-fn a_plan_is_named_after_its_resolution_and_attached_by_the_next_decision() {
+fn one_decision_creates_the_plan_and_attaches_it() {
     let mut c = fresh();
     let first = c.decide();
     let name = key_of(&first);
-    let Some(Write::Create { object, .. }) = first.subscriptions[0].effects.writes.last() else {
+    let effects = &first.subscriptions[0].effects;
+    let Some(Write::Create { object, .. }) = effects
+        .writes
+        .iter()
+        .find(|w| matches!(w, Write::Create { .. }))
+    else {
         panic!("a create");
     };
     let plan: InstallPlan = serde_json::from_value(object.to_json().unwrap()).unwrap();
     let key = plan.metadata.labels.as_ref().unwrap()[RESOLUTION_LABEL].clone();
     assert_eq!(name, install_plan_name(&key, 0));
     assert_eq!(c.decide(), first, "the same observation, the same decision");
+    // The attachment is in the same value: the plan's first status after its create, and the
+    // Subscription's reference, whose uid and resourceVersion the answers fill in.
+    let Some(Write::StatusAfter { key, status, fills }) = effects.writes.last() else {
+        panic!("the reference last: {:?}", effects.writes);
+    };
+    assert_eq!(key.to_string(), "Subscription ns/etcd");
+    let said = status.to_json().unwrap();
+    assert_eq!(said["installPlanRef"]["name"], name.as_str());
+    assert_eq!(said["currentCSV"], "etcd.v1");
+    assert_eq!(said["state"], "UpgradePending");
+    let filled: Vec<(String, Answered, &str)> = fills
+        .iter()
+        .map(|f| (f.from.to_string(), f.field, f.at))
+        .collect();
+    let plan_key = format!("InstallPlan ns/{name}");
+    assert_eq!(
+        filled,
+        [
+            (plan_key.clone(), Answered::Uid, "/installPlanRef/uid"),
+            (
+                plan_key.clone(),
+                Answered::ResourceVersion,
+                "/installPlanRef/resourceVersion"
+            ),
+            (plan_key, Answered::Uid, "/installplan/uuid"),
+        ]
+    );
+    assert_eq!(
+        first.subscriptions[0].decided.status,
+        Some(serde_json::from_value(said).unwrap()),
+        "the metrics see the attached status"
+    );
 
     c.apply(&first);
-    let second = c.decide();
-    assert_eq!(
-        second.subscriptions[0].plan,
-        Some(PlanChoice::Adopt(name.clone()))
-    );
-    c.apply(&second);
     let st = c.status();
+    let reference = st.install_plan_ref.as_ref().unwrap();
+    assert_eq!(reference.name.as_deref(), Some(name.as_str()));
     assert_eq!(
-        st.install_plan_ref.as_ref().unwrap().name.as_deref(),
-        Some(name.as_str())
+        reference.uid.as_deref(),
+        Some(format!("uid-{name}").as_str())
+    );
+    assert_eq!(
+        reference.resource_version, c.plans[0].metadata.resource_version,
+        "the plan as its first status left it"
     );
     assert_eq!(
         st.install_plan.as_ref().unwrap().uuid,
@@ -527,9 +613,48 @@ fn a_plan_is_named_after_its_resolution_and_attached_by_the_next_decision() {
         "the plan's steps are written"
     );
     assert!(
-        settle(&mut c).is_empty(),
-        "nothing more until the plan runs"
+        c.decide()
+            .subscriptions
+            .iter()
+            .all(|s| s.effects.writes.is_empty()),
+        "settled: the next decision writes nothing (the catalog health's reason settled too)"
     );
+}
+
+#[test]
+fn a_sync_cut_short_after_the_plan_status_adopts_the_plan_and_makes_no_other() {
+    let mut c = fresh();
+    let decision = c.decide();
+    let name = key_of(&decision);
+    let writes = &decision.subscriptions[0].effects.writes;
+    // Everything but the reference: killed before the last write.
+    for write in &writes[..writes.len() - 1] {
+        assert!(c.perform(write), "refused: {write:?}");
+    }
+    let next = c.decide();
+    assert_eq!(
+        next.subscriptions[0].plan,
+        Some(PlanChoice::Adopt(name.clone()))
+    );
+    assert_eq!(
+        writes_of(&next),
+        ["status Subscription ns/etcd @2"],
+        "the plan's status stands; only the reference is written"
+    );
+    c.apply(&next);
+    assert_eq!(
+        c.status()
+            .install_plan_ref
+            .as_ref()
+            .and_then(|r| r.name.as_deref()),
+        Some(name.as_str())
+    );
+    assert!(settle(&mut c).is_empty());
+    assert_eq!(c.plans.len(), 1, "no second plan");
+}
+
+fn writes_of(decision: &NamespaceDecision) -> Vec<String> {
+    writes(&decision.subscriptions[0].effects)
 }
 
 #[test]
@@ -643,7 +768,7 @@ fn a_deleted_csv_of_a_live_subscription_is_installed_again_by_a_new_plan() {
         ]
     );
     c.apply(&decision);
-    // The next decision attaches the plan it finds (no other is made).
+    // Created and attached at once: nothing more to do (no other plan is made).
     assert!(settle(&mut c).is_empty());
     let st = c.status();
     assert_eq!(
