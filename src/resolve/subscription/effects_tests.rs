@@ -9,8 +9,9 @@ use jiff::Timestamp;
 
 use super::*;
 use crate::api::CatalogRef;
-use crate::api::{Approval, InstallPlanStatus};
+use crate::api::{Approval, InstallPlanPhase, InstallPlanStatus};
 use crate::k8s::write::DeleteOptions;
+use crate::plan::{RESOLUTION_LABEL, install_plan_name};
 use crate::resolve::NamespaceInput;
 use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
 use crate::resolve::subscription::RollbackInput;
@@ -809,4 +810,50 @@ fn a_csv_missing_while_its_plan_still_works_is_left_to_the_plan() {
             .any(|e| e.contains("InstalledCSVDeleted")),
         "an upgrade under way is not a deleted CSV"
     );
+}
+
+mod rollback_write {
+    use super::*;
+
+    #[test]
+    fn the_mark_is_merged_unguarded_and_the_failed_csv_deleted_as_judged() {
+        let sub = crate::resolve::subscription::tests::sub("etcd", None, None);
+        let writes = rollback_writes(
+            &sub,
+            &RollbackWrites {
+                mark: Some("2.0.0".into()),
+                delete_failed: Some(("etcd.v2".into(), Some("41".into()))),
+            },
+            "ns",
+        );
+        let [mark, delete] = writes.as_slice() else {
+            panic!("two writes: {writes:?}");
+        };
+        let Write::MergePatch {
+            key,
+            patch,
+            resource_version,
+        } = mark
+        else {
+            panic!("a merge patch: {mark:?}");
+        };
+        assert_eq!((key.name.as_str(), resource_version), ("etcd", &None));
+        assert_eq!(
+            patch.to_json().expect("json"),
+            serde_json::json!({"metadata": {"annotations": {"olm-rs.io/failed-upgrade": "2.0.0"}}})
+        );
+        let Write::Delete { key, options } = delete else {
+            panic!("a delete: {delete:?}");
+        };
+        assert_eq!(
+            (
+                key.resource.kind.as_str(),
+                key.name.as_str(),
+                key.namespace.as_deref()
+            ),
+            ("ClusterServiceVersion", "etcd.v2", Some("ns"))
+        );
+        assert_eq!(options.resource_version.as_deref(), Some("41"));
+        assert!(rollback_writes(&sub, &RollbackWrites::default(), "ns").is_empty());
+    }
 }

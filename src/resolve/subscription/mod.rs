@@ -16,6 +16,7 @@ mod dependencies;
 mod deprecation;
 mod effects;
 mod health;
+mod namespace_plans;
 mod plan_state;
 mod planning;
 mod rollback;
