@@ -157,10 +157,10 @@ async fn every_subscription_converges_through_a_faulty_api_server() {
     let mut failed_plans = Vec::new();
     let mut ticked = std::time::Instant::now();
     // Converging takes about a minute alone (each failed pass waits out its back-off, in real
-    // time: the clock is moved on as time passes) and up to twice that with the rest of the
-    // integration tests on two cores; what is checked is that it converges, with no plan Failed
-    // and nothing created twice. The time is printed.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(200);
+    // time: the clock is moved on as time passes; 40–73 s in three runs) and, with the rest of
+    // the integration tests on two cores, once 174 s; what is checked is that it converges,
+    // with no plan Failed and nothing created twice. The time is printed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
     let converged = loop {
         let all = env.plans().await;
         failed_plans.extend(
