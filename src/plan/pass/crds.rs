@@ -95,9 +95,9 @@ pub fn check_crd_updates(
 /// The writes of the CRDs of `which`: an absent CRD is created (`WaitingForApi` until
 /// Established; a name taken meanwhile is the same outcome); an existing one is server-side
 /// applied with the installed-alongside annotations of its live copy that `facts` keeps
-/// (`plan::alongside`), at that copy's resourceVersion: an update decided on an older copy
-/// would remove an annotation another plan added since (docs/install-plans.md §7.3). Always
-/// as olm-rs (docs/install-plans.md §10).
+/// (`plan::alongside`). Always as olm-rs (docs/install-plans.md §10). Not guarded by the
+/// copy's resourceVersion: see docs/reliability.md §3.7 for the race that leaves open, and why
+/// the guard was withdrawn.
 pub fn crd_writes(
     plan: &CheckedPlan,
     ctx: PassContext<'_>,
@@ -131,10 +131,6 @@ pub fn crd_writes(
                 let kept = facts.get(&i).cloned().unwrap_or_default();
                 merge_installed_alongside(existing, &mut desired, &kept);
                 strip_status(&mut desired);
-                // A conflict (409) is transient: the next pass decides on the newer copy.
-                if let Some(version) = existing.pointer("/metadata/resourceVersion") {
-                    desired["metadata"]["resourceVersion"] = version.clone();
-                }
                 StepWrite {
                     step: i,
                     write: Write::Apply {
