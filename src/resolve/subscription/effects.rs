@@ -425,5 +425,5 @@ fn namespace_reference(view: &NamespaceView<'_>) -> ObjectReference {
 }
 
 #[cfg(test)]
-#[path = "effects_tests.rs"]
+#[path = "effects_tests/mod.rs"]
 mod tests;
