@@ -3,7 +3,6 @@
 //! object's status naming it by the uid and resourceVersion the server gave it, carried out from
 //! one decision's value (docs/subscription-plans.md, "One sync").
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use olm_rs::api::{InstallPlan, InstallPlanPhase, InstallPlanStatus, Subscription};
 use olm_rs::k8s::effects::{
@@ -20,12 +19,7 @@ async fn server_with_a_subscription() -> (ApiServer, kube::Client, Subscription)
         ..Default::default()
     });
     let client = server.client();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in olm_rs::api::crd::all().expect("CRDs generate") {
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .expect("CRD accepted");
-    }
+    crate::subscription_support::install_olm_crds(&client).await;
     let subs: Api<Subscription> = Api::namespaced(client.clone(), "default");
     let sub = subs
         .create(

@@ -64,12 +64,7 @@ impl Env {
     pub async fn with_options(options: ControllerOptions) -> Env {
         let server = ApiServer::new();
         let client = server.client();
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for crd in olm_rs::api::crd::all().expect("CRDs generate") {
-            crds.create(&PostParams::default(), &crd)
-                .await
-                .expect("CRD accepted");
-        }
+        install_olm_crds(&client).await;
         let namespaces: Api<Namespace> = Api::all(client.clone());
         namespaces
             .create(
@@ -623,5 +618,15 @@ impl CatalogSnapshots for StaticCatalogs {
             .filter(|c| c.key.namespace == namespace || c.key.namespace == global_namespace)
             .cloned()
             .collect()
+    }
+}
+
+/// olm-rs's CRDs (`operators.coreos.com`), created in a fresh API server.
+pub async fn install_olm_crds(client: &kube::Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in olm_rs::api::crd::all().expect("CRDs generate") {
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("CRD accepted");
     }
 }
