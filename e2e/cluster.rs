@@ -399,6 +399,27 @@ impl Cluster {
         }
     }
 
+    /// Hastens the deletion of `namespace`, already asked for: its pods go at once (grace
+    /// period 0) and its CSVs are deleted now, so olm-rs has released their finalizers before
+    /// the namespace controller starts, 5 s after the request. Otherwise the controller finds
+    /// pods to wait out and CSVs still finalizing, and looks again seconds later.
+    #[allow(dead_code)] // the fault suite's (tests/e2e_faults)
+    pub async fn hasten_namespace_deletion(&self, namespace: &str) {
+        let now = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::background()
+        };
+        for resource in [core("", "v1", "Pod", "pods"), csvs()] {
+            let api = self.api(&resource, namespace);
+            if let Err(err) = api.delete_collection(&now, &Default::default()).await {
+                println!(
+                    "e2e: could not delete the {} of namespace {namespace}: {err}",
+                    resource.plural
+                );
+            }
+        }
+    }
+
     /// Calls `check` every second until it returns `Done`, or fails after the configured timeout
     /// naming `what` and the last state `check` described.
     pub async fn wait_for<T, F, Fut>(&self, what: impl Display, check: F) -> anyhow::Result<T>

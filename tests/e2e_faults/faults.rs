@@ -225,7 +225,9 @@ pub async fn run(
         Fault::F8 => Some(fault_proxy::FaultProxy::install(plane).await?),
         _ => None,
     };
+    let mut phases = Phases::new();
     let mut run = Run::start(c, copies).await?;
+    phases.mark("workload started");
     let mut outcome = Outcome::default();
     let mut watches_expired = None;
     let partitioned = match fault {
@@ -259,6 +261,7 @@ pub async fn run(
             Some(pod)
         }
     };
+    phases.mark("fault");
     match run.wait_converged(c, CONVERGE).await {
         Ok(took) => {
             outcome.converged = true;
@@ -285,8 +288,10 @@ pub async fn run(
         back_in_touch(plane, pod, *partition_end).await?;
         stepped_down(plane, pod, *partition_end).await?;
     }
+    phases.mark("converged and checked");
     let to = Timestamp::now();
     let writes = audit::read(&plane.audit_log)?;
+    phases.mark("audit log read");
     let namespaces = run.namespaces();
     let history = audit::check(
         &writes,
@@ -305,8 +310,40 @@ pub async fn run(
     if let Some((pod, partition_end)) = partitioned {
         outcome.writes_after_deadline = Some(fenced(&writes, &pod, partition_end)?);
     }
+    phases.mark("history checked");
     run.clean(c).await?;
+    phases.mark("namespaces deleted");
+    println!("e2e-faults:   {}: {}", fault.short(), phases.line());
     Ok(outcome)
+}
+
+/// Where a run's time went, phase by phase: the suite's time is CI's budget (issue #37).
+struct Phases {
+    last: Instant,
+    took: Vec<(&'static str, Duration)>,
+}
+
+impl Phases {
+    fn new() -> Self {
+        Self {
+            last: Instant::now(),
+            took: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, phase: &'static str) {
+        self.took.push((phase, self.last.elapsed()));
+        self.last = Instant::now();
+    }
+
+    fn line(&self) -> String {
+        let parts: Vec<String> = self
+            .took
+            .iter()
+            .map(|(phase, took)| format!("{phase} {:.1}s", took.as_secs_f64()))
+            .collect();
+        parts.join(", ")
+    }
 }
 
 /// F1: SIGKILL the API server, start it again, wait until it is ready, `times` times, a few

@@ -316,6 +316,9 @@ impl Run {
         for ns in self.namespaces() {
             c.delete_namespace(ns).await;
         }
+        for ns in self.namespaces() {
+            c.hasten_namespace_deletion(ns).await;
+        }
         let namespaces = cluster::core("", "v1", "Namespace", "namespaces");
         c.wait_for_within(
             Duration::from_secs(180),
