@@ -19,6 +19,8 @@ mod cluster;
 #[allow(dead_code)]
 #[path = "../e2e/configmap_catalog.rs"]
 mod configmap_catalog;
+#[path = "e2e_real/crd_annotations.rs"]
+mod crd_annotations;
 #[allow(dead_code)]
 #[path = "../e2e/fixtures.rs"]
 mod fixtures;
@@ -58,6 +60,7 @@ use real_control_plane::suite_runner::Suite;
 const CHECKS: &[&str] = &[
     "plane::workloads_run",
     "plane::test_operator",
+    "plane::crd_update_keeps_later_annotations",
     "chart::startup_race",
     "chart::journeys",
     "chart::leader_failover",

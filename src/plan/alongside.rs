@@ -106,37 +106,50 @@ pub fn alongside_repair(crd: &Value, namespace: &str, csv: &str) -> Option<Write
     })
 }
 
-/// The installed-alongside annotations a CRD update writes: the one `desired` already carries
-/// (the plan's own CSV) plus every one of the live CRD that `facts` keeps. The CRD is written
-/// by server-side apply under olm-rs's one field manager, so an annotation left out here is
-/// removed from the CRD, not merely left alone.
-pub fn merge_installed_alongside(live: &Value, desired: &mut Value, facts: &AlongsideFacts) {
-    let Some(live_annotations) = annotations(live) else {
-        return;
+/// Takes the installed-alongside annotations out of `desired`, the body of a CRD update's
+/// server-side apply: the annotations are written by [`alongside_update`]'s merge patch
+/// instead. An apply under olm-rs's one field manager removes whatever that manager applied
+/// before and now leaves out, so an apply decided on an older copy of the CRD, landing after
+/// another plan added its CSV's annotation, would remove that annotation (docs/reliability.md
+/// §3.7). A merge patch owns what it changes under its own entry, which no apply removes.
+/// Returns the annotations taken out.
+pub fn take_installed_alongside(desired: &mut Value) -> Map<String, Value> {
+    let Some(annotations) = desired
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    else {
+        return Map::new();
     };
-    let Some(metadata) = desired.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let entry = metadata
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    let Some(out) = entry.as_object_mut() else {
-        return;
-    };
-    for (key, value) in live_annotations {
-        if !key.starts_with(INSTALLED_ALONGSIDE_ANNOTATION_PREFIX) || out.contains_key(key) {
+    let keys: Vec<String> = annotations
+        .keys()
+        .filter(|k| k.starts_with(INSTALLED_ALONGSIDE_ANNOTATION_PREFIX))
+        .cloned()
+        .collect();
+    keys.into_iter()
+        .filter_map(|k| annotations.remove_entry(&k))
+        .collect()
+}
+
+/// The merge patch of a CRD update's installed-alongside annotations: `own` (the plan's CSV,
+/// as taken from the desired CRD), every annotation of the `live` CRD that `facts` keeps
+/// (written again: one an earlier olm-rs applied is removed by the apply that comes first, see
+/// [`take_installed_alongside`]) and `null` — removal — for every other: its CSV is gone and
+/// no unfinished plan will create it (OLM keeps only CSVs that exist). Annotations added to the
+/// CRD after `live` was read are neither named nor removed.
+pub fn alongside_update(live: &Value, own: Map<String, Value>, facts: &AlongsideFacts) -> Value {
+    let mut patch = own;
+    for (key, value) in annotations(live).into_iter().flatten() {
+        if !key.starts_with(INSTALLED_ALONGSIDE_ANNOTATION_PREFIX) || patch.contains_key(key) {
             continue;
         }
-        let Some((ns, name)) = value.as_str().and_then(|v| v.split_once('/')) else {
-            continue;
-        };
-        if facts.keeps(&AlongsideCsv::new(ns, name)) {
-            out.insert(key.clone(), value.clone());
-        }
+        let kept = value
+            .as_str()
+            .and_then(|v| v.split_once('/'))
+            .is_some_and(|(ns, name)| facts.keeps(&AlongsideCsv::new(ns, name)));
+        let written = if kept { value.clone() } else { Value::Null };
+        patch.insert(key.clone(), written);
     }
+    json!({"metadata": {"annotations": patch}})
 }
 
 fn annotations(object: &Value) -> Option<&Map<String, Value>> {
@@ -170,15 +183,20 @@ mod tests {
     }
 
     /// The update of the CRD by the plan of `installing` (namespace `demo`), over a live CRD
-    /// annotated for `live`, knowing `facts`: the CSVs named afterwards.
+    /// annotated for `live`, knowing `facts`: the CSVs named afterwards, the patch applied to
+    /// the live CRD's annotations.
     fn update(live: &[(&str, &str)], installing: &str, facts: &AlongsideFacts) -> Vec<String> {
         let mut desired = annotated(&[("demo", installing)]);
-        desired["metadata"]["annotations"]
-            .as_object_mut()
-            .unwrap()
-            .remove("unrelated");
-        merge_installed_alongside(&annotated(live), &mut desired, facts);
-        alongside_csvs(&desired)
+        let own = take_installed_alongside(&mut desired);
+        assert_eq!(
+            desired["metadata"]["annotations"],
+            json!({"unrelated": "x"}),
+            "the apply carries no installed-alongside annotation"
+        );
+        let mut after = annotated(live);
+        let patch = alongside_update(&after, own, facts);
+        json_patch::merge(&mut after, &patch);
+        alongside_csvs(&after)
             .into_iter()
             .map(|c| format!("{}/{}", c.namespace, c.name))
             .collect()

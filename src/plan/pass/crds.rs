@@ -12,7 +12,9 @@ use super::{
 use crate::api::{Step, StepStatus};
 use crate::k8s::effects::{Body, Write};
 use crate::k8s::write::{ObjectKey, Ownership};
-use crate::plan::alongside::{AlongsideFacts, alongside_repair, merge_installed_alongside};
+use crate::plan::alongside::{
+    AlongsideFacts, alongside_repair, alongside_update, take_installed_alongside,
+};
 use crate::plan::crd_reader::reader_role;
 use crate::plan::crd_safety::{CrdUpdateCheck, VersionToValidate, check_crd_update};
 use crate::plan::execution::{CRD_VALIDATION, CheckedPlan, PlanWarning};
@@ -94,10 +96,12 @@ pub fn check_crd_updates(
 
 /// The writes of the CRDs of `which`: an absent CRD is created (`WaitingForApi` until
 /// Established; a name taken meanwhile is the same outcome); an existing one is server-side
-/// applied with the installed-alongside annotations of its live copy that `facts` keeps
-/// (`plan::alongside`). Always as olm-rs (docs/install-plans.md §10). Not guarded by the
-/// copy's resourceVersion: see docs/reliability.md §3.7 for the race that leaves open, and why
-/// the guard was withdrawn.
+/// applied without installed-alongside annotations, then those are merge-patched: the plan's
+/// own and those of the live copy that `facts` keeps, the others removed (`plan::alongside`).
+/// The step is `Present` once both are written. Always as olm-rs (docs/install-plans.md §10).
+/// Neither write is guarded by the copy's resourceVersion (the API server moves it with every
+/// status update of the CRD); none of them removes an annotation added since the copy was read
+/// (docs/reliability.md §3.7).
 pub fn crd_writes(
     plan: &CheckedPlan,
     ctx: PassContext<'_>,
@@ -117,8 +121,8 @@ pub fn crd_writes(
             &p.resolving,
             None,
         );
-        let write = match live.get(&i) {
-            None => StepWrite {
+        let Some(existing) = live.get(&i) else {
+            stage.writes.push(StepWrite {
                 step: i,
                 write: Write::CreateIfAbsent {
                     key,
@@ -126,24 +130,32 @@ pub fn crd_writes(
                 },
                 action: "creating",
                 records: Records::Status(StepStatus::WaitingForApi),
-            },
-            Some(existing) => {
-                let kept = facts.get(&i).cloned().unwrap_or_default();
-                merge_installed_alongside(existing, &mut desired, &kept);
-                strip_status(&mut desired);
-                StepWrite {
-                    step: i,
-                    write: Write::Apply {
-                        key,
-                        object: Body::new(desired),
-                        ownership: Ownership::Force,
-                    },
-                    action: "updating",
-                    records: Records::Status(StepStatus::Present),
-                }
-            }
+            });
+            continue;
         };
-        stage.writes.push(write);
+        let own = take_installed_alongside(&mut desired);
+        strip_status(&mut desired);
+        let kept = facts.get(&i).cloned().unwrap_or_default();
+        stage.writes.push(StepWrite {
+            step: i,
+            write: Write::Apply {
+                key: key.clone(),
+                object: Body::new(desired),
+                ownership: Ownership::Force,
+            },
+            action: "updating",
+            records: Records::Nothing,
+        });
+        stage.writes.push(StepWrite {
+            step: i,
+            write: Write::MergePatch {
+                key,
+                patch: Body::new(alongside_update(existing, own, &kept)),
+                resource_version: None,
+            },
+            action: "annotating",
+            records: Records::Status(StepStatus::Present),
+        });
     }
     stage
 }

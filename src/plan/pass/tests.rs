@@ -230,21 +230,47 @@ fn an_absent_crd_is_created_and_awaited_an_existing_one_is_applied_keeping_annot
         },
     )]);
     let update = crd_writes(&plan, ctx, &[CRD_STEP], &live, &facts);
-    let w = &update.writes[0];
+    let [apply, annotate] = &update.writes[..] else {
+        panic!("an apply, then a merge patch: {:?}", lines(&update));
+    };
     assert_eq!(
-        (w.write.verb(), w.action, &w.records),
-        ("apply", "updating", &Records::Status(StepStatus::Present))
+        (apply.write.verb(), apply.action, &apply.records),
+        ("apply", "updating", &Records::Nothing)
     );
-    let written = body(w);
-    let annotations = written["metadata"]["annotations"].as_object().unwrap();
-    let own = crate::olm_hash::installed_alongside_annotation_key(NS, CSV);
-    assert!(annotations.contains_key(&own), "{annotations:?}");
+    let written = body(apply);
     assert!(
-        annotations.contains_key(&other),
-        "a CSV that exists keeps its annotation"
+        written["metadata"]["annotations"]
+            .as_object()
+            .is_none_or(|a| !a
+                .keys()
+                .any(|k| k.starts_with("operatorframework.io/installed-alongside-"))),
+        "the apply names no installed-alongside annotation, so it can remove none: {written}"
     );
-    assert!(!annotations.contains_key(&gone), "a CSV gone loses it");
     assert!(written.get("status").is_none(), "the status is not written");
+    assert_eq!(
+        (annotate.write.verb(), annotate.action, &annotate.records),
+        ("patch", "annotating", &Records::Status(StepStatus::Present)),
+        "the step is Present once its annotations are written"
+    );
+    let Write::MergePatch {
+        patch,
+        resource_version,
+        ..
+    } = &annotate.write
+    else {
+        unreachable!()
+    };
+    assert_eq!(resource_version, &None);
+    let own = crate::olm_hash::installed_alongside_annotation_key(NS, CSV);
+    assert_eq!(
+        patch.to_json().unwrap(),
+        json!({"metadata": {"annotations": {
+            own: format!("{NS}/{CSV}"),
+            other: "elsewhere/gadget.v1",
+            gone: null,
+        }}}),
+        "the plan's CSV and a CSV that exists are named, a CSV gone is removed"
+    );
 }
 
 #[test]
