@@ -19,6 +19,7 @@ use super::execution::PassReport;
 use super::lookups::LookupsWorked;
 use super::phase::{self, Gate, PassOutcome};
 use super::scope::{ExecuteAs, execution_identity};
+use super::superseded::Superseded;
 use super::unpack::{UnpackAnnotationError, UnpackPolicy, unpack_policy};
 use crate::api::event::ObjectEvent;
 use crate::api::{
@@ -38,6 +39,8 @@ pub mod reason {
     pub const BUNDLE_UNPACK_FAILED: &str = "BundleUnpackFailed";
     /// olm-rs's: a bundle image the controller could not pull goes to an unpack pod.
     pub const BUNDLE_UNPACKING_IN_POD: &str = "BundleUnpackingInPod";
+    /// olm-rs's: the plan's Subscriptions moved past it before it finished.
+    pub const SUPERSEDED: &str = "Superseded";
 }
 
 /// One sync of one plan, decided step by step.
@@ -151,11 +154,25 @@ impl<'a> PlanSync<'a> {
 
     /// The approval gate and the OperatorGroup check. `Some(identity)` when a pass is to run
     /// now, as that identity; `None` when nothing runs: a bundle is still to be pulled (nothing
-    /// runs until every bundle is here), approval is awaited, the plan is final, or the
-    /// namespace's OperatorGroups do not allow it (`Installed=False/InstallCheckFailed`,
-    /// retried).
-    pub fn gate<G: Borrow<OperatorGroup>>(&mut self, groups: &[G]) -> Option<ExecuteAs> {
+    /// runs until every bundle is here), approval is awaited, the plan is final, its
+    /// Subscriptions moved past it (`superseded`: it completes without a pass,
+    /// docs/install-plans.md §7.6), or the namespace's OperatorGroups do not allow it
+    /// (`Installed=False/InstallCheckFailed`, retried).
+    pub fn gate<G: Borrow<OperatorGroup>>(
+        &mut self,
+        groups: &[G],
+        superseded: Option<&Superseded>,
+    ) -> Option<ExecuteAs> {
         if self.status.bundle_lookups.is_some() {
+            return None;
+        }
+        if let Some(by) = superseded
+            && phase::would_execute(&self.status, self.plan.spec.approved)
+        {
+            let message = by.message();
+            phase::superseded(&mut self.status, &message, self.now);
+            self.effects
+                .event_on(self.plan, ObjectEvent::normal(reason::SUPERSEDED, message));
             return None;
         }
         // Waiting out a transient failure: no pass before its back-off is over, whatever woke
@@ -236,6 +253,8 @@ impl<'a> PlanSync<'a> {
     pub fn finish(mut self) -> Effects {
         if self.status.phase == InstallPlanPhase::Complete
             && self.before.phase != InstallPlanPhase::Complete
+            // A superseded plan completes with its own message and event.
+            && self.status.message.is_none()
         {
             self.effects.event_on(
                 self.plan,

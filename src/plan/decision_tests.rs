@@ -214,7 +214,7 @@ fn the_gate_and_the_operator_group_check() {
     ];
     for (case, plan, groups, runs_as, expected) in cases {
         let mut sync = PlanSync::begin(plan, at(NOW)).expect(case);
-        assert_eq!(sync.gate(groups), runs_as, "{case}");
+        assert_eq!(sync.gate(groups, None), runs_as, "{case}");
         assert_eq!(sync.finish(), expected, "{case}");
     }
 }
@@ -381,7 +381,10 @@ fn the_phase_and_events_after_a_pass() {
             s.start_time = Some(Time(at(NOW - since_start)));
         }
         let mut sync = PlanSync::begin(&observed, at(NOW)).expect(case);
-        assert_eq!(sync.gate(&[group(&[], None)]), Some(ExecuteAs::Controller));
+        assert_eq!(
+            sync.gate(&[group(&[], None)], None),
+            Some(ExecuteAs::Controller)
+        );
         let mut steps = sync.take_steps();
         steps[0].status = StepStatus::Created;
         sync.pass_ran(PassReport {
@@ -407,8 +410,81 @@ fn a_plan_completed_earlier_says_so_only_once() {
     // A sync that finds a plan already Complete decides nothing at all.
     let complete = plan(InstallPlanPhase::Complete, true);
     let mut sync = PlanSync::begin(&complete, at(NOW)).unwrap();
-    assert_eq!(sync.gate(&[group(&[], None)]), None);
+    assert_eq!(sync.gate(&[group(&[], None)], None), None);
     assert!(sync.finish().is_empty());
+}
+
+#[test]
+fn a_superseded_plan_writes_nothing_and_completes() {
+    // The stall of docs/install-plans.md §7.6: the plan waits out a transient failure after
+    // creating its CSV, its Subscription moves on to the next plan, and that plan replaces
+    // and deletes the CSV. Another pass would create the CSV again.
+    let by = Superseded {
+        subscription: "demo".into(),
+        by: "install-next".into(),
+    };
+    let message = "superseded by InstallPlan install-next of Subscription demo: its remaining steps are not written";
+    let waiting = InstallPlanCondition {
+        type_: Some(InstallPlanConditionType::Installed),
+        status: Some(ConditionStatus::Unknown),
+        reason: Some(InstallPlanConditionReason::from(WAITING_FOR_API_SERVER)),
+        message: Some("waiting for the API server".into()),
+        ..InstallPlanCondition::default()
+    };
+    // (case, the plan as observed, whether it is superseded now)
+    let mut installing = plan(InstallPlanPhase::Installing, true);
+    installing.status.as_mut().unwrap().conditions = Some(vec![waiting]);
+    let cases = [
+        (
+            "installing, waiting out a failure",
+            installing.clone(),
+            true,
+        ),
+        (
+            "approved, its status write since lost",
+            plan(InstallPlanPhase::RequiresApproval, true),
+            true,
+        ),
+        (
+            "awaiting approval: left as it is",
+            plan(InstallPlanPhase::RequiresApproval, false),
+            false,
+        ),
+        (
+            "complete already",
+            plan(InstallPlanPhase::Complete, true),
+            false,
+        ),
+    ];
+    for (case, observed, completes) in cases {
+        let mut sync = PlanSync::begin(&observed, at(NOW)).unwrap();
+        assert_eq!(sync.gate(&[group(&[], None)], Some(&by)), None, "{case}");
+        let mut status = observed.status.clone().unwrap();
+        let want = if completes {
+            status.phase = InstallPlanPhase::Complete;
+            status.message = Some(message.into());
+            status.conditions = Some(vec![InstallPlanCondition {
+                type_: Some(InstallPlanConditionType::Installed),
+                status: Some(ConditionStatus::True),
+                reason: Some(InstallPlanConditionReason::from(phase::SUPERSEDED)),
+                message: Some(message.into()),
+                last_transition_time: Some(Time(at(NOW))),
+                last_update_time: Some(Time(at(NOW))),
+            }]);
+            effects(
+                &observed,
+                Some(status),
+                vec![on(
+                    &observed,
+                    ObjectEvent::normal(reason::SUPERSEDED, message),
+                )],
+                None,
+            )
+        } else {
+            Effects::default()
+        };
+        assert_eq!(sync.finish(), want, "{case}");
+    }
 }
 
 fn lookup(name: &str) -> BundleLookup {
@@ -466,7 +542,7 @@ fn bundle_lookups_hold_the_plan_until_every_bundle_is_pulled() {
         ..LookupsWorked::default()
     });
     assert_eq!(
-        sync.gate(&groups),
+        sync.gate(&groups, None),
         None,
         "nothing runs while a bundle is missing"
     );
@@ -504,7 +580,7 @@ fn bundle_lookups_hold_the_plan_until_every_bundle_is_pulled() {
         pulled: vec!["a.v1".into(), "b.v1".into()],
         ..LookupsWorked::default()
     });
-    assert_eq!(sync.gate(&groups), Some(ExecuteAs::Controller));
+    assert_eq!(sync.gate(&groups, None), Some(ExecuteAs::Controller));
     assert_eq!(sync.take_steps().len(), 2);
 
     // An annotation that does not parse fails every lookup in OLM's words.

@@ -28,6 +28,7 @@ pub mod rbac;
 pub mod scope;
 pub mod scoped_refusal;
 pub mod steps;
+pub mod superseded;
 pub mod unpack;
 
 pub use content::{BundleSource, ContentError, bundle_content, bundle_source};

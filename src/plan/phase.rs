@@ -19,6 +19,9 @@ pub const RETRY_WINDOW: SignedDuration = SignedDuration::from_secs(60);
 /// has no such state, it fails the plan after [`RETRY_WINDOW`]).
 pub const WAITING_FOR_API_SERVER: &str = "WaitingForAPIServer";
 
+/// The reason of `Installed=True` on a plan its Subscriptions moved past (olm-rs's own).
+pub const SUPERSEDED: &str = "Superseded";
+
 /// The first and the longest wait between passes of a plan waiting out a transient failure.
 pub const TRANSIENT_RETRY_MIN: Duration = Duration::from_secs(1);
 /// The longest is short on purpose: a transient failure (a 429 above all) is answered in
@@ -82,6 +85,15 @@ pub fn gate(status: &mut InstallPlanStatus, approved: bool) -> Gate {
         InstallPlanPhase::RequiresApproval => Gate::AwaitApproval,
         InstallPlanPhase::Installing => Gate::Execute,
         _ => Gate::Idle,
+    }
+}
+
+/// Whether [`gate`] would let a pass run: the plan is installing, or approved and waiting.
+pub fn would_execute(status: &InstallPlanStatus, approved: bool) -> bool {
+    match status.phase {
+        InstallPlanPhase::Installing => true,
+        InstallPlanPhase::RequiresApproval => approved,
+        _ => false,
     }
 }
 
@@ -214,6 +226,26 @@ pub fn after_pass(status: &mut InstallPlanStatus, outcome: &PassOutcome, now: Ti
         }
     }
     status.conditions = Some(conditions);
+}
+
+/// The plan's Subscriptions moved past it (`plan::superseded`): it ends `Complete` without a
+/// pass, its message and `Installed` condition (reason `Superseded`, olm-rs's own) naming the
+/// plan that took over.
+pub fn superseded(status: &mut InstallPlanStatus, message: &str, now: Timestamp) {
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    clear_transient(&mut conditions);
+    set_condition(
+        &mut conditions,
+        installed(
+            ConditionStatus::True,
+            Some(InstallPlanConditionReason::from(SUPERSEDED)),
+            message,
+        ),
+        &Time(now),
+    );
+    status.conditions = Some(conditions);
+    status.phase = InstallPlanPhase::Complete;
+    status.message = Some(message.to_owned());
 }
 
 /// Whether a pass moved some step on (its status changed): the plan is not stuck, whatever

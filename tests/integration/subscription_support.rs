@@ -223,8 +223,8 @@ impl Env {
         panic!("the Subscription controller's stores did not catch up with the API server");
     }
 
-    /// One sync of plan `name`, observing the plan and the namespace's OperatorGroups as they
-    /// are now (the controller reads them from its stores).
+    /// One sync of plan `name`, observing the plan and the namespace's OperatorGroups and
+    /// Subscriptions as they are now (the controller reads them from its stores).
     pub async fn sync_plan(&self, name: &str) -> Synced {
         let Some(plan) = Api::<InstallPlan>::namespaced(self.client(), NS)
             .get_opt(name)
@@ -238,7 +238,15 @@ impl Env {
             .await
             .expect("operator groups")
             .items;
-        sync_install_plan(&self.ctx, &plan, &groups)
+        let subscriptions: Vec<_> = Api::<Subscription>::namespaced(self.client(), NS)
+            .list(&ListParams::default())
+            .await
+            .expect("subscriptions")
+            .items
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        sync_install_plan(&self.ctx, &plan, &groups, &subscriptions)
             .await
             .expect("install plan sync")
     }

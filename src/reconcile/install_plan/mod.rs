@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::ResourceExt;
 
-use crate::api::{InstallPlan, OperatorGroup};
+use crate::api::{InstallPlan, OperatorGroup, Subscription};
 use crate::go_duration::parse_go_duration;
 use crate::k8s::effects::{Effects, execute};
 use crate::k8s::warnings::{self, WarningLog};
@@ -26,6 +26,7 @@ use crate::plan::decision::PlanSync;
 use crate::plan::execution::PassReport;
 use crate::plan::phase::PassOutcome;
 use crate::plan::scope::ExecuteAs;
+use crate::plan::superseded::superseded_by;
 use crate::reconcile::Context;
 use crate::reconcile::operator_group::namespaced_name::NamespacedName;
 use crate::reconcile::work_queue::{Backoff, Loop, Next, WorkQueue, run_workers};
@@ -74,12 +75,14 @@ pub enum Synced {
     Progressed { requeue: Option<Duration> },
 }
 
-/// Syncs one plan: the whole InstallPlan state machine for one pass. `plan` and the
-/// OperatorGroups of its namespace are as observed (from the controller's stores).
+/// Syncs one plan: the whole InstallPlan state machine for one pass. `plan`, the
+/// OperatorGroups and the Subscriptions of its namespace are as observed (from the
+/// controller's stores).
 pub async fn sync_install_plan<G>(
     ctx: &Context,
     plan: &InstallPlan,
     operator_groups: &[G],
+    subscriptions: &[Arc<Subscription>],
 ) -> Result<Synced, InstallPlanError>
 where
     G: std::borrow::Borrow<OperatorGroup>,
@@ -94,7 +97,8 @@ where
         let worked = lookups::work_lookups(ctx, &namespace, lookups, policy, now).await;
         sync.lookups_worked(worked);
     }
-    if let Some(identity) = sync.gate(operator_groups) {
+    let superseded = superseded_by(plan, subscriptions.iter().map(Arc::as_ref));
+    if let Some(identity) = sync.gate(operator_groups, superseded.as_ref()) {
         let report = run_pass(ctx, plan, &namespace, &identity, sync.take_steps()).await?;
         ctx.metrics.install_plan_warnings(
             u64::try_from(report.steps_with_api_warnings()).unwrap_or(u64::MAX),
@@ -229,6 +233,8 @@ pub async fn run(ctx: Arc<Context>) {
             futures::future::ready(())
         })
     };
+    // Which plan each Subscription references: a plan they all moved past writes nothing more.
+    let (subscriptions, _) = ctx.watches.subscriptions();
     // What the server serves changes with CRDs and APIServices: then discovery is asked again.
     let (_, crd_changes) = ctx.watches.crds();
     let (_, api_service_changes) = ctx.watches.api_services();
@@ -244,6 +250,7 @@ pub async fn run(ctx: Arc<Context>) {
         // A check on a half-listed cache would report "no operator group" where there is one.
         if plans.wait_until_ready().await.is_err()
             || operator_groups.wait_until_ready().await.is_err()
+            || subscriptions.wait_until_ready().await.is_err()
         {
             return;
         }
@@ -253,20 +260,27 @@ pub async fn run(ctx: Arc<Context>) {
             metrics: ctx.metrics.clone(),
         };
         run_workers(spec, queue, move |key: NamespacedName| {
-            let (ctx, plans, operator_groups) =
-                (ctx.clone(), plans.clone(), operator_groups.clone());
+            let (ctx, plans, operator_groups, subscriptions) = (
+                ctx.clone(),
+                plans.clone(),
+                operator_groups.clone(),
+                subscriptions.clone(),
+            );
             async move {
                 // A plan gone from the store was deleted: nothing to do.
                 let Some(plan) = plans.get(&key.namespace, &key.name) else {
                     return Ok::<_, InstallPlanError>(Next::Done);
                 };
                 let groups = operator_groups.in_namespace(&key.namespace);
-                Ok(match sync_install_plan(&ctx, &plan, &groups).await? {
-                    Synced::Progressed {
-                        requeue: Some(after),
-                    } => Next::After(after),
-                    _ => Next::Done,
-                })
+                let subs = subscriptions.in_namespace(&key.namespace);
+                Ok(
+                    match sync_install_plan(&ctx, &plan, &groups, &subs).await? {
+                        Synced::Progressed {
+                            requeue: Some(after),
+                        } => Next::After(after),
+                        _ => Next::Done,
+                    },
+                )
             }
         })
         .await;
