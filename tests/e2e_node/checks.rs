@@ -34,12 +34,12 @@ pub const CHECKS: &[&str] = &[
     // Lane A.
     "chart::journeys",
     "upgrades::pin_outlives_catalog_polls",
+    "upgrades::range_then_downgrade",
     // Lane B.
     "packages::served_by_the_pod",
     "bundle::images_pulled_by_the_controller_pod",
     "plan::crd_update_with_stored_objects",
     "resolve::dependency_installs",
-    "upgrades::range_then_downgrade",
     "upgrades::rollback_refused_after_crd_change",
     "catalog::registry_poll_upgrades",
     // Lane C: the test operator's check, then two of the demo's.
@@ -127,6 +127,10 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
             rollback_checks::pin_outlives_catalog_polls(&cluster, node)
         })
         .await;
+        run.check("upgrades::range_then_downgrade", || {
+            upgrade_checks::range_then_downgrade(&cluster)
+        })
+        .await;
     };
     let lane_b = async {
         run.explained("packages::served_by_the_pod", || {
@@ -146,10 +150,6 @@ pub async fn run(plane: &ControlPlane, node: &RealNode, filter: Option<&str>) ->
         .await;
         run.explained("resolve::dependency_installs", || {
             install_checks::dependency_installs(&cluster, node)
-        })
-        .await;
-        run.check("upgrades::range_then_downgrade", || {
-            upgrade_checks::range_then_downgrade(&cluster)
         })
         .await;
         run.check("upgrades::rollback_refused_after_crd_change", || {

@@ -58,6 +58,12 @@ async fn run_checks(plane: &ControlPlane, report: &mut Report) {
         started,
         crate::test_operator::run(plane).await,
     );
+    let started = Instant::now();
+    report.check(
+        "plane::crd_update_keeps_later_annotations",
+        started,
+        crate::crd_annotations::run(&plane.client).await,
+    );
 
     let helm = match chart::helm() {
         Ok(helm) => helm,
@@ -255,7 +261,7 @@ async fn journeys(
         no_pods: true,
     };
     let cluster = Cluster::connect_with(plane.admin_config.clone(), settings).await?;
-    let summary = suite::run_journeys(&cluster, |_| true).await;
+    let summary = suite::run_journeys(&cluster, |name| JOURNEYS.contains(&name)).await;
     for controller in [&mut *leader, &mut *standby] {
         if let Some(exit) = controller.process.exited() {
             bail!("{exit}; its log:\n{}", controller.process.log_tail(40));
@@ -268,14 +274,19 @@ async fn journeys(
         leader.process.log_tail(40)
     );
     ensure!(
-        summary.passed == ["leader", "automatic", "manual", "adoption", "global"],
-        "journeys that passed: {:?}",
-        summary.passed
+        summary.passed == JOURNEYS && summary.skipped.is_empty(),
+        "journeys that passed: {:?}, skipped: {:?}",
+        summary.passed,
+        summary.skipped
     );
-    let skipped: Vec<&str> = summary.skipped.iter().map(|(n, _)| n.as_str()).collect();
-    ensure!(skipped == ["image"], "skipped: {:?}", summary.skipped);
     Ok(())
 }
+
+/// The journeys run here: the two replicas under the chart's RBAC, one leading, serve an
+/// own-namespace and an all-namespaces install. The others run on real pods under the same
+/// chart in e2e_node's `chart::journeys` and on the embedded API server in e2e_embedded; here
+/// they cost CI 45 s more and found nothing those do not (issue #37's time budget).
+const JOURNEYS: [&str; 2] = ["leader", "global"];
 
 /// Waits until exactly one of the two replicas reports that it leads (and the other that it
 /// does not); swaps them so that `leader` is the one leading.
