@@ -230,3 +230,64 @@ async fn a_plan_completes_only_once_its_crd_carries_its_csvs_annotation() {
         "the completing pass put it back"
     );
 }
+
+#[tokio::test]
+async fn a_plan_run_again_after_the_next_replaced_its_csv_writes_nothing() {
+    let mut env = Env::new().await;
+    let mut catalog = widget_catalog();
+    catalog.channels[0].entries.truncate(2);
+    let crd = widget_crd(&[("v1", true)], "integer");
+    catalog.bundles = vec![
+        widget_bundle("1.0.0", crd.clone()),
+        widget_bundle("1.1.0", crd),
+    ];
+    env.add_catalog("community", catalog);
+    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
+        .await;
+    let first = env.sync_subscriptions().await.created_plans.remove(0);
+    let unrun = env.plan(&first).await.status.expect("a planned status");
+    assert_eq!(
+        env.run_plan(&first).await.status.unwrap().phase,
+        InstallPlanPhase::Complete
+    );
+    let upgrade = env.sync_subscriptions().await.created_plans.remove(0);
+    assert_eq!(
+        env.run_plan(&upgrade).await.status.unwrap().phase,
+        InstallPlanPhase::Complete
+    );
+    // widget-operator.v1.1.0 replaced widget-operator.v1.0.0, which is deleted.
+    let csvs: Api<olm_rs::api::ClusterServiceVersion> = Api::namespaced(env.client(), NS);
+    csvs.delete("widget-operator.v1.0.0", &Default::default())
+        .await
+        .expect("the replaced CSV deleted");
+    env.stores_caught_up().await;
+
+    // The first plan's Complete turns out lost: it is Installing again, from the start.
+    let plans: Api<InstallPlan> = Api::namespaced(env.client(), NS);
+    plans
+        .patch_status(
+            &first,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": unrun})),
+        )
+        .await
+        .expect("the first plan back to before it ran");
+    let status = env.run_plan(&first).await.status.unwrap();
+    assert_eq!(status.phase, InstallPlanPhase::Complete);
+    assert_eq!(
+        status.message.as_deref(),
+        Some(
+            format!(
+                "superseded by InstallPlan {upgrade} of Subscription widget: its remaining steps are not written"
+            )
+            .as_str()
+        )
+    );
+    assert!(
+        csvs.get_opt("widget-operator.v1.0.0")
+            .await
+            .unwrap()
+            .is_none(),
+        "the replaced CSV is not created again"
+    );
+}
