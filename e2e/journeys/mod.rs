@@ -204,8 +204,19 @@ pub async fn wait_installed(
             let now = text(&sub, "/status/installedCSV");
             let state = text(&sub, "/status/state");
             if now != installed {
+                // The plan the Subscription waits on says why, when it is not done.
+                let plan_name = text(&sub, "/status/installPlanRef/name");
+                let plan = match c.get(&cluster::install_plans(), namespace, plan_name).await {
+                    Ok(Some(plan)) if !plan_name.is_empty() => format!(
+                        "; InstallPlan {plan_name} {:?}: {:?}, conditions {}",
+                        text(&plan, "/status/phase"),
+                        text(&plan, "/status/message"),
+                        field(&plan, "/status/conditions").unwrap_or(&Value::Null)
+                    ),
+                    _ => String::new(),
+                };
                 return Ok(Progress::Pending(format!(
-                    "installedCSV {now:?}, state {state:?}, conditions {}",
+                    "installedCSV {now:?}, state {state:?}, conditions {}{plan}",
                     field(&sub, "/status/conditions").unwrap_or(&Value::Null)
                 )));
             }
