@@ -72,8 +72,8 @@ const SUITE: Suite = Suite {
     ],
 };
 
-/// In CI each fault runs once, the all-namespaces operator copied to 10 namespaces: about 7
-/// minutes in all (F2 and F4 about a minute each); `benches/fault_matrix.rs` runs the same with
+/// In CI each fault runs once, the all-namespaces operator copied to 10 namespaces: 6.5 to 7.5
+/// minutes in all (docs/reliability.md §2.4); `benches/fault_matrix.rs` runs the same with
 /// the 50 namespaces and N repetitions.
 const CI_PLAN: matrix::Plan = matrix::Plan {
     repeat: 1,
