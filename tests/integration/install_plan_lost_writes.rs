@@ -14,7 +14,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::client::Body;
 use serde_json::{Value, json};
 
-use olm_rs::api::{InstallPlan, InstallPlanPhase, StepStatus};
+use olm_rs::api::{InstallPlan, InstallPlanPhase, InstallPlanStatus, StepStatus};
 use olm_rs::olm_hash::installed_alongside_annotation_key;
 use olm_rs::reconcile::{Context, ControllerOptions};
 
@@ -62,8 +62,11 @@ fn alongside(crd: &Value) -> Vec<String> {
     out
 }
 
-#[tokio::test]
-async fn a_plan_run_again_after_its_lost_complete_keeps_the_next_csvs_crd_annotation() {
+/// The widget package at 1.0.0 and 1.1.0 (one CRD), subscribed from 1.0.0: the first plan run
+/// to Complete, the upgrade's plan made. Returns the env, the first plan's name and its status
+/// as it was before it ran (what the store shows when its Complete is lost), and the upgrade's
+/// plan's name.
+async fn first_installed_upgrade_planned() -> (Env, String, InstallPlanStatus, String) {
     let mut env = Env::new().await;
     let mut catalog = widget_catalog();
     catalog.channels[0].entries.truncate(2);
@@ -76,13 +79,18 @@ async fn a_plan_run_again_after_its_lost_complete_keeps_the_next_csvs_crd_annota
     env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
         .await;
     let first = env.sync_subscriptions().await.created_plans.remove(0);
-    // The first plan as it was before it ran: what the store shows when its Complete is lost.
     let unrun = env.plan(&first).await.status.expect("a planned status");
     assert_eq!(
         env.run_plan(&first).await.status.unwrap().phase,
         InstallPlanPhase::Complete
     );
     let upgrade = env.sync_subscriptions().await.created_plans.remove(0);
+    (env, first, unrun, upgrade)
+}
+
+#[tokio::test]
+async fn a_plan_run_again_after_its_lost_complete_keeps_the_next_csvs_crd_annotation() {
+    let (mut env, first, unrun, upgrade) = first_installed_upgrade_planned().await;
 
     // The upgrade's first pass applies the CRD (with 1.1.0's annotation), then the API server
     // goes away before the new CSV is created.
@@ -233,24 +241,7 @@ async fn a_plan_completes_only_once_its_crd_carries_its_csvs_annotation() {
 
 #[tokio::test]
 async fn a_plan_run_again_after_the_next_replaced_its_csv_writes_nothing() {
-    let mut env = Env::new().await;
-    let mut catalog = widget_catalog();
-    catalog.channels[0].entries.truncate(2);
-    let crd = widget_crd(&[("v1", true)], "integer");
-    catalog.bundles = vec![
-        widget_bundle("1.0.0", crd.clone()),
-        widget_bundle("1.1.0", crd),
-    ];
-    env.add_catalog("community", catalog);
-    env.subscribe_widget(json!({"startingCSV": "widget-operator.v1.0.0"}))
-        .await;
-    let first = env.sync_subscriptions().await.created_plans.remove(0);
-    let unrun = env.plan(&first).await.status.expect("a planned status");
-    assert_eq!(
-        env.run_plan(&first).await.status.unwrap().phase,
-        InstallPlanPhase::Complete
-    );
-    let upgrade = env.sync_subscriptions().await.created_plans.remove(0);
+    let (env, first, unrun, upgrade) = first_installed_upgrade_planned().await;
     assert_eq!(
         env.run_plan(&upgrade).await.status.unwrap().phase,
         InstallPlanPhase::Complete
