@@ -88,6 +88,19 @@ async fn first_installed_upgrade_planned() -> (Env, String, InstallPlanStatus, S
     (env, first, unrun, upgrade)
 }
 
+/// Plan `name`'s Complete turns out lost: its status is `unrun` again.
+async fn lose_complete(env: &Env, name: &str, unrun: InstallPlanStatus) {
+    let plans: Api<InstallPlan> = Api::namespaced(env.client(), NS);
+    plans
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": unrun})),
+        )
+        .await
+        .expect("the plan back to before it ran");
+}
+
 #[tokio::test]
 async fn a_plan_run_again_after_its_lost_complete_keeps_the_next_csvs_crd_annotation() {
     let (mut env, first, unrun, upgrade) = first_installed_upgrade_planned().await;
@@ -125,15 +138,7 @@ async fn a_plan_run_again_after_its_lost_complete_keeps_the_next_csvs_crd_annota
 
     // Meanwhile the first plan's Complete turns out lost: it runs again from the start and
     // updates the CRD once more, while widget-operator.v1.1.0 does not exist yet.
-    let plans: Api<InstallPlan> = Api::namespaced(env.client(), NS);
-    plans
-        .patch_status(
-            &first,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": unrun})),
-        )
-        .await
-        .expect("the first plan back to before it ran");
+    lose_complete(&env, &first, unrun).await;
     assert_eq!(
         env.run_plan(&first).await.status.unwrap().phase,
         InstallPlanPhase::Complete
@@ -254,15 +259,7 @@ async fn a_plan_run_again_after_the_next_replaced_its_csv_writes_nothing() {
     env.stores_caught_up().await;
 
     // The first plan's Complete turns out lost: it is Installing again, from the start.
-    let plans: Api<InstallPlan> = Api::namespaced(env.client(), NS);
-    plans
-        .patch_status(
-            &first,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": unrun})),
-        )
-        .await
-        .expect("the first plan back to before it ran");
+    lose_complete(&env, &first, unrun).await;
     let status = env.run_plan(&first).await.status.unwrap();
     assert_eq!(status.phase, InstallPlanPhase::Complete);
     assert_eq!(
