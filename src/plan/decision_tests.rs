@@ -416,8 +416,8 @@ fn a_plan_completed_earlier_says_so_only_once() {
 
 #[test]
 fn a_superseded_plan_writes_nothing_and_completes() {
-    // The stall of docs/install-plans.md §7.6: the plan waits out a transient failure after
-    // creating its CSV, its Subscription moves on to the next plan, and that plan replaces
+    // docs/install-plans.md §7.6: the plan created its CSV, but its status lags behind (a
+    // write lost or not yet seen); its Subscription moves on to the next plan, which replaces
     // and deletes the CSV. Another pass would create the CSV again.
     let by = Superseded {
         subscription: "demo".into(),

@@ -1,8 +1,8 @@
 //! A plan its Subscriptions have moved past (docs/install-plans.md §7.6).
 //!
 //! A Subscription counts its CSV installed as soon as the CSV exists, as OLM's does, and may
-//! then make the next plan while its own plan is still `Installing` (waiting out a transient
-//! failure after writing the CSV, say). Once the next plan has replaced and deleted that CSV,
+//! then make the next plan while its own plan's status lags behind what the plan wrote (a
+//! status write lost or not yet seen). Once the next plan has replaced and deleted that CSV,
 //! another pass of the older plan would create it again and apply its older CRDs over the
 //! newer ones. So a plan every owning Subscription has moved past writes nothing more: it
 //! ends `Complete` with a message naming the plan that took over.
