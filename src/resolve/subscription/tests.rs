@@ -173,14 +173,19 @@ impl World {
     }
 
     fn install(&mut self, name: &str, version: &str) {
-        self.installed.push(InstalledCsv {
-            name: name.into(),
-            version: crate::catalog::semver_range::parse_tolerant(version).ok(),
-            package: Some("etcd".into()),
-            provided: vec![],
-            phase: "Succeeded".into(),
-            properties: Vec::new(),
-        });
+        self.installed.push(installed_csv(name, version));
+    }
+}
+
+/// CSV `name` of the etcd package at `version`, `Succeeded` (also the effects tables').
+pub(super) fn installed_csv(name: &str, version: &str) -> InstalledCsv {
+    InstalledCsv {
+        name: name.into(),
+        version: crate::catalog::semver_range::parse_tolerant(version).ok(),
+        package: Some("etcd".into()),
+        provided: vec![],
+        phase: "Succeeded".into(),
+        properties: Vec::new(),
     }
 }
 

@@ -15,7 +15,7 @@ use crate::plan::{RESOLUTION_LABEL, install_plan_name};
 use crate::resolve::NamespaceInput;
 use crate::resolve::input::{CatalogContent, CatalogInput, InstalledCsv, OperatorGroups};
 use crate::resolve::subscription::RollbackInput;
-use crate::resolve::subscription::tests::{catalog, sub};
+use crate::resolve::subscription::tests::{catalog, installed_csv, sub};
 
 const NS_UID: &str = "ns-uid";
 
@@ -76,17 +76,6 @@ fn key_of(decision: &NamespaceDecision) -> String {
     }
 }
 
-fn installed(name: &str, version: &str) -> InstalledCsv {
-    InstalledCsv {
-        name: name.into(),
-        version: crate::catalog::semver_range::parse_tolerant(version).ok(),
-        package: Some("etcd".into()),
-        provided: vec![],
-        phase: "Succeeded".into(),
-        properties: Vec::new(),
-    }
-}
-
 /// Decides and applies until nothing is left to do; returns the plans created, in order.
 fn settle(cluster: &mut Cluster) -> Vec<String> {
     let mut created = Vec::new();
@@ -116,7 +105,7 @@ fn complete(cluster: &mut Cluster, name: &str, csv: &str, version: &str) {
         .find(|p| p.metadata.name.as_deref() == Some(name))
         .unwrap();
     plan.status.as_mut().unwrap().phase = InstallPlanPhase::Complete;
-    cluster.installed.push(installed(csv, version));
+    cluster.installed.push(installed_csv(csv, version));
 }
 
 struct Case {
