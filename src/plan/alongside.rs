@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::api::InstallPlanPhase;
 use crate::api::keys::INSTALLED_ALONGSIDE_ANNOTATION_PREFIX;
 use crate::k8s::effects::{Body, Write};
-use crate::k8s::write::ObjectKey;
+use crate::k8s::write::{ObjectKey, Ownership};
 use crate::olm_hash::installed_alongside_annotation_key;
 
 /// A CSV an installed-alongside annotation names (its value is `<namespace>/<name>`).
@@ -150,6 +150,30 @@ pub fn alongside_update(live: &Value, own: Map<String, Value>, facts: &Alongside
         patch.insert(key.clone(), written);
     }
     json!({"metadata": {"annotations": patch}})
+}
+
+/// The two writes of an update of an existing CRD to `desired` (docs/install-plans.md §7.3):
+/// the server-side apply without installed-alongside annotations, then the merge patch of
+/// them ([`alongside_update`] over the `live` copy, keeping what `facts` keeps).
+pub fn crd_update_writes(
+    key: ObjectKey,
+    mut desired: Value,
+    live: &Value,
+    facts: &AlongsideFacts,
+) -> [Write; 2] {
+    let own = take_installed_alongside(&mut desired);
+    [
+        Write::Apply {
+            key: key.clone(),
+            object: Body::new(desired),
+            ownership: Ownership::Force,
+        },
+        Write::MergePatch {
+            key,
+            patch: Body::new(alongside_update(live, own, facts)),
+            resource_version: None,
+        },
+    ]
 }
 
 fn annotations(object: &Value) -> Option<&Map<String, Value>> {

@@ -12,13 +12,11 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use olm_rs::k8s::effects::{Body, Write, execute_noted};
+use olm_rs::k8s::effects::{Write, execute_noted};
 use olm_rs::k8s::warnings::WarningLog;
-use olm_rs::k8s::write::{ObjectKey, Ownership};
+use olm_rs::k8s::write::ObjectKey;
 use olm_rs::olm_hash::installed_alongside_annotation_key;
-use olm_rs::plan::alongside::{
-    AlongsideCsv, AlongsideFacts, alongside_csvs, alongside_update, take_installed_alongside,
-};
+use olm_rs::plan::alongside::{AlongsideCsv, AlongsideFacts, alongside_csvs, crd_update_writes};
 
 const NAME: &str = "gizmos.alongside.olm-rs.dev";
 
@@ -46,11 +44,9 @@ fn desired(csv: &str, description: &str) -> Value {
     })
 }
 
-/// The update a plan of `csv` decides on `copy` of the CRD, keeping `existing` CSVs.
-fn update(csv: &str, description: &str, copy: &Value, existing: &[&str]) -> Vec<Write> {
-    let key = ObjectKey::new::<CustomResourceDefinition>(None, NAME);
-    let mut body = desired(csv, description);
-    let own = take_installed_alongside(&mut body);
+/// The update a plan of `csv` decides on `copy` of the CRD, keeping `existing` CSVs: the
+/// writes `plan::pass::crd_writes` hands the executor.
+fn update(csv: &str, description: &str, copy: &Value, existing: &[&str]) -> [Write; 2] {
     let facts = AlongsideFacts {
         existing: existing
             .iter()
@@ -58,18 +54,12 @@ fn update(csv: &str, description: &str, copy: &Value, existing: &[&str]) -> Vec<
             .collect(),
         coming: BTreeSet::new(),
     };
-    vec![
-        Write::Apply {
-            key: key.clone(),
-            object: Body::new(body),
-            ownership: Ownership::Force,
-        },
-        Write::MergePatch {
-            key,
-            patch: Body::new(alongside_update(copy, own, &facts)),
-            resource_version: None,
-        },
-    ]
+    crd_update_writes(
+        ObjectKey::new::<CustomResourceDefinition>(None, NAME),
+        desired(csv, description),
+        copy,
+        &facts,
+    )
 }
 
 async fn write(client: &Client, writes: &[Write]) -> anyhow::Result<()> {

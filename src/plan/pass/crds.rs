@@ -12,9 +12,7 @@ use super::{
 use crate::api::{Step, StepStatus};
 use crate::k8s::effects::{Body, Write};
 use crate::k8s::write::{ObjectKey, Ownership};
-use crate::plan::alongside::{
-    AlongsideFacts, alongside_repair, alongside_update, take_installed_alongside,
-};
+use crate::plan::alongside::{AlongsideFacts, alongside_repair, crd_update_writes};
 use crate::plan::crd_reader::reader_role;
 use crate::plan::crd_safety::{CrdUpdateCheck, VersionToValidate, check_crd_update};
 use crate::plan::execution::{CRD_VALIDATION, CheckedPlan, PlanWarning};
@@ -133,26 +131,18 @@ pub fn crd_writes(
             });
             continue;
         };
-        let own = take_installed_alongside(&mut desired);
         strip_status(&mut desired);
         let kept = facts.get(&i).cloned().unwrap_or_default();
+        let [apply, annotate] = crd_update_writes(key, desired, existing, &kept);
         stage.writes.push(StepWrite {
             step: i,
-            write: Write::Apply {
-                key: key.clone(),
-                object: Body::new(desired),
-                ownership: Ownership::Force,
-            },
+            write: apply,
             action: "updating",
             records: Records::Nothing,
         });
         stage.writes.push(StepWrite {
             step: i,
-            write: Write::MergePatch {
-                key,
-                patch: Body::new(alongside_update(existing, own, &kept)),
-                resource_version: None,
-            },
+            write: annotate,
             action: "annotating",
             records: Records::Status(StepStatus::Present),
         });
